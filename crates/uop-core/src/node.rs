@@ -1,0 +1,465 @@
+//! `UOp`: the immutable, interned graph node.
+//!
+//! Constructing a UOp with fields equal to a live one returns that very object, so `is`, `==` and `hash` are identity.
+//! Field equality follows [`crate::arg`] for `arg` and `tag`, pointer identity for `dtype` (DTypes are interned in
+//! Python) and for sources (they are interned UOps already).
+
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use pyo3::{ffi, PyTraverseError, PyVisit};
+
+use crate::arg::{arg_eq, arg_hash, finish, mix};
+use crate::intern;
+use crate::registry::{self, safe_repr, type_name};
+use crate::toposort::toposort;
+
+/// The graph node. Fields: `op` (an `Ops` member), `dtype`, `src` (tuple of UOps), `arg`, `tag`.
+#[pyclass(frozen, weakref, dict, module = "tinygrad.uop.ops", name = "UOp")]
+pub struct UOp {
+  /// The op's integer value (index into the registered `Ops` table).
+  pub op: u8,
+  /// The DType object.
+  pub dtype: Py<PyAny>,
+  /// The sources, a tuple of UOps.
+  pub src: Py<PyTuple>,
+  /// The op-specific argument (hashable).
+  pub arg: Py<PyAny>,
+  /// A tag used by rewrites to mark nodes.
+  pub tag: Py<PyAny>,
+  /// Structural hash, kept so `Drop` can find the node's table entry without calling Python.
+  pub hash: u64,
+}
+
+/// Distance in bytes from a UOp's Python object to its Rust payload. It is the same for every instance (one type, one
+/// layout); the first node created records it so `__traverse__` can find the object and its instance dict.
+static PAYLOAD_OFFSET: AtomicUsize = AtomicUsize::new(usize::MAX);
+
+impl Drop for UOp {
+  fn drop(&mut self) {
+    // The object starts PAYLOAD_OFFSET bytes before its payload; the offset is recorded when the first node is created,
+    // before any node can be dropped.
+    let object = (self as *const UOp as usize).wrapping_sub(PAYLOAD_OFFSET.load(Relaxed));
+    intern::remove(self.hash, object as *mut ffi::PyObject);
+  }
+}
+
+#[inline]
+fn same_src(a: &[Bound<'_, PyAny>], b: &[Bound<'_, PyAny>]) -> bool {
+  a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.as_ptr() == y.as_ptr())
+}
+
+impl UOp {
+  /// The sources as a slice of Python objects (each is a UOp).
+  #[inline]
+  pub fn children<'a, 'py>(&'a self, py: Python<'py>) -> &'a [Bound<'py, PyAny>] {
+    self.src.bind(py).as_slice()
+  }
+
+  /// Returns the interned node for these fields, creating it if no live node has them.
+  /// Every item of `src` must be a UOp; `src_tuple`, when given, is a tuple holding exactly `src`.
+  pub fn intern<'py>(
+    py: Python<'py>,
+    op: u8,
+    dtype: &Bound<'py, PyAny>,
+    src: &[Bound<'py, PyAny>],
+    src_tuple: Option<&Bound<'py, PyTuple>>,
+    arg: &Bound<'py, PyAny>,
+    tag: &Bound<'py, PyAny>,
+  ) -> PyResult<Bound<'py, UOp>> {
+    let mut h = mix(u64::from(op) + 1, dtype.as_ptr() as u64);
+    for s in src {
+      h = mix(h, s.as_ptr() as u64);
+    }
+    h = mix(h, arg_hash(arg, "arg")?);
+    // never zero: `__traverse__` reads a zero hash as "payload not written yet"
+    h = finish(mix(h, arg_hash(tag, "tag")?)) | 1;
+
+    // Collect candidates whose op, dtype and sources match, taking a reference so they stay alive once the lock is
+    // released; args are compared afterwards because that may run Python code.
+    let dtype_ptr = dtype.as_ptr();
+    let mut candidates: Vec<*mut ffi::PyObject> = Vec::new();
+    intern::probe(h, |obj| {
+      // SAFETY: the table only holds objects whose Drop has not run yet (see `intern`), and we hold the table lock, so
+      // this node cannot be dropped while we read it; only UOps are in the table.
+      let bound = unsafe { Borrowed::from_ptr(py, obj).cast_unchecked::<UOp>() };
+      let node = bound.get();
+      if node.op == op && node.dtype.as_ptr() == dtype_ptr && same_src(node.children(py), src) {
+        // SAFETY: the object is alive (refcount > 0 was checked by `probe`); taking a new reference is allowed with the
+        // GIL held and runs no Python code.
+        unsafe { ffi::Py_INCREF(obj) };
+        candidates.push(obj);
+      }
+      false
+    });
+    let mut found: Option<Bound<'py, UOp>> = None;
+    for (i, ptr) in candidates.iter().enumerate() {
+      // SAFETY: we own the reference taken above; the object is a UOp because only UOps are in the table.
+      let cand = unsafe { Bound::from_owned_ptr(py, *ptr).cast_into_unchecked::<UOp>() };
+      if found.is_none() {
+        let c = cand.get();
+        let same = match (arg_eq(c.arg.bind(py), arg), arg_eq(c.tag.bind(py), tag)) {
+          (Ok(a), Ok(t)) => a && t,
+          (Err(e), _) | (_, Err(e)) => {
+            // release the remaining references before failing
+            for p in &candidates[i + 1..] {
+              // SAFETY: each pointer holds a reference we took above and have not released.
+              drop(unsafe { Bound::from_owned_ptr(py, *p) });
+            }
+            return Err(e);
+          }
+        };
+        if same {
+          found = Some(cand);
+        }
+      }
+    }
+    if let Some(f) = found {
+      return Ok(f);
+    }
+
+    let tuple = match src_tuple {
+      Some(t) => t.clone(),
+      None => PyTuple::new(py, src)?,
+    };
+    let node = UOp {
+      op,
+      dtype: dtype.clone().unbind(),
+      src: tuple.unbind(),
+      arg: arg.clone().unbind(),
+      tag: tag.clone().unbind(),
+      hash: h,
+    };
+    let obj = Bound::new(py, node)?;
+    let (payload, object) = (obj.get() as *const UOp as usize, obj.as_ptr() as usize);
+    PAYLOAD_OFFSET.store(payload - object, Relaxed);
+    intern::insert(h, obj.as_ptr());
+    Ok(obj)
+  }
+
+  /// Rebuilds this node with new sources, keeping op, dtype, arg and tag.
+  pub fn with_src<'py>(&self, py: Python<'py>, src: &[Bound<'py, PyAny>]) -> PyResult<Bound<'py, UOp>> {
+    UOp::intern(py, self.op, self.dtype.bind(py), src, None, self.arg.bind(py), self.tag.bind(py))
+  }
+
+  /// Nodes reachable from `root` (itself included) in topological order, as raw object pointers.
+  /// `gate` may reject nodes (and what is only reachable through them).
+  pub fn toposort_ptrs(
+    py: Python<'_>,
+    root: &Bound<'_, UOp>,
+    mut gate: impl FnMut(*mut ffi::PyObject) -> PyResult<bool>,
+  ) -> PyResult<Vec<*mut ffi::PyObject>> {
+    toposort(
+      root.as_ptr(),
+      |n, i| {
+        // SAFETY: `n` is a UOp reachable from `root`, which the caller keeps alive, so `n` and its sources are alive.
+        let node = unsafe { Borrowed::from_ptr(py, n).cast_unchecked::<UOp>() };
+        node.get().children(py).get(i).map(|c| c.as_ptr())
+      },
+      &mut gate,
+    )
+  }
+}
+
+/// Converts a constructor/replace `src` argument to a tuple of UOps, with a TypeError naming the bad item.
+fn src_to_tuple<'py>(py: Python<'py>, src: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyTuple>> {
+  let tuple = match src {
+    None => return Ok(PyTuple::empty(py)),
+    Some(s) => {
+      if let Ok(t) = s.cast::<PyTuple>() {
+        t.clone()
+      } else if let Ok(l) = s.cast::<PyList>() {
+        l.to_tuple()
+      } else {
+        return Err(PyTypeError::new_err(format!(
+          "UOp src must be a tuple of UOps, got {} {}",
+          type_name(s),
+          safe_repr(s)
+        )));
+      }
+    }
+  };
+  for (i, item) in tuple.iter_borrowed().enumerate() {
+    if !item.is_instance_of::<UOp>() {
+      return Err(PyTypeError::new_err(format!(
+        "UOp src must be a tuple of UOps, got {} {} at position {i}",
+        type_name(&item),
+        safe_repr(&item)
+      )));
+    }
+  }
+  Ok(tuple)
+}
+
+/// Builds a node from Python-level arguments (validation, dtype derivation, interning).
+fn construct<'py>(
+  py: Python<'py>,
+  op: &Bound<'py, PyAny>,
+  dtype: Option<&Bound<'py, PyAny>>,
+  src: Option<&Bound<'py, PyAny>>,
+  arg: Option<&Bound<'py, PyAny>>,
+  tag: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, UOp>> {
+  let reg = registry::get(py)?;
+  let opv = reg.op_value(op, "op")?;
+  let src = src_to_tuple(py, src)?;
+  let none = py.None().into_bound(py);
+  let arg = arg.unwrap_or(&none);
+  let tag = tag.unwrap_or(&none);
+  let dtype = match dtype {
+    Some(d) if !d.is_none() => d.clone(),
+    _ => {
+      let d = reg.dtype_hook.bind(py).call1((op, &src, arg))?;
+      if d.is_none() {
+        reg.void.bind(py).clone()
+      } else {
+        d
+      }
+    }
+  };
+  reg.check_dtype(&dtype, "UOp dtype")?;
+  UOp::intern(py, opv, &dtype, src.as_slice(), Some(&src), arg, tag)
+}
+
+/// The constructor's parameters, in positional order.
+const PARAMS: [&str; 6] = ["op", "dtype", "src", "arg", "tag", "metadata"];
+
+/// `UOp(...)` through vectorcall: Python passes the arguments as an array, so no argument tuple or keyword dict is built
+/// and `tp_init` is skipped. Same behaviour as `__new__`.
+unsafe extern "C" fn uop_vectorcall(
+  _callable: *mut ffi::PyObject,
+  args: *const *mut ffi::PyObject,
+  nargsf: usize,
+  kwnames: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+  // SAFETY: CPython calls a vectorcall function from a thread attached to the interpreter (holding the GIL).
+  let py = unsafe { Python::assume_attached() };
+  // SAFETY: CPython passes `nargsf` positional arguments followed by one value per name in `kwnames`, all valid
+  // borrowed references for the duration of the call.
+  let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe { vectorcall_args(py, args, nargsf, kwnames) }));
+  match result {
+    Ok(Ok(node)) => node.into_ptr(),
+    Ok(Err(e)) => {
+      e.restore(py);
+      std::ptr::null_mut()
+    }
+    Err(_) => {
+      PyTypeError::new_err("internal error (panic) in the UOp constructor").restore(py);
+      std::ptr::null_mut()
+    }
+  }
+}
+
+/// Sorts vectorcall arguments into the constructor's parameters and builds the node.
+///
+/// # Safety
+/// `args` must hold `PyVectorcall_NARGS(nargsf)` positional arguments followed by one value per name of the tuple
+/// `kwnames` (or `kwnames` is NULL), each a valid borrowed reference.
+unsafe fn vectorcall_args<'py>(
+  py: Python<'py>,
+  args: *const *mut ffi::PyObject,
+  nargsf: usize,
+  kwnames: *mut ffi::PyObject,
+) -> PyResult<Bound<'py, UOp>> {
+  let nargs = unsafe { ffi::PyVectorcall_NARGS(nargsf) } as usize;
+  if nargs > PARAMS.len() {
+    return Err(PyTypeError::new_err(format!(
+      "UOp() takes at most {} arguments ({nargs} given)",
+      PARAMS.len()
+    )));
+  }
+  let mut slots: [Option<Borrowed<'_, 'py, PyAny>>; 6] = [None, None, None, None, None, None];
+  for (i, slot) in slots.iter_mut().enumerate().take(nargs) {
+    *slot = Some(unsafe { Borrowed::from_ptr(py, *args.add(i)) });
+  }
+  if !kwnames.is_null() {
+    let names = unsafe { Borrowed::from_ptr(py, kwnames).cast_unchecked::<PyTuple>() };
+    for (j, name) in names.iter_borrowed().enumerate() {
+      let name = name.cast::<PyString>()?;
+      let name = name.to_str()?;
+      let Some(k) = PARAMS.iter().position(|p| *p == name) else {
+        return Err(PyTypeError::new_err(format!("UOp() got an unexpected keyword argument '{name}'")));
+      };
+      if slots[k].is_some() {
+        return Err(PyTypeError::new_err(format!("UOp() got multiple values for argument '{name}'")));
+      }
+      slots[k] = Some(unsafe { Borrowed::from_ptr(py, *args.add(nargs + j)) });
+    }
+  }
+  let Some(op) = slots[0] else {
+    return Err(PyTypeError::new_err("UOp() missing required argument 'op'"));
+  };
+  let node = construct(
+    py,
+    &op,
+    slots[1].as_deref(),
+    slots[2].as_deref(),
+    slots[3].as_deref(),
+    slots[4].as_deref(),
+  )?;
+  if let Some(m) = slots[5] {
+    if !m.is_none() {
+      registry::get(py)?.metadata_hook.bind(py).call1((&node, m))?;
+    }
+  }
+  Ok(node)
+}
+
+/// Makes `UOp(...)` calls use [`uop_vectorcall`].
+pub fn install_vectorcall(py: Python<'_>) {
+  let ty = py.get_type::<UOp>();
+  // SAFETY: `tp_vectorcall` is the documented PyTypeObject field "vectorcall function to use for calls of this type
+  // object"; we set it once on our own type, before Python code can call it, to a function with the vectorcall
+  // signature that behaves as `tp_new` (the only other path that creates UOps) does.
+  unsafe { (*ty.as_type_ptr()).tp_vectorcall = Some(uop_vectorcall) };
+}
+
+#[pymethods]
+impl UOp {
+  #[new]
+  #[pyo3(signature = (op, dtype=None, src=None, arg=None, tag=None, metadata=None))]
+  fn py_new<'py>(
+    py: Python<'py>,
+    op: &Bound<'py, PyAny>,
+    dtype: Option<&Bound<'py, PyAny>>,
+    src: Option<&Bound<'py, PyAny>>,
+    arg: Option<&Bound<'py, PyAny>>,
+    tag: Option<&Bound<'py, PyAny>>,
+    metadata: Option<&Bound<'py, PyAny>>,
+  ) -> PyResult<Py<UOp>> {
+    let node = construct(py, op, dtype, src, arg, tag)?;
+    if let Some(m) = metadata {
+      if !m.is_none() {
+        registry::get(py)?.metadata_hook.bind(py).call1((&node, m))?;
+      }
+    }
+    Ok(node.unbind())
+  }
+
+  /// The op, an `Ops` member.
+  #[getter]
+  fn op<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    Ok(registry::get(py)?.op(py, self.op).clone())
+  }
+  #[getter]
+  fn dtype(&self, py: Python<'_>) -> Py<PyAny> {
+    self.dtype.clone_ref(py)
+  }
+  #[getter]
+  fn src(&self, py: Python<'_>) -> Py<PyTuple> {
+    self.src.clone_ref(py)
+  }
+  #[getter]
+  fn arg(&self, py: Python<'_>) -> Py<PyAny> {
+    self.arg.clone_ref(py)
+  }
+  #[getter]
+  fn tag(&self, py: Python<'_>) -> Py<PyAny> {
+    self.tag.clone_ref(py)
+  }
+
+  /// A node equal to this one except for the given fields (`op`, `dtype`, `src`, `arg`, `tag`).
+  #[pyo3(signature = (**kwargs))]
+  fn replace<'py>(slf: &Bound<'py, Self>, kwargs: Option<&Bound<'py, PyDict>>) -> PyResult<Bound<'py, UOp>> {
+    let py = slf.py();
+    let me = slf.get();
+    let Some(kw) = kwargs else { return Ok(slf.clone()) };
+    let (mut op, mut dtype, mut src, mut arg, mut tag) = (None, None, None, None, None);
+    for (k, v) in kw.iter() {
+      match k.extract::<&str>()? {
+        "op" => op = Some(v),
+        "dtype" => dtype = Some(v),
+        "src" => src = Some(v),
+        "arg" => arg = Some(v),
+        "tag" => tag = Some(v),
+        other => return Err(PyTypeError::new_err(format!("UOp.replace() got an unexpected field '{other}'"))),
+      }
+    }
+    let reg = registry::get(py)?;
+    let opv = match &op {
+      Some(o) => reg.op_value(o, "op")?,
+      None => me.op,
+    };
+    let dtype = match dtype {
+      Some(d) => {
+        reg.check_dtype(&d, "UOp dtype")?;
+        d
+      }
+      None => me.dtype.bind(py).clone(),
+    };
+    let src = match &src {
+      Some(s) => src_to_tuple(py, Some(s))?,
+      None => me.src.bind(py).clone(),
+    };
+    let arg = arg.unwrap_or_else(|| me.arg.bind(py).clone());
+    let tag = tag.unwrap_or_else(|| me.tag.bind(py).clone());
+    UOp::intern(py, opv, &dtype, src.as_slice(), Some(&src), &arg, &tag)
+  }
+
+  /// All nodes reachable from this one, children before parents, as an ordered dict `{uop: None}`.
+  /// `gate(node)` returning false skips that node and everything only reachable through it.
+  #[pyo3(signature = (gate=None, enter_calls=true))]
+  fn toposort<'py>(slf: &Bound<'py, Self>, gate: Option<&Bound<'py, PyAny>>, enter_calls: bool) -> PyResult<Bound<'py, PyDict>> {
+    let _ = enter_calls;
+    let py = slf.py();
+    let order = match gate {
+      None => UOp::toposort_ptrs(py, slf, |_| Ok(true))?,
+      Some(g) => UOp::toposort_ptrs(py, slf, |n| {
+        // SAFETY: `n` is a live node reachable from `slf`.
+        let node = unsafe { Borrowed::from_ptr(py, n) };
+        g.call1((node,))?.is_truthy()
+      })?,
+    };
+    let out = PyDict::new(py);
+    let none = py.None();
+    for n in order {
+      // SAFETY: `n` is a live node reachable from `slf`.
+      out.set_item(unsafe { Borrowed::from_ptr(py, n) }, &none)?;
+    }
+    Ok(out)
+  }
+
+  fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
+    crate::pickle::reduce(slf)
+  }
+
+  fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+    // pyo3 allocates the object (zero-filled by tp_alloc) and then writes the payload; creating the instance dict in
+    // between can start a GC pass that traverses this object. A zero hash means the payload is not written yet, and
+    // then no field may be read. Initialized nodes always have a non-zero hash (see `intern`).
+    // SAFETY: `hash` is a plain integer, valid in zero-filled memory; the volatile read keeps the compiler from assuming
+    // the payload is initialized.
+    if unsafe { std::ptr::read_volatile(&self.hash) } == 0 {
+      return Ok(());
+    }
+    visit.call(&self.dtype)?;
+    visit.call(&self.src)?;
+    visit.call(&self.arg)?;
+    visit.call(&self.tag)?;
+    // pyo3 does not visit the instance `__dict__`, where Python code caches values (a cycle through it would leak).
+    let offset = PAYLOAD_OFFSET.load(Relaxed);
+    if offset != usize::MAX {
+      let obj = (self as *const UOp as usize - offset) as *mut ffi::PyObject;
+      // SAFETY: `self` is the payload of a live UOp object located `offset` bytes after the object's start (every UOp has
+      // the same layout). The type's tp_dictoffset is the positive offset of the dict pointer slot inside the object;
+      // that slot holds either NULL or a strong reference, which is exactly the layout of `Option<Py<PyAny>>`
+      // (`Py` is a repr(transparent) NonNull). We only read it, as tp_traverse must.
+      unsafe {
+        let dictoffset = (*ffi::Py_TYPE(obj)).tp_dictoffset;
+        if dictoffset > 0 {
+          let slot = (obj as *const u8).offset(dictoffset) as *const Option<Py<PyAny>>;
+          visit.call(&*slot)?;
+        }
+      }
+    }
+    Ok(())
+  }
+}
+
+/// Number of live interned UOps.
+#[pyfunction]
+pub fn live_uops() -> usize {
+  intern::len()
+}

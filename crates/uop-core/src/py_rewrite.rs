@@ -1,0 +1,177 @@
+//! The Python side of graph_rewrite: a [`Host`] over interned UOps and PatternMatchers, and the `graph_rewrite`
+//! function itself.
+
+use std::hash::{Hash, Hasher};
+
+use pyo3::exceptions::{PyRuntimeError, PyTypeError};
+use pyo3::prelude::*;
+
+use crate::matcher::PatternMatcher;
+use crate::node::UOp;
+use crate::registry::{self, safe_repr, type_name};
+use crate::rewrite::{BottomUp, Engine, Host, Limits};
+use crate::stats;
+
+/// A UOp handle compared and hashed by identity.
+#[derive(Clone)]
+pub struct PyNode<'py>(pub Bound<'py, PyAny>);
+
+impl PartialEq for PyNode<'_> {
+  fn eq(&self, other: &Self) -> bool {
+    self.0.as_ptr() == other.0.as_ptr()
+  }
+}
+impl Eq for PyNode<'_> {}
+impl Hash for PyNode<'_> {
+  fn hash<S: Hasher>(&self, state: &mut S) {
+    state.write_usize(self.0.as_ptr() as usize);
+  }
+}
+
+impl<'py> PyNode<'py> {
+  #[inline]
+  fn uop(&self) -> &UOp {
+    // SAFETY: every PyNode is built from a UOp (the root is checked, sources and rule results are checked UOps).
+    unsafe { self.0.cast_unchecked::<UOp>() }.get()
+  }
+}
+
+struct PyHost<'a, 'py> {
+  py: Python<'py>,
+  pm: Option<&'a PatternMatcher>,
+  bpm: Option<&'a PatternMatcher>,
+  ctx: Bound<'py, PyAny>,
+  name: String,
+  last_rule: Option<String>,
+}
+
+impl<'py> PyHost<'_, 'py> {
+  fn apply(&mut self, pm: &PatternMatcher, n: &PyNode<'py>) -> PyResult<Option<PyNode<'py>>> {
+    // SAFETY: see PyNode::uop.
+    let node = unsafe { n.0.cast_unchecked::<UOp>() };
+    match pm.rewrite_node(node, &self.ctx)? {
+      None => Ok(None),
+      Some((r, rule)) => {
+        if !r.is_instance_of::<UOp>() {
+          return Err(PyTypeError::new_err(format!(
+            "graph_rewrite: the rule at {} returned {} {}, expected a UOp or None",
+            pm.rule_source(self.py, rule),
+            type_name(&r),
+            safe_repr(&r)
+          )));
+        }
+        self.last_rule = Some(pm.rule_source(self.py, rule));
+        Ok(Some(PyNode(r)))
+      }
+    }
+  }
+}
+
+impl<'py> Host for PyHost<'_, 'py> {
+  type Node = PyNode<'py>;
+  type Error = PyErr;
+
+  fn n_src(&self, n: &PyNode<'py>) -> usize {
+    n.uop().children(self.py).len()
+  }
+  fn src(&self, n: &PyNode<'py>, i: usize) -> PyNode<'py> {
+    PyNode(n.uop().children(self.py)[i].clone())
+  }
+  fn rebuild(&mut self, n: &PyNode<'py>, src: Vec<PyNode<'py>>) -> PyResult<PyNode<'py>> {
+    let src: Vec<Bound<'py, PyAny>> = src.into_iter().map(|s| s.0).collect();
+    Ok(PyNode(n.uop().with_src(self.py, &src)?.into_any()))
+  }
+  fn has_top_down(&self) -> bool {
+    self.pm.is_some()
+  }
+  fn has_bottom_up(&self) -> bool {
+    self.bpm.is_some()
+  }
+  fn top_down(&mut self, n: &PyNode<'py>) -> PyResult<Option<PyNode<'py>>> {
+    match self.pm {
+      Some(pm) => self.apply(pm, n),
+      None => Ok(None),
+    }
+  }
+  fn bottom_up(&mut self, n: &PyNode<'py>) -> PyResult<BottomUp<PyNode<'py>>> {
+    let Some(bpm) = self.bpm else { return Ok(BottomUp::Keep) };
+    match self.apply(bpm, n) {
+      Ok(Some(r)) => Ok(BottomUp::Replace(r)),
+      Ok(None) => Ok(BottomUp::Keep),
+      Err(e) if e.is_instance(self.py, registry::get(self.py)?.bottom_up_gate.bind(self.py)) => Ok(BottomUp::Gate),
+      Err(e) => Err(e),
+    }
+  }
+  fn endless(&self, what: &str) -> PyErr {
+    let rule = self.last_rule.as_deref().unwrap_or("(no rule matched yet)");
+    PyRuntimeError::new_err(format!(
+      "graph_rewrite{}: endless rewrite: {what}; last rule that fired: {rule}",
+      self.name
+    ))
+  }
+}
+
+fn as_pm<'a, 'py>(obj: Option<&'a Bound<'py, PyAny>>, what: &str) -> PyResult<Option<&'a Bound<'py, PatternMatcher>>> {
+  match obj {
+    None => Ok(None),
+    Some(o) if o.is_none() => Ok(None),
+    Some(o) => o.cast::<PatternMatcher>().map(Some).map_err(|_| {
+      PyTypeError::new_err(format!(
+        "graph_rewrite {what} must be a PatternMatcher, got {} {}",
+        type_name(o),
+        safe_repr(o)
+      ))
+    }),
+  }
+}
+
+/// Rewrites the graph under `sink` with `pm` (see the module docs of `rewrite` for the modes) and returns the new root.
+#[pyfunction]
+#[pyo3(signature = (sink, pm, ctx=None, bottom_up=false, name=None, bpm=None, walk=false, enter_calls=false))]
+#[allow(clippy::too_many_arguments)]
+pub fn graph_rewrite<'py>(
+  py: Python<'py>,
+  sink: &Bound<'py, PyAny>,
+  pm: Option<&Bound<'py, PyAny>>,
+  ctx: Option<&Bound<'py, PyAny>>,
+  bottom_up: bool,
+  name: Option<String>,
+  bpm: Option<&Bound<'py, PyAny>>,
+  walk: bool,
+  enter_calls: bool,
+) -> PyResult<Bound<'py, PyAny>> {
+  let _ = enter_calls;
+  if !sink.is_instance_of::<UOp>() {
+    return Err(PyTypeError::new_err(format!(
+      "graph_rewrite expects a UOp, got {} {}",
+      type_name(sink),
+      safe_repr(sink)
+    )));
+  }
+  let pm = as_pm(pm, "pm")?;
+  let bpm = as_pm(bpm, "bpm")?;
+  let (top, bottom) = if bottom_up { (None, pm) } else { (pm, bpm) };
+  let track = stats::level() >= 2;
+  if track {
+    registry::get(py)?
+      .track_hook
+      .bind(py)
+      .call1(("begin", sink, name.as_deref(), bottom_up, walk))?;
+  }
+  let host = PyHost {
+    py,
+    pm: top.map(|p| p.get()),
+    bpm: bottom.map(|p| p.get()),
+    ctx: ctx.cloned().unwrap_or_else(|| py.None().into_bound(py)),
+    name: name.as_ref().map(|n| format!(" ({n})")).unwrap_or_default(),
+    last_rule: None,
+  };
+  let mut engine = Engine::new(host, Limits::default());
+  let root = PyNode(sink.clone());
+  let result = if walk { engine.walk(root) } else { engine.unified(root) };
+  if track {
+    let r = result.as_ref().map(|r| r.0.clone()).ok();
+    registry::get(py)?.track_hook.bind(py).call1(("end", r))?;
+  }
+  Ok(result?.0)
+}

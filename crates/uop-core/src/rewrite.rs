@@ -1,0 +1,366 @@
+//! graph_rewrite: rewrites a DAG with pattern matchers, children first, to a fixed point.
+//!
+//! The engine is generic over a [`Host`] (how to read sources, rebuild a node and apply the rules), so it can be
+//! tested and benchmarked without Python. It runs on an explicit stack, so graph depth is limited only by memory.
+//!
+//! Default mode: a node's sources are rewritten first; a node whose sources changed is rebuilt, and the rebuilt node is
+//! rewritten in turn; otherwise the top-down rules run on it, and a replacement is itself fully rewritten. Every node
+//! seen is memoized, so each distinct node is processed once per call. Bottom-up rules (`bottom_up=True`, or `bpm`)
+//! run on a node before its sources, repeatedly until they no longer match. Walk mode makes one pass and does not
+//! revisit replacements.
+//!
+//! Endless rewrites fail instead of hanging: reaching a node that is still being rewritten (a cycle), a chain of more
+//! than `chain_limit` successive rewrites of one node, or a stack deeper than `stack_limit` is an error.
+
+use std::hash::Hash;
+
+use crate::hashing::{AddrMap, AddrSet};
+
+/// Result of applying bottom-up rules to a node.
+pub enum BottomUp<N> {
+  /// No rule matched.
+  Keep,
+  /// A rule produced this replacement.
+  Replace(N),
+  /// A rule asked not to descend into this node's sources.
+  Gate,
+}
+
+/// What the engine needs from the graph and the rules.
+pub trait Host {
+  /// A node handle; equality and hash are node identity.
+  type Node: Clone + Eq + Hash;
+  /// Error type (a Python exception for the real host).
+  type Error;
+  /// Number of sources of `n`.
+  fn n_src(&self, n: &Self::Node) -> usize;
+  /// Source `i` of `n`.
+  fn src(&self, n: &Self::Node, i: usize) -> Self::Node;
+  /// `n` with its sources replaced.
+  fn rebuild(&mut self, n: &Self::Node, src: Vec<Self::Node>) -> Result<Self::Node, Self::Error>;
+  /// Whether top-down rules exist.
+  fn has_top_down(&self) -> bool;
+  /// Whether bottom-up rules exist.
+  fn has_bottom_up(&self) -> bool;
+  /// Applies the top-down rules once.
+  fn top_down(&mut self, n: &Self::Node) -> Result<Option<Self::Node>, Self::Error>;
+  /// Applies the bottom-up rules once.
+  fn bottom_up(&mut self, n: &Self::Node) -> Result<BottomUp<Self::Node>, Self::Error>;
+  /// The error for an endless rewrite, described by `what`.
+  fn endless(&self, what: &str) -> Self::Error;
+}
+
+enum Frame<N> {
+  Enter(N, u32),
+  Rebuild(N, N, u32),
+  Link(N, N),
+}
+
+/// Limits that turn endless rewrites into errors.
+#[derive(Clone, Copy)]
+pub struct Limits {
+  /// Successive rewrites of one node.
+  pub chain: u32,
+  /// Frames on the work stack.
+  pub stack: usize,
+}
+
+impl Default for Limits {
+  fn default() -> Self {
+    Limits {
+      chain: 1_000_000,
+      stack: 16_000_000,
+    }
+  }
+}
+
+/// One graph_rewrite call's state.
+pub struct Engine<H: Host> {
+  /// The host.
+  pub host: H,
+  replace: AddrMap<H::Node, H::Node>,
+  in_progress: AddrSet<H::Node>,
+  bpm_cache: AddrMap<H::Node, Option<H::Node>>,
+  limits: Limits,
+}
+
+impl<H: Host> Engine<H> {
+  /// A fresh engine.
+  pub fn new(host: H, limits: Limits) -> Self {
+    Engine {
+      host,
+      replace: AddrMap::default(),
+      in_progress: AddrSet::default(),
+      bpm_cache: AddrMap::default(),
+      limits,
+    }
+  }
+
+  fn bottom_up_cached(&mut self, n: &H::Node) -> Result<BottomUp<H::Node>, H::Error> {
+    if let Some(r) = self.bpm_cache.get(n) {
+      return Ok(match r {
+        Some(x) => BottomUp::Replace(x.clone()),
+        None => BottomUp::Keep,
+      });
+    }
+    let r = self.host.bottom_up(n)?;
+    match &r {
+      BottomUp::Keep => {
+        self.bpm_cache.insert(n.clone(), None);
+      }
+      BottomUp::Replace(x) => {
+        self.bpm_cache.insert(n.clone(), Some(x.clone()));
+      }
+      BottomUp::Gate => {}
+    }
+    Ok(r)
+  }
+
+  fn finish(&mut self, n: H::Node, v: H::Node) {
+    self.in_progress.remove(&n);
+    self.replace.insert(n, v);
+  }
+
+  /// Rewrites `root` to a fixed point (default and bottom-up modes).
+  pub fn unified(&mut self, root: H::Node) -> Result<H::Node, H::Error> {
+    let mut stack: Vec<Frame<H::Node>> = vec![Frame::Enter(root.clone(), 0)];
+    while let Some(frame) = stack.pop() {
+      if stack.len() > self.limits.stack {
+        return Err(self.host.endless(&format!("the rewrite stack grew past {} frames", self.limits.stack)));
+      }
+      match frame {
+        Frame::Enter(n, chain) => {
+          if self.replace.contains_key(&n) {
+            continue;
+          }
+          if !self.in_progress.insert(n.clone()) {
+            return Err(self.host.endless("a node was rewritten into a graph that contains it (a rewrite cycle)"));
+          }
+          let mut cur = n.clone();
+          if self.host.has_bottom_up() {
+            let mut seen: AddrSet<H::Node> = AddrSet::default();
+            let mut gated = false;
+            loop {
+              match self.bottom_up_cached(&cur)? {
+                BottomUp::Keep => break,
+                BottomUp::Gate => {
+                  gated = true;
+                  break;
+                }
+                BottomUp::Replace(r) => {
+                  seen.insert(cur.clone());
+                  if seen.contains(&r) {
+                    return Err(self.host.endless("bottom-up rules rewrote a node back into itself (a rewrite cycle)"));
+                  }
+                  if seen.len() > self.limits.chain as usize {
+                    return Err(
+                      self
+                        .host
+                        .endless(&format!("more than {} successive bottom-up rewrites of one node", self.limits.chain)),
+                    );
+                  }
+                  cur = r;
+                }
+              }
+            }
+            if gated {
+              self.finish(n, cur);
+              continue;
+            }
+          }
+          let k = self.host.n_src(&cur);
+          stack.push(Frame::Rebuild(n, cur.clone(), chain));
+          for i in (0..k).rev() {
+            let c = self.host.src(&cur, i);
+            if !self.replace.contains_key(&c) {
+              stack.push(Frame::Enter(c, 0));
+            }
+          }
+        }
+        Frame::Rebuild(n, cur, chain) => {
+          let k = self.host.n_src(&cur);
+          let mut changed = false;
+          let mut new_src = Vec::with_capacity(k);
+          for i in 0..k {
+            let c = self.host.src(&cur, i);
+            let r = self.replace.get(&c).cloned().unwrap_or(c.clone());
+            changed |= r != c;
+            new_src.push(r);
+          }
+          let next = if changed {
+            Some(self.host.rebuild(&cur, new_src)?)
+          } else if self.host.has_top_down() {
+            self.host.top_down(&cur)?
+          } else {
+            None
+          };
+          match next {
+            None => self.finish(n, cur),
+            Some(r) => {
+              if chain >= self.limits.chain {
+                return Err(
+                  self
+                    .host
+                    .endless(&format!("more than {} successive rewrites of one node", self.limits.chain)),
+                );
+              }
+              stack.push(Frame::Link(n, r.clone()));
+              stack.push(Frame::Enter(r, chain + 1));
+            }
+          }
+        }
+        Frame::Link(n, r) => {
+          let v = self.replace.get(&r).cloned().unwrap_or(r);
+          self.finish(n, v);
+        }
+      }
+    }
+    Ok(self.replace.get(&root).cloned().unwrap_or(root))
+  }
+
+  /// One pass: bottom-up rules once before the sources (a replacement is final), then sources, rebuild, and top-down
+  /// rules once (a replacement is final).
+  pub fn walk(&mut self, root: H::Node) -> Result<H::Node, H::Error> {
+    let mut stack: Vec<(H::Node, bool)> = vec![(root.clone(), false)];
+    while let Some((n, processed)) = stack.pop() {
+      if self.replace.contains_key(&n) {
+        continue;
+      }
+      if !processed {
+        if self.host.has_bottom_up() {
+          match self.host.bottom_up(&n)? {
+            BottomUp::Replace(r) => {
+              self.replace.insert(n, r);
+              continue;
+            }
+            BottomUp::Gate => {
+              self.replace.insert(n.clone(), n);
+              continue;
+            }
+            BottomUp::Keep => {}
+          }
+        }
+        let k = self.host.n_src(&n);
+        stack.push((n.clone(), true));
+        for i in (0..k).rev() {
+          let c = self.host.src(&n, i);
+          if !self.replace.contains_key(&c) {
+            stack.push((c, false));
+          }
+        }
+      } else {
+        let k = self.host.n_src(&n);
+        let mut changed = false;
+        let mut new_src = Vec::with_capacity(k);
+        for i in 0..k {
+          let c = self.host.src(&n, i);
+          let r = self.replace.get(&c).cloned().unwrap_or(c.clone());
+          changed |= r != c;
+          new_src.push(r);
+        }
+        let mut m = if changed { self.host.rebuild(&n, new_src)? } else { n.clone() };
+        if self.host.has_top_down() {
+          if let Some(r) = self.host.top_down(&m)? {
+            m = r;
+          }
+        }
+        self.replace.insert(n, m);
+      }
+    }
+    Ok(self.replace.get(&root).cloned().unwrap_or(root))
+  }
+}
+
+#[cfg(test)]
+mod tests {
+  use super::{Engine, Limits};
+  use crate::toy::{Graph, Id, Kind, Rules, ToyHost};
+
+  fn run(g: &mut Graph, root: Id, rules: Rules, bottom_up: bool, walk: bool) -> (Result<Id, String>, usize) {
+    let limits = Limits {
+      chain: 300_000,
+      stack: 4_000_000,
+    };
+    let mut e = Engine::new(ToyHost::new(g, rules, bottom_up), limits);
+    let r = if walk { e.walk(root) } else { e.unified(root) };
+    let max_visits = e.host.visits.values().copied().max().unwrap_or(0) as usize;
+    (r, max_visits)
+  }
+
+  #[test]
+  fn simplify_folds_to_a_constant_and_preserves_value() {
+    let mut g = Graph::default();
+    let x = g.node(Kind::Var(0), vec![]);
+    let zero = g.node(Kind::Const(0), vec![]);
+    let one = g.node(Kind::Const(1), vec![]);
+    let two = g.node(Kind::Const(2), vec![]);
+    let three = g.node(Kind::Const(3), vec![]);
+    let c = g.node(Kind::Add, vec![two, three]);
+    let xc = g.node(Kind::Mul, vec![x, one]);
+    let e = g.node(Kind::Add, vec![xc, zero]);
+    let root = g.node(Kind::Mul, vec![e, c]);
+    for bottom_up in [false, true] {
+      let (r, visits) = run(&mut g, root, Rules::Simplify, bottom_up, false);
+      let r = r.unwrap();
+      assert_eq!(g.kind(r), &Kind::Mul);
+      let five = g.node(Kind::Const(5), vec![]);
+      assert_eq!(g.src(r), &[x, five]);
+      assert!(visits <= 1, "a node was rewritten {visits} times in one call");
+    }
+  }
+
+  #[test]
+  fn every_node_rewritten_in_a_mesh_keeps_the_value() {
+    let mut g = Graph::default();
+    let root = g.mesh(20, 30);
+    let vars = |v: u32| i64::from(v) + 2;
+    let before = g.eval(root, &vars);
+    let (r, visits) = run(&mut g, root, Rules::AddToMul, false, false);
+    let r = r.unwrap();
+    assert!(visits <= 1);
+    assert_ne!(before, g.eval(r, &vars));
+    let all = crate::toposort::toposort::<Id, ()>(r, |n, i| g.src(n).get(i).copied(), |_| Ok(true)).unwrap();
+    assert!(all.iter().all(|n| g.kind(*n) != &Kind::Add));
+  }
+
+  #[test]
+  fn endless_rewrites_are_errors() {
+    let mut g = Graph::default();
+    let c = g.node(Kind::Const(0), vec![]);
+    let root = g.node(Kind::Neg, vec![c]);
+    for bottom_up in [false, true] {
+      assert!(run(&mut g, root, Rules::Increment, bottom_up, false).0.is_err());
+    }
+    let v = g.node(Kind::Var(0), vec![]);
+    let root = g.node(Kind::Neg, vec![v]);
+    for bottom_up in [false, true] {
+      assert!(run(&mut g, root, Rules::Flip, bottom_up, false).0.unwrap_err().contains("cycle"));
+    }
+    assert!(run(&mut g, root, Rules::Grow, false, false).0.unwrap_err().contains("cycle"));
+  }
+
+  #[test]
+  fn walk_does_not_revisit_replacements() {
+    let mut g = Graph::default();
+    let c = g.node(Kind::Const(0), vec![]);
+    let root = g.node(Kind::Neg, vec![c]);
+    let (r, _) = run(&mut g, root, Rules::Increment, false, true);
+    let r = r.unwrap();
+    let one = g.node(Kind::Const(1), vec![]);
+    assert_eq!(g.src(r), &[one]);
+  }
+
+  #[test]
+  fn deep_chains_need_no_recursion() {
+    let mut g = Graph::default();
+    let mut n = g.node(Kind::Var(0), vec![]);
+    let zero = g.node(Kind::Const(0), vec![]);
+    for _ in 0..200_000 {
+      n = g.node(Kind::Add, vec![n, zero]);
+    }
+    for bottom_up in [false, true] {
+      let (r, _) = run(&mut g, n, Rules::Simplify, bottom_up, false);
+      assert_eq!(g.kind(r.unwrap()), &Kind::Var(0));
+    }
+  }
+}
