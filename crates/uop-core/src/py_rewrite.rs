@@ -1,9 +1,8 @@
 //! The Python side of graph_rewrite: a [`Host`] over interned UOps and PatternMatchers, and the `graph_rewrite`
 //! function itself.
 
-use std::hash::{Hash, Hasher};
-
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
+use pyo3::ffi;
 use pyo3::prelude::*;
 
 use crate::matcher::PatternMatcher;
@@ -12,29 +11,10 @@ use crate::registry::{self, safe_repr, type_name};
 use crate::rewrite::{BottomUp, Engine, Host, Limits};
 use crate::stats;
 
-/// A UOp handle compared and hashed by identity.
-#[derive(Clone)]
-pub struct PyNode<'py>(pub Bound<'py, PyAny>);
-
-impl PartialEq for PyNode<'_> {
-  fn eq(&self, other: &Self) -> bool {
-    self.0.as_ptr() == other.0.as_ptr()
-  }
-}
-impl Eq for PyNode<'_> {}
-impl Hash for PyNode<'_> {
-  fn hash<S: Hasher>(&self, state: &mut S) {
-    state.write_usize(self.0.as_ptr() as usize);
-  }
-}
-
-impl<'py> PyNode<'py> {
-  #[inline]
-  fn uop(&self) -> &UOp {
-    // SAFETY: every PyNode is built from a UOp (the root is checked, sources and rule results are checked UOps).
-    unsafe { self.0.cast_unchecked::<UOp>() }.get()
-  }
-}
+/// A UOp handle: the object's address. Copying it takes no reference; every handle the engine sees is kept alive either
+/// by the graph under the root or by the host's `keep` list (nodes created or returned during the rewrite).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PyNode(*mut ffi::PyObject);
 
 struct PyHost<'a, 'py> {
   py: Python<'py>,
@@ -43,13 +23,27 @@ struct PyHost<'a, 'py> {
   ctx: Bound<'py, PyAny>,
   name: String,
   last_rule: Option<String>,
+  /// Strong references to every node produced during the rewrite, so their handles stay valid until it ends.
+  keep: Vec<Bound<'py, PyAny>>,
 }
 
 impl<'py> PyHost<'_, 'py> {
-  fn apply(&mut self, pm: &PatternMatcher, n: &PyNode<'py>) -> PyResult<Option<PyNode<'py>>> {
-    // SAFETY: see PyNode::uop.
-    let node = unsafe { n.0.cast_unchecked::<UOp>() };
-    match pm.rewrite_node(node, &self.ctx)? {
+  #[inline]
+  fn bound<'b>(&self, n: PyNode) -> Borrowed<'b, 'py, UOp> {
+    // SAFETY: handles are live UOps (see PyNode): graph nodes and sources are checked UOps, rule results are checked in
+    // `apply`, and rebuilt nodes come from the UOp constructor.
+    unsafe { Borrowed::from_ptr(self.py, n.0).cast_unchecked::<UOp>() }
+  }
+
+  fn hold(&mut self, node: Bound<'py, PyAny>) -> PyNode {
+    let n = PyNode(node.as_ptr());
+    self.keep.push(node);
+    n
+  }
+
+  fn apply(&mut self, pm: &PatternMatcher, n: PyNode) -> PyResult<Option<PyNode>> {
+    let node = self.bound(n);
+    match pm.rewrite_node(&node, &self.ctx)? {
       None => Ok(None),
       Some((r, rule)) => {
         if !r.is_instance_of::<UOp>() {
@@ -61,25 +55,27 @@ impl<'py> PyHost<'_, 'py> {
           )));
         }
         self.last_rule = Some(pm.rule_source(self.py, rule));
-        Ok(Some(PyNode(r)))
+        Ok(Some(self.hold(r)))
       }
     }
   }
 }
 
 impl<'py> Host for PyHost<'_, 'py> {
-  type Node = PyNode<'py>;
+  type Node = PyNode;
   type Error = PyErr;
 
-  fn n_src(&self, n: &PyNode<'py>) -> usize {
-    n.uop().children(self.py).len()
+  fn n_src(&self, n: &PyNode) -> usize {
+    self.bound(*n).get().children(self.py).len()
   }
-  fn src(&self, n: &PyNode<'py>, i: usize) -> PyNode<'py> {
-    PyNode(n.uop().children(self.py)[i].clone())
+  fn src(&self, n: &PyNode, i: usize) -> PyNode {
+    PyNode(self.bound(*n).get().children(self.py)[i].as_ptr())
   }
-  fn rebuild(&mut self, n: &PyNode<'py>, src: Vec<PyNode<'py>>) -> PyResult<PyNode<'py>> {
-    let src: Vec<Bound<'py, PyAny>> = src.into_iter().map(|s| s.0).collect();
-    Ok(PyNode(n.uop().with_src(self.py, &src)?.into_any()))
+  fn rebuild(&mut self, n: &PyNode, src: Vec<PyNode>) -> PyResult<PyNode> {
+    // SAFETY: every handle is a live UOp (see PyNode).
+    let src: Vec<Bound<'py, PyAny>> = src.into_iter().map(|s| unsafe { Bound::from_borrowed_ptr(self.py, s.0) }).collect();
+    let node = self.bound(*n).get().with_src(self.py, &src)?.into_any();
+    Ok(self.hold(node))
   }
   fn has_top_down(&self) -> bool {
     self.pm.is_some()
@@ -87,15 +83,15 @@ impl<'py> Host for PyHost<'_, 'py> {
   fn has_bottom_up(&self) -> bool {
     self.bpm.is_some()
   }
-  fn top_down(&mut self, n: &PyNode<'py>) -> PyResult<Option<PyNode<'py>>> {
+  fn top_down(&mut self, n: &PyNode) -> PyResult<Option<PyNode>> {
     match self.pm {
-      Some(pm) => self.apply(pm, n),
+      Some(pm) => self.apply(pm, *n),
       None => Ok(None),
     }
   }
-  fn bottom_up(&mut self, n: &PyNode<'py>) -> PyResult<BottomUp<PyNode<'py>>> {
+  fn bottom_up(&mut self, n: &PyNode) -> PyResult<BottomUp<PyNode>> {
     let Some(bpm) = self.bpm else { return Ok(BottomUp::Keep) };
-    match self.apply(bpm, n) {
+    match self.apply(bpm, *n) {
       Ok(Some(r)) => Ok(BottomUp::Replace(r)),
       Ok(None) => Ok(BottomUp::Keep),
       Err(e) if e.is_instance(self.py, registry::get(self.py)?.bottom_up_gate.bind(self.py)) => Ok(BottomUp::Gate),
@@ -165,13 +161,16 @@ pub fn graph_rewrite<'py>(
     ctx: ctx.cloned().unwrap_or_else(|| py.None().into_bound(py)),
     name: name.as_ref().map(|n| format!(" ({n})")).unwrap_or_default(),
     last_rule: None,
+    keep: Vec::new(),
   };
   let mut engine = Engine::new(host, Limits::default());
-  let root = PyNode(sink.clone());
-  let result = if walk { engine.walk(root) } else { engine.unified(root) };
+  let root = PyNode(sink.as_ptr());
+  // SAFETY: the result handle is alive: it is the root, a node under it, or held by the host's keep list, which is
+  // dropped only after this new reference is taken.
+  let result = (if walk { engine.walk(root) } else { engine.unified(root) }).map(|r| unsafe { Bound::from_borrowed_ptr(py, r.0) });
+  drop(engine);
   if track {
-    let r = result.as_ref().map(|r| r.0.clone()).ok();
-    registry::get(py)?.track_hook.bind(py).call1(("end", r))?;
+    registry::get(py)?.track_hook.bind(py).call1(("end", result.as_ref().ok()))?;
   }
-  Ok(result?.0)
+  result
 }

@@ -74,12 +74,20 @@ impl Default for Limits {
   }
 }
 
+/// Where a node stands in the current rewrite.
+enum State<N> {
+  /// Its rewrite has started and not finished: reaching it again means a cycle.
+  InProgress,
+  /// Fully rewritten into this node.
+  Done(N),
+}
+
 /// One graph_rewrite call's state.
 pub struct Engine<H: Host> {
   /// The host.
   pub host: H,
-  replace: AddrMap<H::Node, H::Node>,
-  in_progress: AddrSet<H::Node>,
+  /// Every node met so far (one map, so entering and finishing a node are one hash operation each).
+  state: AddrMap<H::Node, State<H::Node>>,
   bpm_cache: AddrMap<H::Node, Option<H::Node>>,
   limits: Limits,
 }
@@ -89,8 +97,7 @@ impl<H: Host> Engine<H> {
   pub fn new(host: H, limits: Limits) -> Self {
     Engine {
       host,
-      replace: AddrMap::default(),
-      in_progress: AddrSet::default(),
+      state: AddrMap::default(),
       bpm_cache: AddrMap::default(),
       limits,
     }
@@ -117,8 +124,16 @@ impl<H: Host> Engine<H> {
   }
 
   fn finish(&mut self, n: H::Node, v: H::Node) {
-    self.in_progress.remove(&n);
-    self.replace.insert(n, v);
+    self.state.insert(n, State::Done(v));
+  }
+
+  /// The rewritten node, if `n` is done.
+  #[inline]
+  fn done(&self, n: &H::Node) -> Option<&H::Node> {
+    match self.state.get(n) {
+      Some(State::Done(v)) => Some(v),
+      _ => None,
+    }
   }
 
   /// Rewrites `root` to a fixed point (default and bottom-up modes).
@@ -130,11 +145,14 @@ impl<H: Host> Engine<H> {
       }
       match frame {
         Frame::Enter(n, chain) => {
-          if self.replace.contains_key(&n) {
-            continue;
-          }
-          if !self.in_progress.insert(n.clone()) {
-            return Err(self.host.endless("a node was rewritten into a graph that contains it (a rewrite cycle)"));
+          match self.state.entry(n.clone()) {
+            hashbrown::hash_map::Entry::Occupied(e) => match e.get() {
+              State::Done(_) => continue,
+              State::InProgress => return Err(self.host.endless("a node was rewritten into a graph that contains it (a rewrite cycle)")),
+            },
+            hashbrown::hash_map::Entry::Vacant(e) => {
+              e.insert(State::InProgress);
+            }
           }
           let mut cur = n.clone();
           if self.host.has_bottom_up() {
@@ -171,10 +189,7 @@ impl<H: Host> Engine<H> {
           let k = self.host.n_src(&cur);
           stack.push(Frame::Rebuild(n, cur.clone(), chain));
           for i in (0..k).rev() {
-            let c = self.host.src(&cur, i);
-            if !self.replace.contains_key(&c) {
-              stack.push(Frame::Enter(c, 0));
-            }
+            stack.push(Frame::Enter(self.host.src(&cur, i), 0));
           }
         }
         Frame::Rebuild(n, cur, chain) => {
@@ -183,7 +198,7 @@ impl<H: Host> Engine<H> {
           let mut new_src = Vec::with_capacity(k);
           for i in 0..k {
             let c = self.host.src(&cur, i);
-            let r = self.replace.get(&c).cloned().unwrap_or(c.clone());
+            let r = self.done(&c).cloned().unwrap_or(c.clone());
             changed |= r != c;
             new_src.push(r);
           }
@@ -210,12 +225,12 @@ impl<H: Host> Engine<H> {
           }
         }
         Frame::Link(n, r) => {
-          let v = self.replace.get(&r).cloned().unwrap_or(r);
+          let v = self.done(&r).cloned().unwrap_or(r);
           self.finish(n, v);
         }
       }
     }
-    Ok(self.replace.get(&root).cloned().unwrap_or(root))
+    Ok(self.done(&root).cloned().unwrap_or(root))
   }
 
   /// One pass: bottom-up rules once before the sources (a replacement is final), then sources, rebuild, and top-down
@@ -223,18 +238,18 @@ impl<H: Host> Engine<H> {
   pub fn walk(&mut self, root: H::Node) -> Result<H::Node, H::Error> {
     let mut stack: Vec<(H::Node, bool)> = vec![(root.clone(), false)];
     while let Some((n, processed)) = stack.pop() {
-      if self.replace.contains_key(&n) {
+      if self.done(&n).is_some() {
         continue;
       }
       if !processed {
         if self.host.has_bottom_up() {
           match self.host.bottom_up(&n)? {
             BottomUp::Replace(r) => {
-              self.replace.insert(n, r);
+              self.finish(n, r);
               continue;
             }
             BottomUp::Gate => {
-              self.replace.insert(n.clone(), n);
+              self.finish(n.clone(), n);
               continue;
             }
             BottomUp::Keep => {}
@@ -244,7 +259,7 @@ impl<H: Host> Engine<H> {
         stack.push((n.clone(), true));
         for i in (0..k).rev() {
           let c = self.host.src(&n, i);
-          if !self.replace.contains_key(&c) {
+          if self.done(&c).is_none() {
             stack.push((c, false));
           }
         }
@@ -254,7 +269,7 @@ impl<H: Host> Engine<H> {
         let mut new_src = Vec::with_capacity(k);
         for i in 0..k {
           let c = self.host.src(&n, i);
-          let r = self.replace.get(&c).cloned().unwrap_or(c.clone());
+          let r = self.done(&c).cloned().unwrap_or(c.clone());
           changed |= r != c;
           new_src.push(r);
         }
@@ -264,10 +279,10 @@ impl<H: Host> Engine<H> {
             m = r;
           }
         }
-        self.replace.insert(n, m);
+        self.finish(n, m);
       }
     }
-    Ok(self.replace.get(&root).cloned().unwrap_or(root))
+    Ok(self.done(&root).cloned().unwrap_or(root))
   }
 }
 
