@@ -12,6 +12,7 @@ pub mod pickle;
 pub mod py_rewrite;
 pub mod registry;
 pub mod rewrite;
+pub mod scratch;
 pub mod stats;
 pub mod toposort;
 pub mod toy;

@@ -4,7 +4,7 @@
 //! Field equality follows [`crate::arg`] for `arg` and `tag`, pointer identity for `dtype` (DTypes are interned in
 //! Python) and for sources (they are interned UOps already).
 
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -12,8 +12,10 @@ use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use pyo3::{ffi, PyTraverseError, PyVisit};
 
 use crate::arg::{arg_eq, arg_hash, finish, mix};
+use crate::hashing::AddrSet;
 use crate::intern;
 use crate::registry::{self, safe_repr, type_name};
+use crate::scratch::Epoch;
 use crate::toposort::toposort;
 
 /// The graph node. Fields: `op` (an `Ops` member), `dtype`, `src` (tuple of UOps), `arg`, `tag`.
@@ -31,6 +33,10 @@ pub struct UOp {
   pub tag: Py<PyAny>,
   /// Structural hash, kept so `Drop` can find the node's table entry without calling Python.
   pub hash: u64,
+  /// Epoch of the traversal that last claimed this node's scratch slot (see `scratch`).
+  pub mark: AtomicU64,
+  /// That traversal's per-node state.
+  pub slot: AtomicUsize,
 }
 
 /// Distance in bytes from a UOp's Python object to its Rust payload. It is the same for every instance (one type, one
@@ -131,6 +137,8 @@ impl UOp {
       arg: arg.clone().unbind(),
       tag: tag.clone().unbind(),
       hash: h,
+      mark: AtomicU64::new(0),
+      slot: AtomicUsize::new(0),
     };
     let obj = Bound::new(py, node)?;
     let (payload, object) = (obj.get() as *const UOp as usize, obj.as_ptr() as usize);
@@ -151,14 +159,29 @@ impl UOp {
     root: &Bound<'_, UOp>,
     mut gate: impl FnMut(*mut ffi::PyObject) -> PyResult<bool>,
   ) -> PyResult<Vec<*mut ffi::PyObject>> {
+    // SAFETY (both closures): `n` is a UOp reachable from `root`, which the caller keeps alive, so `n` and its sources
+    // are alive for the whole traversal.
+    let node = |n: *mut ffi::PyObject| unsafe { Borrowed::from_ptr(py, n).cast_unchecked::<UOp>() };
+    let epoch = Epoch::begin();
+    // nodes whose mark belongs to another running traversal are tracked here instead
+    let mut elsewhere: AddrSet<*mut ffi::PyObject> = AddrSet::default();
     toposort(
       root.as_ptr(),
-      |n, i| {
-        // SAFETY: `n` is a UOp reachable from `root`, which the caller keeps alive, so `n` and its sources are alive.
-        let node = unsafe { Borrowed::from_ptr(py, n).cast_unchecked::<UOp>() };
-        node.get().children(py).get(i).map(|c| c.as_ptr())
-      },
+      |n, i| node(n).get().children(py).get(i).map(|c| c.as_ptr()),
       &mut gate,
+      |n| {
+        let b = node(n);
+        let u = b.get();
+        let m = u.mark.load(Relaxed);
+        if m == epoch.0 {
+          false
+        } else if epoch.can_claim(m) {
+          u.mark.store(epoch.0, Relaxed);
+          !elsewhere.contains(&n)
+        } else {
+          elsewhere.insert(n)
+        }
+      },
     )
   }
 }

@@ -8,7 +8,11 @@ use pyo3::prelude::*;
 use crate::matcher::PatternMatcher;
 use crate::node::UOp;
 use crate::registry::{self, safe_repr, type_name};
-use crate::rewrite::{BottomUp, Engine, Host, Limits};
+use std::sync::atomic::Ordering::Relaxed;
+
+use crate::hashing::AddrMap;
+use crate::rewrite::{BottomUp, Engine, Host, Limits, State};
+use crate::scratch::Epoch;
 use crate::stats;
 
 /// A UOp handle: the object's address. Copying it takes no reference; every handle the engine sees is kept alive either
@@ -25,7 +29,14 @@ struct PyHost<'a, 'py> {
   last_rule: Option<String>,
   /// Strong references to every node produced during the rewrite, so their handles stay valid until it ends.
   keep: Vec<Bound<'py, PyAny>>,
+  /// This rewrite's epoch: per-node state lives in the nodes' scratch slots (see `scratch`)...
+  epoch: Epoch,
+  /// ...except for nodes whose slot another running traversal holds.
+  elsewhere: AddrMap<PyNode, State<PyNode>>,
 }
+
+/// Slot encoding of a node's state: 1 is "in progress", anything else the address of the result.
+const IN_PROGRESS: usize = 1;
 
 impl<'py> PyHost<'_, 'py> {
   #[inline]
@@ -105,6 +116,35 @@ impl<'py> Host for PyHost<'_, 'py> {
       self.name
     ))
   }
+  fn state(&self, n: &PyNode) -> Option<State<PyNode>> {
+    let b = self.bound(*n);
+    let u = b.get();
+    if u.mark.load(Relaxed) == self.epoch.0 {
+      return Some(match u.slot.load(Relaxed) {
+        IN_PROGRESS => State::InProgress,
+        r => State::Done(PyNode(r as *mut ffi::PyObject)),
+      });
+    }
+    if self.elsewhere.is_empty() {
+      None
+    } else {
+      self.elsewhere.get(n).cloned()
+    }
+  }
+  fn set_state(&mut self, n: &PyNode, s: State<PyNode>) {
+    let b = self.bound(*n);
+    let u = b.get();
+    if self.epoch.can_claim(u.mark.load(Relaxed)) {
+      let v = match s {
+        State::InProgress => IN_PROGRESS,
+        State::Done(r) => r.0 as usize,
+      };
+      u.slot.store(v, Relaxed);
+      u.mark.store(self.epoch.0, Relaxed);
+    } else {
+      self.elsewhere.insert(*n, s);
+    }
+  }
 }
 
 fn as_pm<'a, 'py>(obj: Option<&'a Bound<'py, PyAny>>, what: &str) -> PyResult<Option<&'a Bound<'py, PatternMatcher>>> {
@@ -162,6 +202,8 @@ pub fn graph_rewrite<'py>(
     name: name.as_ref().map(|n| format!(" ({n})")).unwrap_or_default(),
     last_rule: None,
     keep: Vec::new(),
+    epoch: Epoch::begin(),
+    elsewhere: AddrMap::default(),
   };
   let mut engine = Engine::new(host, Limits::default());
   let root = PyNode(sink.as_ptr());

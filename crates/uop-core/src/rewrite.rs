@@ -26,6 +26,15 @@ pub enum BottomUp<N> {
   Gate,
 }
 
+/// Where a node stands in the current rewrite.
+#[derive(Clone)]
+pub enum State<N> {
+  /// Its rewrite has started and not finished: reaching it again means a cycle.
+  InProgress,
+  /// Fully rewritten into this node.
+  Done(N),
+}
+
 /// What the engine needs from the graph and the rules.
 pub trait Host {
   /// A node handle; equality and hash are node identity.
@@ -48,6 +57,10 @@ pub trait Host {
   fn bottom_up(&mut self, n: &Self::Node) -> Result<BottomUp<Self::Node>, Self::Error>;
   /// The error for an endless rewrite, described by `what`.
   fn endless(&self, what: &str) -> Self::Error;
+  /// This rewrite's state for `n` (None: not met yet).
+  fn state(&self, n: &Self::Node) -> Option<State<Self::Node>>;
+  /// Records this rewrite's state for `n`.
+  fn set_state(&mut self, n: &Self::Node, s: State<Self::Node>);
 }
 
 enum Frame<N> {
@@ -74,20 +87,10 @@ impl Default for Limits {
   }
 }
 
-/// Where a node stands in the current rewrite.
-enum State<N> {
-  /// Its rewrite has started and not finished: reaching it again means a cycle.
-  InProgress,
-  /// Fully rewritten into this node.
-  Done(N),
-}
-
-/// One graph_rewrite call's state.
+/// One graph_rewrite call's state (per-node state lives in the host, see [`Host::state`]).
 pub struct Engine<H: Host> {
   /// The host.
   pub host: H,
-  /// Every node met so far (one map, so entering and finishing a node are one hash operation each).
-  state: AddrMap<H::Node, State<H::Node>>,
   bpm_cache: AddrMap<H::Node, Option<H::Node>>,
   limits: Limits,
 }
@@ -97,7 +100,6 @@ impl<H: Host> Engine<H> {
   pub fn new(host: H, limits: Limits) -> Self {
     Engine {
       host,
-      state: AddrMap::default(),
       bpm_cache: AddrMap::default(),
       limits,
     }
@@ -124,13 +126,13 @@ impl<H: Host> Engine<H> {
   }
 
   fn finish(&mut self, n: H::Node, v: H::Node) {
-    self.state.insert(n, State::Done(v));
+    self.host.set_state(&n, State::Done(v));
   }
 
   /// The rewritten node, if `n` is done.
   #[inline]
-  fn done(&self, n: &H::Node) -> Option<&H::Node> {
-    match self.state.get(n) {
+  fn done(&self, n: &H::Node) -> Option<H::Node> {
+    match self.host.state(n) {
       Some(State::Done(v)) => Some(v),
       _ => None,
     }
@@ -145,14 +147,10 @@ impl<H: Host> Engine<H> {
       }
       match frame {
         Frame::Enter(n, chain) => {
-          match self.state.entry(n.clone()) {
-            hashbrown::hash_map::Entry::Occupied(e) => match e.get() {
-              State::Done(_) => continue,
-              State::InProgress => return Err(self.host.endless("a node was rewritten into a graph that contains it (a rewrite cycle)")),
-            },
-            hashbrown::hash_map::Entry::Vacant(e) => {
-              e.insert(State::InProgress);
-            }
+          match self.host.state(&n) {
+            Some(State::Done(_)) => continue,
+            Some(State::InProgress) => return Err(self.host.endless("a node was rewritten into a graph that contains it (a rewrite cycle)")),
+            None => self.host.set_state(&n, State::InProgress),
           }
           let mut cur = n.clone();
           if self.host.has_bottom_up() {
@@ -198,7 +196,7 @@ impl<H: Host> Engine<H> {
           let mut new_src = Vec::with_capacity(k);
           for i in 0..k {
             let c = self.host.src(&cur, i);
-            let r = self.done(&c).cloned().unwrap_or(c.clone());
+            let r = self.done(&c).unwrap_or(c.clone());
             changed |= r != c;
             new_src.push(r);
           }
@@ -225,12 +223,12 @@ impl<H: Host> Engine<H> {
           }
         }
         Frame::Link(n, r) => {
-          let v = self.done(&r).cloned().unwrap_or(r);
+          let v = self.done(&r).unwrap_or(r);
           self.finish(n, v);
         }
       }
     }
-    Ok(self.done(&root).cloned().unwrap_or(root))
+    Ok(self.done(&root).unwrap_or(root))
   }
 
   /// One pass: bottom-up rules once before the sources (a replacement is final), then sources, rebuild, and top-down
@@ -269,7 +267,7 @@ impl<H: Host> Engine<H> {
         let mut new_src = Vec::with_capacity(k);
         for i in 0..k {
           let c = self.host.src(&n, i);
-          let r = self.done(&c).cloned().unwrap_or(c.clone());
+          let r = self.done(&c).unwrap_or(c.clone());
           changed |= r != c;
           new_src.push(r);
         }
@@ -282,7 +280,7 @@ impl<H: Host> Engine<H> {
         self.finish(n, m);
       }
     }
-    Ok(self.done(&root).cloned().unwrap_or(root))
+    Ok(self.done(&root).unwrap_or(root))
   }
 }
 
@@ -334,7 +332,7 @@ mod tests {
     let r = r.unwrap();
     assert!(visits <= 1);
     assert_ne!(before, g.eval(r, &vars));
-    let all = crate::toposort::toposort::<Id, ()>(r, |n, i| g.src(n).get(i).copied(), |_| Ok(true)).unwrap();
+    let all = crate::toposort::toposort_all(r, |n, i| g.src(n).get(i).copied());
     assert!(all.iter().all(|n| g.kind(*n) != &Kind::Add));
   }
 

@@ -9,23 +9,28 @@ use crate::hashing::AddrSet;
 
 /// Post-order DFS from `root`. `child(n, i)` returns the i-th source of `n` or None past the end. `gate(n)` decides
 /// whether a node (and everything only reachable through it) is visited; a gated-out node is not in the result.
-pub fn toposort<N, E>(root: N, mut child: impl FnMut(N, usize) -> Option<N>, mut gate: impl FnMut(N) -> Result<bool, E>) -> Result<Vec<N>, E>
+/// `first_visit(n)` marks `n` as seen and tells whether it was not seen before.
+pub fn toposort<N, E>(
+  root: N,
+  mut child: impl FnMut(N, usize) -> Option<N>,
+  mut gate: impl FnMut(N) -> Result<bool, E>,
+  mut first_visit: impl FnMut(N) -> bool,
+) -> Result<Vec<N>, E>
 where
-  N: Copy + Eq + Hash,
+  N: Copy,
 {
   let mut out = Vec::new();
   if !gate(root)? {
     return Ok(out);
   }
-  let mut seen: AddrSet<N> = AddrSet::default();
-  seen.insert(root);
+  first_visit(root);
   let mut stack: Vec<(N, usize)> = vec![(root, 0)];
   while let Some(top) = stack.last_mut() {
     let (n, i) = *top;
     match child(n, i) {
       Some(c) => {
         top.1 += 1;
-        if seen.insert(c) && gate(c)? {
+        if first_visit(c) && gate(c)? {
           stack.push((c, 0));
         }
       }
@@ -38,12 +43,20 @@ where
   Ok(out)
 }
 
+/// Every node under `root`, with a hash set for the marks (for callers without per-node marks).
+pub fn toposort_all<N: Copy + Eq + Hash>(root: N, child: impl FnMut(N, usize) -> Option<N>) -> Vec<N> {
+  let mut seen: AddrSet<N> = AddrSet::default();
+  let r: Result<Vec<N>, ()> = toposort(root, child, |_| Ok(true), |n| seen.insert(n));
+  r.unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
-  use super::toposort;
+  use super::{toposort, toposort_all};
+  use std::collections::HashSet;
 
   fn run(edges: &[Vec<usize>], root: usize) -> Vec<usize> {
-    toposort::<usize, ()>(root, |n, i| edges[n].get(i).copied(), |_| Ok(true)).unwrap()
+    toposort_all(root, |n, i| edges[n].get(i).copied())
   }
 
   #[test]
@@ -66,7 +79,8 @@ mod tests {
   #[test]
   fn gate_prunes_subgraphs() {
     let edges = vec![vec![1, 2], vec![3], vec![], vec![]];
-    let order = toposort::<usize, ()>(0, |n, i| edges[n].get(i).copied(), |n| Ok(n != 1)).unwrap();
+    let mut seen = HashSet::new();
+    let order = toposort::<usize, ()>(0, |n, i| edges[n].get(i).copied(), |n| Ok(n != 1), |n| seen.insert(n)).unwrap();
     assert_eq!(order, vec![2, 0]);
   }
 

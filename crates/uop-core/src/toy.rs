@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use crate::rewrite::{BottomUp, Host};
+use crate::rewrite::{BottomUp, Host, State};
 
 /// A node id in a [`Graph`].
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -60,7 +60,7 @@ impl Graph {
   }
   /// Evaluates a node with variables bound by `vars` (wrapping arithmetic).
   pub fn eval(&self, id: Id, vars: &dyn Fn(u32) -> i64) -> i64 {
-    let order = crate::toposort::toposort::<Id, ()>(id, |n, i| self.src(n).get(i).copied(), |_| Ok(true)).unwrap_or_default();
+    let order = crate::toposort::toposort_all(id, |n, i| self.src(n).get(i).copied());
     let mut val: HashMap<Id, i64> = HashMap::new();
     for n in order {
       let src = self.src(n).iter().map(|s| val[s]);
@@ -119,6 +119,7 @@ pub struct ToyHost<'g> {
   pub bottom_up: bool,
   /// How many times the rules were applied to each node.
   pub visits: HashMap<Id, u32>,
+  state: HashMap<Id, State<Id>>,
 }
 
 impl<'g> ToyHost<'g> {
@@ -129,6 +130,7 @@ impl<'g> ToyHost<'g> {
       rules,
       bottom_up,
       visits: HashMap::new(),
+      state: HashMap::new(),
     }
   }
 
@@ -194,5 +196,11 @@ impl Host for ToyHost<'_> {
   }
   fn endless(&self, what: &str) -> String {
     what.to_string()
+  }
+  fn state(&self, n: &Id) -> Option<State<Id>> {
+    self.state.get(n).cloned()
+  }
+  fn set_state(&mut self, n: &Id, s: State<Id>) {
+    self.state.insert(*n, s);
   }
 }
