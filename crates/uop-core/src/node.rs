@@ -216,7 +216,7 @@ fn src_to_tuple<'py>(py: Python<'py>, src: Option<&Bound<'py, PyAny>>) -> PyResu
   Ok(tuple)
 }
 
-/// Builds a node from Python-level arguments (validation, dtype derivation, interning).
+/// Builds a node from Python-level arguments (validation, dtype derivation, interning, metadata).
 fn construct<'py>(
   py: Python<'py>,
   op: &Bound<'py, PyAny>,
@@ -224,6 +224,7 @@ fn construct<'py>(
   src: Option<&Bound<'py, PyAny>>,
   arg: Option<&Bound<'py, PyAny>>,
   tag: Option<&Bound<'py, PyAny>>,
+  metadata: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, UOp>> {
   let reg = registry::get(py)?;
   let opv = reg.op_value(op, "op")?;
@@ -243,7 +244,11 @@ fn construct<'py>(
     }
   };
   reg.check_dtype(&dtype, "UOp dtype")?;
-  UOp::intern(py, opv, &dtype, src.as_slice(), Some(&src), arg, tag)
+  let node = UOp::intern(py, opv, &dtype, src.as_slice(), Some(&src), arg, tag)?;
+  if let Some(m) = metadata.filter(|m| !m.is_none()) {
+    reg.metadata_hook.bind(py).call1((&node, m))?;
+  }
+  Ok(node)
 }
 
 /// The constructor's parameters, in positional order.
@@ -314,20 +319,15 @@ unsafe fn vectorcall_args<'py>(
   let Some(op) = slots[0] else {
     return Err(PyTypeError::new_err("UOp() missing required argument 'op'"));
   };
-  let node = construct(
+  construct(
     py,
     &op,
     slots[1].as_deref(),
     slots[2].as_deref(),
     slots[3].as_deref(),
     slots[4].as_deref(),
-  )?;
-  if let Some(m) = slots[5] {
-    if !m.is_none() {
-      registry::get(py)?.metadata_hook.bind(py).call1((&node, m))?;
-    }
-  }
-  Ok(node)
+    slots[5].as_deref(),
+  )
 }
 
 /// Makes `UOp(...)` calls use [`uop_vectorcall`].
@@ -352,13 +352,7 @@ impl UOp {
     tag: Option<&Bound<'py, PyAny>>,
     metadata: Option<&Bound<'py, PyAny>>,
   ) -> PyResult<Py<UOp>> {
-    let node = construct(py, op, dtype, src, arg, tag)?;
-    if let Some(m) = metadata {
-      if !m.is_none() {
-        registry::get(py)?.metadata_hook.bind(py).call1((&node, m))?;
-      }
-    }
-    Ok(node.unbind())
+    Ok(construct(py, op, dtype, src, arg, tag, metadata)?.unbind())
   }
 
   /// The op, an `Ops` member.

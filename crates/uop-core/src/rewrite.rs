@@ -129,6 +129,20 @@ impl<H: Host> Engine<H> {
     self.host.set_state(&n, State::Done(v));
   }
 
+  /// The sources of `n` with each replaced by its rewrite where it is done, and whether any changed.
+  fn rewritten_src(&self, n: &H::Node) -> (Vec<H::Node>, bool) {
+    let k = self.host.n_src(n);
+    let mut changed = false;
+    let mut new_src = Vec::with_capacity(k);
+    for i in 0..k {
+      let c = self.host.src(n, i);
+      let r = self.done(&c).unwrap_or(c.clone());
+      changed |= r != c;
+      new_src.push(r);
+    }
+    (new_src, changed)
+  }
+
   /// The rewritten node, if `n` is done.
   #[inline]
   fn done(&self, n: &H::Node) -> Option<H::Node> {
@@ -191,15 +205,7 @@ impl<H: Host> Engine<H> {
           }
         }
         Frame::Rebuild(n, cur, chain) => {
-          let k = self.host.n_src(&cur);
-          let mut changed = false;
-          let mut new_src = Vec::with_capacity(k);
-          for i in 0..k {
-            let c = self.host.src(&cur, i);
-            let r = self.done(&c).unwrap_or(c.clone());
-            changed |= r != c;
-            new_src.push(r);
-          }
+          let (new_src, changed) = self.rewritten_src(&cur);
           let next = if changed {
             Some(self.host.rebuild(&cur, new_src)?)
           } else if self.host.has_top_down() {
@@ -262,15 +268,7 @@ impl<H: Host> Engine<H> {
           }
         }
       } else {
-        let k = self.host.n_src(&n);
-        let mut changed = false;
-        let mut new_src = Vec::with_capacity(k);
-        for i in 0..k {
-          let c = self.host.src(&n, i);
-          let r = self.done(&c).unwrap_or(c.clone());
-          changed |= r != c;
-          new_src.push(r);
-        }
+        let (new_src, changed) = self.rewritten_src(&n);
         let mut m = if changed { self.host.rebuild(&n, new_src)? } else { n.clone() };
         if self.host.has_top_down() {
           if let Some(r) = self.host.top_down(&m)? {
