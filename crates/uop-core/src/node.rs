@@ -7,9 +7,9 @@
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 use pyo3::exceptions::PyTypeError;
+use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
-use pyo3::{ffi, PyTraverseError, PyVisit};
 
 use crate::arg::{arg_eq, arg_hash, finish, mix};
 use crate::hashing::AddrSet;
@@ -19,6 +19,10 @@ use crate::scratch::Epoch;
 use crate::toposort::toposort;
 
 /// The graph node. Fields: `op` (an `Ops` member), `dtype`, `src` (tuple of UOps), `arg`, `tag`.
+///
+/// UOps are not tracked by Python's cyclic garbage collector: graphs are DAGs, freed by reference counting alone, and
+/// tracking millions of nodes made every collection walk them (creation was ~6x slower with the GC on). A reference
+/// cycle through a node's own attributes (`u.x = u`) is therefore never collected; don't cache a node's graph on it.
 #[pyclass(frozen, weakref, dict, module = "tinygrad.uop.ops", name = "UOp")]
 pub struct UOp {
   /// The op's integer value (index into the registered `Ops` table).
@@ -40,7 +44,7 @@ pub struct UOp {
 }
 
 /// Distance in bytes from a UOp's Python object to its Rust payload. It is the same for every instance (one type, one
-/// layout); the first node created records it so `__traverse__` can find the object and its instance dict.
+/// layout); the first node created records it so `Drop` can name its object to the interning table.
 static PAYLOAD_OFFSET: AtomicUsize = AtomicUsize::new(usize::MAX);
 
 impl Drop for UOp {
@@ -80,8 +84,7 @@ impl UOp {
       h = mix(h, s.as_ptr() as u64);
     }
     h = mix(h, arg_hash(arg, "arg")?);
-    // never zero: `__traverse__` reads a zero hash as "payload not written yet"
-    h = finish(mix(h, arg_hash(tag, "tag")?)) | 1;
+    h = finish(mix(h, arg_hash(tag, "tag")?));
 
     // Collect candidates whose op, dtype and sources match, taking a reference so they stay alive once the lock is
     // released; args are compared afterwards because that may run Python code.
@@ -440,38 +443,6 @@ impl UOp {
 
   fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
     crate::pickle::reduce(slf)
-  }
-
-  fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
-    // pyo3 allocates the object (zero-filled by tp_alloc) and then writes the payload; creating the instance dict in
-    // between can start a GC pass that traverses this object. A zero hash means the payload is not written yet, and
-    // then no field may be read. Initialized nodes always have a non-zero hash (see `intern`).
-    // SAFETY: `hash` is a plain integer, valid in zero-filled memory; the volatile read keeps the compiler from assuming
-    // the payload is initialized.
-    if unsafe { std::ptr::read_volatile(&self.hash) } == 0 {
-      return Ok(());
-    }
-    visit.call(&self.dtype)?;
-    visit.call(&self.src)?;
-    visit.call(&self.arg)?;
-    visit.call(&self.tag)?;
-    // pyo3 does not visit the instance `__dict__`, where Python code caches values (a cycle through it would leak).
-    let offset = PAYLOAD_OFFSET.load(Relaxed);
-    if offset != usize::MAX {
-      let obj = (self as *const UOp as usize - offset) as *mut ffi::PyObject;
-      // SAFETY: `self` is the payload of a live UOp object located `offset` bytes after the object's start (every UOp has
-      // the same layout). The type's tp_dictoffset is the positive offset of the dict pointer slot inside the object;
-      // that slot holds either NULL or a strong reference, which is exactly the layout of `Option<Py<PyAny>>`
-      // (`Py` is a repr(transparent) NonNull). We only read it, as tp_traverse must.
-      unsafe {
-        let dictoffset = (*ffi::Py_TYPE(obj)).tp_dictoffset;
-        if dictoffset > 0 {
-          let slot = (obj as *const u8).offset(dictoffset) as *const Option<Py<PyAny>>;
-          visit.call(&*slot)?;
-        }
-      }
-    }
-    Ok(())
   }
 }
 
