@@ -14,8 +14,6 @@
 
 use std::hash::Hash;
 
-use crate::hashing::{AddrMap, AddrSet};
-
 /// Result of applying bottom-up rules to a node.
 pub enum BottomUp<N> {
   /// No rule matched.
@@ -63,10 +61,11 @@ pub trait Host {
   fn set_state(&mut self, n: &Self::Node, s: State<Self::Node>);
 }
 
+/// Work items. `aliases` are the nodes a bottom-up fixpoint walked through from `n`: they rewrite to what `n` does.
 enum Frame<N> {
   Enter(N, u32),
-  Rebuild(N, N, u32),
-  Link(N, N),
+  Rebuild { n: N, aliases: Vec<N>, cur: N, chain: u32 },
+  Link { n: N, aliases: Vec<N>, r: N },
 }
 
 /// Limits that turn endless rewrites into errors.
@@ -91,41 +90,20 @@ impl Default for Limits {
 pub struct Engine<H: Host> {
   /// The host.
   pub host: H,
-  bpm_cache: AddrMap<H::Node, Option<H::Node>>,
   limits: Limits,
 }
 
 impl<H: Host> Engine<H> {
   /// A fresh engine.
   pub fn new(host: H, limits: Limits) -> Self {
-    Engine {
-      host,
-      bpm_cache: AddrMap::default(),
-      limits,
-    }
+    Engine { host, limits }
   }
 
-  fn bottom_up_cached(&mut self, n: &H::Node) -> Result<BottomUp<H::Node>, H::Error> {
-    if let Some(r) = self.bpm_cache.get(n) {
-      return Ok(match r {
-        Some(x) => BottomUp::Replace(x.clone()),
-        None => BottomUp::Keep,
-      });
+  /// Records that `n` (and the nodes its bottom-up fixpoint went through) rewrite to `v`.
+  fn finish(&mut self, n: H::Node, aliases: Vec<H::Node>, v: H::Node) {
+    for a in aliases {
+      self.host.set_state(&a, State::Done(v.clone()));
     }
-    let r = self.host.bottom_up(n)?;
-    match &r {
-      BottomUp::Keep => {
-        self.bpm_cache.insert(n.clone(), None);
-      }
-      BottomUp::Replace(x) => {
-        self.bpm_cache.insert(n.clone(), Some(x.clone()));
-      }
-      BottomUp::Gate => {}
-    }
-    Ok(r)
-  }
-
-  fn finish(&mut self, n: H::Node, v: H::Node) {
     self.host.set_state(&n, State::Done(v));
   }
 
@@ -167,44 +145,55 @@ impl<H: Host> Engine<H> {
             None => self.host.set_state(&n, State::InProgress),
           }
           let mut cur = n.clone();
+          let mut aliases: Vec<H::Node> = Vec::new();
           if self.host.has_bottom_up() {
-            let mut seen: AddrSet<H::Node> = AddrSet::default();
-            let mut gated = false;
+            // apply the bottom-up rules to a fixed point; every node on the way rewrites to the same result as `n`
+            let mut finished = None;
             loop {
-              match self.bottom_up_cached(&cur)? {
+              match self.host.bottom_up(&cur)? {
                 BottomUp::Keep => break,
                 BottomUp::Gate => {
-                  gated = true;
+                  finished = Some(cur.clone());
                   break;
                 }
-                BottomUp::Replace(r) => {
-                  seen.insert(cur.clone());
-                  if seen.contains(&r) {
-                    return Err(self.host.endless("bottom-up rules rewrote a node back into itself (a rewrite cycle)"));
+                BottomUp::Replace(r) => match self.host.state(&r) {
+                  Some(State::Done(v)) => {
+                    finished = Some(v);
+                    break;
                   }
-                  if seen.len() > self.limits.chain as usize {
-                    return Err(
-                      self
-                        .host
-                        .endless(&format!("more than {} successive bottom-up rewrites of one node", self.limits.chain)),
-                    );
+                  Some(State::InProgress) => return Err(self.host.endless("bottom-up rules rewrote a node back into itself (a rewrite cycle)")),
+                  None => {
+                    if aliases.len() >= self.limits.chain as usize {
+                      return Err(
+                        self
+                          .host
+                          .endless(&format!("more than {} successive bottom-up rewrites of one node", self.limits.chain)),
+                      );
+                    }
+                    self.host.set_state(&r, State::InProgress);
+                    aliases.push(r.clone());
+                    cur = r;
                   }
-                  cur = r;
-                }
+                },
               }
             }
-            if gated {
-              self.finish(n, cur);
+            if let Some(v) = finished {
+              self.finish(n, aliases, v);
               continue;
             }
           }
           let k = self.host.n_src(&cur);
-          stack.push(Frame::Rebuild(n, cur.clone(), chain));
+          stack.push(Frame::Rebuild {
+            n,
+            aliases,
+            cur: cur.clone(),
+            chain,
+          });
           for i in (0..k).rev() {
             stack.push(Frame::Enter(self.host.src(&cur, i), 0));
           }
         }
-        Frame::Rebuild(n, cur, chain) => {
+        Frame::Rebuild { n, aliases, cur, chain } => {
           let (new_src, changed) = self.rewritten_src(&cur);
           let next = if changed {
             Some(self.host.rebuild(&cur, new_src)?)
@@ -214,7 +203,7 @@ impl<H: Host> Engine<H> {
             None
           };
           match next {
-            None => self.finish(n, cur),
+            None => self.finish(n, aliases, cur),
             Some(r) => {
               if chain >= self.limits.chain {
                 return Err(
@@ -223,14 +212,14 @@ impl<H: Host> Engine<H> {
                     .endless(&format!("more than {} successive rewrites of one node", self.limits.chain)),
                 );
               }
-              stack.push(Frame::Link(n, r.clone()));
+              stack.push(Frame::Link { n, aliases, r: r.clone() });
               stack.push(Frame::Enter(r, chain + 1));
             }
           }
         }
-        Frame::Link(n, r) => {
+        Frame::Link { n, aliases, r } => {
           let v = self.done(&r).unwrap_or(r);
-          self.finish(n, v);
+          self.finish(n, aliases, v);
         }
       }
     }
@@ -249,11 +238,11 @@ impl<H: Host> Engine<H> {
         if self.host.has_bottom_up() {
           match self.host.bottom_up(&n)? {
             BottomUp::Replace(r) => {
-              self.finish(n, r);
+              self.host.set_state(&n, State::Done(r));
               continue;
             }
             BottomUp::Gate => {
-              self.finish(n.clone(), n);
+              self.host.set_state(&n, State::Done(n.clone()));
               continue;
             }
             BottomUp::Keep => {}
@@ -275,7 +264,7 @@ impl<H: Host> Engine<H> {
             m = r;
           }
         }
-        self.finish(n, m);
+        self.host.set_state(&n, State::Done(m));
       }
     }
     Ok(self.done(&root).unwrap_or(root))
