@@ -119,7 +119,7 @@ pub struct ToyHost<'g> {
   pub bottom_up: bool,
   /// How many times the rules were applied to each node.
   pub visits: HashMap<Id, u32>,
-  state: HashMap<Id, State<Id>>,
+  state: crate::hashing::AddrMap<Id, State<Id>>,
 }
 
 impl<'g> ToyHost<'g> {
@@ -130,7 +130,7 @@ impl<'g> ToyHost<'g> {
       rules,
       bottom_up,
       visits: HashMap::new(),
-      state: HashMap::new(),
+      state: Default::default(),
     }
   }
 
