@@ -78,7 +78,7 @@ mod tests {
 
   #[test]
   fn gate_prunes_subgraphs() {
-    let edges = vec![vec![1, 2], vec![3], vec![], vec![]];
+    let edges = [vec![1, 2], vec![3], vec![], vec![]];
     let mut seen = HashSet::new();
     let order = toposort::<usize, ()>(0, |n, i| edges[n].get(i).copied(), |n| Ok(n != 1), |n| seen.insert(n)).unwrap();
     assert_eq!(order, vec![2, 0]);
