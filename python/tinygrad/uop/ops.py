@@ -19,23 +19,69 @@ from typing import Any, Callable
 from tinygrad import _core
 from tinygrad._core import UOp, UPat, PatternMatcher, graph_rewrite
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.dtype import DType, dtypes, ConstType
-from tinygrad.helpers import TRACK_MATCH_STATS, temp
+from tinygrad.dtype import DType, dtypes, ConstType, PyConst, Invalid, InvalidType, AddrSpace, least_upper_dtype, least_upper_float, truncate
+from tinygrad.helpers import TRACK_MATCH_STATS, temp, argfix, partition, cdiv, cmod, floordiv, floormod
 
-__all__ = ["UOp", "UPat", "PatternMatcher", "graph_rewrite", "BottomUpGate", "Ops", "GroupOp", "print_uop_graph", "track_rewrites_log"]
+__all__ = ["UOp", "UPat", "PatternMatcher", "graph_rewrite", "BottomUpGate", "Ops", "GroupOp", "print_uop_graph", "track_rewrites_log",
+           "AxisType", "ParamArg", "Variable", "sint", "resolve", "smax", "smin", "ssimplify", "sym_infer", "srender", "exec_alu", "python_alu"]
 
 class BottomUpGate(Exception):
   """Raised by a bottom-up rule: keep the node as it is and do not descend into its sources."""
 
 # ***** hooks called by the core *****
 
+# ops whose dtype is always void, and ops that pass their first source's dtype through
+_VOID_OPS = frozenset({Ops.STORE, Ops.LINEAR, Ops.SINK, Ops.PROGRAM, Ops.SOURCE, Ops.END, Ops.BARRIER, Ops.GROUP, Ops.IF, Ops.ENDIF,
+                       Ops.TUPLE, Ops.FUNCTION, Ops.CUSTOM_FUNCTION, Ops.REWRITE_ERROR, Ops.PYLITERAL})
+_FIRST_SRC_OPS = frozenset({Ops.LOAD, Ops.UNSHARD, Ops.REDUCE, Ops.AFTER, Ops.RANGE, Ops.CONTIGUOUS, Ops.CONTIGUOUS_BACKWARD, Ops.COPY,
+                            Ops.STAGE, Ops.DETACH, Ops.MSTACK, Ops.MSELECT, Ops.ALLREDUCE, Ops.SPECIAL, Ops.INDEX})
+_FLOAT_UNARY_OPS = frozenset({Ops.SIN, Ops.LOG2, Ops.EXP2, Ops.SQRT, Ops.RECIPROCAL})
+_BROADCASTABLE = frozenset(GroupOp.Broadcastable)
+
+def promo_dtype(src:tuple[UOp, ...]) -> DType:
+  """The dtype several operands promote to (the first one when they all agree, the common case)."""
+  d0 = src[0].dtype
+  for s in src:
+    if s.dtype is not d0: return least_upper_dtype(*(x.dtype for x in src))
+  return d0
+
 def dtype_from_uop(op:Ops, src:tuple[UOp, ...], arg:Any) -> DType|None:
-  """The dtype a UOp gets when it is constructed with dtype=None."""
-  if op is Ops.CONST: return dtypes.from_py(arg) if isinstance(arg, (bool, int, float)) else None
+  """The dtype a UOp gets when it is constructed with dtype=None (tinygrad 0.14's production rules)."""
   if op in GroupOp.Comparison: return dtypes.bool
-  if op is Ops.WHERE and len(src) == 3: return src[1].dtype
-  if (op in GroupOp.ALU or op in GroupOp.Movement) and src: return src[-1].dtype
+  if op is Ops.SHL or op is Ops.SHR:
+    if not all(dtypes.is_int(x.dtype) or _is_invalid_const(x) for x in src):
+      raise RuntimeError(f"shift operands must be int, got {[x.dtype for x in src]}")
+    return src[0].dtype
+  if op is Ops.WHERE:
+    if len(src) == 3 and src[0].dtype is not dtypes.bool: raise RuntimeError(f"where cond must be bool, got {src[0].dtype}")
+    return promo_dtype(src[1:]) if len(src) > 1 else None
+  if op in _BROADCASTABLE: return promo_dtype(src) if src else None
+  if op is Ops.CONST:
+    # the value picks the dtype; bool before int (True is an int), Invalid is bool, the bottom of the promotion lattice
+    if isinstance(arg, (bool, InvalidType)): return dtypes.bool
+    if isinstance(arg, int): return dtypes.weakint
+    if isinstance(arg, float): return dtypes.weakfloat
+    raise TypeError(f"no dtype for CONST with arg {arg!r}")
+  if op in _FLOAT_UNARY_OPS: return dtypes.bool if _is_invalid_const(src[0]) else least_upper_float(src[0].dtype)
+  if op in GroupOp.Unary: return src[0].dtype if src else None
+  if op in _VOID_OPS: return dtypes.void
+  if op in _FIRST_SRC_OPS: return src[0].dtype if src else None
+  if op is Ops.CAST or op is Ops.BITCAST:
+    if not isinstance(arg, DType): raise TypeError(f"{op} arg must be a DType, got {arg!r}")
+    return arg
+  if op is Ops.BUFFER or op is Ops.PARAM: return getattr(arg, "dtype", None)
+  if op is Ops.STACK: return promo_dtype(src) if src else dtypes.void
+  if op is Ops.CALL: return dtypes.void if src and src[0].dtype is dtypes.void else None
+  if op is Ops.WMMA: return src[2].dtype if len(src) > 2 else None
+  if op is Ops.GETADDR: return dtypes.uint64
+  if op is Ops.BINARY: return dtypes.uint8
+  if op is Ops.GETTUPLE:
+    tup = src[0].src[0] if src[0].op is Ops.FUNCTION else src[0]
+    return tup.src[arg].dtype
+  if op in GroupOp.Movement: return src[0].dtype if src else None
   return None
+
+def _is_invalid_const(u:UOp) -> bool: return u.op is Ops.CONST and u.arg is Invalid
 
 all_metadata: weakref.WeakKeyDictionary[UOp, Any] = weakref.WeakKeyDictionary()
 def _record_metadata(u:UOp, metadata:Any) -> None: all_metadata[u] = metadata
@@ -239,3 +285,455 @@ _substitute = PatternMatcher([(UPat(tuple(Ops), name="x"), lambda ctx, x: ctx.ge
 def print_uop_graph(u:UOp) -> None: print(pretty_print(u))
 
 if os.environ.get("TINYGRAD_CORE_SELFCHECK"): assert UOp(Ops.NOOP) is UOp(Ops.NOOP)
+
+# ***** symbolic: constants, Variables, value ranges, simplification (issue 3) *****
+# The rules live in tinygrad/uop/symbolic.py and the renderers in tinygrad/uop/render.py; both are imported late (they import this module).
+import collections  # noqa: E402
+import dataclasses  # noqa: E402
+import math  # noqa: E402
+import operator  # noqa: E402
+from enum import Enum, auto  # noqa: E402
+# CPython 3.11 resolves Enum members through EnumType.__getattr__ (~75ns a lookup): the hot code uses these aliases
+_ADD, _AFTER, _AND, _BUFFER, _CAST, _CDIV = Ops.ADD, Ops.AFTER, Ops.AND, Ops.BUFFER, Ops.CAST, Ops.CDIV
+_CMOD, _CMPEQ, _CMPLT, _CMPNE, _CONST, _FLOORDIV = Ops.CMOD, Ops.CMPEQ, Ops.CMPLT, Ops.CMPNE, Ops.CONST, Ops.FLOORDIV
+_FLOORMOD, _INDEX, _LOAD, _MAX, _MUL, _OR = Ops.FLOORMOD, Ops.INDEX, Ops.LOAD, Ops.MAX, Ops.MUL, Ops.OR
+_PARAM, _RANGE, _SHL, _SHR, _SPECIAL, _STACK = Ops.PARAM, Ops.RANGE, Ops.SHL, Ops.SHR, Ops.SPECIAL, Ops.STACK
+_STORE, _SUB, _WHERE, _XOR = Ops.STORE, Ops.SUB, Ops.WHERE, Ops.XOR
+
+class AxisType(Enum):
+  def __repr__(self): return str(self)
+  DEVICE = auto(); GLOBAL = auto(); WARP = auto(); LOCAL = auto(); WEAK = auto(); GROUP_REDUCE = auto(); REDUCE = auto(); UPCAST = auto()
+  UNROLL = auto(); THREAD = auto(); PLACEHOLDER = auto(); LOOP = auto()
+
+@dataclasses.dataclass(frozen=True, order=True)
+class ParamArg:
+  """The arg of BUFFER/PARAM. A Variable is a 0-d BUFFER in the ALU addrspace whose ParamArg carries its name and value range."""
+  slot: int
+  dtype: DType
+  vmin_vmax: tuple[PyConst, PyConst]|None = None
+  multiple_of: int|None = None
+  name: str|None = None
+  addrspace: AddrSpace|None = AddrSpace.GLOBAL
+  axis: int|None = None
+  device: str|tuple[str, ...]|None = None
+  volatile: bool = False
+  def __post_init__(self):
+    # the fields as a plain tuple: UOp.tuplize sorts by it (the same order as the dataclass comparison, without Python calls)
+    object.__setattr__(self, "_key", tuple(getattr(self, f.name) for f in dataclasses.fields(self)))
+  def __repr__(self):
+    defaults = (("vmin_vmax", None), ("multiple_of", None), ("name", None), ("addrspace", AddrSpace.GLOBAL), ("axis", None), ("device", None),
+                ("volatile", False))
+    extra = [f"{k}={v!r}" for k, d in defaults if (v := getattr(self, k)) != d]
+    return f"ParamArg({', '.join([repr(self.slot), repr(self.dtype)] + extra)})"
+
+sint = int|UOp
+Variable = UOp
+ConstLike = ConstType|UOp|tuple[ConstType, ...]
+
+def range_str(u:UOp) -> str: return '_'.join(str(x) if x >= 0 else "m"+str(-x) for x in u.arg[0:-1])
+
+# ** evaluating ops on Python values (constant folding) **
+
+def _safe_exp2(x):
+  try: return 2 ** x
+  except OverflowError: return math.inf
+
+def _safe_pow(x, y):
+  try: return math.nan if isinstance(p := pow(x, y), complex) else p
+  except ZeroDivisionError: return math.inf
+  except ValueError: return math.inf if x > 0 else -math.inf
+
+python_alu: dict[Ops, Callable] = {
+  Ops.LOG2: lambda x: math.log2(x) if x > 0 else -math.inf if x == 0 else math.nan, Ops.EXP2: _safe_exp2,
+  Ops.SQRT: lambda x: math.sqrt(x) if x >= 0 else math.nan, Ops.RECIPROCAL: lambda x: 1/x if x != 0 else math.copysign(math.inf, x),
+  Ops.SIN: lambda x: math.sin(x) if not math.isinf(x) else math.nan, Ops.POW: _safe_pow,
+  Ops.TRUNC: lambda x: math.trunc(x) if math.isfinite(x) else x,
+  Ops.NEG: operator.neg, Ops.ADD: operator.add, Ops.SUB: operator.sub, Ops.MUL: operator.mul, Ops.CMPNE: operator.ne, Ops.CMPLT: operator.lt,
+  Ops.CMPEQ: operator.eq, Ops.XOR: operator.xor, Ops.OR: operator.or_, Ops.AND: operator.and_, Ops.SHR: operator.rshift,
+  Ops.SHL: operator.lshift, Ops.MAX: max, Ops.CMOD: cmod, Ops.CDIV: cdiv, Ops.FLOORDIV: floordiv, Ops.FLOORMOD: floormod,
+  Ops.MULACC: lambda x, y, z: (x*y)+z, Ops.WHERE: lambda x, y, z: y if x else z}
+
+def exec_alu(op:Ops, dtype:DType, operands, truncate_output:bool=True):
+  """op applied to Python values; the result is wrapped/rounded to dtype unless truncate_output is False."""
+  if any(isinstance(x, tuple) for x in operands):
+    count = max(len(x) for x in operands if isinstance(x, tuple))
+    return tuple(exec_alu(op, dtype, [x[i] if isinstance(x, tuple) else x for x in operands]) for i in range(count))
+  if op in GroupOp.Binary and Invalid in operands: return Invalid
+  ret = python_alu[op](*operands)
+  if truncate_output and (fxn := truncate.get(dtype)) is not None: return fxn(ret)
+  return ret
+
+def identity_element(op:Ops, dt:DType) -> PyConst: return dt.const({_ADD: 0, _MUL: 1, _MAX: dt.min}[op])
+
+# ** helpers on sint (int or UOp) **
+
+def resolve(x:UOp|bool, default:bool=True) -> bool:
+  """The value of a bool expression when simplification proves it, else `default`."""
+  if isinstance(x, bool): return x
+  if x.dtype is not dtypes.bool: raise TypeError(f"resolve needs a bool UOp, got {x.dtype}")
+  return bool(sx.vmin) if (sx := x.simplify()).vmin == sx.vmax else default
+
+def _suop(lst, uop_fxn, python_fxn):
+  uops, nums = partition(lst, lambda x: isinstance(x, UOp))
+  return ssimplify(functools.reduce(uop_fxn, uops + ([python_fxn(nums)] if nums else [])))
+def smax(*lst) -> sint: return _suop(argfix(*lst), UOp.maximum, max)
+def smin(*lst) -> sint: return _suop(argfix(*lst), UOp.minimum, min)
+def srender(x:sint) -> str: return x.render() if isinstance(x, UOp) else str(x)
+def ssimplify(uop:sint): return uop.ssimplify() if isinstance(uop, UOp) else uop
+def sym_infer(uop:UOp|int, var_vals:dict) -> int: return uop.sym_infer(var_vals) if isinstance(uop, UOp) else uop
+
+# ** value ranges **
+
+_BINARY = frozenset(GroupOp.Binary)
+_FLOAT_SET = frozenset(dtypes.floats + (dtypes.weakfloat,))
+
+def _min_max(u:UOp) -> tuple[Any, Any]:
+  """(vmin, vmax) of u from the ranges of its sources (which are already computed). Sound for ints: every value u can take is inside."""
+  op, dt = u.op, u.dtype
+  if op is _CONST and u.arg is not Invalid: return u.arg, u.arg
+  if op in _BINARY and dt not in _FLOAT_SET:
+    s0, s1 = u.src
+    a0, a1, b0, b1 = s0.vmin, s0.vmax, s1.vmin, s1.vmax
+    if op is _ADD: return a0+b0, a1+b1
+    if op is _MUL:
+      if b0 == b1 and a0 <= a1: return (a0*b0, a1*b0) if b0 >= 0 else (a1*b0, a0*b0)  # scaling by a constant, the common case
+      return min(v := (a0*b0, a0*b1, a1*b0, a1*b1)), max(v)
+    if op is _FLOORDIV and type(a0) is int and type(a1) is int and type(b0) is int and type(b1) is int:
+      if a0 > a1: return 0, 0  # an empty numerator range, e.g. a RANGE with end 0
+      if b0 == b1 > 0: return a0//b0, a1//b0
+      if b0*b1 > 0: return min(v := (a0//b0, a0//b1, a1//b0, a1//b1)), max(v)
+    elif op is _FLOORMOD and type(a0) is int and type(a1) is int and type(b0) is int and type(b1) is int:
+      if a0 > a1: return 0, 0
+      if b0 == b1 > 0: return (a0 % b0, a1 % b0) if a0//b0 == a1//b0 else (0, b0-1)
+      if b0 == b1 < 0: return (a0 % b0, a1 % b0) if a0//b0 == a1//b0 else (b0+1, 0)
+      if b0 > 0: return 0, b1-1
+      if b1 < 0: return b0+1, 0
+    elif op is _CMPLT: return a1 < b0, a0 < b1
+    elif op is _CMPNE: return (a1 < b0) or (b1 < a0), not (a0 == a1 == b0 == b1)
+    elif op is _CMPEQ: return a0 == a1 == b0 == b1, not ((a1 < b0) or (b1 < a0))
+    elif op is _MAX: return max(a0, b0), max(a1, b1)
+    elif op is _SUB: return a0-b1, a1-b0
+    elif op is _AND:
+      if dt is dtypes.bool: return a0 and b0, a1 and b1
+      if dtypes.is_int(dt) and b0 == b1 >= 0: return 0, (b1 if a0 < 0 else min(a1, b1))
+    elif op is _OR:
+      if dt is dtypes.bool: return a0 or b0, a1 or b1
+    elif op is _XOR:
+      if b0 == b1 == -1 and type(a0) is int and type(a1) is int: return ~a1, ~a0
+    elif op is _SHL or op is _SHR:
+      if b0 == b1 and type(a0) is int and type(a1) is int and type(b0) is int and b0 >= 0:
+        return (a0 << b0, a1 << b0) if op is _SHL else (a0 >> b0, a1 >> b0)
+    elif op is _CDIV and type(a0) is int and type(a1) is int and type(b0) is int and type(b1) is int:
+      if b0*b1 > 0: return min(v := (cdiv(a0, b0), cdiv(a0, b1), cdiv(a1, b0), cdiv(a1, b1))), max(v)
+    elif op is _CMOD:
+      if b0 == b1 > 0: return (0 if a0 > 0 else a0 if 0 >= a0 > -b0 else -(b1-1), 0 if a1 < 0 else a1 if 0 <= a1 < b0 else b0-1)
+      if b0 > 0: return (0, b1-1) if a0 >= 0 else (-(b1-1), 0) if a1 <= 0 else (-(b1-1), b1-1)
+      if b1 < 0: return (0, -b0-1) if a0 >= 0 else (-(-b0-1), 0) if a1 <= 0 else (-(-b0-1), -b0-1)
+  # float WHERE is left alone: explicit NaNs (transcendentals) make its range meaningless
+  if op is _WHERE and dtypes.is_int(dt): return min(u.src[1].vmin, u.src[2].vmin), max(u.src[1].vmax, u.src[2].vmax)
+  if (op is _BUFFER or op is _PARAM) and isinstance(u.arg, ParamArg) and u.arg.vmin_vmax is not None: return u.arg.vmin_vmax
+  if (op is _RANGE or op is _SPECIAL) and dt is not dtypes.void: return 0, u.src[0].vmax - 1
+  if op is _AFTER or op is _INDEX: return u.src[0].vmin, u.src[0].vmax
+  if op is _STACK and u.src: return min(x.vmin for x in u.src), max(x.vmax for x in u.src)
+  if op is _CAST:
+    # conversion is monotone: truncation toward zero into an int, rounding to the value grid into a float
+    lo, hi = u.src[0].vmin, u.src[0].vmax
+    rnd = truncate.get(dt) if dtypes.is_float(dt) else math.trunc if dtypes.is_int(dt) else None
+    if rnd is not None and all(isinstance(v, (int, float)) and math.isfinite(v) for v in (lo, hi)): lo, hi = rnd(lo), rnd(hi)
+    if dtypes.is_unsigned(dt) and 0 <= lo and hi <= dt.max: return lo, hi
+    if dt in _CLAMPED_CAST_DTYPES: return max(dt.min, lo), min(hi, dt.max)
+  return dt.min, dt.max
+
+_CLAMPED_CAST_DTYPES = frozenset(dtypes.floats + dtypes.sints + (dtypes.weakint,))
+# ops whose range never depends on the ranges of their sources
+_NO_SRC_BOUNDS = frozenset({Ops.CONST, Ops.BUFFER, Ops.PARAM})
+
+def _fill_bounds(root:UOp) -> None:
+  """Computes vmin/vmax for root and every source that lacks them, children first, without recursion (graphs can be deep)."""
+  stack = [root]
+  while stack:
+    u = stack[-1]
+    d = u.__dict__
+    if "vmin" in d:
+      stack.pop()
+      continue
+    missing = [s for s in u.src if "vmin" not in s.__dict__] if u.op not in _NO_SRC_BOUNDS else None
+    if missing:
+      stack.extend(missing)
+      continue
+    stack.pop()
+    d["vmin"], d["vmax"] = _min_max(u)
+
+class _Bound:
+  """vmin/vmax: computed on first access, then stored in the node's __dict__, which a non-data descriptor lets win from then on."""
+  def __init__(self, key:str): self.key = key
+  def __get__(self, u, owner=None):
+    if u is None: return self
+    d = u.__dict__
+    if u.op not in _NO_SRC_BOUNDS:
+      for s in u.src:
+        if "vmin" not in (sd := s.__dict__):
+          # fresh leaves are the common case (rules build new constants); anything else is filled in children first
+          if (sop := s.op) is _CONST and (v := s.arg) is not Invalid: sd["vmin"] = sd["vmax"] = v
+          elif sop in _NO_SRC_BOUNDS: sd["vmin"], sd["vmax"] = _min_max(s)
+          else:
+            _fill_bounds(u)
+            return d[self.key]
+    d["vmin"], d["vmax"] = _min_max(u)
+    return d[self.key]
+
+class _Tuplize:
+  """UOp.tuplize, a structural sort key (commutative operands are put in ascending order): (op, arg, dtype, *src keys).
+  Computed children first without recursion and stored in each node's __dict__."""
+  def __get__(self, u, owner=None):
+    if u is None: return self
+    # the common case: every source has its key already
+    keys = []
+    for s in u.src:
+      if (k := s.__dict__.get("tuplize")) is None: break
+      keys.append(k)
+    else:
+      arg = u.arg
+      if type(arg) is ParamArg: arg = arg._key
+      ret = u.__dict__["tuplize"] = (u.op.value, arg, u.dtype, *keys)
+      return ret
+    stack = [u]
+    while stack:
+      n = stack[-1]
+      d = n.__dict__
+      if "tuplize" in d:
+        stack.pop()
+        continue
+      missing = [s for s in n.src if "tuplize" not in s.__dict__]
+      if missing:
+        stack.extend(missing)
+        continue
+      stack.pop()
+      # a ParamArg compares as its field tuple; spelling it out keeps the comparison in C
+      arg = n.arg
+      if type(arg) is ParamArg: arg = arg._key
+      d["tuplize"] = (n.op.value, arg, n.dtype) + tuple(s.__dict__["tuplize"] for s in n.src)
+    return u.__dict__["tuplize"]
+
+# ** the UOp methods **
+
+def _is_var(x:UOp) -> bool:
+  return x.op is _BUFFER and isinstance(x.arg, ParamArg) and x.arg.vmin_vmax is not None and x.arg.addrspace is AddrSpace.ALU and \
+    len(x.src) == 1 and x.src[0].op is _STACK and len(x.src[0].src) == 0
+
+class _UOpSymbolic:
+  vmin = _Bound("vmin")
+  vmax = _Bound("vmax")
+  @property
+  def _min_max(self:UOp) -> tuple[Any, Any]: return self.vmin, self.vmax
+
+  # ** constants **
+  @staticmethod
+  def const(b:ConstLike, dtype:DType|None=None) -> UOp:
+    """A CONST of value b. dtype=None gives the weak dtype of the Python value (weakint, weakfloat) or bool."""
+    # the common case first: a Python int as an int constant needs no conversion
+    if type(b) is int and (dtype is None or dtype in _INT_DTYPE_SET): return UOp(_CONST, dtype or _WEAKINT, (), b)
+    if isinstance(b, DType): b, dtype = dtype, b  # UOp.const(dtype, value) spelling
+    if dtype is None or b is Invalid: dtype = dtypes.from_py(b)
+    if isinstance(b, UOp): return b.cast(dtype)
+    if isinstance(b, tuple): return UOp(_STACK, dtype, tuple(UOp.const(c, dtype) for c in b))
+    return UOp(_CONST, dtype, (), dtype.const(b))
+  def const_like(self:UOp, b:ConstLike, dtype:DType|None=None) -> UOp: return UOp.const(b, dtype or self.dtype)
+  def ufix(self:UOp, x) -> UOp: return x if isinstance(x, UOp) else UOp.const(x)
+  @property
+  def is_invalid(self:UOp) -> bool: return self.op is _CONST and self.arg is Invalid
+  @staticmethod
+  def invalid() -> UOp: return UOp.const(Invalid)
+  def valid(self:UOp, cond:UOp) -> UOp: return cond.where(self, self.const_like(Invalid))
+  def get_idx(self:UOp) -> UOp: return self.src[1] if self.op is _WHERE and self.src[2].is_invalid else self
+  def get_valid(self:UOp) -> UOp: return self.src[0] if self.op is _WHERE and self.src[2].is_invalid else UOp.const(not self.is_invalid)
+  @staticmethod
+  def range(end:sint, axis_id, axis_type=AxisType.WEAK, *arg, dtype:DType=dtypes.weakint, src=(), **kwargs) -> UOp:
+    return UOp(_RANGE, dtype, (UOp.const(end, dtype),)+tuple(src), (axis_id, axis_type)+arg, **kwargs)
+  @staticmethod
+  def special(end:sint, name:str, dtype:DType=dtypes.weakint) -> UOp: return UOp(_SPECIAL, dtype, (UOp.const(end, dtype),), name)
+  def after(self:UOp, *src:UOp, **kwargs) -> UOp: return UOp(_AFTER, kwargs.pop("dtype", self.dtype), (self,)+src, **kwargs) if src else self
+  def store(self:UOp, src, gate:UOp|None=None, **kwargs) -> UOp:
+    srcs = (self, src if isinstance(src, UOp) else self.const_like(src)) + ((gate,) if gate is not None else ())
+    return UOp(_STORE, dtypes.void, srcs, **kwargs)
+  def index(self:UOp, *srcs, **kwargs) -> UOp:
+    new = tuple(UOp.const(x) if isinstance(x, int) else x for x in srcs if x is not None)
+    return UOp(_INDEX, kwargs.pop("dtype", None), (self,)+new, **kwargs)
+  def load(self:UOp, *src:UOp, **kwargs) -> UOp: return UOp(_LOAD, kwargs.pop("dtype", None), (self,)+src, **kwargs)
+
+  # ** Variables **
+  @staticmethod
+  def variable(name:str, min_val:PyConst, max_val:PyConst, dtype:DType=dtypes.weakint, multiple_of:int=1, param:bool=False) -> UOp:
+    """A symbolic integer `name` in [min_val, max_val]: a 0-d BUFFER in the ALU addrspace (a PARAM inside kernels when param=True)."""
+    if not isinstance(name, str): raise TypeError(f"Variable name must be a str, got {name!r}")
+    for v in (min_val, max_val):
+      if not isinstance(v, (int, float)) or (isinstance(v, float) and math.isnan(v)):
+        raise TypeError(f"Variable {name!r} bounds must be numbers, got {v!r}")
+    if min_val > max_val: raise ValueError(f"Variable {name!r} has min {min_val} > max {max_val}")
+    arg = ParamArg(-1, dtype, name=name, vmin_vmax=(min_val, max_val), multiple_of=multiple_of, addrspace=AddrSpace.ALU)
+    return UOp(_PARAM if param else _BUFFER, dtype, (UOp(_STACK, dtypes.void, ()),), arg)
+  @property
+  def is_variable(self:UOp) -> bool: return _is_var(self)
+  @property
+  def is_bound_var(self:UOp) -> bool:
+    """bind() gives AFTER(var, STORE(var, CONST))."""
+    return self.op is _AFTER and len(self.src) == 2 and _is_var(self.src[0]) and self.src[1].op is _STORE and \
+      self.src[1].src[0] is self.src[0] and self.src[1].src[1].op is _CONST
+  @property
+  def expr(self:UOp) -> str:
+    if self.op not in (_PARAM, _BUFFER) or not isinstance(self.arg, ParamArg) or self.arg.name is None:
+      raise TypeError(f"expr is only for Variables, got {self.op}")
+    return self.arg.name
+  def bind(self:UOp, val:int|UOp) -> UOp:
+    if not _is_var(self): raise TypeError(f"bind needs a Variable, got {self.op}")
+    uval = self.const_like(val) if isinstance(val, int) else val
+    if not (self.vmin <= uval.vmin and uval.vmax <= self.vmax): raise ValueError(f"bind {val} not in range [{self.vmin}, {self.vmax}] of {self.expr}")
+    if uval.divides(self.arg.multiple_of) is None: raise ValueError(f"bind {val} not divisible by {self.arg.multiple_of}")
+    return self.after(self.store(uval))
+  def unbind(self:UOp) -> tuple[UOp, int]:
+    if not self.is_bound_var: raise TypeError(f"can't unbind {self.op}: only a bound Variable (from bind) unbinds")
+    return self.src[0], self.src[1].src[1].arg
+  def unbind_all(self:UOp) -> tuple[UOp, dict[UOp, int]]:
+    ret: dict[UOp, int] = {}
+    return graph_rewrite(self, pm_unbind, ctx=ret), ret
+  def variables(self:UOp) -> list[UOp]:
+    """The Variables in this expression, sorted by name."""
+    found = {x for x in self.toposort() if _is_var(x) or (x.op is _PARAM and isinstance(x.arg, ParamArg) and x.arg.addrspace is AddrSpace.ALU)}
+    return sorted(found, key=lambda v: v.arg.name or "")
+
+  # ** structure helpers used by the rules **
+  def split_uop(self:UOp, sep:Ops) -> list[UOp]:
+    """The operands of a chain of `sep` ops (e.g. the terms of a sum), left to right."""
+    if self.op is not sep: return [self]
+    out: list[UOp] = []
+    stack = [self]
+    while stack:
+      if (u := stack.pop()).op is sep: stack.extend(u.src[::-1])
+      else: out.append(u)
+    return out
+  def pop_const(self:UOp, op:Ops=_ADD) -> tuple[UOp, PyConst]:
+    """(x, c) for x op c with a CONST c, else (self, identity of op)."""
+    if self.op is op and self.src[1].op is _CONST: return self.src[0], self.src[1].arg
+    dt = self.dtype
+    if dt is dtypes.weakint and (op is _ADD or op is _MUL): return self, (0 if op is _ADD else 1)  # the common case, without a dict
+    return self, identity_element(op, dt)
+  def const_factor(self:UOp) -> int:
+    """A known int that divides self (not always the largest)."""
+    op = self.op
+    if op is _CONST: return self.arg
+    if op is _ADD: return math.gcd(self.src[0].const_factor(), self.src[1].const_factor())
+    if op is _MUL: return self.src[0].arg if self.src[0].op is _CONST else self.src[1].arg if self.src[1].op is _CONST else 1
+    if op is _STACK: return math.gcd(*[x.const_factor() for x in self.src])
+    if (op is _PARAM or op is _BUFFER) and isinstance(self.arg, ParamArg) and self.arg.multiple_of is not None: return self.arg.multiple_of
+    return 1
+  def divides(self:UOp, v:int) -> UOp|None:
+    """self / v when v provably divides self, else None."""
+    if v == 1: return self
+    op = self.op
+    if op is _CONST: return self.const_like(self.arg//v) if self.arg % v == 0 else None
+    if op is _ADD:
+      return d0+d1 if (d0 := self.src[0].divides(v)) is not None and (d1 := self.src[1].divides(v)) is not None else None
+    if op is _MUL:
+      if (d0 := self.src[0].divides(v)) is not None: return d0 * self.src[1]
+      if (d1 := self.src[1].divides(v)) is not None: return self.src[0] * d1
+      return None
+    if op is _STACK:
+      srcs = tuple(s.divides(v) for s in self.src)
+      return None if any(s is None for s in srcs) else UOp(_STACK, self.dtype, srcs)  # type: ignore[arg-type]
+    if (op is _PARAM or op is _BUFFER) and isinstance(self.arg, ParamArg) and self.arg.multiple_of is not None:
+      return self // v if self.arg.multiple_of % v == 0 else None
+    return None
+  @staticmethod
+  def gcd(*uops:UOp) -> UOp:
+    """A common divisor of uops: the gcd of their const factors times the symbolic factors every one of them has."""
+    terms, factors = zip(*[(u.divides(f := u.const_factor()), f) for u in uops])
+    count = functools.reduce(operator.and_, [collections.Counter(term.split_uop(_MUL)) for term in terms])
+    return math.prod([*count.elements(), terms[0].const_like(math.gcd(*factors))])
+  def divide_exact(self:UOp, v:UOp) -> UOp|None:
+    """self / v when v provably divides self, else None."""
+    if self is v: return self.const_like(1)
+    if v.op is _CONST: return self.divides(v.arg)
+    if self.op is _ADD: return None if (s0 := self.src[0].divide_exact(v)) is None or (s1 := self.src[1].divide_exact(v)) is None else s0+s1
+    if self.op is _MUL:
+      (fac, const), (div_fac, div_const) = self.pop_const(_MUL), v.pop_const(_MUL)
+      new_count = collections.Counter(fac.split_uop(_MUL))
+      new_count.subtract(div_fac.split_uop(_MUL))
+      if const % div_const == 0 and all(c >= 0 for c in new_count.values()):
+        return math.prod(new_count.elements(), start=self.const_like(const//div_const))
+    return None
+  def overflows(self:UOp, dtype:DType) -> bool: return self.vmin < dtype.min or dtype.max < self.vmax
+  tuplize = _Tuplize()
+  @property
+  def bool_slice(self:UOp) -> frozenset[UOp]:
+    """The bool-typed nodes in this graph (self included)."""
+    return self._bool_slice | {self} if self.dtype is dtypes.bool else self._bool_slice
+  @functools.cached_property
+  def _bool_slice(self:UOp) -> frozenset[UOp]: return frozenset().union(*[s.bool_slice for s in self.src])
+
+  # ** evaluation **
+  def simplify(self:UOp, tracked:bool=False) -> UOp:
+    """The expression rewritten by the symbolic rules to a fixed point."""
+    if self.op is _CONST: return self
+    if (pm := _late.get("symbolic")) is None:
+      from tinygrad.uop.symbolic import symbolic
+      pm = _late["symbolic"] = symbolic
+    # per-rule statistics keep counting here, but a simplify is not logged as a graph_rewrite of its own unless asked for
+    if not tracked and _core.track_level() >= 2:
+      lvl = _core.track_level()
+      _core.set_track_level(1)
+      try: return graph_rewrite(self, pm, name="simplify")
+      finally: _core.set_track_level(lvl)
+    return graph_rewrite(self, pm, name="simplify")
+  def ssimplify(self:UOp) -> UOp|ConstType:
+    """simplify(), as a Python value when it is a constant."""
+    if (ret := self.simplify()).op is _CAST and ret.src[0].op is _CONST: return ret.dtype.const(ret.src[0].arg)
+    return ret.arg if ret.op is _CONST else ret
+  def _eval(self:UOp, dts:tuple[DType, ...], expected_type:type, what:str):
+    if self.dtype not in dts: raise TypeError(f"{what}() of a {self.dtype} expression: {self.render(simplify=False)}")
+    s = self.simplify()
+    if s.vmin != s.vmax: raise ValueError(f"{what}() of an expression that is not constant: {s.render(simplify=False)} is in [{s.vmin}, {s.vmax}]")
+    if not isinstance(s.vmin, expected_type): raise TypeError(f"{what}() got {type(s.vmin).__name__} {s.vmin!r}")
+    return s.vmin
+  def __bool__(self:UOp) -> bool: return self._eval((dtypes.bool,), bool, "bool")
+  def __int__(self:UOp) -> int: return self._eval(_INT_DTYPES, int, "int")
+  def __index__(self:UOp) -> int: return self._eval(_INT_DTYPES, int, "int")
+  def __float__(self:UOp) -> float: return float(self._eval(_FLOAT_DTYPES, float, "float"))
+  @functools.cached_property
+  def _sym_fxn(self:UOp) -> tuple[Callable, tuple[str, ...]]:
+    from tinygrad.uop.render import compile_python
+    return compile_python(self.simplify())
+  def sym_infer(self:UOp, var_vals:dict) -> Any:
+    """The value of the expression with its Variables set by var_vals ({name or Variable: value})."""
+    fxn, names = self._sym_fxn
+    vals = {(k.expr if isinstance(k, UOp) else k): v for k, v in var_vals.items()}
+    if missing := [n for n in names if n not in vals]: raise KeyError(f"sym_infer: no value for {missing} in {self.render(simplify=False)}")
+    return fxn(*[vals[n] for n in names])
+  def render(self:UOp, simplify:bool=True, pm:PatternMatcher|None=None) -> str:
+    """The expression as a string (simplified first unless simplify=False); an op the renderer has no form for raises."""
+    from tinygrad.uop.render import renderer
+    pm = renderer if pm is None else pm
+    ctx: dict[UOp, str] = {}
+    for u in (s := self.simplify() if simplify else self).toposort():
+      if (r := pm.rewrite(u, ctx=ctx)) is None: raise NotImplementedError(f"render: {u.op} has no rendered form (in a {u.dtype} {s.op} expression)")
+      ctx[u] = r
+    return ctx[s]
+
+_INT_DTYPES = dtypes.ints + (dtypes.weakint,)
+_late: dict[str, Any] = {}  # matchers imported on first use (their modules import this one)
+_INT_DTYPE_SET = frozenset(_INT_DTYPES)
+_WEAKINT = dtypes.weakint
+_FLOAT_DTYPES = dtypes.floats + (dtypes.weakfloat,)
+
+_attach(UOp, _UOpSymbolic)
+
+def _do_unbind(ctx:dict[UOp, int], x:UOp) -> UOp|None:
+  if not x.is_bound_var: return None
+  v, i = x.unbind()
+  ctx[v] = i
+  return v
+pm_unbind = PatternMatcher([(UPat(Ops.AFTER, name="x"), _do_unbind)])
+
+# the operators (tinygrad/mixin/mathtraits.py); attached base class first so the subclass overrides win
+from tinygrad.mixin.mathtraits import MathTrait, UOpMathTrait, UPatMathTrait  # noqa: E402
+for _cls, _mixins in ((UOp, (MathTrait, UOpMathTrait)), (UPat, (MathTrait, UPatMathTrait))):
+  for _m in _mixins: _attach(_cls, _m)

@@ -1,0 +1,1 @@
+# Operator mixins attached to UOp and UPat (see tinygrad/uop/ops.py).
