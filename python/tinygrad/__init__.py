@@ -3,3 +3,4 @@ from tinygrad.dtype import dtypes, DType  # noqa: F401
 from tinygrad.helpers import getenv, Context  # noqa: F401
 from tinygrad.uop.ops import UOp  # noqa: F401
 Variable = UOp.variable
+from tinygrad.device import Device  # noqa: F401,E402

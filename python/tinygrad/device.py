@@ -1,0 +1,363 @@
+# Devices: the registry (Device["CPU"], Device.DEFAULT), Buffer and the allocators behind it, the Compiler base with its
+# in-memory and on-disk caches, the Program (a loaded kernel) base, and Compiled, which ties a device's allocator, renderer,
+# compiler and runtime together. The runtimes themselves live in tinygrad/runtime/ops_<name>.py.
+from __future__ import annotations
+import contextlib
+import functools
+import hashlib
+import importlib
+import inspect
+import os
+import pathlib
+import re
+from collections import defaultdict
+from dataclasses import dataclass, replace
+from typing import Any, Generic, Iterator, Sequence, TypeVar, TYPE_CHECKING
+from tinygrad.helpers import DEBUG, LRU, CCACHE, ALLOW_DEVICE_USAGE, MAX_BUFFER_SIZE, DEV, GlobalCounters, diskcache_get, diskcache_put
+from tinygrad.helpers import select_by_name, select_first_inited, flat_mv, size_to_str, suppress_finalizing
+from tinygrad.dtype import DType, dtypes, _to_np_dtype, from_storage_scalar, storage_fmt_for_dtype
+if TYPE_CHECKING:
+  from tinygrad.renderer import Renderer, ProgramSpec
+
+__all__ = ["Device", "Buffer", "BufferSpec", "Allocator", "LRUAllocator", "Compiler", "CompileError", "CompilerNotFoundError", "Program",
+           "Compiled", "canonicalize_device"]
+
+# **************** Device ****************
+
+class _Device:
+  """The device registry. Device["CPU"] opens (once) and returns a device; names are case-insensitive and "CPU:0" is "CPU"."""
+  def __init__(self) -> None:
+    self._devices = sorted(x.stem[len("ops_"):].upper() for x in (pathlib.Path(__file__).parent / "runtime").iterdir()
+                           if x.stem.startswith("ops_") and x.suffix == ".py")
+    self._opened_devices: set[str] = set()
+  @functools.cache  # a method cache is fine on a singleton
+  def _canonicalize(self, device:str) -> str:
+    d = device.split(":", 1)[0].upper()
+    return re.sub(r":0$", "", d + device[len(d):])
+  def canonicalize(self, device:str|None) -> str:
+    """The canonical name of a device string ("cpu:0" -> "CPU"); None means Device.DEFAULT."""
+    if device is None: return self._canonicalize(self.DEFAULT)
+    if not isinstance(device, str): raise TypeError(f"a device name must be a str, got {device!r} of type {type(device).__name__}")
+    if not device: raise ValueError("a device name cannot be empty")
+    return self._canonicalize(device)
+  def __getitem__(self, ix:str) -> Compiled:
+    ix = self.canonicalize(ix)
+    if not ALLOW_DEVICE_USAGE and ix.split(":")[0] != "PYTHON": raise RuntimeError(f"usage of device {ix} is disallowed (ALLOW_DEVICE_USAGE=0)")
+    return self.__get_canonicalized_item(ix)
+  def __contains__(self, ix:str) -> bool: return self.canonicalize(ix).split(":")[0] in self._devices
+  @functools.cache
+  def get_class(self, ix:str) -> type[Compiled]:
+    name = ix.split(":")[0].upper()
+    if name not in self._devices: raise RuntimeError(f"unknown device {ix!r}, the devices are {', '.join(self._devices)}")
+    module = importlib.import_module(f"tinygrad.runtime.ops_{name.lower()}")
+    return next(cls for cname, cls in inspect.getmembers(module) if cname.lower() == name.lower() + "device")
+  @functools.cache
+  def __get_canonicalized_item(self, ix:str) -> Compiled:
+    ret = self.get_class(ix)(ix)
+    if DEBUG >= 1: print(f"opened device {ix} from pid:{os.getpid()}")
+    self._opened_devices.add(ix)
+    return ret
+  @property
+  def default(self) -> Compiled: return self[self.DEFAULT]
+  def get_available_devices(self) -> Iterator[str]:
+    for device in ("CPU", "PYTHON", "NULL"):
+      with contextlib.suppress(Exception): yield self[device].device
+  @property
+  def DEFAULT(self) -> str:
+    """DEV=... (its first target's device), else DEVICE=..., else CPU."""
+    if DEV.device: return self._canonicalize(DEV.device)
+    if dev := os.environ.get("DEVICE", ""): return self._canonicalize(dev)
+    return "CPU"
+  @DEFAULT.setter
+  def DEFAULT(self, v):
+    raise AttributeError(f"Device.DEFAULT can't be set, use `with Context(DEV={v!r}):` or DEV.value = {v!r} (or the DEV environment variable)")
+Device: _Device = _Device()
+
+def canonicalize_device(device:str|tuple|list|None) -> str|tuple[str, ...]:
+  if not isinstance(device, (tuple, list)): return Device.canonicalize(device)
+  return canonical[0] if len(canonical := tuple(Device.canonicalize(d) for d in device)) == 1 else canonical
+
+# **************** Buffer + Allocators ****************
+
+@dataclass(frozen=True, eq=True)
+class BufferSpec:
+  uncached: bool = False
+  cpu_access: bool = False
+  host: bool = False
+  nolru: bool = False      # never keep this allocation in the LRU cache
+  zero: bool = False
+  external_ptr: int|None = None
+
+class Buffer:
+  """`size` elements of `dtype` on `device`, allocated lazily (on allocate/ensure_allocated/copyin). A Buffer with `base` is a view of
+  `size` elements starting `offset` bytes into its base; it shares the base's memory."""
+  def __init__(self, device:str, size:int, dtype:DType, opaque:Any=None, options:BufferSpec|None=None, initial_value:bytes|None=None,
+               uop_refcount:int=0, base:Buffer|None=None, offset:int=0, preallocate:bool=False):
+    if not isinstance(dtype, DType): raise TypeError(f"Buffer dtype must be a DType, got {dtype!r}")
+    if dtype in dtypes.weaks or dtype is dtypes.void: raise ValueError(f"a Buffer can't hold {dtype}: it has no storage size")
+    if not isinstance(size, int) or isinstance(size, bool) or size < 0: raise ValueError(f"Buffer size must be an int >= 0, got {size!r}")
+    self.device, self.size, self.dtype, self.options, self.offset = Device.canonicalize(device), size, dtype, options, offset
+    self.allocated_views = 0
+    self._buf: Any = None
+    self._allocated = False
+    self._owned = True        # False when the memory came from the caller (opaque=), which then frees it
+    self._exported = False    # set when a zero-copy view escaped: the memory must not go back to the LRU cache
+    if base is None:
+      if offset != 0: raise ValueError("a base buffer can't have an offset")
+      self._base: Buffer|None = None
+      self._uop_refcount = uop_refcount
+      if opaque is not None: self.allocate(opaque)
+      if initial_value is not None: self.copyin(memoryview(initial_value))
+    else:
+      if base._base is not None: raise ValueError("the base of a view must be a base buffer, not another view")
+      if base.device != self.device: raise ValueError(f"a view must be on its base's device, {self.device} != {base.device}")
+      if offset < 0 or offset + self.nbytes > base.nbytes:
+        raise ValueError(f"view of {self.nbytes} bytes at offset {offset} doesn't fit in its base of {base.nbytes} bytes")
+      self._base = base
+    if preallocate: self.allocate()
+  @property
+  def base(self) -> Buffer: return self._base if self._base is not None else self
+  @property
+  def uop_refcount(self) -> int: return self.base._uop_refcount
+  def ref(self, cnt:int) -> Buffer:
+    self.base._uop_refcount += cnt
+    return self
+  @property
+  def nbytes(self) -> int: return self.size * self.dtype.itemsize
+  def is_allocated(self) -> bool: return self._allocated
+  def is_initialized(self) -> bool: return self._allocated
+  def ensure_allocated(self) -> Buffer: return self if self._allocated else self.allocate()
+  def allocate(self, opaque:Any=None, external_ptr:int|None=None) -> Buffer:
+    if self._allocated: raise RuntimeError(f"{self!r} is already allocated")
+    if self.size > MAX_BUFFER_SIZE > 0 and not self.device.startswith("NULL"):
+      raise MemoryError(f"buffer of {self.size} elements is over MAX_BUFFER_SIZE={MAX_BUFFER_SIZE.value}")
+    self.allocator: Allocator = Device[self.device].allocator
+    if external_ptr is not None:
+      self.options = replace(self.options, external_ptr=external_ptr) if self.options else BufferSpec(external_ptr=external_ptr)
+    if self._base is not None:
+      self._base.ensure_allocated()
+      self._base.allocated_views += 1
+      self._buf = self.allocator._offset(self._base._buf, self.nbytes, self.offset)
+    elif opaque is not None: self._buf, self._owned = opaque, False
+    else:
+      self._buf = self.allocator.alloc(self.nbytes, self.options)
+      if self.options is None or self.options.external_ptr is None:
+        GlobalCounters.mem_used += self.nbytes
+        GlobalCounters.mem_used_per_device[self.device] += self.nbytes
+    if DEBUG >= 7: print(f"buffer: allocate {self.nbytes} bytes on {self.device}")
+    self._allocated = True
+    return self
+  def deallocate(self) -> None:
+    if not self._allocated: raise RuntimeError(f"{self!r} is not allocated")
+    if DEBUG >= 7: print(f"buffer: deallocate {self.nbytes} bytes on {self.device}")
+    if self._base is not None: self._base.allocated_views -= 1
+    elif self._owned:
+      if self.options is None or self.options.external_ptr is None:
+        GlobalCounters.mem_used -= self.nbytes
+        GlobalCounters.mem_used_per_device[self.device] -= self.nbytes
+      # memory that numpy (or anyone) still sees must not be handed out again
+      options = replace(self.options or BufferSpec(), nolru=True) if self._exported else self.options
+      self.allocator.free(self._buf, self.nbytes, options)
+    self._buf, self._allocated = None, False
+  @suppress_finalizing
+  def __del__(self):
+    if getattr(self, "_allocated", False): self.deallocate()
+  def __repr__(self):
+    return f"<buf real:{self.is_allocated()} device:{self.device} size:{self.size} dtype:{self.dtype}" + \
+           (f" offset:{self.offset}" if self._base is not None else "") + (f" {self.options=}" if self.options is not None else "") + ">"
+  def __reduce__(self):
+    if self._base is not None: return self.__class__, (self.device, self.size, self.dtype, None, None, None, 0, self._base, self.offset)
+    data = bytes(self.as_buffer()) if self._allocated else None
+    return self.__class__, (self.device, self.size, self.dtype, None, self.options, data, self.uop_refcount)
+
+  # ** data in and out **
+  def copyin(self, mv:memoryview|bytes|bytearray) -> Buffer:
+    """Copies host bytes in (allocating first if needed); the source must be C-contiguous and exactly nbytes long."""
+    src = _flat_bytes(mv, "copyin")
+    if len(src) != self.nbytes: raise ValueError(f"copyin of {len(src)} bytes into {self!r} of {self.nbytes} bytes")
+    self.ensure_allocated()
+    if self.nbytes: self.allocator._copyin(self._buf, src)
+    return self
+  def copyout(self, mv:memoryview|bytearray) -> memoryview:
+    """Copies the contents into a writable host buffer of exactly nbytes."""
+    dest = _flat_bytes(mv, "copyout")
+    if dest.readonly: raise ValueError("copyout needs a writable destination")
+    if len(dest) != self.nbytes: raise ValueError(f"copyout of {self!r} ({self.nbytes} bytes) into {len(dest)} bytes")
+    # a view of allocated memory can always be read
+    if not self._allocated and self._base is not None and self._base._allocated: self.allocate()
+    if not self._allocated: raise RuntimeError(f"copyout of {self!r}: the buffer was never allocated or written")
+    if self.nbytes: self.allocator._copyout(dest, self._buf)
+    return dest
+  def as_buffer(self, allow_zero_copy:bool=False, force_zero_copy:bool=False) -> memoryview:
+    """The contents as a byte memoryview: a copy, or the buffer's own memory when zero copy is allowed and the device is host memory.
+    A zero-copy view stays valid after the Buffer is freed (its memory is then never reused), but sees later writes to the Buffer."""
+    if not self._allocated and self._base is not None and self._base._allocated: self.allocate()
+    if (allow_zero_copy or force_zero_copy) and self._allocated and hasattr(self.allocator, "_as_buffer"):
+      self.allocator.dev.synchronize()
+      self.base._exported = True
+      return self.allocator._as_buffer(self._buf)
+    if force_zero_copy: raise RuntimeError(f"force_zero_copy: {self.device} memory can't be viewed from the host without a copy")
+    return self.copyout(memoryview(bytearray(self.nbytes)))
+  as_memoryview = as_buffer
+  def numpy(self, zero_copy:bool=False) -> Any:
+    """The contents as a 1-d numpy array (bfloat16 and fp8 come out as float32, converted)."""
+    import numpy as np
+    if (npdt := _to_np_dtype(self.dtype)) is None: raise TypeError(f"no numpy dtype for {self.dtype}")
+    mv = self.as_buffer(allow_zero_copy=zero_copy)
+    if self.dtype is dtypes.bfloat16: return (np.frombuffer(mv, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+    if self.dtype in dtypes.fp8s:
+      table = np.array([from_storage_scalar(i, self.dtype) for i in range(256)], dtype=np.float32)
+      return table[np.frombuffer(mv, dtype=np.uint8)]
+    assert storage_fmt_for_dtype(self.dtype) is not None
+    return np.frombuffer(mv, dtype=npdt)
+  def copy_from(self, src:Buffer) -> Buffer:
+    if self.nbytes != src.nbytes: raise ValueError(f"copy size mismatch: {self.nbytes} != {src.nbytes} bytes")
+    return self.copyin(src.as_buffer(allow_zero_copy=True))
+  def view(self, size:int, dtype:DType, offset:int) -> Buffer:
+    """A view of `size` elements of `dtype` starting `offset` bytes into this buffer."""
+    if offset < 0 or (offset >= self.nbytes and self.nbytes > 0): raise ValueError(f"view offset {offset} is outside {self!r} ({self.nbytes} bytes)")
+    return Buffer(self.device, size, dtype, base=self.base, offset=self.offset + offset)
+
+def _flat_bytes(x:Any, what:str) -> memoryview:
+  try: mv = x if isinstance(x, memoryview) else memoryview(x)
+  except TypeError as e: raise TypeError(f"{what} needs a bytes-like object, got {type(x).__name__}") from e
+  if not mv.c_contiguous: raise ValueError(f"{what} needs a C-contiguous buffer")
+  return flat_mv(mv)
+
+DeviceType = TypeVar("DeviceType", bound="Compiled")
+
+class Allocator(Generic[DeviceType]):
+  """Raw memory for one device. Runtimes implement the underscore methods; `opaque` is whatever the runtime uses as a buffer handle."""
+  def __init__(self, dev:DeviceType):
+    self.dev: DeviceType = dev
+    self.default_buffer_spec: BufferSpec = BufferSpec()
+  def alloc(self, size:int, options:BufferSpec|None=None):
+    if size < 0: raise ValueError(f"alloc size must be >= 0, got {size}")
+    # a zero-byte buffer still gets a distinct, valid address
+    try: return self._alloc(max(size, 1), options if options is not None else self.default_buffer_spec)
+    except (RuntimeError, MemoryError, OSError) as e:
+      raise MemoryError(f"allocation of {size_to_str(size)} failed on {self.dev.device} "
+                        f"(in use: {size_to_str(GlobalCounters.mem_used_per_device[self.dev.device])})") from e
+  def free(self, opaque, size:int, options:BufferSpec|None=None): self._free(opaque, options if options is not None else self.default_buffer_spec)
+  # implemented by the runtime
+  def _alloc(self, size:int, options:BufferSpec): raise NotImplementedError("need alloc")
+  def _free(self, opaque, options:BufferSpec): pass  # a Python object needs no explicit free
+  def _copyin(self, dest, src:memoryview): raise NotImplementedError("need copyin")
+  def _copyout(self, dest:memoryview, src): raise NotImplementedError("need copyout")
+  def _offset(self, buf, size:int, offset:int): raise NotImplementedError("need offset")
+  # def _as_buffer(self, src) -> memoryview: a zero-copy host view, for devices whose memory is host memory
+
+class LRUAllocator(Allocator, Generic[DeviceType]):
+  """Keeps freed allocations by (size, options) and hands them out again instead of asking the runtime (LRU=0 turns it off)."""
+  def __init__(self, dev:DeviceType):
+    self.cache: dict[tuple[int, BufferSpec|None], list] = defaultdict(list)
+    super().__init__(dev)
+  def alloc(self, size:int, options:BufferSpec|None=None):
+    if len(c := self.cache[(size, options)]): return c.pop()
+    try: return super().alloc(size, options)
+    except MemoryError:
+      self.free_cache()
+      return super().alloc(size, options)
+  def free_cache(self):
+    for (sz, options), opaques in self.cache.items():
+      for opaque in opaques: super().free(opaque, sz, options)
+      opaques.clear()
+  def free(self, opaque, size:int, options:BufferSpec|None=None):
+    if LRU and (options is None or not (options.nolru or options.zero or options.external_ptr is not None)):
+      self.cache[(size, options)].append(opaque)
+    else: super().free(opaque, size, options)
+
+# **************** Compilers ****************
+
+class CompileError(RuntimeError):
+  """The compiler rejected a kernel; the message holds the compiler's output and the numbered source."""
+
+class CompilerNotFoundError(CompileError):
+  """No usable compiler executable (the message says what was tried)."""
+
+class Compiler:
+  """Turns source into a loadable binary. `compile_cached` keeps results in memory and, when the compiler has a `cachekey`, on disk
+  (the sqlite cache under the user's cache directory, keyed by a hash of the compiler identity and the source; CACHELEVEL=0 or
+  CCACHE=0 turn the disk cache off). The base class is the identity: the "binary" is the source's bytes."""
+  def __init__(self, cachekey:str|None=None):
+    self.cachekey = cachekey
+    self._mem: dict[str, bytes] = {}
+    self.stats = {"compiled": 0, "mem_hits": 0, "disk_hits": 0}
+  def cache_id(self) -> str:
+    """What besides the source determines the binary (compiler path, flags); part of the cache key."""
+    return type(self).__name__
+  def compile(self, src:str) -> bytes: return src.encode()
+  def cache_key(self, src:str) -> str: return hashlib.sha256(f"{self.cache_id()}\0{src}".encode()).hexdigest()
+  def compile_cached(self, src:str) -> bytes:
+    key = self.cache_key(src)
+    if (lib := self._mem.get(key)) is not None:
+      self.stats["mem_hits"] += 1
+      return lib
+    use_disk = self.cachekey is not None and CCACHE
+    if use_disk and isinstance(lib := diskcache_get(self.cachekey, key), bytes): self.stats["disk_hits"] += 1
+    else:
+      lib = self.compile(src)
+      self.stats["compiled"] += 1
+      if use_disk: diskcache_put(self.cachekey, key, lib)
+    self._mem[key] = lib
+    return lib
+  def disassemble(self, lib:bytes): pass
+
+def numbered_source(src:str) -> str: return "\n".join(f"{i+1:4d}  {line}" for i, line in enumerate(src.splitlines()))
+
+# **************** Programs and compiled devices ****************
+
+class Program(Generic[DeviceType]):
+  """A loaded kernel. Call it with the runtime buffer handles (Buffer._buf) in the spec's `globals` order and the int variable values in
+  its `vars` order; with wait=True it returns the run time in seconds."""
+  def __init__(self, dev:DeviceType, name:str, lib:bytes, spec:ProgramSpec|None=None):
+    self.dev, self.name, self.lib, self.spec = dev, name, lib, spec
+  def check_args(self, bufs:Sequence, vals:Sequence[int]) -> None:
+    if self.spec is None: return
+    nb, nv = len(self.spec.globals), len(self.spec.vars)
+    if len(bufs) != nb or len(vals) != nv:
+      raise TypeError(f"kernel {self.name} takes {nb} buffer(s) and {nv} variable(s) {list(self.spec.var_names)}, "
+                      f"got {len(bufs)} buffer(s) and {len(vals)} value(s)")
+    if bad := [v for v in vals if not isinstance(v, int)]: raise TypeError(f"kernel {self.name}: variable values must be ints, got {bad}")
+  def __call__(self, *bufs, global_size:tuple[int, ...]=(1, 1, 1), local_size:tuple[int, ...]|None=None, vals:tuple[int, ...]=(),
+               wait:bool=False) -> float|None:
+    raise NotImplementedError(f"{type(self).__name__} can't run programs")
+
+class Compiled:
+  """A device: its allocator, its renderers (the first that can be built is used; DEV=CPU:<RENDERER> picks one), the compiler of the
+  chosen renderer, and its runtime (a Program class)."""
+  def __init__(self, device:str, allocator:Allocator, renderers:Sequence[type[Renderer]], runtime:type[Program]|None, graph:Any=None,
+               arch:str|None=None):
+    self.device, self.allocator, self.runtime_t, self.graph, self.renderers, self.arch = device, allocator, runtime, graph, list(renderers), arch
+    self.device_id = int(idx) if ":" in device and (idx := device.split(":")[1]).isdigit() else 0
+    self.cached_renderer: dict[Any, Renderer] = {}
+    self._programs: dict[tuple[str, str], Program] = {}
+  def __repr__(self): return f"<{type(self).__name__} {self.device}>"
+  def _renderer_name(self, r:type[Renderer]) -> str:
+    devname = self.device.split(":")[0].upper()
+    return r.__name__.upper().removesuffix("RENDERER").removeprefix(devname) or devname
+  @property
+  def renderer(self) -> Renderer:
+    if not self.renderers: raise RuntimeError(f"{self.device} has no renderer")
+    t = DEV.target(self.device.split(":")[0], **({"arch": self.arch} if self.arch else {}))
+    cands = select_by_name(self.renderers, self._renderer_name, t.renderer, f"{self.device} has no renderer {t.renderer!r}")
+    return select_first_inited(cands, f"No renderer for {self.device}", self.cached_renderer, t)
+  @property
+  def compiler(self) -> Compiler: return self.renderer.compiler
+  def runtime(self, name:str, lib:bytes, spec:ProgramSpec|None=None) -> Program:
+    if self.runtime_t is None: raise RuntimeError(f"{self.device} has no runtime")
+    return self.runtime_t(self, name, lib, spec)
+  def get_program(self, spec:ProgramSpec) -> Program:
+    """Compiles (through the compiler's caches) and loads a rendered kernel, once per (name, source)."""
+    if (prg := self._programs.get(key := (spec.function_name, spec.src))) is None:
+      lib = self.compiler.compile_cached(spec.src)
+      self._programs[key] = prg = self.runtime(spec.function_name, lib, spec)
+    return prg
+  def run(self, spec:ProgramSpec, bufs:Sequence[Buffer], var_vals:dict|None=None, wait:bool=False) -> float|None:
+    """Runs a rendered kernel on Buffers (allocating them if needed), in the spec's buffer order."""
+    if bad := [b for b in bufs if b.device != self.device]: raise ValueError(f"buffers {bad} are not on {self.device}")
+    prg = self.get_program(spec)
+    return prg(*[b.ensure_allocated()._buf for b in bufs], global_size=spec.global_size, local_size=spec.local_size,
+               vals=spec.vals(var_vals), wait=wait)
+  def synchronize(self) -> None: pass
+  def finalize(self) -> None: pass

@@ -1,0 +1,423 @@
+"""Renderers turn a LINEARIZED kernel (a list of UOps in execution order) into program source, and describe the result as a ProgramSpec.
+
+The linear-UOp contract
+=======================
+This is what `Renderer.render` / `Renderer.to_program` accept (the C renderer and the PYTHON device alike). It follows the
+kernel-level IR of tinygrad 0.14 (what its linearizer hands to ClangRenderer). `T` is a scalar DType; vector widths never
+live in a DType (see SHRINK/STACK). Every src of a UOp must appear EARLIER in the list, and a value defined inside a
+RANGE/IF block may only be used inside that block. `check_linear` enforces this and names the offending UOp.
+
+Kernel arguments and storage
+  SINK     void  src: anything (ignored)         arg: the kernel name: a str, or an object with `.name` (KernelInfo).
+                                                 Optional; `render(uops, name=...)` overrides it. Names are made C-safe.
+  PARAM    T     src: (size,) or ()              arg: ParamArg(slot, T) with addrspace GLOBAL: buffer argument `slot`,
+                                                 `T* restrict data{slot}_{size}` in C. `size` (element count) is a CONST.
+  PARAM    int   src: (STACK(),) or ()           arg: ParamArg(slot, T, name=, vmin_vmax=, addrspace=ALU): an integer
+                                                 variable argument (`UOp.variable(..., param=True)`), `const int name`.
+  BUFFER   T     src: (size CONST,)              arg: ParamArg(slot, T, addrspace=REG or LOCAL): a kernel-local array
+                                                 (accumulators: `float acc0[1];`).
+  Call order: buffer PARAMs by slot, then variable PARAMs by slot (slot -1 last, by name). A ProgramSpec records both lists.
+  A variable named `core_id` with range [0, n-1] is set by the runtime: the kernel runs n times (on n threads on CPU) with
+  core_id = 0..n-1, and ProgramSpec.global_size is (n, 1, 1). Each launch must touch its own part of the outputs.
+
+Constants
+  CONST    T     src: ()                         arg: the value. Rendered inline as a literal. A weak CONST (weakint,
+                                                 weakfloat) takes the dtype of the op it feeds.
+  CAST     T     src: (CONST,)                   arg: T. tinygrad 0.14's spelling of a typed literal: also a literal.
+
+Control flow (blocks nest: RANGE..END, IF..ENDIF)
+  RANGE    int   src: (end, *order_deps)         arg: (axis_id, AxisType, ...). `for (int ridx{axis_id} = 0; ...; ++)`.
+  RANGE    void  src: (anything,)                an endless loop `for (;;) {`, left by an END with a condition.
+  END      void  src: (body, range)              closes `range`, which must be the innermost open block.
+  END      void  src: (body, range, cond:bool)   same, but only loops again while `cond` holds (do-while).
+  IF       void  src: (cond:bool, *order_deps)   `if (cond) {`        ENDIF  void  src: (if,)  closes it.
+  AFTER    (x)   src: (x, *deps)                 x itself; the deps only order it. NOOP, GROUP, BARRIER: no code.
+
+Memory
+  INDEX    T     src: (buf, idx:int)             element idx of buf (a PARAM/BUFFER, possibly through AFTER).
+  SHRINK   T     src: (buf, idx:int, CONST n)    n consecutive elements from idx: an n-lane vector access (n = 2,4,8,16).
+  LOAD     T     src: (index,)                   the element(s); a SHRINK load is an n-lane vector.
+  LOAD     T     src: (index, alt, gate:bool)    `gate ? load : alt` (nothing is read when gate is false).
+  STORE    void  src: (index, value)             store; a SHRINK store takes an n-lane vector value.
+  STORE    void  src: (index, value, gate:bool)  store only when gate holds.
+
+Values (all scalar unless noted)
+  ALU      T     the ops in `Renderer.code_for_op` (the codegen decomposes the others): NEG RECIPROCAL SQRT EXP2 LOG2 SIN
+                 TRUNC, ADD SUB MUL FDIV CDIV CMOD MAX POW AND OR XOR SHL SHR, CMPLT CMPNE CMPEQ (-> bool), WHERE
+                 (cond, a, b), MULACC (a*b+c).
+  CAST     T     src: (x,) arg: T                value conversion (float->int truncates toward zero, x->bool is x != 0).
+  BITCAST  T     src: (x,) arg: T                same bits, same itemsize.
+  STACK    T     src: (x0, ..., xn-1)            an n-lane vector of scalars (n = 2,4,8,16), consumed by a SHRINK STORE.
+  INDEX    T     src: (vector, CONST i)          lane i of a vector value.
+
+Semantics both backends implement (and the codegen can rely on)
+  - ints wrap two's-complement at their width after every op; CDIV/CMOD truncate toward zero (C); SHR of a signed int is
+    arithmetic. An int division by zero or a shift outside [0, bits) is undefined.
+  - floats are IEEE: each op rounds to its dtype (x/0 is +-inf or nan). half and bfloat16 compute in float32 and round
+    to the dtype after every op (C needs no native half support).
+  - MAX(a, b) is `a < b ? b : a`. CMOD of floats is fmod.
+  - fp8 dtypes are not supported (the codegen must lower them).
+"""
+from __future__ import annotations
+import functools
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence, TYPE_CHECKING
+from tinygrad.helpers import Target, to_function_name, cdiv, cmod
+from tinygrad.dtype import DType, dtypes, AddrSpace
+from tinygrad.uop import Ops, GroupOp
+if TYPE_CHECKING:
+  from tinygrad.uop.ops import UOp
+  from tinygrad.device import Compiler
+
+__all__ = ["Renderer", "ProgramSpec", "Estimates", "LinearKernel", "KernelContractError", "check_linear"]
+
+class KernelContractError(ValueError):
+  """A linear kernel that breaks the contract above (bad order, bad srcs, an op or dtype the renderer has no form for)."""
+
+# ***** the shared analysis of a linear kernel *****
+
+def _desc(i:int, u:UOp) -> str: return f"uop {i} ({u.op}, {u.dtype}{'' if u.arg is None else f', arg={u.arg!r}'})"
+
+def const_value(u:UOp) -> Any:
+  """The value of a literal: a CONST, or a CAST of a CONST (tinygrad 0.14's typed literal). None for anything else."""
+  if u.op is Ops.CONST: return u.arg
+  if u.op is Ops.CAST and len(u.src) == 1 and u.src[0].op is Ops.CONST: return u.dtype.const(u.src[0].arg)
+  return None
+
+def is_literal(u:UOp) -> bool: return u.op is Ops.CONST or (u.op is Ops.CAST and len(u.src) == 1 and u.src[0].op is Ops.CONST)
+
+def _addrspace(u:UOp) -> AddrSpace|None: return getattr(u.arg, "addrspace", None)
+
+def is_variable(u:UOp) -> bool:
+  """An int argument of the kernel: a PARAM (or unbound Variable BUFFER) in the ALU addrspace."""
+  return u.op in (Ops.PARAM, Ops.BUFFER) and _addrspace(u) is AddrSpace.ALU
+
+def is_buffer_param(u:UOp) -> bool: return u.op is Ops.PARAM and _addrspace(u) is not AddrSpace.ALU
+
+def mem_root(u:UOp) -> UOp|None:
+  """The PARAM/BUFFER that memory UOp u (PARAM, BUFFER or AFTER of one) refers to; None when u is a value."""
+  while u.op is Ops.AFTER: u = u.src[0]
+  if u.op is Ops.BUFFER and _addrspace(u) in (AddrSpace.REG, AddrSpace.LOCAL): return u
+  return u if is_buffer_param(u) else None
+
+_VECTOR_WIDTHS = (2, 4, 8, 16)
+CORE_ID = "core_id"  # the Variable a runtime sets to the thread index
+# ops that open/close a block or touch memory: an expression that reads memory may not move across them
+SIDE_EFFECTS = {Ops.STORE, Ops.RANGE, Ops.END, Ops.IF, Ops.ENDIF, Ops.BARRIER}
+
+@dataclass
+class LinearKernel:
+  """What a renderer needs to know about a checked linear kernel."""
+  uops: list[UOp]
+  name: str
+  bufs: list[UOp]                    # buffer PARAMs in call order
+  vars: list[UOp]                    # variable PARAMs in call order
+  writable: set[UOp]                 # buffer PARAMs that are stored to
+  lanes: dict[UOp, int]              # vector width of every value (1 for scalars)
+  uses: Counter                      # how many later srcs refer to each UOp
+  position: dict[UOp, int] = field(default_factory=dict)
+
+def _lanes_of(u:UOp, lanes:dict[UOp, int], where:str) -> int:
+  if u.op is Ops.SHRINK:
+    n = const_value(u.src[2]) if len(u.src) == 3 else None
+    if not isinstance(n, int) or n not in _VECTOR_WIDTHS: raise KernelContractError(f"{where}: SHRINK width must be a CONST in {_VECTOR_WIDTHS}")
+    return n
+  if u.op is Ops.STACK: return len(u.src)
+  if u.op in (Ops.LOAD, Ops.AFTER): return lanes.get(u.src[0], 1)
+  return 1  # everything else, a lane extraction (INDEX of a vector) included, is scalar
+
+def _check_srcs(i:int, u:UOp, lanes:dict[UOp, int]) -> None:
+  """Per-op src shape checks; the messages name the uop so a codegen author can find it."""
+  where, op, n = _desc(i, u), u.op, len(u.src)
+  def need(ok:bool, what:str):
+    if not ok: raise KernelContractError(f"{where}: {what}")
+  if op in (Ops.INDEX, Ops.SHRINK):
+    need(n == (2 if op is Ops.INDEX else 3), f"{op} takes {'(buf, idx)' if op is Ops.INDEX else '(buf, idx, CONST n)'}, got {n} srcs")
+    if mem_root(u.src[0]) is None:
+      need(op is Ops.INDEX and lanes.get(u.src[0], 1) > 1 and isinstance(const_value(u.src[1]), int),
+           "INDEX of a value must pick a lane of a vector with a CONST; memory INDEX needs a PARAM/BUFFER (or AFTER of one)")
+      need(0 <= const_value(u.src[1]) < lanes[u.src[0]], f"lane {const_value(u.src[1])} out of range for a {lanes[u.src[0]]}-lane vector")
+    else: need(dtypes.is_int(u.src[1].dtype), f"index must be an int, got {u.src[1].dtype}")
+  elif op is Ops.LOAD:
+    need(n in (1, 3) and u.src[0].op in (Ops.INDEX, Ops.SHRINK) and mem_root(u.src[0].src[0]) is not None,
+         "LOAD takes (INDEX/SHRINK of a buffer,) or (index, alt, gate)")
+    if n == 3: need(u.src[2].dtype is dtypes.bool, f"LOAD gate must be bool, got {u.src[2].dtype}")
+  elif op is Ops.STORE:
+    need(n in (2, 3) and u.src[0].op in (Ops.INDEX, Ops.SHRINK) and mem_root(u.src[0].src[0]) is not None,
+         "STORE takes (INDEX/SHRINK of a buffer, value) or (index, value, gate)")
+    need(lanes.get(u.src[1], 1) == lanes[u.src[0]], f"STORE of a {lanes.get(u.src[1], 1)}-lane value to a {lanes[u.src[0]]}-lane access")
+    if n == 3: need(u.src[2].dtype is dtypes.bool, f"STORE gate must be bool, got {u.src[2].dtype}")
+  elif op is Ops.RANGE: need(n >= 1, "RANGE needs its end as src[0]")
+  elif op is Ops.END: need(n in (2, 3) and u.src[1].op is Ops.RANGE, "END takes (body, RANGE) or (body, RANGE, cond)")
+  elif op is Ops.IF: need(n >= 1 and u.src[0].dtype is dtypes.bool, "IF takes (cond:bool, ...)")
+  elif op is Ops.ENDIF: need(n == 1 and u.src[0].op is Ops.IF, "ENDIF takes (IF,)")
+  elif op is Ops.STACK:
+    need(n in _VECTOR_WIDTHS or (n == 0 and u.dtype is dtypes.void), f"STACK must have {_VECTOR_WIDTHS} srcs, got {n}")
+    need(all(lanes.get(s, 1) == 1 for s in u.src), "STACK of vectors is not supported")
+  elif op in GroupOp.ALU or op in (Ops.CAST, Ops.BITCAST):
+    need(all(lanes.get(s, 1) == 1 for s in u.src), "vector ALU is not supported: devectorize first (STACK lanes, INDEX(vec, i))")
+    if op is Ops.WHERE: need(n == 3 and u.src[0].dtype is dtypes.bool, "WHERE takes (cond:bool, a, b)")
+    elif op is Ops.MULACC: need(n == 3, "MULACC takes (a, b, c)")
+    elif op in GroupOp.Unary or op in (Ops.CAST, Ops.BITCAST): need(n == 1, f"{op} takes one src")
+    elif op in GroupOp.Binary: need(n == 2, f"{op} takes two srcs")
+    if op is Ops.BITCAST and not is_literal(u):
+      need(u.dtype.itemsize == u.src[0].dtype.itemsize, f"BITCAST between different sizes: {u.src[0].dtype} -> {u.dtype}")
+
+def value_srcs(u:UOp) -> tuple[UOp, ...]:
+  """The srcs whose values the rendered code reads (the others only order u)."""
+  if u.op in (Ops.AFTER, Ops.RANGE, Ops.IF): return u.src[:1]
+  if u.op is Ops.END: return u.src[2:]
+  if u.op in (Ops.SINK, Ops.GROUP, Ops.NOOP, Ops.BARRIER, Ops.ENDIF): return ()
+  return u.src
+
+def check_linear(uops:Sequence[UOp], supported_ops:set[Ops]|frozenset[Ops]|None=None, name:str|None=None,
+                 renderer:str="this renderer") -> LinearKernel:
+  """Checks a linear kernel against the contract (order, scopes, srcs) and collects its arguments. Raises KernelContractError."""
+  from tinygrad.uop.ops import UOp
+  uops = list(uops)
+  if not uops: raise KernelContractError("empty kernel: the linear list has no UOps")
+  position: dict[UOp, int] = {}
+  lanes: dict[UOp, int] = {}
+  uses: Counter = Counter()
+  # scope tracking: every non-literal UOp records the innermost open block; using it after that block closed is an error
+  blocks: list[UOp] = []
+  open_blocks: set[UOp] = set()
+  scope_of: dict[UOp, UOp|None] = {}
+  closed_at: dict[UOp, int] = {}
+  kname, bufs, vars_, writable = "test", [], [], set()
+  for i, u in enumerate(uops):
+    if not isinstance(u, UOp): raise KernelContractError(f"item {i} of the linear list is a {type(u).__name__}, not a UOp")
+    if u in position: raise KernelContractError(f"{_desc(i, u)} appears twice (first at {position[u]})")
+    for s in u.src:
+      # an empty STACK (a Variable's marker) and literals need no definition; everything else must come first
+      if s not in position and not (s.op is Ops.STACK and not s.src) and not is_literal(s) and s.op is not Ops.NOOP:
+        raise KernelContractError(f"{_desc(i, u)} uses {s.op} ({s.dtype}) that is not earlier in the list")
+      if (blk := scope_of.get(s)) is not None and blk not in open_blocks and s in value_srcs(u):
+        raise KernelContractError(f"{_desc(i, u)} uses {s.op} from uop {position[s]}, defined inside the {blk.op} of uop {position[blk]}"
+                                  f" which closed at uop {closed_at[blk]}")
+      uses[s] += 1
+    if u.op not in _ACCEPTED and u.op not in GroupOp.ALU: raise KernelContractError(f"{_desc(i, u)}: {u.op} is not part of the linear-UOp contract")
+    if u.op in GroupOp.ALU and supported_ops is not None and u.op not in supported_ops:
+      raise KernelContractError(f"{_desc(i, u)}: {renderer} has no code for {u.op}; the codegen must decompose it")
+    if u.dtype in dtypes.fp8s or u.dtype in (dtypes._uint128, dtypes._uint256):
+      raise KernelContractError(f"{_desc(i, u)}: dtype {u.dtype} is not supported by the renderers")
+    _check_srcs(i, u, lanes)
+    lanes[u] = _lanes_of(u, lanes, _desc(i, u))
+    position[u] = i
+    if u.op is Ops.SINK:
+      if u.arg is not None and (n := u.arg if isinstance(u.arg, str) else getattr(u.arg, "name", None)) is not None: kname = n
+    elif is_variable(u): vars_.append(u)
+    elif u.op is Ops.PARAM:
+      if not hasattr(u.arg, "slot"): raise KernelContractError(f"{_desc(i, u)}: a buffer PARAM needs a ParamArg(slot, dtype) arg")
+      bufs.append(u)
+    elif u.op is Ops.STORE and (root := mem_root(u.src[0].src[0])) is not None and root.op is Ops.PARAM: writable.add(root)
+    elif u.op in (Ops.RANGE, Ops.IF):
+      blocks.append(u)
+      open_blocks.add(u)
+    elif u.op in (Ops.END, Ops.ENDIF):
+      opener = u.src[1] if u.op is Ops.END else u.src[0]
+      if not blocks or blocks[-1] is not opener:
+        inner = f"the innermost open block is the {blocks[-1].op} of uop {position[blocks[-1]]}" if blocks else "no block is open"
+        raise KernelContractError(f"{_desc(i, u)} closes the {opener.op} of uop {position.get(opener, '?')}, but {inner}")
+      blocks.pop()
+      open_blocks.discard(opener)
+      closed_at[opener] = i
+    # a RANGE's variable lives in its own block; an END/ENDIF belongs to the block around the one it closed
+    scope_of[u] = u if u.op in (Ops.RANGE, Ops.IF) else blocks[-1] if blocks else None
+  if blocks: raise KernelContractError(f"the {blocks[-1].op} of uop {position[blocks[-1]]} is never closed (no END/ENDIF)")
+  slots = Counter(b.arg.slot for b in bufs)
+  if dup := [s for s, c in slots.items() if c > 1]: raise KernelContractError(f"buffer PARAM slot(s) {dup} are used by more than one PARAM")
+  bufs.sort(key=lambda b: b.arg.slot)
+  vars_.sort(key=lambda v: (v.arg.slot == -1, v.arg.slot, v.arg.name or ""))
+  return LinearKernel(uops, to_function_name(name if name is not None else kname), bufs, vars_, writable, lanes, uses, position)
+
+_ACCEPTED = {Ops.SINK, Ops.PARAM, Ops.BUFFER, Ops.CONST, Ops.CAST, Ops.BITCAST, Ops.RANGE, Ops.END, Ops.IF, Ops.ENDIF, Ops.AFTER, Ops.INDEX,
+             Ops.SHRINK, Ops.LOAD, Ops.STORE, Ops.STACK, Ops.NOOP, Ops.GROUP, Ops.BARRIER}
+
+# ***** evaluating int expressions (range ends, sizes) for estimates *****
+
+_INT_EVAL: dict[Ops, Callable] = {Ops.ADD: lambda a, b: a+b, Ops.SUB: lambda a, b: a-b, Ops.MUL: lambda a, b: a*b, Ops.CDIV: cdiv,
+                                  Ops.CMOD: cmod, Ops.MAX: lambda a, b: b if a < b else a, Ops.NEG: lambda a: -a,
+                                  Ops.SHL: lambda a, b: a << b, Ops.SHR: lambda a, b: a >> b, Ops.AND: lambda a, b: a & b,
+                                  Ops.CMPLT: lambda a, b: a < b, Ops.WHERE: lambda c, a, b: a if c else b}
+
+def eval_int(u:UOp, var_vals:dict[str, int]) -> int|None:
+  """The value of an int expression over CONSTs and Variables; None when it depends on anything else (a load, a loop)."""
+  if (v := const_value(u)) is not None: return v
+  if is_variable(u):
+    if (name := u.arg.name) in var_vals: return var_vals[name]
+    return u.arg.vmin_vmax[1] if u.arg.vmin_vmax is not None else None  # unknown value: its upper bound
+  if u.op in (Ops.CAST, Ops.AFTER) and u.src: return eval_int(u.src[0], var_vals)
+  if (fxn := _INT_EVAL.get(u.op)) is None: return None
+  args = [eval_int(s, var_vals) for s in u.src]
+  return None if any(a is None for a in args) else fxn(*args)
+
+# ***** estimates and the program description *****
+
+@dataclass(frozen=True)
+class Estimates:
+  ops: int = 0    # ALU operations, not counting index arithmetic
+  lds: int = 0    # bytes moved by loads and stores to buffers
+  mem: int = 0    # bytes of buffers touched, each buffer counted at most once per direction
+  def __add__(self, o:Estimates) -> Estimates: return Estimates(self.ops + o.ops, self.lds + o.lds, self.mem + o.mem)
+  @staticmethod
+  def from_uops(uops:Sequence[UOp], var_vals:dict[str, int]|None=None) -> Estimates:
+    """Counts over a linear kernel, multiplying by loop trip counts (an unknown count, e.g. an endless loop, counts once)."""
+    vv = var_vals or {}
+    # index arithmetic is not work the kernel was asked to do
+    indexing: set[UOp] = set()
+    for u in uops:
+      if u.op in (Ops.INDEX, Ops.SHRINK) and mem_root(u.src[0]) is not None:
+        stack = list(u.src[1:])
+        while stack:
+          if (x := stack.pop()) not in indexing and x.op in GroupOp.ALU: indexing.add(x); stack.extend(x.src)
+    ops = lds = 0
+    mem: dict[tuple[UOp, Ops], int] = {}
+    # a kernel with core_id runs once per thread
+    mults, stack_m = 1, []
+    for u in uops:
+      if is_variable(u) and u.arg.name == CORE_ID and u.arg.vmin_vmax is not None: mults *= int(u.arg.vmin_vmax[1]) + 1
+    for u in uops:
+      if u.op is Ops.RANGE:
+        stack_m.append(mults)
+        if u.dtype is not dtypes.void and (trip := eval_int(u.src[0], vv)) is not None: mults *= max(trip, 0)
+      elif u.op is Ops.END and stack_m: mults = stack_m.pop()
+      elif u.op in (Ops.LOAD, Ops.STORE) and (root := mem_root(u.src[0].src[0])) is not None and root.op is Ops.PARAM:
+        width = (const_value(u.src[0].src[2]) if u.src[0].op is Ops.SHRINK else 1) * root.dtype.itemsize
+        lds += width * mults
+        size = eval_int(root.src[0], vv) if root.src else None
+        acc = mem.get((root, u.op), 0) + width * mults
+        mem[(root, u.op)] = min(acc, size * root.dtype.itemsize) if size is not None else acc
+      elif u.op in GroupOp.ALU and u not in indexing: ops += mults * (2 if u.op is Ops.MULACC else 1)
+    return Estimates(ops, lds, sum(mem.values()))
+
+@dataclass(frozen=True)
+class ProgramSpec:
+  """A rendered kernel: its source and everything needed to launch it."""
+  name: str                           # the C-safe function name
+  src: str
+  device: str
+  uops: tuple[UOp, ...]
+  globals: tuple[int, ...]            # buffer slots, in call order
+  buf_dtypes: tuple[DType, ...]       # the element dtype of each buffer argument
+  outs: tuple[int, ...]               # slots that are stored to
+  ins: tuple[int, ...]                # slots that are only read
+  vars: tuple[UOp, ...]               # variable PARAMs, in call order
+  global_size: tuple[int, ...] = (1, 1, 1)
+  local_size: tuple[int, ...]|None = None
+
+  @property
+  def function_name(self) -> str: return to_function_name(self.name)
+  @property
+  def var_names(self) -> tuple[str, ...]: return tuple(v.arg.name or f"var{i}" for i, v in enumerate(self.vars))
+  @property
+  def core_id(self) -> int|None:
+    """The position among the variables of `core_id`, which the runtime sets itself: the kernel runs global_size[0] times, in
+    parallel where the device can, with core_id = 0, 1, ... (tinygrad 0.14's CPU threading)."""
+    return self.var_names.index(CORE_ID) if CORE_ID in self.var_names else None
+  @property
+  def var_dtypes(self) -> tuple[DType, ...]: return tuple(v.dtype for v in self.vars)
+  def vals(self, var_vals:dict|None=None) -> tuple[int, ...]:
+    """The variable arguments in call order, from {name or Variable: value}; raises naming the missing Variables."""
+    vv = {(k.arg.name if hasattr(k, "arg") else k): v for k, v in (var_vals or {}).items()}
+    if self.core_id is not None: vv[CORE_ID] = 0  # a placeholder: the runtime sets it per launch
+    if missing := [n for n in self.var_names if n not in vv]:
+      raise RuntimeError(f"kernel {self.name} needs values for the variable(s) {missing}, got {sorted(vv)}")
+    for v, n in zip(self.vars, self.var_names):
+      if (b := v.arg.vmin_vmax) is not None and not b[0] <= vv[n] <= b[1]:
+        raise ValueError(f"variable {n}={vv[n]} is outside its range [{b[0]}, {b[1]}] in kernel {self.name}")
+    return tuple(int(vv[n]) for n in self.var_names)
+  @functools.cached_property
+  def estimates(self) -> Estimates:
+    """Estimates with every Variable at its upper bound."""
+    return Estimates.from_uops(self.uops)
+  def estimate(self, var_vals:dict[str, int]|None=None) -> Estimates:
+    return self.estimates if not var_vals else Estimates.from_uops(self.uops, var_vals)
+  def launch_dims(self, var_vals:dict[str, int]|None=None) -> tuple[tuple[int, ...], tuple[int, ...]|None]:
+    return self.global_size, self.local_size
+
+# ***** the renderer base *****
+
+class Renderer:
+  """Turns a linear kernel into source code for one device. Subclasses set `code_for_op` (the ALU ops they render natively; the
+  codegen decomposes the others), `compiler`, and implement `render`."""
+  device: str = ""
+  suffix: str = ""
+  supports_float4: bool = True
+  has_local: bool = True
+  has_threads: bool = False
+  has_shared: bool = True
+  global_max: tuple[int, ...]|None = (0x8FFFFFFF,) * 3
+  local_max: tuple[int, ...]|None = (0x8FFFFFFF,) * 3
+  shared_max: int = 32768
+  tensor_cores: list = []
+  extra_matcher: Any = None
+  code_for_op: dict[Ops, Callable] = {}
+  compiler: Compiler
+
+  def __init__(self, target:Target|None=None):
+    self.target = target if target is not None else Target(self.device)
+    from tinygrad.device import Compiler
+    if not hasattr(self, "compiler"): self.compiler = Compiler()
+  def __reduce__(self): return self.__class__, (self.target,)
+  def __repr__(self): return f"{type(self).__name__}({self.target!r})"
+  def supported_dtypes(self) -> set[DType]: return {dt for dt in dtypes.all if dt not in dtypes.fp8s}
+  def check(self, uops:Sequence[UOp], name:str|None=None) -> LinearKernel:
+    return check_linear(uops, frozenset(self.code_for_op), name, type(self).__name__)
+  def render(self, uops:Sequence[UOp], name:str|None=None) -> str: raise NotImplementedError(f"{type(self).__name__} does not render source")
+  def to_program(self, uops:Sequence[UOp], name:str|None=None) -> ProgramSpec:
+    """Checks and renders a linear kernel; `name` overrides the SINK's kernel name."""
+    k = self.check(uops, name)
+    src = self.render(k, name)
+    outs = tuple(b.arg.slot for b in k.bufs if b in k.writable)
+    if (core := next((v for v in k.vars if v.arg.name == CORE_ID), None)) is not None and (core.arg.vmin_vmax or (None,))[0] != 0:
+      raise KernelContractError(f"the {CORE_ID} variable must have the range [0, threads-1], got {core.arg.vmin_vmax}")
+    return ProgramSpec(k.name, src, self.target.device or self.device, tuple(k.uops), tuple(b.arg.slot for b in k.bufs),
+                       tuple(b.dtype for b in k.bufs), outs, tuple(b.arg.slot for b in k.bufs if b not in k.writable), tuple(k.vars),
+                       (int(core.arg.vmin_vmax[1]) + 1 if core is not None else 1, 1, 1))
+
+# names the renderers make up; a Variable called like one of these (or a keyword) is renamed var<N>
+_GENERATED_NAME = re.compile(r"^((data|ridx|alu|val|cast|vec|acc|temp|var|bidx|buf|size)\d|tg_|_)")
+
+def variable_names(k:LinearKernel, keywords:frozenset[str]) -> list[str]:
+  """Argument names for the kernel's Variables: their own names where they are safe identifiers, else var<N>."""
+  ret: list[str] = []
+  for i, v in enumerate(k.vars):
+    nm = v.arg.name
+    if not (isinstance(nm, str) and nm.isidentifier() and nm.isascii() and nm not in keywords and not _GENERATED_NAME.match(nm) and nm not in ret):
+      nm = f"var{i}"
+    ret.append(nm)
+  return ret
+
+def range_name(u:UOp, taken:set[str]) -> str:
+  """ridx<axis ids> for a RANGE (ridx0, ridx1_2), made unique against the names in `taken` (which it joins)."""
+  ids = [str(x) if x >= 0 else f"m{-x}" for x in (u.arg if isinstance(u.arg, tuple) else ()) if type(x) is int]
+  nm = base = "ridx" + ("_".join(ids) if ids else str(len(taken)))
+  n = 0
+  while nm in taken: nm, n = f"{base}x{n}", n + 1
+  taken.add(nm)
+  return nm
+
+def operand_dtype(u:UOp) -> DType:
+  """The dtype an ALU computes in: its operands' (for a comparison) or its own, with weak literals committed."""
+  dt = u.src[-1].dtype if u.op in GroupOp.Comparison else u.dtype
+  if dt in dtypes.weaks:
+    dt = next((s.dtype for s in u.src if s.dtype not in dtypes.weaks), dtypes.default_float if dtypes.is_float(dt) else dtypes.int)
+  return dt
+
+def buffer_size(u:UOp) -> int|None:
+  """The element count of a PARAM/BUFFER when it is a literal."""
+  return v if u.src and isinstance(v := const_value(u.src[0]), int) and not isinstance(v, bool) else None
+
+def literal_dtype(consumer:UOp, s:UOp) -> DType:
+  """The dtype a literal `s` takes where `consumer` uses it: a weak CONST (a Python number) adopts the dtype of what it meets."""
+  if s.dtype not in dtypes.weaks: return s.dtype
+  op, i = consumer.op, consumer.src.index(s)
+  if op in (Ops.INDEX, Ops.SHRINK): ret = dtypes.int
+  elif op in GroupOp.Comparison: ret = next((x.dtype for x in consumer.src if x.dtype not in dtypes.weaks), s.dtype)
+  elif op is Ops.STORE: ret = consumer.src[0].dtype if i == 1 else dtypes.bool
+  else: ret = consumer.dtype  # ALU, WHERE, a LOAD's alt, a RANGE's end, STACK
+  if ret in dtypes.weaks or ret is dtypes.void: ret = dtypes.default_int if s.dtype is dtypes.weakint else dtypes.default_float
+  return ret

@@ -1,0 +1,270 @@
+# The PYTHON renderer: a linear kernel (the contract in tinygrad/renderer/__init__.py) becomes a Python function, one statement per
+# UOp, with C's semantics spelled out (ints wrap, floats round to their dtype after every op, division by zero gives inf/nan).
+# The PYTHON device execs it: the reference that needs no compiler. Accesses are bounds-checked and raise IndexError naming the buffer.
+from __future__ import annotations
+import keyword
+import math
+import struct
+from typing import Callable, Sequence
+from tinygrad.dtype import DType, dtypes, truncate, Invalid, bitcast, float_to_fp16, float_to_bf16, to_storage_scalar, from_storage_scalar
+from tinygrad.helpers import cdiv, cmod, strip_parens
+from tinygrad.uop import Ops, GroupOp
+from tinygrad.uop.ops import UOp
+from tinygrad.renderer import Renderer, LinearKernel, KernelContractError, const_value, is_literal, is_variable, mem_root, buffer_size
+from tinygrad.renderer import literal_dtype, variable_names, operand_dtype, range_name, _addrspace
+from tinygrad.dtype import AddrSpace
+
+# ***** the runtime helpers the generated code calls *****
+
+_F32 = memoryview(bytearray(4)).cast("f")
+def _r32(x):
+  _F32[0] = x  # a C float conversion: round to nearest even, overflow to inf
+  return _F32[0]
+def _fdiv(a, b):
+  try: return a / b
+  except ZeroDivisionError:
+    if a != a or a == 0: return math.nan
+    return math.copysign(math.inf, a) * math.copysign(1.0, b)
+def _fmod(a, b):
+  try: return math.fmod(a, b)
+  except ValueError: return math.nan
+def _sqrt(x): return math.sqrt(x) if x >= 0 else math.nan
+def _exp2(x):
+  try: return 2.0 ** x
+  except OverflowError: return math.inf
+def _log2(x): return math.log2(x) if x > 0 else -math.inf if x == 0 else math.nan
+def _sin(x): return math.sin(x) if math.isfinite(x) else math.nan
+def _trunc(x): return math.copysign(float(math.trunc(x)), x) if math.isfinite(x) else x
+def _pow(a, b):
+  try: return math.pow(a, b)
+  except ValueError: return math.nan
+  except OverflowError: return -math.inf if a < 0 and float(b).is_integer() and int(b) % 2 else math.inf
+def _f2i(x): return math.trunc(x) if math.isfinite(x) else 0  # out-of-range float -> int is undefined in C
+_H, _E = struct.Struct("<H"), struct.Struct("<e")
+def _h2f(bits): return _E.unpack(_H.pack(bits))[0]
+def _f2h(x): return _H.unpack(_E.pack(float_to_fp16(x)))[0]
+def _bf2f(bits): return from_storage_scalar(bits, dtypes.bfloat16)
+def _f2bf(x): return to_storage_scalar(x, dtypes.bfloat16)
+def _oob(kernel:str, buf:str, i, n):
+  raise IndexError(f"kernel {kernel}: index {i} is out of bounds for {buf} ({n} elements)")
+
+HELPERS: dict[str, object] = {"_r32": _r32, "_rh": float_to_fp16, "_rbf": float_to_bf16, "_fdiv": _fdiv, "_fmod": _fmod, "_sqrt": _sqrt,
+                              "_exp2": _exp2, "_log2": _log2, "_sin": _sin, "_trunc": _trunc, "_pow": _pow, "_f2i": _f2i, "_cdiv": cdiv,
+                              "_cmod": cmod, "_h2f": _h2f, "_f2h": _f2h, "_bf2f": _bf2f, "_f2bf": _f2bf, "_oob": _oob, "_bitcast": bitcast,
+                              "_inf": math.inf, "_nan": math.nan, "dtypes": dtypes}
+
+# ***** rendering *****
+
+# memoryview formats of buffer elements (half and bfloat16 are kept as their bits: memoryview has no 'e' before Python 3.12)
+_FMT = {dtypes.bool: "?", dtypes.int8: "b", dtypes.uint8: "B", dtypes.int16: "h", dtypes.uint16: "H", dtypes.int32: "i", dtypes.uint32: "I",
+        dtypes.int64: "q", dtypes.uint64: "Q", dtypes.float32: "f", dtypes.float64: "d", dtypes.half: "H", dtypes.bfloat16: "H"}
+_FROM_BITS = {dtypes.half: "_h2f", dtypes.bfloat16: "_bf2f"}
+_TO_BITS = {dtypes.half: "_f2h", dtypes.bfloat16: "_f2bf"}
+_ROUND = {dtypes.float32: "_r32", dtypes.half: "_rh", dtypes.bfloat16: "_rbf"}
+
+def _is_float(dt:DType) -> bool: return dtypes.is_float(dt)
+def _div(a, b, dtype): return f"_fdiv({a}, {b})" if _is_float(dtype) else f"_cdiv({a}, {b})"
+
+class PythonRenderer(Renderer):
+  """Renders the same op set as the C renderer, as Python."""
+  device = "PYTHON"
+  has_local = False
+  has_shared = False
+  global_max = None
+  local_max = None
+  code_for_op: dict[Ops, Callable] = {
+    Ops.NEG: lambda x, dtype: f"(-{x})", Ops.RECIPROCAL: lambda x, dtype: f"_fdiv(1.0, {x})", Ops.SQRT: lambda x, dtype: f"_sqrt({x})",
+    Ops.EXP2: lambda x, dtype: f"_exp2({x})", Ops.LOG2: lambda x, dtype: f"_log2({x})", Ops.SIN: lambda x, dtype: f"_sin({x})",
+    Ops.TRUNC: lambda x, dtype: f"_trunc({x})",
+    Ops.ADD: lambda a, b, dtype: f"({a} + {b})", Ops.SUB: lambda a, b, dtype: f"({a} - {b})", Ops.MUL: lambda a, b, dtype: f"({a} * {b})",
+    Ops.FDIV: _div, Ops.CDIV: _div,
+    Ops.CMOD: lambda a, b, dtype: f"_fmod({a}, {b})" if _is_float(dtype) else f"_cmod({a}, {b})",
+    Ops.MAX: lambda a, b, dtype: f"({b} if {a} < {b} else {a})", Ops.POW: lambda a, b, dtype: f"_pow({a}, {b})",
+    Ops.AND: lambda a, b, dtype: f"({a} & {b})", Ops.OR: lambda a, b, dtype: f"({a} | {b})", Ops.XOR: lambda a, b, dtype: f"({a} ^ {b})",
+    Ops.SHL: lambda a, b, dtype: f"({a} << {b})", Ops.SHR: lambda a, b, dtype: f"({a} >> {b})",
+    Ops.CMPLT: lambda a, b, dtype: f"({a} < {b})", Ops.CMPNE: lambda a, b, dtype: f"({a} != {b})", Ops.CMPEQ: lambda a, b, dtype: f"({a} == {b})",
+    Ops.WHERE: lambda a, b, c, dtype: f"({b} if {a} else {c})",
+    Ops.MULACC: lambda a, b, c, dtype: f"({_ROUND[dtype]}({a} * {b}) + {c})" if dtype in _ROUND else f"({a} * {b} + {c})"}
+
+  def render_literal(self, v, dt:DType) -> str:
+    if v is Invalid: raise KernelContractError("an Invalid constant reached the renderer: the codegen must turn it into a gate")
+    if dt is dtypes.bool: return "True" if v else "False"
+    if _is_float(dt):
+      fv = float(dt.const(v))
+      if math.isnan(fv): return "_nan"
+      if math.isinf(fv): return "_inf" if fv > 0 else "(-_inf)"
+      s = float.__repr__(fv)
+    else: s = str(truncate[dt](int(v)) if dt in truncate else int(v))
+    return f"({s})" if s.startswith("-") else s
+
+  def render(self, uops:Sequence[UOp], name:str|None=None) -> str:
+    k = uops if isinstance(uops, LinearKernel) else self.check(uops, name)
+    return _PyWriter(self, k).write()
+
+def int_bounds(u:UOp, known:dict[UOp, tuple[int, int]]) -> tuple[int, int]|None:
+  """A cheap interval for an int value (loop counters, Variables, literals and + - * of them); None when unknown. `known` caches."""
+  if u in known: return known[u]
+  ret: tuple[int, int]|None = None
+  if isinstance(v := const_value(u), int) and not isinstance(v, bool):
+    v = truncate[u.dtype](v) if u.dtype in truncate else v  # the literal is rendered wrapped
+    ret = (v, v)
+  elif is_variable(u) and u.arg.vmin_vmax is not None: ret = (int(u.arg.vmin_vmax[0]), int(u.arg.vmin_vmax[1]))
+  elif u.op is Ops.RANGE and u.dtype is not dtypes.void and (e := int_bounds(u.src[0], known)) is not None: ret = (0, max(e[1] - 1, 0))
+  elif u.op in (Ops.ADD, Ops.SUB, Ops.MUL) and (a := int_bounds(u.src[0], known)) is not None and (b := int_bounds(u.src[1], known)) is not None:
+    if u.op is Ops.ADD: ret = (a[0] + b[0], a[1] + b[1])
+    elif u.op is Ops.SUB: ret = (a[0] - b[1], a[1] - b[0])
+    else: ret = (min(p := (a[0]*b[0], a[0]*b[1], a[1]*b[0], a[1]*b[1])), max(p))
+  known[u] = ret
+  return ret
+
+def wrap(e:str, dt:DType) -> str:
+  """e brought into dt's range the way C stores it: ints wrap, floats round."""
+  if dt in _ROUND: return f"{_ROUND[dt]}({strip_parens(e)})"
+  if dtypes.is_int(dt) and dt in truncate:
+    m = (1 << dt.bitsize) - 1
+    if dtypes.is_unsigned(dt): return f"({e} & {m})"
+    h = 1 << (dt.bitsize - 1)
+    return f"((({e} + {h}) & {m}) - {h})"
+  if dt is dtypes.bool: return f"bool({e})"
+  return e
+
+class _PyWriter:
+  def __init__(self, ren:PythonRenderer, k:LinearKernel):
+    self.ren, self.k = ren, k
+    self.r: dict[UOp, str] = {}
+    self.access: dict[UOp, tuple[str, str, str, int, UOp]] = {}  # memory INDEX/SHRINK -> (buffer, size name, index name, lanes, root)
+    self.lines: list[str] = []
+    self.depth = 1
+    self.openers: list[int] = []
+    self.counters: dict[str, int] = {}
+    self.range_names: set[str] = set()  # Python loop variables outlive their loop: never reuse one
+    self.bounds: dict[UOp, tuple[int, int]|None] = {}
+
+  def emit(self, line:str): self.lines.append("  " * self.depth + line)
+  def fresh(self, prefix:str) -> str:
+    n = self.counters.get(prefix, 0)
+    self.counters[prefix] = n + 1
+    return f"{prefix}{n}"
+  def open_block(self, line:str):
+    self.emit(line)
+    self.openers.append(len(self.lines))
+    self.depth += 1
+  def close_block(self):
+    if self.openers.pop() == len(self.lines): self.emit("pass")
+    self.depth -= 1
+  def opnd(self, consumer:UOp, s:UOp) -> str:
+    if is_literal(s): return self.ren.render_literal(const_value(s), literal_dtype(consumer, s))
+    if s not in self.r:
+      raise KernelContractError(f"uop {self.k.position[consumer]} ({consumer.op}) uses {s.op} ({s.dtype}), which renders to no value")
+    return self.r[s]
+  def oob(self, buf:str, idx:str, size:str) -> str: return f"_oob({self.k.name!r}, {buf!r}, {idx}, {size})"
+
+  def write(self) -> str:
+    k = self.k
+    params, pre = [], []
+    for b in k.bufs:
+      if b.dtype not in _FMT: raise KernelContractError(f"buffer PARAM slot {b.arg.slot}: dtype {b.dtype} is not supported by the PYTHON device")
+      size = buffer_size(b)
+      self.r[b] = f"data{b.arg.slot}" + (f"_{size}" if size is not None else "")
+      params.append(f"buf{b.arg.slot}")
+      pre.append(f"{self.r[b]} = buf{b.arg.slot}.cast({_FMT[b.dtype]!r}); size{b.arg.slot} = len({self.r[b]})")
+    for v, nm in zip(k.vars, variable_names(k, frozenset(keyword.kwlist) | frozenset(HELPERS))):
+      self.r[v] = nm
+      params.append(nm)
+    for line in pre: self.emit(line)
+    for u in k.uops: self.step(u)
+    if not self.lines: self.emit("pass")
+    return f"# kernel {k.name}\ndef kernel({', '.join(params)}):\n" + "\n".join(self.lines) + "\n"
+
+  def step(self, u:UOp):
+    k, op = self.k, u.op
+    if op in (Ops.SINK, Ops.NOOP, Ops.GROUP, Ops.BARRIER) or is_literal(u) or (op is Ops.STACK and not u.src) or is_variable(u): return
+    if op is Ops.PARAM: return
+    if op is Ops.AFTER:
+      if u.src[0] in self.access: self.access[u] = self.access[u.src[0]]
+      if u.src[0] in self.r: self.r[u] = self.r[u.src[0]]
+      return
+    if op is Ops.BUFFER:
+      if (size := buffer_size(u)) is None or size <= 0: raise KernelContractError(f"uop {k.position[u]}: a BUFFER needs a literal size > 0")
+      self.r[u] = self.fresh("acc" if _addrspace(u) is AddrSpace.REG else "temp")
+      self.emit(f"{self.r[u]} = [{self.ren.render_literal(0, u.dtype)}] * {size}")
+      return
+    if op is Ops.RANGE:
+      if u.dtype is dtypes.void: return self.open_block("while True:")
+      self.r[u] = range_name(u, self.range_names)
+      return self.open_block(f"for {self.r[u]} in range({self.opnd(u, u.src[0])}):")
+    if op is Ops.END:
+      if len(u.src) == 3: self.emit(f"if not {self.opnd(u, u.src[2])}: break")
+      return self.close_block()
+    if op is Ops.IF: return self.open_block(f"if {self.opnd(u, u.src[0])}:")
+    if op is Ops.ENDIF: return self.close_block()
+    if op in (Ops.INDEX, Ops.SHRINK) and (root := mem_root(u.src[0])) is not None:
+      # the index is used several times (bounds check, access): a compound expression gets a name first
+      if not ((idx := self.opnd(u, u.src[1])).isidentifier() or idx.isdigit()):
+        self.emit(f"{(idx := self.fresh('bidx'))} = {self.opnd(u, u.src[1])}")
+      size = f"size{root.arg.slot}" if root.op is Ops.PARAM else str(buffer_size(root))
+      self.access[u] = (self.r[u.src[0]], size, idx, k.lanes[u], root)
+      return
+    if op is Ops.STORE: return self.store(u)
+    expr, prefix = self.value(u)
+    self.r[u] = self.fresh(prefix)
+    self.emit(f"{self.r[u]} = {expr}")
+
+  def in_bounds(self, access:UOp, lanes:int) -> bool:
+    """An access to a kernel-local BUFFER (whose size is known) that provably stays inside it needs no run-time check."""
+    root = self.access[access][4]
+    if root.op is not Ops.BUFFER or (b := int_bounds(access.src[1], self.bounds)) is None: return False
+    return 0 <= b[0] and b[1] + lanes <= (buffer_size(root) or 0)
+
+  def load(self, u:UOp) -> str:
+    buf, size, idx, lanes, root = self.access[u.src[0]]
+    conv = _FROM_BITS.get(u.dtype) if root.op is Ops.PARAM else None
+    if self.in_bounds(u.src[0], lanes): e = f"{buf}[{idx}]" if lanes == 1 else f"{buf}[{idx}:{idx}+{lanes}]"
+    elif lanes == 1:
+      e = f"({buf}[{idx}] if 0 <= {idx} < {size} else {self.oob(buf, idx, size)})"
+      if conv: e = f"{conv}{e}"
+    else:
+      e = f"(list({buf}[{idx}:{idx}+{lanes}]) if 0 <= {idx} and {idx}+{lanes} <= {size} else {self.oob(buf, idx, size)})"
+    return f"({e} if {self.opnd(u, u.src[2])} else {self.opnd(u, u.src[1])})" if len(u.src) == 3 else e
+
+  def store(self, u:UOp):
+    buf, size, idx, lanes, root = self.access[u.src[0]]
+    conv = _TO_BITS.get(root.dtype) if root.op is Ops.PARAM else None
+    val = self.opnd(u, u.src[1])
+    if len(u.src) == 3: self.open_block(f"if {self.opnd(u, u.src[2])}:")
+    checked = self.in_bounds(u.src[0], lanes)
+    if lanes == 1:
+      if not checked: self.emit(f"if not 0 <= {idx} < {size}: {self.oob(buf, idx, size)}")
+      self.emit(f"{buf}[{idx}] = {f'{conv}({val})' if conv else val}")
+    else:
+      if not checked: self.emit(f"if not (0 <= {idx} and {idx}+{lanes} <= {size}): {self.oob(buf, idx, size)}")
+      for j in range(lanes): self.emit(f"{buf}[{idx}+{j}] = {val}[{j}]")
+    if len(u.src) == 3: self.close_block()
+
+  def value(self, u:UOp) -> tuple[str, str]:
+    op, dt = u.op, u.dtype
+    if op is Ops.LOAD: return self.load(u), "val"
+    if op is Ops.INDEX: return f"{self.r[u.src[0]]}[{const_value(u.src[1])}]", "alu"
+    if op is Ops.STACK: return f"[{', '.join(self.opnd(u, s) for s in u.src)}]", "vec"
+    if op is Ops.CAST: return self.cast(u), "cast"
+    if op is Ops.BITCAST: return f"_bitcast({self.opnd(u, u.src[0])}, {u.src[0].dtype!r}, {dt!r})", "cast"
+    if op in GroupOp.ALU:
+      if (fxn := self.ren.code_for_op.get(op)) is None: raise KernelContractError(f"uop {self.k.position[u]}: PythonRenderer has no code for {op}")
+      odt = operand_dtype(u)
+      e = fxn(*[self.opnd(u, s) for s in u.src], dtype=odt)
+      # comparisons and picks make no new values, nor does int math that provably stays in range (index arithmetic, mostly);
+      # everything else is brought back into its dtype
+      if op in GroupOp.Comparison or op in (Ops.WHERE, Ops.MAX) or (op is Ops.NEG and _is_float(dt)): return e, "alu"
+      # (a weak literal is rendered wrapped to dt, so its raw value must fit too)
+      if dtypes.is_int(dt) and (b := int_bounds(u, self.bounds)) is not None and dt.min <= b[0] and b[1] <= dt.max and \
+         all(s.dtype is not dtypes.weakint or dt.min <= s.arg <= dt.max for s in u.src if s.op is Ops.CONST): return e, "alu"
+      return wrap(e, dt), "alu"
+    raise KernelContractError(f"uop {self.k.position[u]}: PythonRenderer has no rendering for {op}")
+
+  def cast(self, u:UOp) -> str:
+    src, dt = u.src[0], u.dtype
+    x = self.opnd(u, src)
+    if dt is dtypes.bool: return f"bool({x})"
+    if _is_float(dt): return wrap(f"float({x})", dt) if dt in _ROUND else f"float({x})"
+    if _is_float(src.dtype): return wrap(f"_f2i({x})", dt)
+    return wrap(f"int({x})", dt)

@@ -1,0 +1,77 @@
+# The CPU device: kernels are C compiled into shared objects and called through ctypes; buffers are page-aligned anonymous memory.
+from __future__ import annotations
+import ctypes
+import functools
+import mmap
+import os
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from tinygrad.device import Compiled, LRUAllocator, BufferSpec, Program
+from tinygrad.dtype import DType, dtypes
+from tinygrad.helpers import to_mv, mv_address, cache_dir, NUM_CPU_THREADS
+from tinygrad.renderer.cstyle import ClangRenderer
+
+class CPUBuffer:
+  """A span of host memory: `mv` is a byte view of it, `addr` its address. Views keep their base alive through `base`."""
+  __slots__ = ("mv", "addr", "size", "base")
+  def __init__(self, mv:memoryview, addr:int, size:int, base:CPUBuffer|None=None): self.mv, self.addr, self.size, self.base = mv, addr, size, base
+  def __repr__(self): return f"<CPUBuffer {self.size} bytes at 0x{self.addr:x}>"
+
+class CPUAllocator(LRUAllocator['CPUDevice']):
+  def _alloc(self, size:int, options:BufferSpec) -> CPUBuffer:
+    if options.external_ptr is not None: return CPUBuffer(to_mv(options.external_ptr, size), options.external_ptr, size)
+    # anonymous mmap: page aligned (so any vector access is aligned to its element), zero filled lazily by the OS, unmapped when unreferenced
+    mv = memoryview(mmap.mmap(-1, size))
+    return CPUBuffer(mv, mv_address(mv), size)
+  def _as_buffer(self, src:CPUBuffer) -> memoryview: return src.mv[:src.size]
+  def _copyin(self, dest:CPUBuffer, src:memoryview): dest.mv[:len(src)] = src
+  def _copyout(self, dest:memoryview, src:CPUBuffer): dest[:] = src.mv[:len(dest)]
+  def _offset(self, buf:CPUBuffer, size:int, offset:int) -> CPUBuffer: return CPUBuffer(buf.mv[offset:offset+size], buf.addr + offset, size, buf)
+
+_CTYPES: dict[DType, type] = {dtypes.bool: ctypes.c_bool, dtypes.int8: ctypes.c_int8, dtypes.uint8: ctypes.c_uint8, dtypes.int16: ctypes.c_int16,
+                              dtypes.uint16: ctypes.c_uint16, dtypes.int32: ctypes.c_int32, dtypes.uint32: ctypes.c_uint32,
+                              dtypes.int64: ctypes.c_int64, dtypes.uint64: ctypes.c_uint64}
+
+def _load_shared_object(lib:bytes) -> ctypes.CDLL:
+  """dlopen needs a file: write one, load it, delete it (the mapping stays). Falls back to the cache directory if /tmp is noexec."""
+  errors = []
+  for d in (None, cache_dir):
+    try:
+      if d is not None: os.makedirs(d, exist_ok=True)
+      with tempfile.NamedTemporaryFile(suffix=".so", dir=d, delete=False) as f: f.write(lib)
+      try: return ctypes.CDLL(f.name)
+      finally: os.unlink(f.name)
+    except OSError as e: errors.append(f"{d or tempfile.gettempdir()}: {e}")
+  raise RuntimeError("could not load the compiled kernel: " + "; ".join(errors))
+
+class CPUProgram(Program['CPUDevice']):
+  def __init__(self, dev:CPUDevice, name:str, lib:bytes, spec=None):
+    super().__init__(dev, name, lib, spec)
+    self.so = _load_shared_object(lib)
+    try: self.fxn = getattr(self.so, name)
+    except AttributeError: raise RuntimeError(f"the compiled library has no function {name!r}") from None
+    self.fxn.restype = None
+    if spec is not None:
+      if bad := [dt for dt in spec.var_dtypes if dt not in _CTYPES]: raise TypeError(f"kernel {name}: variables of dtype {bad} can't be passed")
+      self.fxn.argtypes = [ctypes.c_void_p] * len(spec.globals) + [_CTYPES[dt] for dt in spec.var_dtypes]
+  def __call__(self, *bufs:CPUBuffer, global_size:tuple[int, ...]=(1, 1, 1), local_size:tuple[int, ...]|None=None, vals:tuple[int, ...]=(),
+               wait:bool=False) -> float|None:
+    self.check_args(bufs, vals)
+    # without a spec the argument types are unknown: pointers, and variables as C ints
+    args = [b.addr for b in bufs] + list(vals) if self.spec is not None else [ctypes.c_void_p(b.addr) for b in bufs] + [ctypes.c_int(v) for v in vals]
+    st = time.perf_counter()
+    if self.spec is None or (core := self.spec.core_id) is None or global_size[0] <= 1: self.fxn(*args)
+    else:
+      # one launch per core_id; ctypes drops the GIL during the call, so the threads really run in parallel
+      slot = len(bufs) + core
+      def launch(tid:int): self.fxn(*args[:slot], tid, *args[slot+1:])
+      list(self.dev.pool.map(launch, range(global_size[0])))
+    return time.perf_counter() - st if wait else None
+
+class CPUDevice(Compiled):
+  def __init__(self, device:str="CPU"): super().__init__(device, CPUAllocator(self), [ClangRenderer], CPUProgram)
+  @functools.cached_property
+  def pool(self) -> ThreadPoolExecutor: return ThreadPoolExecutor(max_workers=NUM_CPU_THREADS.value, thread_name_prefix="tinygrad-cpu")
+  def finalize(self):
+    if "pool" in self.__dict__: self.pool.shutdown(wait=True)

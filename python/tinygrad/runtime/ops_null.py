@@ -1,0 +1,34 @@
+# The NULL device: renders C and "compiles" it (the base Compiler, so no C compiler runs), allocates placeholders and launches nothing.
+# It measures everything above the hardware (scheduling, codegen, rendering). Reading data back raises (NULL_ALLOW_COPYOUT=1 allows it).
+from __future__ import annotations
+from tinygrad.device import Compiled, Allocator, BufferSpec, Compiler, Program
+from tinygrad.helpers import NULL_ALLOW_COPYOUT
+from tinygrad.renderer.cstyle import CStyleLanguage
+
+class NullRenderer(CStyleLanguage):
+  device = "NULL"
+  has_local = False
+  def __init__(self, target=None):
+    super().__init__(target)
+    self.compiler = Compiler()
+
+class NullBuffer:
+  __slots__ = ("size",)
+  def __init__(self, size:int): self.size = size
+  def __repr__(self): return f"<NullBuffer {self.size} bytes>"
+
+class NullAllocator(Allocator['NullDevice']):
+  def _alloc(self, size:int, options:BufferSpec) -> NullBuffer: return NullBuffer(size)
+  def _copyin(self, dest:NullBuffer, src:memoryview): pass
+  def _copyout(self, dest:memoryview, src:NullBuffer):
+    if not NULL_ALLOW_COPYOUT:
+      raise RuntimeError("the NULL device holds no data: it runs nothing, so its buffers can't be read back (use DEV=CPU or DEV=PYTHON)")
+  def _offset(self, buf:NullBuffer, size:int, offset:int) -> NullBuffer: return NullBuffer(size)
+
+class NullProgram(Program['NullDevice']):
+  def __call__(self, *bufs, global_size=(1, 1, 1), local_size=None, vals=(), wait=False) -> float|None:
+    self.check_args(bufs, vals)
+    return 1e-3 if wait else None
+
+class NullDevice(Compiled):
+  def __init__(self, device:str="NULL"): super().__init__(device, NullAllocator(self), [NullRenderer], NullProgram)

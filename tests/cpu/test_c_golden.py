@@ -1,0 +1,39 @@
+# The exact C the renderer writes for two small kernels: readable names (ridx, val, alu, acc), the kernel name, const inputs.
+from test_linear_kernels import add_kernel, sum_kernel, var_kernel
+from tinygrad.renderer.cstyle import ClangRenderer
+
+def test_golden_elementwise():
+  assert ClangRenderer().render(add_kernel(100)) == """\
+void E_100(float* restrict data0_100, const float* restrict data1_100, const float* restrict data2_100) {
+  for (int ridx0 = 0; ridx0 < 100; ridx0++) {
+    float val0 = data1_100[ridx0];
+    float val1 = data2_100[ridx0];
+    data0_100[ridx0] = val0+val1;
+  }
+}
+"""
+
+def test_golden_reduce():
+  assert ClangRenderer().render(sum_kernel(4, 25)) == """\
+void r_4_25(float* restrict data0_4, const float* restrict data1_100) {
+  float acc0[1];
+  for (int ridx0 = 0; ridx0 < 4; ridx0++) {
+    acc0[0] = 0.0f;
+    for (int ridx1 = 0; ridx1 < 25; ridx1++) {
+      float val0 = data1_100[(ridx0*25)+ridx1];
+      acc0[0] = acc0[0]+val0;
+    }
+    data0_4[ridx0] = acc0[0];
+  }
+}
+"""
+
+def test_golden_variables():
+  assert ClangRenderer().render(var_kernel(), name="E_n_2") == """\
+void E_n_2(float* restrict data0_10, const float* restrict data1_10, const int m, const int n) {
+  for (int ridx0 = 0; ridx0 < n; ridx0++) {
+    float val0 = data1_10[ridx0];
+    data0_10[ridx0] = (val0*2.0f)+((float)m);
+  }
+}
+"""

@@ -1,0 +1,93 @@
+# The CPU compiler and its caches, the NULL device, and the errors for a missing compiler and for C that doesn't compile.
+import numpy as np
+import pytest
+import tinygrad.helpers as helpers
+from linear_kernels import run
+from test_linear_kernels import add_kernel
+from tinygrad.device import Device, Buffer, CompileError, CompilerNotFoundError
+from tinygrad.dtype import dtypes
+from tinygrad.helpers import Context
+from tinygrad.runtime.support.compiler_cpu import ClangCompiler
+
+def _src(tag:str) -> str: return f"void f_{tag}(float* restrict a) {{ a[0] = 1.0f; }}\n"
+
+@pytest.mark.cpu
+def test_memory_and_disk_cache(tmp_path, monkeypatch):
+  monkeypatch.setattr(helpers, "CACHEDB", str(tmp_path / "cache.db"))
+  monkeypatch.setattr(helpers, "_db_connection", None)
+  monkeypatch.setattr(helpers, "_db_tables", set())
+  c1 = ClangCompiler()
+  lib = c1.compile_cached(_src("cache"))
+  assert lib[:4] == b"\x7fELF" or lib[:4] in (b"\xcf\xfa\xed\xfe", b"MZ\x90\x00")
+  assert c1.compile_cached(_src("cache")) is lib
+  assert c1.stats == {"compiled": 1, "mem_hits": 1, "disk_hits": 0}
+  c2 = ClangCompiler()  # a fresh process would start like this: empty memory, warm disk
+  assert c2.compile_cached(_src("cache")) == lib and c2.stats == {"compiled": 0, "mem_hits": 0, "disk_hits": 1}
+  helpers._db_connection.close()
+
+@pytest.mark.cpu
+def test_cachelevel_zero_skips_the_disk(tmp_path, monkeypatch):
+  monkeypatch.setattr(helpers, "CACHEDB", str(tmp_path / "cache.db"))
+  monkeypatch.setattr(helpers, "_db_connection", None)
+  monkeypatch.setattr(helpers, "_db_tables", set())
+  with Context(CACHELEVEL=0):
+    ClangCompiler().compile_cached(_src("nocache"))
+    c = ClangCompiler()
+    c.compile_cached(_src("nocache"))
+    assert c.stats["compiled"] == 1 and c.stats["disk_hits"] == 0
+  assert not (tmp_path / "cache.db").exists()
+
+@pytest.mark.cpu
+def test_cache_key_includes_the_compiler(monkeypatch):
+  a = ClangCompiler()
+  assert a.argv  # resolved now, before CC changes
+  monkeypatch.setenv("CC", "gcc")
+  b = ClangCompiler()
+  if b.argv == a.argv: pytest.skip("gcc is the default compiler here")
+  assert a.cache_key(_src("k")) != b.cache_key(_src("k"))
+
+def test_missing_compiler(monkeypatch):
+  monkeypatch.setenv("CC", "/nonexistent/cc")
+  with pytest.raises(CompilerNotFoundError, match=r"CC='/nonexistent/cc' is not an executable"): ClangCompiler().compile_cached(_src("missing"))
+  monkeypatch.delenv("CC")
+  monkeypatch.setenv("PATH", "/nonexistent")
+  with pytest.raises(CompilerNotFoundError, match=r"tried CC \(unset\), then clang and gcc on PATH"): ClangCompiler().compile(_src("missing"))
+
+@pytest.mark.cpu
+def test_compile_error_shows_source_and_message():
+  src = "void broken(float* a) {\n  a[0] = 1.0f\n}\n"
+  with pytest.raises(CompileError) as e: ClangCompiler().compile(src)
+  msg = str(e.value)
+  assert "failed to compile the kernel" in msg and "error" in msg.lower()  # the compiler's own message
+  assert "--- kernel source ---" in msg and "   2    a[0] = 1.0f" in msg       # the numbered source
+
+@pytest.mark.cpu
+def test_cpu_programs_are_cached_per_source():
+  dev = Device["CPU"]
+  spec = dev.renderer.to_program(add_kernel(3))
+  assert dev.get_program(spec) is dev.get_program(spec)
+
+@pytest.mark.cpu
+def test_program_checks_its_arguments():
+  dev = Device["CPU"]
+  spec = dev.renderer.to_program(add_kernel(5))
+  bufs = [Buffer("CPU", 5, dtypes.float).ensure_allocated() for _ in range(2)]
+  with pytest.raises(TypeError, match=r"kernel E_5 takes 3 buffer\(s\) and 0 variable\(s\) \[\], got 2 buffer\(s\)"):
+    dev.get_program(spec)(*[b._buf for b in bufs])
+
+def test_null_device_compiles_but_refuses_readback():
+  dev = Device["NULL"]
+  spec = dev.renderer.to_program(add_kernel(4))
+  assert "void E_4(" in spec.src  # the real C is rendered
+  bufs = [Buffer("NULL", 4, dtypes.float) for _ in range(3)]
+  bufs[1].copyin(np.ones(4, np.float32).data)  # copying in is accepted (and dropped)
+  assert dev.run(spec, bufs, wait=True) is not None
+  assert dev.compiler.stats["compiled"] >= 1
+  with pytest.raises(RuntimeError, match="NULL device holds no data"): bufs[0].numpy()
+  with pytest.raises(RuntimeError, match="NULL device holds no data"): bufs[0].as_buffer(allow_zero_copy=True)
+
+def test_python_device_runs_without_a_compiler(monkeypatch):
+  monkeypatch.setenv("CC", "/nonexistent/cc")
+  monkeypatch.setenv("PATH", "/nonexistent")
+  out, = run("PYTHON", add_kernel(3), [np.ones(3, np.float32), np.ones(3, np.float32)], [dtypes.float])
+  np.testing.assert_array_equal(out, [2, 2, 2])

@@ -1,0 +1,89 @@
+# The linear-UOp contract checks (tinygrad/renderer/__init__.py): a bad kernel raises KernelContractError naming the UOp. No device needed.
+import pytest
+from tinygrad.dtype import dtypes, AddrSpace
+from tinygrad.renderer import KernelContractError, check_linear
+from tinygrad.renderer.cstyle import ClangRenderer
+from tinygrad.renderer.python import PythonRenderer
+from tinygrad.uop import Ops
+from tinygrad.uop.ops import UOp, ParamArg, AxisType
+
+def P(slot, dt=dtypes.float, n=4): return UOp(Ops.PARAM, dt, (UOp.const(n, dtypes.int),), ParamArg(slot, dt))
+def R(n, axis=0): return UOp(Ops.RANGE, dtypes.int, (UOp.const(n, dtypes.int),), (axis, AxisType.LOOP))
+def END(body, r): return UOp(Ops.END, dtypes.void, (body, r))
+def copy_kernel():
+  out, a, r = P(0), P(1), R(4)
+  ld = a.index(r).load()
+  st = out.index(r).store(ld)
+  return [out, a, r, a.index(r), ld, out.index(r), st, END(st, r)]
+
+def test_a_good_kernel():
+  k = check_linear(copy_kernel())
+  assert k.name == "test" and [b.arg.slot for b in k.bufs] == [0, 1] and k.writable == {k.bufs[0]} and not k.vars
+
+def test_src_must_come_first():
+  uops = copy_kernel()
+  uops[3], uops[4] = uops[4], uops[3]
+  with pytest.raises(KernelContractError, match=r"uop 3 \(Ops.LOAD, dtypes.float\) uses Ops.INDEX \(dtypes.float\) that is not earlier"):
+    check_linear(uops)
+
+def test_value_used_after_its_loop():
+  out, a, r = P(0), P(1), R(4)
+  ld = a.index(r).load()
+  st = out.index(r).store(ld)
+  e = END(st, r)
+  late = out.index(UOp.const(0, dtypes.int)).store(ld)
+  with pytest.raises(KernelContractError, match=r"uses Ops.LOAD from uop 4, defined inside the Ops.RANGE of uop 2 which closed at uop 7"):
+    check_linear([out, a, r, a.index(r), ld, out.index(r), st, e, out.index(UOp.const(0, dtypes.int)), late])
+
+def test_blocks_must_nest():
+  out, a, r0, r1 = P(0), P(1), R(2, 0), R(2, 1)
+  st = out.index(r0).store(a.index(r1).load())
+  ld = st.src[1]
+  with pytest.raises(KernelContractError, match=r"closes the Ops.RANGE of uop 2, but the innermost open block is the Ops.RANGE of uop 3"):
+    check_linear([out, a, r0, r1, a.index(r1), ld, out.index(r0), st, END(st, r0), END(st, r1)])
+  with pytest.raises(KernelContractError, match=r"the Ops.RANGE of uop 2 is never closed"): check_linear(copy_kernel()[:-1])
+
+def test_ops_outside_the_contract():
+  out, a = P(0), P(1)
+  bad = UOp(Ops.REDUCE, dtypes.float, (a.index(UOp.const(0, dtypes.int)).load(),), (Ops.ADD,))
+  with pytest.raises(KernelContractError, match="Ops.REDUCE is not part of the linear-UOp contract"):
+    check_linear([out, a, a.index(UOp.const(0, dtypes.int)), bad.src[0], bad])
+  x = a.index(UOp.const(0, dtypes.uint64)).load()
+  tf = UOp(Ops.THREEFRY, dtypes.uint64, (x, x))
+  uops = [P(0, dtypes.uint64), x.src[0].src[0], x.src[0], x, tf]
+  with pytest.raises(KernelContractError, match="ClangRenderer has no code for Ops.THREEFRY; the codegen must decompose it"):
+    ClangRenderer().render(uops)
+  with pytest.raises(KernelContractError, match="empty kernel"): check_linear([])
+  with pytest.raises(KernelContractError, match="item 0 of the linear list is a int"): check_linear([3])
+
+def test_bad_srcs():
+  out, a = P(0), P(1)
+  c0 = UOp.const(0, dtypes.int)
+  val = UOp(Ops.ADD, dtypes.float, (UOp.const(1.0, dtypes.float), UOp.const(2.0, dtypes.float)))
+  with pytest.raises(KernelContractError, match="memory INDEX needs a PARAM/BUFFER"): check_linear([val, val.index(c0)])
+  with pytest.raises(KernelContractError, match="LOAD gate must be bool"):
+    check_linear([a, a.index(c0), val, UOp(Ops.LOAD, dtypes.float, (a.index(c0), val, val))])
+  dup = P(0, dtypes.int)
+  with pytest.raises(KernelContractError, match=r"slot\(s\) \[0\] are used by more than one PARAM"): check_linear([out, dup])
+  f8 = P(2, dtypes.fp8e4m3)
+  with pytest.raises(KernelContractError, match="dtype dtypes.fp8e4m3 is not supported"): check_linear([f8])
+  with pytest.raises(KernelContractError, match="SHRINK width must be a CONST in"):
+    check_linear([a, UOp(Ops.SHRINK, dtypes.float, (a, c0, UOp.const(3, dtypes.int)))])
+  with pytest.raises(KernelContractError, match="BITCAST between different sizes"):
+    check_linear([a, a.index(c0), a.index(c0).load(), a.index(c0).load().bitcast(dtypes.half)])
+
+def test_renderer_errors():
+  r = UOp(Ops.RANGE, dtypes.weakint, (UOp.const(4, dtypes.weakint),), (0, AxisType.LOOP))
+  with pytest.raises(KernelContractError, match="weak dtypes must be committed"): ClangRenderer().render([r, END(UOp(Ops.NOOP), r)])
+  inv = P(0).index(UOp.const(0, dtypes.int)).store(UOp.invalid())
+  with pytest.raises(KernelContractError, match="Invalid constant"): ClangRenderer().render([inv.src[0].src[0], inv.src[0], inv])
+
+def test_variable_names():
+  out = P(0, dtypes.int, 1)
+  vs = [UOp.variable(n, 0, 9, dtypes.int, param=True).replace(arg=ParamArg(i+1, dtypes.int, (0, 9), 1, n, AddrSpace.ALU))
+        for i, n in enumerate(["for", "alu0", "ok", "ok"])]
+  s = out.index(UOp.const(0, dtypes.int)).store(vs[0] + vs[1] + vs[2] + vs[3])
+  uops = [out, *vs, s.src[0], s.src[1].src[0].src[0], s.src[1].src[0], s.src[1], s]
+  src = ClangRenderer().render(uops)
+  assert "const int var0, const int var1, const int ok, const int var3)" in src
+  assert "def kernel(buf0, var0, var1, ok, var3):" in PythonRenderer().render(uops)
