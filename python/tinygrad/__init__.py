@@ -4,3 +4,4 @@ from tinygrad.helpers import getenv, Context  # noqa: F401
 from tinygrad.uop.ops import UOp  # noqa: F401
 Variable = UOp.variable
 from tinygrad.device import Device  # noqa: F401,E402
+from tinygrad.tensor import Tensor  # noqa: F401,E402

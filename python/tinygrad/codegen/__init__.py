@@ -1,0 +1,113 @@
+"""Codegen: a kernel AST (from tinygrad.schedule) becomes a linear list of UOps for a renderer, then a ProgramSpec.
+
+Passes, in order (each a module-level PatternMatcher run by graph_rewrite, except the final ordering):
+  pm_const_fold   ALU/CAST of constants -> the constant (so `full(1) + full(2)` stores 3)
+  pm_end_loops    STORE of the SINK -> END(...END(STORE, innermost LOOP range)..., outermost range)
+  pm_reduce       REDUCE(x, *ranges, arg=(op,)) -> a register accumulator:
+                    acc = BUFFER(REG); STORE(INDEX(AFTER(acc, *loop ranges), 0), identity)
+                    in the loop: STORE(INDEX(AFTER(acc, init, *reduce ranges), 0), op(LOAD(that), x)), closed by END per range
+                    the value: LOAD(INDEX(AFTER(acc, END), 0))
+  linearize       orders the graph into blocks: everything a loop body needs that does not depend on the loop is placed before
+                  the RANGE (loop-invariant code motion falls out of this), then the RANGE, the body and its END.
+"""
+from __future__ import annotations
+from dataclasses import dataclass, field
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, GroupOp, ParamArg, AxisType, exec_alu
+from tinygrad.dtype import dtypes, AddrSpace
+from tinygrad.schedule.indexing import iconst
+from tinygrad.schedule import reduce_identity as _identity
+
+def _fold(x:UOp) -> UOp|None:
+  if not x.src or any(s.op is not Ops.CONST for s in x.src): return None
+  try:
+    if x.op is Ops.CAST: return UOp.const(x.dtype.const(x.src[0].arg), x.dtype)
+    if x.op is Ops.BITCAST: return None
+    return UOp.const(x.dtype.const(exec_alu(x.op, x.dtype, [s.arg for s in x.src])), x.dtype)
+  except (ArithmeticError, ValueError, TypeError, KeyError): return None  # e.g. an int division by zero stays for the device
+
+pm_const_fold = PatternMatcher([(UPat(tuple(GroupOp.ALU | {Ops.CAST, Ops.BITCAST}), name="x"), _fold)])
+
+def _loop_ranges(sink:UOp) -> list[UOp]: return sorted([u for u in sink.toposort() if u.op is Ops.RANGE and u.arg[1] is AxisType.LOOP],
+                                                         key=lambda r: r.arg[0])
+
+def _end_loops(sink:UOp) -> UOp|None:
+  if not sink.src or sink.src[0].op is not Ops.STORE: return None
+  ret = sink.src[0]
+  for r in reversed(_loop_ranges(sink)): ret = UOp(Ops.END, dtypes.void, (ret, r))
+  return sink.replace(src=(ret,) + sink.src[1:])
+
+pm_end_loops = PatternMatcher([(UPat(Ops.SINK, name="sink"), _end_loops)])
+
+@dataclass
+class ReduceContext:
+  loop_ranges: list[UOp]
+  accs: int = 0
+
+def _combine(op:Ops, a:UOp, b:UOp) -> UOp:
+  if a.dtype is dtypes.bool: op = {Ops.ADD: Ops.OR, Ops.MUL: Ops.AND}.get(op, Ops.OR)
+  return UOp(op, a.dtype, (a, b))
+
+def _lower_reduce(ctx:ReduceContext, red:UOp) -> UOp:
+  x, ranges, op, dt = red.src[0], red.src[1:], red.arg[0], red.dtype
+  acc = UOp(Ops.BUFFER, dt, (iconst(1),), ParamArg(ctx.accs, dt, addrspace=AddrSpace.REG))
+  ctx.accs += 1
+  init = UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, dt, (acc.after(*ctx.loop_ranges), iconst(0))), _identity(op, dt)))
+  idx = UOp(Ops.INDEX, dt, (acc.after(init, *ranges), iconst(0)))
+  body = UOp(Ops.STORE, dtypes.void, (idx, _combine(op, UOp(Ops.LOAD, dt, (idx,)), x)))
+  for r in reversed(ranges): body = UOp(Ops.END, dtypes.void, (body, r))
+  return UOp(Ops.LOAD, dt, (UOp(Ops.INDEX, dt, (acc.after(body), iconst(0))),))
+
+pm_reduce = PatternMatcher([(UPat(Ops.REDUCE, name="red"), _lower_reduce)])
+
+# ***** ordering *****
+
+
+def linearize(sink:UOp) -> list[UOp]:
+  """The graph under sink in an order the renderer contract accepts (see tinygrad/renderer/__init__.py)."""
+  out: list[UOp] = [UOp(Ops.SINK, dtypes.void, (), sink.arg)]
+  done: set[UOp] = set()
+  open_ranges: set[UOp] = set()
+  slices: dict[UOp, set[UOp]] = {}
+  def deps(u:UOp) -> set[UOp]:
+    if (ret := slices.get(u)) is None: slices[u] = ret = set(u.backward_slice)
+    return ret
+  def ready(x:UOp, r:UOp) -> bool:
+    # x can be placed before RANGE r opens: it doesn't need r, and every loop it needs is already open
+    if x.op is Ops.RANGE or r in deps(x): return False
+    return all(d in open_ranges for d in deps(x) if d.op is Ops.RANGE)
+  def emit(u:UOp) -> None:
+    if u in done or u.op is Ops.CONST: return
+    if u.op is Ops.END:
+      body, r = u.src[0], u.src[1]
+      for x in body.toposort():
+        if x not in done and x.op is not Ops.CONST and ready(x, r): emit(x)
+      done.add(r); out.append(r); open_ranges.add(r)
+      emit(body)
+      open_ranges.discard(r)
+    else:
+      for s in u.src: emit(s)
+    done.add(u)
+    out.append(u)
+  for p in sorted([u for u in sink.toposort() if u.op in (Ops.PARAM, Ops.BUFFER)], key=lambda p: (p.op is Ops.BUFFER, p.arg.slot)):
+    done.add(p); out.append(p)
+  for s in sink.src: emit(s)
+  return out
+
+# ***** the whole codegen *****
+
+@dataclass
+class LoweredKernel:
+  ast: UOp
+  sink: UOp                      # after the graph passes
+  uops: list[UOp] = field(default_factory=list)
+
+def lower_ast(ast:UOp) -> LoweredKernel:
+  sink = graph_rewrite(ast, pm_const_fold, name="constant folding")
+  sink = graph_rewrite(sink, pm_end_loops, name="end loops")
+  sink = graph_rewrite(sink, pm_reduce, ctx=ReduceContext(_loop_ranges(ast)), name="reduce to accumulator")
+  return LoweredKernel(ast, sink, linearize(sink))
+
+def get_program(ast:UOp, renderer):
+  """ProgramSpec for a kernel AST on a renderer."""
+  k = lower_ast(ast)
+  return renderer.to_program(k.uops)

@@ -1,0 +1,47 @@
+"""Running a schedule: each ScheduleItem is lowered (tinygrad.codegen), rendered, compiled (cached by the device) and launched."""
+from __future__ import annotations
+import time
+from tinygrad.helpers import DEBUG, GlobalCounters, colored
+from tinygrad.device import Device
+from tinygrad.schedule import ScheduleItem
+from tinygrad.codegen import lower_ast
+
+_specs: dict = {}   # (kernel AST, device) -> ProgramSpec
+
+def get_spec(si:ScheduleItem, device:str):
+  if (spec := _specs.get(key := (si.ast, device))) is None:
+    dev = Device[device]
+    k = lower_ast(si.ast)
+    if DEBUG >= 3:
+      print(si.ast)
+      for i, u in enumerate(k.uops): print(f"{i:4d} {str(u.op):20s} {str(u.dtype):20s} {u.arg!r}")
+    _specs[key] = spec = dev.renderer.to_program(k.uops)
+    if DEBUG >= 4: print(spec.src)
+  return spec
+
+def run_schedule(schedule:list[ScheduleItem]) -> None:
+  """Runs the kernels in order, counting them in GlobalCounters. DEBUG=1: a summary line, 2: a line per kernel, 3: the kernel
+  AST and its linear UOps, 4: the C source (3 and 4 when a kernel is first compiled)."""
+  if not schedule: return
+  st_all, ops0, mem0 = time.perf_counter(), GlobalCounters.global_ops, GlobalCounters.global_mem
+  for si in schedule:
+    device = si.bufs[0].device
+    spec = get_spec(si, device)
+    dev = Device[device]
+    timed = DEBUG >= 2
+    st = time.perf_counter()
+    et = dev.run(spec, si.bufs, wait=timed)
+    if et is None: et = time.perf_counter() - st
+    est = spec.estimates
+    GlobalCounters.kernel_count += 1
+    GlobalCounters.global_ops += est.ops
+    GlobalCounters.global_mem += est.mem
+    GlobalCounters.time_sum_s += et
+    if DEBUG >= 2:
+      print(f"*** {device:7s} {GlobalCounters.kernel_count:4d} {colored(spec.name, 'yellow' if spec.name.startswith('r') else 'cyan'):30s} "
+            f"arg {len(si.bufs):2d} mem {GlobalCounters.mem_used/1e9:5.2f} GB tm {et*1e6:9.2f}us "
+            f"{est.ops/max(et, 1e-9)*1e-9:8.2f} GFLOPS {est.mem/max(et, 1e-9)*1e-9:7.2f} GB/s")
+  if DEBUG >= 1:
+    et_all = time.perf_counter() - st_all
+    print(f"ran {len(schedule)} kernel{'s' if len(schedule) != 1 else ''} in {et_all*1e3:.2f} ms, {GlobalCounters.global_ops - ops0} ops, "
+          f"{GlobalCounters.global_mem - mem0} bytes (total {GlobalCounters.kernel_count} kernels, {GlobalCounters.time_sum_s*1e3:.2f} ms)")

@@ -1,0 +1,468 @@
+"""Tensor: a lazy n-d array. Operations build a tensor graph of UOps (see tinygrad/schedule/shape.py for its conventions);
+realize() schedules the graph into kernels (tinygrad.schedule), which are lowered, rendered, compiled and run (tinygrad.engine)."""
+from __future__ import annotations
+import math
+from typing import Any
+from tinygrad.uop.ops import UOp, Ops
+from tinygrad.dtype import DType, DTypeLike, dtypes, to_dtype, least_upper_dtype, strong_dtype, sum_acc_dtype, _to_np_dtype, _from_np_dtype
+from tinygrad.helpers import prod, argfix, make_tuple
+from tinygrad.device import Device
+from tinygrad.schedule import new_buffer, buffer_view, buffers, realized, as_buffer, create_schedule
+from tinygrad.schedule.shape import shape_of
+from tinygrad.engine.realize import run_schedule
+
+__all__ = ["Tensor"]
+
+def _canon_device(device:str|None) -> str: return Device.canonicalize(device) if device is not None else Device.DEFAULT
+
+def _weak(x) -> DType:
+  if isinstance(x, bool): return dtypes.bool
+  if isinstance(x, int): return dtypes.weakint
+  if isinstance(x, float): return dtypes.weakfloat
+  raise TypeError(f"can't use {type(x).__name__} {x!r} in a Tensor operation")
+
+def _broadcast_shape(*shapes:tuple[int, ...]) -> tuple[int, ...]:
+  n = max(len(s) for s in shapes)
+  padded = [(1,) * (n - len(s)) + tuple(s) for s in shapes]
+  ret = []
+  for dims in zip(*padded):
+    non1 = {d for d in dims if d != 1}
+    if len(non1) > 1: raise RuntimeError(f"shapes {' and '.join(str(tuple(s)) for s in shapes)} can't be broadcast together")
+    ret.append(non1.pop() if non1 else 1)
+  return tuple(ret)
+
+class Tensor:
+  __slots__ = ("uop", "_device", "requires_grad")
+
+  def __init__(self, data:Any, device:str|None=None, dtype:DTypeLike|None=None, requires_grad:bool|None=None):
+    self.requires_grad = requires_grad
+    dtype = to_dtype(dtype) if dtype is not None else None
+    self._device = _canon_device(device)
+    if isinstance(data, UOp):
+      self.uop = data if dtype is None or data.dtype is dtype else UOp(Ops.CAST, dtype, (data,), dtype)
+      return
+    if isinstance(data, (bool, int, float)):
+      dt = dtype or strong_dtype(_weak(data))
+      self.uop = UOp.const(dt.const(data), dt)
+      return
+    import numpy as np
+    if isinstance(data, (bytes, bytearray)): data, dtype = np.frombuffer(data, dtype=np.uint8), dtype or dtypes.uint8
+    if isinstance(data, np.generic): data = np.asarray(data)
+    if isinstance(data, (list, tuple)):
+      dt = dtype or (strong_dtype(dtypes.from_py(data)) if _nonempty(data) else dtypes.default_float)
+      npdt = _to_np_dtype(dt)
+      arr = np.array(data, dtype=npdt if npdt is not None else np.float32)
+    elif isinstance(data, np.ndarray):
+      arr, dt = data, dtype or _from_np_dtype(data.dtype)
+      npdt = _to_np_dtype(dt)
+      if npdt is not None and arr.dtype != npdt: arr = arr.astype(npdt)
+      elif npdt is None: arr = arr.astype(np.float32)
+    else: raise TypeError(f"can't make a Tensor from {type(data).__name__}")
+    arr = np.ascontiguousarray(arr)
+    buf = new_buffer(self._device, arr.size, _from_np_dtype(arr.dtype))
+    buffers[buf].allocate().copyin(memoryview(arr.reshape(-1).view(np.uint8)))
+    self.uop = buffer_view(buf, arr.shape)
+    if buf.dtype is not dt: self.uop = UOp(Ops.CAST, dt, (self.uop,), dt)
+
+  # ***** properties *****
+  @property
+  def shape(self) -> tuple[int, ...]: return shape_of(self.uop)
+  @property
+  def dtype(self) -> DType: return self.uop.dtype
+  @property
+  def device(self) -> str: return self._device
+  @property
+  def ndim(self) -> int: return len(self.shape)
+  def numel(self) -> int: return prod(self.shape)
+  def element_size(self) -> int: return self.dtype.itemsize
+  def nbytes(self) -> int: return self.numel() * self.dtype.itemsize
+  def __len__(self):
+    if not self.shape: raise TypeError("len() of a 0-d tensor")
+    return self.shape[0]
+  def __repr__(self): return f"<Tensor {self.shape} {self.dtype} on {self.device}>"
+  def _new(self, u:UOp) -> Tensor:
+    ret = Tensor.__new__(Tensor)
+    ret.uop, ret._device, ret.requires_grad = u, self._device, None
+    return ret
+
+  # ***** running *****
+  def schedule(self, *lst:Tensor):
+    """The kernels realize() would run (ScheduleItems), and {tensor uop: BUFFER}."""
+    return create_schedule([t.uop for t in (self,) + lst], [t.device for t in (self,) + lst])
+  def realize(self, *lst:Tensor) -> Tensor:
+    tensors = (self,) + lst
+    items, bufs = create_schedule([t.uop for t in tensors], [t.device for t in tensors])
+    run_schedule(items)
+    for t in tensors:
+      if (b := bufs.get(t.uop)) is None: continue
+      view = buffer_view(b, t.shape)
+      if view is not t.uop:
+        realized[t.uop] = view
+        t.uop = view
+    return self
+  def _buffer(self):
+    t = self if (b := as_buffer(self.uop)) is not None and b.src[0].arg == self.numel() else self.contiguous()
+    t.realize()
+    return buffers[as_buffer(t.uop)]
+  def numpy(self):
+    import numpy as np
+    if self.numel() == 0: return np.zeros(self.shape, dtype=_to_np_dtype(self.dtype) or np.float32)
+    buf = self._buffer()
+    return buf.numpy().reshape(self.shape).copy()
+  def data(self) -> memoryview:
+    return self._buffer().as_buffer()
+  def tolist(self): return self.numpy().tolist()
+  def item(self):
+    if self.numel() != 1: raise ValueError(f"item() needs a tensor with one element, got shape {self.shape}")
+    return self.numpy().reshape(()).item()
+  def contiguous(self) -> Tensor:
+    if (b := as_buffer(self.uop)) is not None and b.src[0].arg == self.numel(): return self
+    return self._new(UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,)))
+
+  # ***** creation *****
+  @staticmethod
+  def empty(*shape, device:str|None=None, dtype:DTypeLike|None=None) -> Tensor:
+    shape, dt = argfix(*shape), to_dtype(dtype) if dtype is not None else dtypes.default_float
+    buf = new_buffer(_canon_device(device), prod(shape), dt)
+    buffers[buf].allocate()
+    return Tensor(buffer_view(buf, shape), device=device)
+  @staticmethod
+  def full(shape, fill_value, device:str|None=None, dtype:DTypeLike|None=None) -> Tensor:
+    shape = make_tuple(shape, 1) if isinstance(shape, int) else tuple(shape)
+    return Tensor(fill_value, device=device, dtype=dtype).reshape((1,) * len(shape)).expand(shape)
+  @staticmethod
+  def zeros(*shape, device:str|None=None, dtype:DTypeLike|None=None) -> Tensor:
+    return Tensor.full(argfix(*shape), 0.0, device=device, dtype=dtype or dtypes.default_float)
+  @staticmethod
+  def ones(*shape, device:str|None=None, dtype:DTypeLike|None=None) -> Tensor:
+    return Tensor.full(argfix(*shape), 1.0, device=device, dtype=dtype or dtypes.default_float)
+  @staticmethod
+  def arange(start, stop=None, step=1, device:str|None=None, dtype:DTypeLike|None=None) -> Tensor:
+    import numpy as np
+    if stop is None: start, stop = 0, start
+    dt = to_dtype(dtype) if dtype is not None else (dtypes.default_float if any(isinstance(x, float) for x in (start, stop, step))
+                                                     else dtypes.default_int)
+    n = max(math.ceil((stop - start) / step), 0)
+    vals = np.array([start + i * step for i in range(n)], dtype=np.float64 if dtypes.is_float(dt) else np.int64)
+    return Tensor(vals, device=device, dtype=dt)
+  @staticmethod
+  def eye(n:int, m:int|None=None, device:str|None=None, dtype:DTypeLike|None=None) -> Tensor:
+    """The n x m identity: ones where the row index equals the column index (computed in the kernel from two aranges)."""
+    if n < 0 or (m is not None and m < 0): raise ValueError(f"eye needs non-negative sizes, got {n}, {m}")
+    rows, cols = Tensor.arange(n, device=device), Tensor.arange(n if m is None else m, device=device)
+    return (rows.unsqueeze(1) == cols.unsqueeze(0)).cast(dtype or dtypes.default_float)
+  @staticmethod
+  def linspace(start, stop, steps:int, device:str|None=None, dtype:DTypeLike|None=None) -> Tensor:
+    if steps < 0: raise ValueError(f"linspace needs steps >= 0, got {steps}")
+    dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
+    if steps == 1: return Tensor([start], device=device, dtype=dt)
+    step = (stop - start) / max(steps - 1, 1)
+    return (Tensor.arange(steps, device=device).cast(dtypes.default_float) * step + start).cast(dt)
+  def full_like(self, fill_value, dtype:DTypeLike|None=None) -> Tensor:
+    return Tensor.full(self.shape, fill_value, device=self.device, dtype=dtype or self.dtype)
+  def zeros_like(self, dtype:DTypeLike|None=None) -> Tensor: return self.full_like(0, dtype)
+  def ones_like(self, dtype:DTypeLike|None=None) -> Tensor: return self.full_like(1, dtype)
+
+  # ***** elementwise *****
+  def _alu(self, op:Ops, *srcs:Tensor, dtype:DType|None=None) -> Tensor:
+    return self._new(UOp(op, dtype or self.dtype, (self.uop,) + tuple(s.uop for s in srcs)))
+  def cast(self, dtype:DTypeLike) -> Tensor:
+    dt = to_dtype(dtype)
+    return self if dt is self.dtype else self._new(UOp(Ops.CAST, dt, (self.uop,), dt))
+  def bitcast(self, dtype:DTypeLike) -> Tensor:
+    dt = to_dtype(dtype)
+    if dt.itemsize != self.dtype.itemsize: raise RuntimeError(f"bitcast from {self.dtype} to {dt} needs the same itemsize")
+    return self if dt is self.dtype else self._new(UOp(Ops.BITCAST, dt, (self.uop,), dt))
+  def float(self) -> Tensor: return self.cast(dtypes.float32)
+  def half(self) -> Tensor: return self.cast(dtypes.float16)
+  def int(self) -> Tensor: return self.cast(dtypes.int32)
+  def bool(self) -> Tensor: return self.cast(dtypes.bool)
+
+  def _const_like(self, x, dtype:DType) -> Tensor:
+    return Tensor(dtype.const(x), device=self.device, dtype=dtype).reshape((1,) * self.ndim).expand(self.shape) if self.ndim else \
+      Tensor(dtype.const(x), device=self.device, dtype=dtype)
+  def _broadcasted(self, y, reverse:bool=False, match_dtype:bool=True) -> tuple[Tensor, Tensor]:
+    x = self
+    if not isinstance(y, Tensor):
+      out = strong_dtype(least_upper_dtype(x.dtype, _weak(y))) if match_dtype else strong_dtype(_weak(y))
+      x, y = x.cast(out), x._const_like(y, out)
+    elif match_dtype and x.dtype is not y.dtype:
+      out = least_upper_dtype(x.dtype, y.dtype)
+      x, y = x.cast(out), y.cast(out)
+    if reverse: x, y = y, x
+    shape = _broadcast_shape(x.shape, y.shape)
+    return x._expand_to(shape), y._expand_to(shape)
+  def _expand_to(self, shape:tuple[int, ...]) -> Tensor:
+    if self.shape == shape: return self
+    return self.reshape((1,) * (len(shape) - self.ndim) + self.shape).expand(shape)
+
+  def add(self, x, reverse=False) -> Tensor:
+    a, b = self._broadcasted(x, reverse)
+    return a._alu(Ops.OR if a.dtype is dtypes.bool else Ops.ADD, b)
+  def sub(self, x, reverse=False) -> Tensor:
+    a, b = self._broadcasted(x, reverse)
+    if a.dtype is dtypes.bool: raise RuntimeError("subtraction of bool tensors is not supported, use logical_xor")
+    return a._alu(Ops.SUB, b)
+  def mul(self, x, reverse=False) -> Tensor:
+    a, b = self._broadcasted(x, reverse)
+    return a._alu(Ops.AND if a.dtype is dtypes.bool else Ops.MUL, b)
+  def div(self, x, reverse=False) -> Tensor:
+    a, b = self._broadcasted(x, reverse)
+    if not dtypes.is_float(a.dtype): a, b = a.cast(dtypes.default_float), b.cast(dtypes.default_float)
+    return a._alu(Ops.FDIV, b)
+  def neg(self) -> Tensor: return self.logical_not() if self.dtype is dtypes.bool else self._alu(Ops.NEG)
+  def logical_not(self) -> Tensor: return self.cast(dtypes.bool)._alu(Ops.CMPNE, self._const_like(True, dtypes.bool), dtype=dtypes.bool)
+  def _cmp(self, op:Ops, x, reverse=False) -> Tensor:
+    a, b = self._broadcasted(x, reverse)
+    return a._alu(op, b, dtype=dtypes.bool)
+  def __lt__(self, x) -> Tensor: return self._cmp(Ops.CMPLT, x)
+  def __gt__(self, x) -> Tensor: return self._cmp(Ops.CMPLT, x, True)
+  def __ge__(self, x) -> Tensor: return (self < x).logical_not()
+  def __le__(self, x) -> Tensor: return (self > x).logical_not()
+  def __eq__(self, x) -> Tensor: return self._cmp(Ops.CMPEQ, x)  # type: ignore[override]
+  def __ne__(self, x) -> Tensor: return self._cmp(Ops.CMPNE, x)  # type: ignore[override]
+  __hash__ = object.__hash__
+  def maximum(self, x) -> Tensor:
+    a, b = self._broadcasted(x)
+    return a._alu(Ops.MAX, b)
+  def minimum(self, x) -> Tensor:
+    a, b = self._broadcasted(x)
+    return (a < b).where(a, b)
+  def where(self, x, y) -> Tensor:
+    cond = self.cast(dtypes.bool)
+    if isinstance(x, Tensor) and isinstance(y, Tensor): x, y = x._broadcasted(y)
+    elif isinstance(x, Tensor): x, y = x._broadcasted(y)
+    elif isinstance(y, Tensor): y, x = y._broadcasted(x)
+    else:
+      dt = strong_dtype(least_upper_dtype(_weak(x), _weak(y)))
+      x, y = Tensor(x, device=self.device, dtype=dt), Tensor(y, device=self.device, dtype=dt)
+    shape = _broadcast_shape(cond.shape, x.shape, y.shape)
+    cond, x, y = cond._expand_to(shape), x._expand_to(shape), y._expand_to(shape)
+    return cond._alu(Ops.WHERE, x, y, dtype=x.dtype)
+  def bitwise_and(self, x, reverse=False) -> Tensor: return self._bitwise(Ops.AND, x, reverse)
+  def bitwise_or(self, x, reverse=False) -> Tensor: return self._bitwise(Ops.OR, x, reverse)
+  def bitwise_xor(self, x, reverse=False) -> Tensor: return self._bitwise(Ops.XOR, x, reverse)
+  def _bitwise(self, op:Ops, x, reverse) -> Tensor:
+    a, b = self._broadcasted(x, reverse)
+    if not (dtypes.is_int(a.dtype) or a.dtype is dtypes.bool): raise RuntimeError(f"{op} needs int or bool tensors, got {a.dtype}")
+    return a._alu(op, b)
+  def bitwise_not(self) -> Tensor:
+    if self.dtype is dtypes.bool: return self.logical_not()
+    if not dtypes.is_int(self.dtype): raise RuntimeError(f"bitwise_not needs an int or bool tensor, got {self.dtype}")
+    return self._alu(Ops.XOR, self._const_like(-1 if not dtypes.is_unsigned(self.dtype) else self.dtype.max, self.dtype))
+
+  # unary math (ints compute in the default float)
+  def _float_unary(self, op:Ops) -> Tensor:
+    x = self if dtypes.is_float(self.dtype) else self.cast(dtypes.default_float)
+    return x._alu(op)
+  def sqrt(self) -> Tensor: return self._float_unary(Ops.SQRT)
+  def exp2(self) -> Tensor: return self._float_unary(Ops.EXP2)
+  def log2(self) -> Tensor: return self._float_unary(Ops.LOG2)
+  def sin(self) -> Tensor: return self._float_unary(Ops.SIN)
+  def reciprocal(self) -> Tensor: return self._float_unary(Ops.RECIPROCAL)
+  def exp(self) -> Tensor: return (self if dtypes.is_float(self.dtype) else self.cast(dtypes.default_float)).mul(1 / math.log(2)).exp2()
+  def log(self) -> Tensor: return self.log2().mul(math.log(2))
+  def cos(self) -> Tensor: return (self if dtypes.is_float(self.dtype) else self.cast(dtypes.default_float)).sub(math.pi / 2, True).sin()
+  def relu(self) -> Tensor: return (self > 0).where(self, 0)
+  def abs(self) -> Tensor: return (self < 0).where(-self, self)
+  def square(self) -> Tensor: return self * self
+
+  __add__ = add
+  def __radd__(self, x): return self.add(x, True)
+  __sub__ = sub
+  def __rsub__(self, x): return self.sub(x, True)
+  __mul__ = mul
+  def __rmul__(self, x): return self.mul(x, True)
+  __truediv__ = div
+  def __rtruediv__(self, x): return self.div(x, True)
+  def __neg__(self): return self.neg()
+  def __and__(self, x): return self.bitwise_and(x)
+  def __rand__(self, x): return self.bitwise_and(x, True)
+  def __or__(self, x): return self.bitwise_or(x)
+  def __ror__(self, x): return self.bitwise_or(x, True)
+  def __xor__(self, x): return self.bitwise_xor(x)
+  def __rxor__(self, x): return self.bitwise_xor(x, True)
+  def __invert__(self): return self.bitwise_not()
+  def __matmul__(self, x): return self.matmul(x)
+  def __rmatmul__(self, x): return Tensor(x, device=self.device).matmul(self) if not isinstance(x, Tensor) else x.matmul(self)
+
+  # ***** reductions *****
+  def _axes(self, axis) -> tuple[int, ...]:
+    if axis is None: return tuple(range(self.ndim))
+    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    return tuple(sorted({self._norm_axis(a) for a in axes}))
+  def _norm_axis(self, a:int, extra:int=0) -> int:
+    n = self.ndim + extra
+    if not -max(n, 1) <= a < max(n, 1): raise IndexError(f"dimension {a} is out of range for a tensor of shape {self.shape} "
+                                                          f"(expected to be in [{-max(n, 1)}, {max(n, 1) - 1}])")
+    return a + n if a < 0 else a
+  def _reduce(self, op:Ops, axis=None, keepdim:bool=False) -> Tensor:
+    axes = tuple(a for a in self._axes(axis) if a < self.ndim)
+    ret = self._new(UOp(Ops.REDUCE, self.dtype, (self.uop,), (op, axes))) if axes else self
+    if keepdim: return ret
+    return ret.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
+  def sum(self, axis=None, keepdim=False, dtype:DTypeLike|None=None) -> Tensor:
+    acc = to_dtype(dtype) if dtype is not None else sum_acc_dtype(self.dtype)
+    ret = self.cast(acc)._reduce(Ops.ADD, axis, keepdim)
+    return ret.cast(self.dtype) if dtype is None and self.dtype in (dtypes.float16, dtypes.bfloat16) else ret
+  def prod(self, axis=None, keepdim=False, dtype:DTypeLike|None=None) -> Tensor:
+    return self.cast(to_dtype(dtype) if dtype is not None else self.dtype)._reduce(Ops.MUL, axis, keepdim)
+  def max(self, axis=None, keepdim=False) -> Tensor: return self._reduce(Ops.MAX, axis, keepdim)
+  def _inverse(self) -> Tensor:
+    if dtypes.is_float(self.dtype): return -self
+    return self.logical_not() if self.dtype is dtypes.bool else ~self
+  def min(self, axis=None, keepdim=False) -> Tensor: return self._inverse().max(axis, keepdim)._inverse()
+  def mean(self, axis=None, keepdim=False) -> Tensor:
+    x = self if dtypes.is_float(self.dtype) else self.cast(dtypes.default_float)
+    cnt = prod(s for i, s in enumerate(self.shape) if i in self._axes(axis))
+    ret = x.sum(axis, keepdim)
+    return ret.div(cnt) if cnt > 0 else ret.mul(float("nan"))
+
+  # ***** movement *****
+  def reshape(self, shape, *args) -> Tensor:
+    shape = tuple(argfix(shape, *args))
+    if shape.count(-1) > 1: raise RuntimeError(f"only one dimension can be inferred, got {shape}")
+    if -1 in shape:
+      rest = prod(s for s in shape if s != -1)
+      if rest == 0 or self.numel() % rest: raise RuntimeError(f"shape {shape} is invalid for input of shape {self.shape}")
+      shape = tuple(self.numel() // rest if s == -1 else s for s in shape)
+    if any(not isinstance(s, int) or s < 0 for s in shape): raise RuntimeError(f"invalid shape {shape}")
+    if prod(shape) != self.numel(): raise RuntimeError(f"shape {shape} is invalid for input of shape {self.shape} ({self.numel()} elements)")
+    return self if shape == self.shape else self._new(UOp(Ops.RESHAPE, self.dtype, (self.uop,), shape))
+  def permute(self, order, *args) -> Tensor:
+    order = tuple(self._norm_axis(a) for a in argfix(order, *args))
+    if sorted(order) != list(range(self.ndim)): raise RuntimeError(f"permute order {order} is not a permutation of the dims of {self.shape}")
+    return self if order == tuple(range(self.ndim)) else self._new(UOp(Ops.PERMUTE, self.dtype, (self.uop,), order))
+  def expand(self, shape, *args) -> Tensor:
+    shape = tuple(argfix(shape, *args))
+    if len(shape) < self.ndim: raise RuntimeError(f"can't expand {self.shape} to {shape}: fewer dims")
+    x = self.reshape((1,) * (len(shape) - self.ndim) + self.shape) if len(shape) > self.ndim else self
+    new = tuple(o if s == -1 else s for s, o in zip(shape, x.shape))
+    if any(o != 1 and o != s for s, o in zip(new, x.shape)): raise RuntimeError(f"can't expand {self.shape} to {shape}")
+    return x if new == x.shape else x._new(UOp(Ops.EXPAND, self.dtype, (x.uop,), new))
+  def pad(self, padding, value:float=0.0) -> Tensor:
+    if all(isinstance(p, int) for p in padding):  # torch style: (left, right) pairs from the last dim
+      if len(padding) % 2 or len(padding) // 2 > self.ndim: raise ValueError(f"invalid padding {padding} for shape {self.shape}")
+      pairs = [(0, 0)] * self.ndim
+      for i in range(len(padding) // 2): pairs[self.ndim - 1 - i] = (padding[2*i], padding[2*i+1])
+    else:
+      if len(padding) != self.ndim: raise ValueError(f"padding {padding} needs one entry per dim of {self.shape}")
+      pairs = [(0, 0) if p is None else tuple(p) for p in padding]
+    x = self.shrink(tuple((-min(b, 0), s + min(a, 0)) for s, (b, a) in zip(self.shape, pairs)))
+    pos = tuple((max(b, 0), max(a, 0)) for b, a in pairs)
+    if all(p == (0, 0) for p in pos): return x
+    ret = x._new(UOp(Ops.PAD, x.dtype, (x.uop,), pos))
+    if value == 0: return ret
+    mask = x._new(UOp(Ops.PAD, dtypes.bool, (x._const_like(True, dtypes.bool).uop,), pos))
+    return mask.where(ret, value)
+  def shrink(self, arg) -> Tensor:
+    if len(arg) != self.ndim: raise ValueError(f"shrink {arg} needs one entry per dim of {self.shape}")
+    arg = tuple((0, s) if a is None else tuple(a) for a, s in zip(arg, self.shape))
+    if any(not 0 <= b <= e <= s for (b, e), s in zip(arg, self.shape)): raise ValueError(f"invalid shrink {arg} for shape {self.shape}")
+    if all(a == (0, s) for a, s in zip(arg, self.shape)): return self
+    return self._new(UOp(Ops.SHRINK, self.dtype, (self.uop,), arg))
+  def flip(self, axis, *args) -> Tensor:
+    axes = {self._norm_axis(a) for a in argfix(axis, *args)}
+    flips = tuple(i in axes and s > 1 for i, s in enumerate(self.shape))
+    return self if not any(flips) else self._new(UOp(Ops.FLIP, self.dtype, (self.uop,), flips))
+  def transpose(self, dim0:int=1, dim1:int=0) -> Tensor:
+    order = list(range(self.ndim))
+    d0, d1 = self._norm_axis(dim0), self._norm_axis(dim1)
+    order[d0], order[d1] = order[d1], order[d0]
+    return self.permute(order)
+  @property
+  def T(self) -> Tensor: return self.transpose() if self.ndim >= 2 else self
+  def flatten(self, start_dim:int=0, end_dim:int=-1) -> Tensor:
+    if self.ndim == 0: return self.reshape(1)
+    s, e = self._norm_axis(start_dim), self._norm_axis(end_dim)
+    return self.reshape(self.shape[:s] + (prod(self.shape[s:e+1]),) + self.shape[e+1:])
+  def squeeze(self, dim:int|None=None) -> Tensor:
+    if dim is None: return self.reshape(tuple(s for s in self.shape if s != 1))
+    d = self._norm_axis(dim)
+    return self if self.shape[d] != 1 else self.reshape(self.shape[:d] + self.shape[d+1:])
+  def unsqueeze(self, dim:int) -> Tensor:
+    d = self._norm_axis(dim, extra=1)
+    return self.reshape(self.shape[:d] + (1,) + self.shape[d:])
+
+  def __getitem__(self, indices) -> Tensor:
+    idx = list(indices) if isinstance(indices, tuple) else [indices]
+    if sum(i is Ellipsis for i in idx) > 1: raise IndexError("an index can only have a single ellipsis")
+    n_real = sum(1 for i in idx if i is not None and i is not Ellipsis)
+    if n_real > self.ndim: raise IndexError(f"too many indices for tensor of dimension {self.ndim} (shape {self.shape})")
+    if Ellipsis in idx:
+      e = idx.index(Ellipsis)
+      idx = idx[:e] + [slice(None)] * (self.ndim - n_real) + idx[e+1:]
+    else: idx += [slice(None)] * (self.ndim - n_real)
+    x, dim, final = self, 0, []
+    for i in idx:
+      if i is None:
+        final.append(1)
+        continue
+      n = x.shape[dim]
+      if isinstance(i, bool) or not isinstance(i, (int, slice)):
+        raise TypeError(f"index of type {type(i).__name__} is not supported (ints, slices, None, ...)")
+      if isinstance(i, int):
+        if not -n <= i < n: raise IndexError(f"index {i} is out of bounds for dimension {dim} with size {n}")
+        i = i + n if i < 0 else i
+        x = x.shrink(tuple((i, i+1) if d == dim else None for d in range(x.ndim)))
+      else:
+        start, stop, step = i.indices(n)
+        cnt = len(range(start, stop, step))
+        if step < 0:
+          x = x.flip(dim)
+          start, step = n - 1 - start, -step
+        if cnt == 0: x = x.shrink(tuple((0, 0) if d == dim else None for d in range(x.ndim)))
+        else:
+          end = start + (cnt - 1) * step + 1
+          x = x.shrink(tuple((start, end) if d == dim else None for d in range(x.ndim)))
+          if step > 1:
+            x = x.pad(tuple((0, cnt * step - (end - start)) if d == dim else None for d in range(x.ndim)))
+            x = x.reshape(x.shape[:dim] + (cnt, step) + x.shape[dim+1:])
+            x = x.shrink(tuple((0, 1) if d == dim + 1 else None for d in range(x.ndim)))
+            x = x.reshape(x.shape[:dim+1] + x.shape[dim+2:])
+        final.append(cnt)
+      dim += 1
+    # the int-indexed dims are size 1 in x; the final shape drops them and adds the None dims
+    out, d = [], 0
+    for i in idx:
+      if i is None: out.append(1)
+      else:
+        if not isinstance(i, int): out.append(x.shape[d])
+        d += 1
+    return x.reshape(tuple(out))
+
+  # ***** combining *****
+  def cat(self, *args:Tensor, dim:int=0) -> Tensor:
+    tensors = (self,) + args
+    d = self._norm_axis(dim)
+    for t in tensors:
+      if t.ndim != self.ndim or any(a != b for i, (a, b) in enumerate(zip(t.shape, self.shape)) if i != d):
+        raise RuntimeError(f"cat needs the same shape except in dim {d}, got {[t.shape for t in tensors]}")
+    dt = least_upper_dtype(*(t.dtype for t in tensors))
+    total, off, ret = sum(t.shape[d] for t in tensors), 0, None
+    for t in tensors:
+      p = t.cast(dt).pad(tuple((off, total - off - t.shape[d]) if i == d else None for i in range(self.ndim)))
+      ret = p if ret is None else ret._alu(Ops.OR if dt is dtypes.bool else Ops.ADD, p)
+      off += t.shape[d]
+    return ret
+  @staticmethod
+  def stack(*args:Tensor, dim:int=0) -> Tensor:
+    if len(args) == 1 and isinstance(args[0], (list, tuple)): args = tuple(args[0])
+    d = args[0]._norm_axis(dim, extra=1)
+    return args[0].unsqueeze(d).cat(*[t.unsqueeze(d) for t in args[1:]], dim=d)
+
+  def dot(self, w:Tensor) -> Tensor: return self.matmul(w)
+  def matmul(self, w:Tensor) -> Tensor:
+    if not isinstance(w, Tensor): w = Tensor(w, device=self.device)
+    if self.ndim == 0 or w.ndim == 0: raise RuntimeError(f"matmul needs at least 1-d tensors, got {self.shape} and {w.shape}")
+    x, wt = self, w
+    if x.ndim == 1: x = x.unsqueeze(0)
+    if wt.ndim == 1: wt = wt.unsqueeze(-1)
+    if x.shape[-1] != wt.shape[-2]: raise RuntimeError(f"matmul shapes {self.shape} and {w.shape} don't match ({x.shape[-1]} != {wt.shape[-2]})")
+    ret = (x.unsqueeze(-2) * wt.transpose(-1, -2).unsqueeze(-3)).sum(-1)
+    if self.ndim == 1: ret = ret.squeeze(-2)
+    if w.ndim == 1: ret = ret.squeeze(-1)
+    return ret
+
+def _nonempty(data) -> bool:
+  return len(data) > 0 and (not isinstance(data[0], (list, tuple)) or any(_nonempty(d) for d in data))

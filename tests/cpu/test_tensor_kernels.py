@@ -1,0 +1,229 @@
+# Kernel counts, kernel names, generated C and DEBUG output of the Tensor -> schedule -> codegen -> C pipeline.
+import numpy as np
+import pytest
+from tinygrad import Tensor, Device
+from tinygrad.helpers import GlobalCounters, Context
+from tinygrad.uop.ops import Ops
+from tinygrad.codegen import lower_ast
+from tinygrad.engine.realize import get_spec
+
+pytestmark = pytest.mark.cpu
+
+def count_kernels(t:Tensor) -> int:
+  GlobalCounters.reset()
+  t.realize()
+  return GlobalCounters.kernel_count
+
+def src_of(t:Tensor) -> list[str]:
+  items, _ = t.schedule()
+  return [get_spec(si, si.bufs[0].device).src for si in items]
+
+@pytest.fixture
+def x(): return Tensor(np.arange(16, dtype=np.float32).reshape(4, 4) + 1).realize()
+
+class TestKernelCount:
+  def test_elementwise_chain_is_one_kernel(self, x):
+    y = x
+    for i in range(10): y = (y * 1.01 + 0.5) if i % 2 else (y - 0.25).sqrt()
+    assert count_kernels(y) == 1
+  def test_chain_of_unary_one_kernel(self, x):
+    assert count_kernels(((x + 1) * 2 - 3).sqrt().exp().log().sin().cos().reciprocal()) == 1
+  def test_sum_of_product_is_one_kernel(self, x):
+    y = Tensor(np.ones((4, 4), dtype=np.float32)).realize()
+    t = (x * y).sum()
+    assert count_kernels(t) == 1
+    assert t.item() == pytest.approx(136.0)
+  def test_reduce_then_elementwise_fuses(self, x):
+    t = x.sum(1) * 2 + 1
+    assert count_kernels(t) == 1
+    np.testing.assert_allclose(t.numpy(), (np.arange(16).reshape(4, 4) + 1).sum(1) * 2 + 1)
+  def test_softmax_at_most_3(self, x):
+    m = x - x.max(1, keepdim=True)
+    e = m.exp()
+    t = e / e.sum(1, keepdim=True)
+    assert count_kernels(t) <= 3
+    ref = np.exp(x.numpy() - x.numpy().max(1, keepdims=True))
+    np.testing.assert_allclose(t.numpy(), ref / ref.sum(1, keepdims=True), rtol=1e-5)
+  def test_movement_makes_no_copies(self, x):
+    t = x.permute(1, 0)[::2].flip(0).pad(((1, 1), (0, 0))).reshape(-1) + 1
+    assert count_kernels(t) == 1
+  def test_matmul_is_one_kernel(self, x):
+    assert count_kernels(x @ x) == 1
+  def test_full_plus_full_one_kernel_storing_3(self):
+    t = (Tensor.full((10, 10), 1) + Tensor.full((10, 10), 2)).contiguous()
+    srcs = src_of(t)
+    assert len(srcs) == 1 and "= 3;" in srcs[0]
+    assert count_kernels(t) == 1
+    assert t.numpy().tolist() == [[3] * 10] * 10
+  def test_realized_input_no_kernel(self, x):
+    assert count_kernels(x) == 0
+  def test_cached_program_reused(self, x):
+    dev = Device["CPU"]
+    (x + 123.5).realize()
+    before = dev.compiler.stats["compiled"] + dev.compiler.stats["mem_hits"] + dev.compiler.stats["disk_hits"]
+    (x + 123.5).realize()
+    after = dev.compiler.stats["compiled"] + dev.compiler.stats["mem_hits"] + dev.compiler.stats["disk_hits"]
+    assert after == before
+
+class TestSchedule:
+  def test_schedule_is_inspectable(self, x):
+    items, outs = (x.sum(1) + 1).schedule()
+    assert len(items) == 1
+    si = items[0]
+    assert si.ast.op is Ops.SINK and si.ast.src[0].op is Ops.STORE
+    assert any(u.op is Ops.REDUCE for u in si.ast.toposort())
+    assert si.bufs[0].size == 4 and si.bufs[1].size == 16
+  def test_kernel_ast_ops(self, x):
+    items, _ = (x * 2).sum(0).schedule()
+    ops = {u.op for u in items[0].ast.toposort()}
+    assert {Ops.SINK, Ops.STORE, Ops.INDEX, Ops.LOAD, Ops.RANGE, Ops.REDUCE, Ops.MUL, Ops.PARAM} <= ops
+  def test_linear_uops(self, x):
+    items, _ = x.sum(0).schedule()
+    uops = lower_ast(items[0].ast).uops
+    assert uops[0].op is Ops.SINK and Ops.REDUCE not in {u.op for u in uops}
+    opens = [u for u in uops if u.op is Ops.RANGE]
+    ends = [u for u in uops if u.op is Ops.END]
+    assert len(opens) == len(ends) == 2
+
+class TestNames:
+  def test_elementwise_name(self, x):
+    assert [si.name for si in (x + 1).schedule()[0]] == ["E_16"]
+  def test_reduce_name(self, x):
+    assert [si.name for si in x.sum(1).schedule()[0]] == ["r_4_4"]
+    # the 16 reduced elements are one loop, unrolled by 4: 4 iterations of 4
+    assert [si.name for si in x.sum().schedule()[0]] == ["r_4_4"]
+    with Context(NOOPT=1): assert [si.name for si in x.sum().schedule()[0]] == ["r_4_4"]
+    assert [si.name for si in Tensor.ones(3, 32).sum(1).schedule()[0]] == ["r_3_8_4"]
+    assert [si.name for si in Tensor.ones(3, 7).sum(1).schedule()[0]] == ["r_3_7"]
+  def test_permuted_keeps_dims(self, x):
+    assert [si.name for si in (x.T + 1).schedule()[0]] == ["E_4_4"]
+
+class TestGeneratedC:
+  def test_elementwise_golden(self):
+    a = Tensor([1.0, 2.0, 3.0]).realize()
+    assert src_of(a * 2 + 1) == ["""void E_3(float* restrict data0_3, const float* restrict data1_3) {
+  for (int ridx0 = 0; ridx0 < 3; ridx0++) {
+    float val0 = data1_3[ridx0];
+    data0_3[ridx0] = (val0*2.0f)+1.0f;
+  }
+}
+"""]
+  def test_reduce_golden(self):
+    a = Tensor(np.ones((2, 3), dtype=np.float32)).realize()
+    assert src_of(a.sum(1)) == ["""void r_2_3(float* restrict data0_2, const float* restrict data1_6) {
+  float acc0[1];
+  for (int ridx0 = 0; ridx0 < 2; ridx0++) {
+    acc0[0] = 0.0f;
+    for (int ridx1 = 0; ridx1 < 3; ridx1++) {
+      float val0 = data1_6[(ridx0*3)+ridx1];
+      acc0[0] = acc0[0]+val0;
+    }
+    data0_2[ridx0] = acc0[0];
+  }
+}
+"""]
+  def test_unrolled_reduce_golden(self):
+    a = Tensor(np.ones(16, dtype=np.float32)).realize()
+    assert src_of(a.sum()) == ["""void r_4_4(float* restrict data0_1, const float* restrict data1_16) {
+  float acc0[1];
+  acc0[0] = 0.0f;
+  for (int ridx0 = 0; ridx0 < 4; ridx0++) {
+    int alu0 = ridx0*4;
+    float val0 = data1_16[alu0];
+    float val1 = data1_16[alu0+1];
+    float val2 = data1_16[alu0+2];
+    float val3 = data1_16[alu0+3];
+    acc0[0] = acc0[0]+(val0+val1+(val2+val3));
+  }
+  data0_1[0] = acc0[0];
+}
+"""]
+    assert a.max().item() == 1.0 and (a * Tensor.arange(16)).max().item() == 15.0
+
+
+  def test_permute_golden(self):
+    a = Tensor(np.ones((2, 3), dtype=np.int32)).realize()
+    src = src_of(a.T + 1)[0]
+    assert "data1_6[(ridx1*3)+ridx0]" in src and "alu0" not in src
+
+class TestDebug:
+  def test_debug2_one_line_per_kernel(self, x, capsys):
+    capsys.readouterr()
+    with Context(DEBUG=2): (x.sum(1, keepdim=True) + x).max(0).realize()
+    lines = [l for l in capsys.readouterr().out.splitlines() if l.startswith("***")]
+    assert len(lines) == 2 and "r_4_4" in lines[0]
+  def test_debug4_prints_source(self, x, capsys):
+    capsys.readouterr()
+    with Context(DEBUG=4): (x * 7.5).realize()
+    out = capsys.readouterr().out
+    assert "void E_16(" in out and "7.5f" in out
+
+class TestReduceFusion:
+  @pytest.mark.parametrize("name,f,kernels", [
+    ("sum_pad", lambda t: t.sum(1).pad(((2, 1),)), 1),
+    ("max_flip", lambda t: t.max(0).flip(0) * 2, 1),
+    ("sum_reshape_T", lambda t: t.sum(1).reshape(2, 2).T, 1),
+    ("pad_sum", lambda t: t.pad(((1, 1), (2, 0))).sum(0), 1),
+    ("pad_max", lambda t: t.pad(((1, 1), (2, 0))).max(), 1),
+    ("strided_sum", lambda t: t[::2, 1::3].sum(), 1),
+    ("expanded_reduce", lambda t: (t.sum(1, keepdim=True).expand(4, 6) * t).sum(), 2),
+    ("permuted_reshape_sum", lambda t: t.T.reshape(3, 8).sum(0), 1),
+    ("stack_reduces", lambda t: type(t).stack(t.sum(0), t.max(0)), 1),
+    ("matmul_sum", lambda t: (t @ t.T).sum(1), 2)])
+  def test_fusion(self, name, f, kernels):
+    a = np.random.default_rng(0).standard_normal((4, 6)).astype(np.float32)
+    x = Tensor(a).realize()
+    out = f(x)
+    GlobalCounters.reset()
+    got = out.numpy()
+    assert GlobalCounters.kernel_count == kernels
+    np.testing.assert_allclose(got, f(_NpT(a)).a, rtol=1e-5, atol=1e-5)
+
+class _NpT:
+  """Just enough of the Tensor API over numpy to state each case once."""
+  def __init__(self, a): self.a = np.asarray(a)
+  def sum(self, axis=None, keepdim=False): return _NpT(self.a.sum(axis, keepdims=keepdim))
+  def max(self, axis=None, keepdim=False): return _NpT(self.a.max(axis, keepdims=keepdim))
+  def pad(self, p): return _NpT(np.pad(self.a, [(0, 0) if x is None else x for x in p]))
+  def flip(self, ax): return _NpT(np.flip(self.a, ax))
+  def reshape(self, *s): return _NpT(self.a.reshape(*s))
+  def expand(self, *s): return _NpT(np.broadcast_to(self.a, s))
+  @property
+  def T(self): return _NpT(self.a.T)
+  def __getitem__(self, i): return _NpT(self.a[i])
+  def __mul__(self, o): return _NpT(self.a * (o.a if isinstance(o, _NpT) else o))
+  def __matmul__(self, o): return _NpT(self.a @ o.a)
+  @staticmethod
+  def stack(*xs): return _NpT(np.stack([x.a for x in xs]))
+
+def test_noopt_keeps_nested_loops():
+  x = Tensor(np.ones((4, 4), dtype=np.float32)).realize()
+  with Context(NOOPT=1):
+    assert [si.name for si in (x + 1).schedule()[0]] == ["E_4_4"]
+  assert [si.name for si in (x + 1).schedule()[0]] == ["E_16"]
+
+class TestCounters:
+  def test_global_counters(self, x):
+    GlobalCounters.reset()
+    (x * 2 + 1).realize()
+    assert GlobalCounters.kernel_count == 1
+    assert GlobalCounters.global_ops == 2 * 16           # a MUL and an ADD per element
+    assert GlobalCounters.global_mem == 2 * 16 * 4       # read 16 floats, write 16 floats
+    assert GlobalCounters.time_sum_s > 0
+    GlobalCounters.reset()
+    assert GlobalCounters.kernel_count == 0 and GlobalCounters.global_ops == 0
+  def test_debug1_summary(self, x, capsys):
+    capsys.readouterr()
+    with Context(DEBUG=1): (x.sum(1, keepdim=True) + x).max(0).realize()
+    assert "ran 2 kernels" in capsys.readouterr().out
+  def test_intermediates_freed(self):
+    import gc
+    gc.collect()
+    base = GlobalCounters.mem_used
+    a = Tensor(np.ones((100, 100), dtype=np.float32))
+    b = (a.sum(1, keepdim=True) + a).max(0)   # the row sums are an intermediate buffer
+    b.realize()
+    assert GlobalCounters.mem_used - base == (100 * 100 + 100) * 4
+    del a, b
+    gc.collect()
+    assert GlobalCounters.mem_used == base
