@@ -37,3 +37,16 @@ void E_n_2(float* restrict data0_10, const float* restrict data1_10, const int m
   }
 }
 """
+
+def test_nested_max_names_its_operands():
+  # MAX renders as `a<b?b:a`: inlining its operands would write each twice, and a chain of n MAX ops would grow as 2**n
+  from linear_kernels import Linear
+  from tinygrad.dtype import dtypes
+  from tinygrad.renderer.cstyle import ClangRenderer
+  k = Linear()
+  src, out = k.param(1, dtypes.float, 16), k.param(0, dtypes.float, 1)
+  m = k.load(src, 0)
+  for i in range(1, 13): m = k.add(m.maximum(k.load(src, i)))
+  code = ClangRenderer().render(k.sink("max_chain", k.store(out, 0, m)))
+  assert len(code) < 2000, code
+  assert all(code.count(f"data1_16[{i}]") == 1 for i in range(13)), code

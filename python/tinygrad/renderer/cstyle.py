@@ -75,6 +75,17 @@ class CStyleLanguage(Renderer):
     # half/bfloat16 round the product too: every op rounds to the dtype
     Ops.MULACC: lambda a, b, c, dtype: f"({_EMULATED[dtype][2]}({a}*{b})+{c})" if dtype in _EMULATED else f"(({a}*{b})+{c})"}
 
+  def duplicated_operands(self, op:Ops) -> frozenset[int]:
+    """Positions of the operands that op's template writes more than once (MAX is `a<b?b:a`). An operand inlined there would be
+    computed twice, and nested inlining would grow the source exponentially, so such operands always get a name."""
+    if (cache := self.__dict__.get("_dup_operands")) is None: cache = self.__dict__["_dup_operands"] = {}
+    if op not in cache:
+      fxn = self.code_for_op[op]
+      marks = [f"\x00{i}\x00" for i in range(fxn.__code__.co_argcount - 1)]
+      text = fxn(*marks, dtype=dtypes.float32)
+      cache[op] = frozenset(i for i, m in enumerate(marks) if text.count(m) > 1)
+    return cache[op]
+
   # ** types **
   def value_type(self, dt:DType) -> str:
     """The C type a value of dt is computed in (half and bfloat16 compute as float)."""
@@ -169,6 +180,8 @@ class _CWriter:
     """Whether a single-use expression is written where it's used. Loads of global memory always get a name (readability), and an
     expression that reads memory may not move across a store or a block edge."""
     if self.k.uses[u] != 1 or u not in self.first_use: return False
+    consumer = self.k.uops[self.first_use[u]]
+    if consumer.op in self.ren.code_for_op and any(consumer.src[i] is u for i in self.ren.duplicated_operands(consumer.op)): return False
     if u.op is Ops.LOAD:
       if self.k.lanes[u] != 1 or self.access[u.src[0]][3].op is not Ops.BUFFER: return False
     elif u.op not in _INLINE_OPS: return False
