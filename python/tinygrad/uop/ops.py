@@ -448,21 +448,29 @@ _CLAMPED_CAST_DTYPES = frozenset(dtypes.floats + dtypes.sints + (dtypes.weakint,
 # ops whose range never depends on the ranges of their sources
 _NO_SRC_BOUNDS = frozenset({Ops.CONST, Ops.BUFFER, Ops.PARAM})
 
-def _fill_bounds(root:UOp) -> None:
-  """Computes vmin/vmax for root and every source that lacks them, children first, without recursion (graphs can be deep)."""
+def _fill_children_first(root:UOp, key:str, compute:Callable[[UOp], None], no_src:frozenset=frozenset()) -> None:
+  """Runs compute(n) for root and every node below it whose __dict__ lacks key, sources first, without recursion (graphs can
+  be deep). Nodes whose op is in no_src are computed without looking at their sources."""
   stack = [root]
   while stack:
-    u = stack[-1]
-    d = u.__dict__
-    if "vmin" in d:
+    n = stack[-1]
+    if key in n.__dict__:
       stack.pop()
       continue
-    missing = [s for s in u.src if "vmin" not in s.__dict__] if u.op not in _NO_SRC_BOUNDS else None
+    missing = [s for s in n.src if key not in s.__dict__] if n.op not in no_src else None
     if missing:
       stack.extend(missing)
       continue
     stack.pop()
-    d["vmin"], d["vmax"] = _min_max(u)
+    compute(n)
+
+def _store_bounds(u:UOp) -> None: u.__dict__["vmin"], u.__dict__["vmax"] = _min_max(u)
+
+def _store_tuplize(n:UOp) -> None:
+  # a ParamArg compares as its field tuple; spelling it out keeps the comparison in C
+  arg = n.arg
+  if type(arg) is ParamArg: arg = arg._key
+  n.__dict__["tuplize"] = (n.op.value, arg, n.dtype) + tuple(s.__dict__["tuplize"] for s in n.src)
 
 class _Bound:
   """vmin/vmax: computed on first access, then stored in the node's __dict__, which a non-data descriptor lets win from then on."""
@@ -477,7 +485,7 @@ class _Bound:
           if (sop := s.op) is _CONST and (v := s.arg) is not Invalid: sd["vmin"] = sd["vmax"] = v
           elif sop in _NO_SRC_BOUNDS: sd["vmin"], sd["vmax"] = _min_max(s)
           else:
-            _fill_bounds(u)
+            _fill_children_first(u, "vmin", _store_bounds, _NO_SRC_BOUNDS)
             return d[self.key]
     d["vmin"], d["vmax"] = _min_max(u)
     return d[self.key]
@@ -497,22 +505,7 @@ class _Tuplize:
       if type(arg) is ParamArg: arg = arg._key
       ret = u.__dict__["tuplize"] = (u.op.value, arg, u.dtype, *keys)
       return ret
-    stack = [u]
-    while stack:
-      n = stack[-1]
-      d = n.__dict__
-      if "tuplize" in d:
-        stack.pop()
-        continue
-      missing = [s for s in n.src if "tuplize" not in s.__dict__]
-      if missing:
-        stack.extend(missing)
-        continue
-      stack.pop()
-      # a ParamArg compares as its field tuple; spelling it out keeps the comparison in C
-      arg = n.arg
-      if type(arg) is ParamArg: arg = arg._key
-      d["tuplize"] = (n.op.value, arg, n.dtype) + tuple(s.__dict__["tuplize"] for s in n.src)
+    _fill_children_first(u, "tuplize", _store_tuplize)
     return u.__dict__["tuplize"]
 
 # ** the UOp methods **
