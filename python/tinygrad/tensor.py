@@ -1,13 +1,15 @@
 """Tensor: a lazy n-d array. Operations build a tensor graph of UOps (see tinygrad/schedule/shape.py for its conventions);
 realize() schedules the graph into kernels (tinygrad.schedule), which are lowered, rendered, compiled and run (tinygrad.engine)."""
 from __future__ import annotations
+import hashlib
 import math
+import time
 from typing import Any
 from tinygrad.uop.ops import UOp, Ops
-from tinygrad.dtype import DType, DTypeLike, dtypes, to_dtype, least_upper_dtype, strong_dtype, sum_acc_dtype, _to_np_dtype, _from_np_dtype
-from tinygrad.helpers import prod, argfix, make_tuple
+from tinygrad.dtype import DType, DTypeLike, dtypes, to_dtype, least_upper_dtype, strong_dtype, sum_acc_dtype, _to_np_dtype, _from_np_dtype, bitcast
+from tinygrad.helpers import prod, argfix, make_tuple, ceildiv
 from tinygrad.device import Device
-from tinygrad.schedule import new_buffer, buffer_view, buffers, realized, as_buffer, create_schedule
+from tinygrad.schedule import new_buffer, buffer_view, buffers, realized, as_buffer, create_schedule, schedule_to_linear
 from tinygrad.schedule.shape import shape_of
 from tinygrad.engine.realize import run_schedule
 
@@ -87,18 +89,27 @@ class Tensor:
 
   # ***** running *****
   def schedule(self, *lst:Tensor):
-    """The kernels realize() would run (ScheduleItems), and {tensor uop: BUFFER}."""
+    """The kernels realize() would run (a list of ScheduleItems, in run order), and {tensor uop: BUFFER}. Nothing runs and the
+    tensors are unchanged; see schedule_linear for tinygrad 0.14's form."""
     return create_schedule([t.uop for t in (self,) + lst], [t.device for t in (self,) + lst])
+  def linear_with_vars(self, *lst:Tensor) -> tuple[UOp, dict[str, int]]:
+    """tinygrad 0.14's schedule API: the LINEAR UOp that realizes these tensors (src: one CALL(kernel AST, *BUFFERs) per kernel or
+    copy, in run order) and the values of its symbolic variables (none yet: always {}). As in tinygrad, the tensors now refer to
+    their output buffers, which hold the data once `tinygrad.engine.realize.run_linear(linear, var_vals)` has run it."""
+    tensors = (self,) + lst
+    items, bufs = create_schedule([t.uop for t in tensors], [t.device for t in tensors])
+    _bind_buffers(tensors, bufs)
+    return schedule_to_linear(items), {}
+  def schedule_linear(self, *lst:Tensor) -> UOp:
+    """The LINEAR UOp of linear_with_vars (which see), for a schedule without variables."""
+    linear, var_vals = self.linear_with_vars(*lst)
+    if var_vals: raise RuntimeError(f"schedule_linear can't bind variables {sorted(var_vals)}: use linear_with_vars")
+    return linear
   def realize(self, *lst:Tensor) -> Tensor:
     tensors = (self,) + lst
     items, bufs = create_schedule([t.uop for t in tensors], [t.device for t in tensors])
     run_schedule(items)
-    for t in tensors:
-      if (b := bufs.get(t.uop)) is None: continue
-      view = buffer_view(b, t.shape)
-      if view is not t.uop:
-        realized[t.uop] = view
-        t.uop = view
+    _bind_buffers(tensors, bufs)
     return self
   def _buffer(self):
     t = self if (b := as_buffer(self.uop)) is not None and b.src[0].arg == self.numel() else self.contiguous()
@@ -115,8 +126,20 @@ class Tensor:
   def item(self):
     if self.numel() != 1: raise ValueError(f"item() needs a tensor with one element, got shape {self.shape}")
     return self.numpy().reshape(()).item()
+  def to(self, device:str|None) -> Tensor:
+    """This tensor on `device` (lazy: the realize that needs it copies the data, after computing it on this tensor's device)."""
+    if device is not None and not isinstance(device, str): raise ValueError(f"to() takes one device name, got {device!r}")
+    if (device := _canon_device(device)) == self.device: return self
+    ret = Tensor.__new__(Tensor)
+    ret.uop, ret._device, ret.requires_grad = UOp(Ops.COPY, self.dtype, (self.uop,), (self.device, device)), device, self.requires_grad
+    return ret
+  def to_(self, device:str|None) -> Tensor:
+    """Moves this tensor to `device` in place."""
+    ret = self.to(device)
+    self.uop, self._device = ret.uop, ret._device
+    return self
   def contiguous(self) -> Tensor:
-    if (b := as_buffer(self.uop)) is not None and b.src[0].arg == self.numel(): return self
+    if self.uop.op in (Ops.CONTIGUOUS, Ops.COPY) or ((b := as_buffer(self.uop)) is not None and b.src[0].arg == self.numel()): return self
     return self._new(UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,)))
 
   # ***** creation *****
@@ -143,7 +166,8 @@ class Tensor:
     dt = to_dtype(dtype) if dtype is not None else (dtypes.default_float if any(isinstance(x, float) for x in (start, stop, step))
                                                      else dtypes.default_int)
     n = max(math.ceil((stop - start) / step), 0)
-    vals = np.array([start + i * step for i in range(n)], dtype=np.float64 if dtypes.is_float(dt) else np.int64)
+    if all(isinstance(v, int) for v in (start, stop, step)): vals = start + np.arange(n, dtype=np.int64) * step
+    else: vals = np.array([start + i * step for i in range(n)], dtype=np.float64 if dtypes.is_float(dt) else np.int64)
     return Tensor(vals, device=device, dtype=dt)
   @staticmethod
   def eye(n:int, m:int|None=None, device:str|None=None, dtype:DTypeLike|None=None) -> Tensor:
@@ -163,6 +187,128 @@ class Tensor:
   def zeros_like(self, dtype:DTypeLike|None=None) -> Tensor: return self.full_like(0, dtype)
   def ones_like(self, dtype:DTypeLike|None=None) -> Tensor: return self.full_like(1, dtype)
 
+  # ***** random numbers *****
+  # Counter-based: every draw on a device reads that device's key (from the seed) and a 64-bit counter, and the kernel computes
+  # threefry(key, counter + i) for each element i. The counter advances on the host, so the same seed gives the same bits on
+  # every device and in every run (the same bits as tinygrad 0.14), and the kernels stay the same from draw to draw.
+  _seed: int = int(time.time())
+  _device_seeds: dict[str, Tensor] = {}
+  _device_rng_counters: dict[str, int] = {}
+  @staticmethod
+  def manual_seed(seed:int=0) -> None:
+    """Sets the seed of all random ops and restarts every device's counter."""
+    if not isinstance(seed, int) or isinstance(seed, bool): raise TypeError(f"manual_seed needs an int, got {type(seed).__name__} {seed!r}")
+    Tensor._seed, Tensor._device_seeds, Tensor._device_rng_counters = seed, {}, {}
+  @staticmethod
+  def _next_counter(device:str, num:int) -> tuple[Tensor, Tensor]:
+    """(key, counter) for drawing num 32-bit words on device: two uint32 tensors of shape (2,), the counter as [low, high]."""
+    if device not in Tensor._device_seeds:
+      dev_key = int.from_bytes(hashlib.sha256(len(Tensor._device_seeds).to_bytes(4, "big")).digest(), "big")
+      Tensor._device_seeds[device] = Tensor([dev_key & 0xffffffff, Tensor._seed & 0xffffffff], device=device, dtype=dtypes.uint32)
+      Tensor._device_rng_counters[device] = 0
+    start = Tensor._device_rng_counters[device]
+    Tensor._device_rng_counters[device] = (start + num) & 0xffffffffffffffff
+    return Tensor._device_seeds[device], Tensor([start & 0xffffffff, start >> 32], device=device, dtype=dtypes.uint32)
+  @staticmethod
+  def _threefry_random_bits(key:Tensor, counts0:Tensor, counts1:Tensor) -> Tensor:
+    x = (counts1.cast(dtypes.uint64) << 32) | counts0.cast(dtypes.uint64)
+    x = x.threefry((key[1].cast(dtypes.uint64) << 32) | key[0].cast(dtypes.uint64))
+    # the low words then the high words (x.cast(uint32).cat((x >> 32).cast(uint32))), written so that each output word computes
+    # one threefry: both halves index the same x
+    shift = Tensor([0, 32], device=x.device, dtype=dtypes.uint64).reshape(2, 1)
+    return (x.reshape(1, -1).expand(2, x.shape[0]) >> shift).cast(dtypes.uint32).flatten()
+  @staticmethod
+  def _random_bits(key:Tensor, counter:Tensor, num:int) -> Tensor:
+    """num random uint32 words: a per-draw key from (key, counter), then threefry of the word counters under it."""
+    low, high = counter[0:1], counter[1:2]
+    bits = []
+    for i in range(0, num, dtypes.uint32.max):
+      chunk = min(num - i, dtypes.uint32.max)
+      c_low = low + (i & 0xffffffff)
+      c_high = high + (i >> 32) + (c_low < low).cast(dtypes.uint32)
+      draw_key = Tensor._threefry_random_bits(key, c_low, c_high)
+      counts0 = Tensor.arange(ceildiv(chunk, 2), device=key.device, dtype=dtypes.uint32)
+      counts1 = counts0 + ceildiv(chunk, 2)
+      bits.append(Tensor._threefry_random_bits(draw_key, counts0, counts1)[:chunk])
+    return bits[0].cat(*bits[1:])
+  @staticmethod
+  def _words_as(bits:Tensor, udt:DType) -> Tensor:
+    """The uint32 words reinterpreted (little-endian) as a flat tensor of the unsigned dtype udt."""
+    if udt.itemsize == 4: return bits
+    if udt.itemsize == 8:
+      w = bits.reshape(-1, 2)
+      return w[:, 0].cast(udt) | (w[:, 1].cast(udt) << 32)
+    parts = [((bits >> (k * udt.bitsize)) & (2 ** udt.bitsize - 1)).cast(udt) for k in range(4 // udt.itemsize)]
+    return Tensor.stack(*parts, dim=1).flatten()
+  @staticmethod
+  def _bits_to_rand(bits:Tensor, shape:tuple[int, ...], dtype:DType) -> Tensor:
+    # the top mantissa-many bits under the exponent of 1.0 make a float in [1, 2); minus 1 it is uniform in [0, 1)
+    _, nmant = dtypes.finfo(dtype)
+    udt = {1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}[dtype.itemsize]
+    ubits = Tensor._words_as(bits, udt)
+    one = bitcast(1.0, dtype, udt)
+    return ((ubits >> (dtype.bitsize - nmant)) | one).bitcast(dtype)[:prod(shape)].sub(1).reshape(shape)
+  @staticmethod
+  def _check_shape(shape, what:str) -> tuple[int, ...]:
+    shape = argfix(*shape)
+    if not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape):
+      raise ValueError(f"{what} needs a shape of non-negative ints, got {shape}")
+    return tuple(shape)
+  @staticmethod
+  def rand(*shape, device:str|None=None, dtype:DTypeLike|None=None, contiguous:bool=True) -> Tensor:
+    """Uniform random values in [0, 1) (a float dtype, the default float unless given), drawn in a kernel from the seeded counter."""
+    dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
+    if not dtypes.is_float(dt) or dt in dtypes.weaks or dt in dtypes.fp8s: raise ValueError(f"rand needs a float dtype, got {dt}")
+    shape, device = Tensor._check_shape(shape, "rand"), _canon_device(device)
+    if prod(shape) == 0: return Tensor.zeros(shape, device=device, dtype=dt)
+    key, counter = Tensor._next_counter(device, ceildiv(prod(shape) * dt.itemsize, 4))
+    out = Tensor._bits_to_rand(Tensor._random_bits(key, counter, ceildiv(prod(shape) * dt.itemsize, 4)), shape, dt)
+    return out.contiguous() if contiguous else out
+  def rand_like(self, **kwargs) -> Tensor:
+    return Tensor.rand(*self.shape, device=kwargs.pop("device", self.device), dtype=kwargs.pop("dtype", self.dtype), **kwargs)
+  @staticmethod
+  def randn(*shape, dtype:DTypeLike|None=None, device:str|None=None, **kwargs) -> Tensor:
+    """Standard normal values (Box-Muller of two float32 uniform draws), cast to dtype (the default float unless given)."""
+    shape = Tensor._check_shape(shape, "randn")
+    src = Tensor.rand(2, *shape, device=device, dtype=dtypes.float32, **kwargs)
+    return src[0].mul(2 * math.pi).cos().mul((1 - src[1]).log().mul(-2).sqrt()).cast(to_dtype(dtype) if dtype is not None else
+                                                                                        dtypes.default_float)
+  def randn_like(self, dtype:DTypeLike|None=None, **kwargs) -> Tensor:
+    return Tensor.randn(*self.shape, dtype=dtype if dtype is not None else self.dtype, device=kwargs.pop("device", self.device), **kwargs)
+  @staticmethod
+  def randint(*shape, low:int=0, high:int=10, dtype:DTypeLike=dtypes.int32, **kwargs) -> Tensor:
+    """Uniform random ints in [low, high)."""
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (low, high)):
+      raise TypeError(f"randint needs int low and high, got {low=}, {high=}")
+    if not dtypes.is_int(dt := to_dtype(dtype)): raise TypeError(f"randint needs an int dtype, got {dt}")
+    if low >= high: raise ValueError(f"randint needs low < high, got {low=}, {high=}")
+    return Tensor.uniform(*shape, low=low, high=high, dtype=dt, **kwargs)
+  @staticmethod
+  def uniform(*shape, low=0.0, high=1.0, dtype:DTypeLike|None=None, **kwargs) -> Tensor:
+    """Uniform random values in [low, high)."""
+    shape = Tensor._check_shape(shape, "uniform")
+    if low >= high: raise ValueError(f"uniform needs low < high, got {low=}, {high=}")
+    return ((high - low) * Tensor.rand(*shape, **kwargs)).cast(dtype if dtype is not None else dtypes.default_float) + low
+  @staticmethod
+  def normal(*shape, mean=0.0, std=1.0, **kwargs) -> Tensor:
+    if std < 0: raise ValueError(f"normal needs std >= 0, got {std=}")
+    return std * Tensor.randn(*shape, **kwargs) + mean
+  @staticmethod
+  def scaled_uniform(*shape, **kwargs) -> Tensor:
+    return Tensor.uniform(*shape, low=-1.0, high=1.0, **kwargs).mul(prod(argfix(*shape)) ** -0.5)
+  @staticmethod
+  def glorot_uniform(*shape, **kwargs) -> Tensor:
+    bound = (6 / (argfix(*shape)[0] + prod(argfix(*shape)[1:]))) ** 0.5
+    return Tensor.uniform(*shape, low=-bound, high=bound, **kwargs)
+  @staticmethod
+  def kaiming_uniform(*shape, a:float=0.01, **kwargs) -> Tensor:
+    bound = (6 / (1 + a ** 2) / prod(argfix(*shape)[1:])) ** 0.5
+    return Tensor.uniform(*shape, low=-bound, high=bound, **kwargs)
+  @staticmethod
+  def kaiming_normal(*shape, a:float=0.01, **kwargs) -> Tensor:
+    std = (2 / (1 + a ** 2) / prod(argfix(*shape)[1:])) ** 0.5
+    return Tensor.normal(*shape, mean=0.0, std=std, **kwargs)
+
   # ***** elementwise *****
   def _alu(self, op:Ops, *srcs:Tensor, dtype:DType|None=None) -> Tensor:
     return self._new(UOp(op, dtype or self.dtype, (self.uop,) + tuple(s.uop for s in srcs)))
@@ -181,8 +327,13 @@ class Tensor:
   def _const_like(self, x, dtype:DType) -> Tensor:
     return Tensor(dtype.const(x), device=self.device, dtype=dtype).reshape((1,) * self.ndim).expand(self.shape) if self.ndim else \
       Tensor(dtype.const(x), device=self.device, dtype=dtype)
+  def _same_device(self, *others:Tensor) -> None:
+    if bad := [t.device for t in others if t.device != self.device]:
+      raise RuntimeError(f"expected all tensors on the same device, got {self.device} and {bad[0]} (shapes {self.shape} and "
+                         f"{[t.shape for t in others if t.device != self.device][0]}); move them with .to()")
   def _broadcasted(self, y, reverse:bool=False, match_dtype:bool=True) -> tuple[Tensor, Tensor]:
     x = self
+    if isinstance(y, Tensor): x._same_device(y)
     if not isinstance(y, Tensor):
       out = strong_dtype(least_upper_dtype(x.dtype, _weak(y))) if match_dtype else strong_dtype(_weak(y))
       x, y = x.cast(out), x._const_like(y, out)
@@ -229,6 +380,7 @@ class Tensor:
     a, b = self._broadcasted(x)
     return (a < b).where(a, b)
   def where(self, x, y) -> Tensor:
+    self._same_device(*[t for t in (x, y) if isinstance(t, Tensor)])
     cond = self.cast(dtypes.bool)
     if isinstance(x, Tensor) and isinstance(y, Tensor): x, y = x._broadcasted(y)
     elif isinstance(x, Tensor): x, y = x._broadcasted(y)
@@ -250,6 +402,23 @@ class Tensor:
     if self.dtype is dtypes.bool: return self.logical_not()
     if not dtypes.is_int(self.dtype): raise RuntimeError(f"bitwise_not needs an int or bool tensor, got {self.dtype}")
     return self._alu(Ops.XOR, self._const_like(-1 if not dtypes.is_unsigned(self.dtype) else self.dtype.max, self.dtype))
+
+  def lshift(self, x, reverse=False) -> Tensor:
+    """`self << x` on int tensors (bits shifted out are lost; the dtype wraps). A shift outside [0, bits) is undefined."""
+    return self._shift(Ops.SHL, x, reverse)
+  def rshift(self, x, reverse=False) -> Tensor:
+    """`self >> x` on int tensors: logical for unsigned dtypes, arithmetic (sign-filling) for signed ones."""
+    return self._shift(Ops.SHR, x, reverse)
+  def _shift(self, op:Ops, x, reverse) -> Tensor:
+    a, b = self._broadcasted(x, reverse)
+    if not dtypes.is_int(a.dtype): raise RuntimeError(f"{'<<' if op is Ops.SHL else '>>'} needs int tensors, got {a.dtype} (shapes {a.shape})")
+    return a._alu(op, b)
+  def threefry(self, key:Tensor) -> Tensor:
+    """Threefry-2x32 (20 rounds) of the uint64 counters in self under the uint64 key: a counter-based random bit generator. The
+    kernel AST keeps it as one THREEFRY op; the codegen decomposes it into uint32 adds, xors and rotations."""
+    a, b = self._broadcasted(key)
+    if a.dtype is not dtypes.uint64: raise RuntimeError(f"threefry needs uint64 tensors, got {self.dtype} and {key.dtype}")
+    return a._alu(Ops.THREEFRY, b)
 
   # unary math (ints compute in the default float)
   def _float_unary(self, op:Ops) -> Tensor:
@@ -283,6 +452,10 @@ class Tensor:
   def __xor__(self, x): return self.bitwise_xor(x)
   def __rxor__(self, x): return self.bitwise_xor(x, True)
   def __invert__(self): return self.bitwise_not()
+  def __lshift__(self, x): return self.lshift(x)
+  def __rshift__(self, x): return self.rshift(x)
+  def __rlshift__(self, x): return self.lshift(x, True)
+  def __rrshift__(self, x): return self.rshift(x, True)
   def __matmul__(self, x): return self.matmul(x)
   def __rmatmul__(self, x): return Tensor(x, device=self.device).matmul(self) if not isinstance(x, Tensor) else x.matmul(self)
 
@@ -434,6 +607,7 @@ class Tensor:
   # ***** combining *****
   def cat(self, *args:Tensor, dim:int=0) -> Tensor:
     tensors = (self,) + args
+    self._same_device(*args)
     d = self._norm_axis(dim)
     for t in tensors:
       if t.ndim != self.ndim or any(a != b for i, (a, b) in enumerate(zip(t.shape, self.shape)) if i != d):
@@ -463,6 +637,15 @@ class Tensor:
     if self.ndim == 1: ret = ret.squeeze(-2)
     if w.ndim == 1: ret = ret.squeeze(-1)
     return ret
+
+def _bind_buffers(tensors:tuple[Tensor, ...], bufs:dict[UOp, UOp]) -> None:
+  """Points each tensor (and every graph holding its old UOp) at the buffer its schedule writes."""
+  for t in tensors:
+    if (b := bufs.get(t.uop)) is None: continue
+    view = buffer_view(b, t.shape)
+    if view is not t.uop:
+      realized[t.uop] = view
+      t.uop = view
 
 def _nonempty(data) -> bool:
   return len(data) > 0 and (not isinstance(data[0], (list, tuple)) or any(_nonempty(d) for d in data))

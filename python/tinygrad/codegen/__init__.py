@@ -1,6 +1,7 @@
 """Codegen: a kernel AST (from tinygrad.schedule) becomes a linear list of UOps for a renderer, then a ProgramSpec.
 
 Passes, in order (each a module-level PatternMatcher run by graph_rewrite, except the final ordering):
+  pm_decomp       THREEFRY(x, key) (uint64) -> Threefry-2x32 in uint32 ADD/XOR/SHL/SHR (no renderer has a THREEFRY op)
   pm_const_fold   ALU/CAST of constants -> the constant (so `full(1) + full(2)` stores 3)
   pm_end_loops    STORE of the SINK -> END(...END(STORE, innermost LOOP range)..., outermost range)
   pm_reduce       REDUCE(x, *ranges, arg=(op,)) -> a register accumulator:
@@ -14,8 +15,29 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, GroupOp, ParamArg, AxisType, exec_alu
 from tinygrad.dtype import dtypes, AddrSpace
+from tinygrad.helpers import SPEC
 from tinygrad.schedule.indexing import iconst
 from tinygrad.schedule import reduce_identity as _identity
+
+def _u(op:Ops, a:UOp, b:UOp|int) -> UOp: return UOp(op, a.dtype, (a, b if isinstance(b, UOp) else UOp.const(b, a.dtype)))
+def _cast(x:UOp, dt) -> UOp: return UOp(Ops.CAST, dt, (x,), dt)
+
+def _threefry2x32(x:UOp, key:UOp) -> UOp:
+  """Threefry-2x32 with 20 rounds (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3"), the 64-bit block and key each
+  split into two uint32 words; the result packs the two output words back into a uint64 (word 0 low)."""
+  u32, u64 = dtypes.uint32, dtypes.uint64
+  x0, x1 = _cast(x, u32), _cast(_u(Ops.SHR, x, 32), u32)
+  k0, k1 = _cast(key, u32), _cast(_u(Ops.SHR, key, 32), u32)
+  ks = [k1, _u(Ops.XOR, _u(Ops.XOR, k0, k1), 0x1BD11BDA), k0]
+  a, b = _u(Ops.ADD, x0, ks[2]), _u(Ops.ADD, x1, ks[0])
+  for i in range(5):
+    for r in ((13, 15, 26, 6), (17, 29, 16, 24))[i % 2]:
+      a = _u(Ops.ADD, a, b)
+      b = _u(Ops.XOR, a, _u(Ops.ADD, _u(Ops.SHL, b, r), _u(Ops.SHR, b, 32 - r)))
+    a, b = _u(Ops.ADD, a, ks[i % 3]), _u(Ops.ADD, _u(Ops.ADD, b, ks[(i + 1) % 3]), i + 1)
+  return _u(Ops.OR, _u(Ops.SHL, _cast(b, u64), 32), _cast(a, u64))
+
+pm_decomp = PatternMatcher([(UPat(Ops.THREEFRY, dtype=dtypes.uint64, src=(UPat.var("x"), UPat.var("key"))), _threefry2x32)])
 
 def _fold(x:UOp) -> UOp|None:
   if not x.src or any(s.op is not Ops.CONST for s in x.src): return None
@@ -102,10 +124,18 @@ class LoweredKernel:
   uops: list[UOp] = field(default_factory=list)
 
 def lower_ast(ast:UOp) -> LoweredKernel:
-  sink = graph_rewrite(ast, pm_const_fold, name="constant folding")
+  sink = graph_rewrite(ast, pm_decomp, name="decompositions")
+  sink = graph_rewrite(sink, pm_const_fold, name="constant folding")
   sink = graph_rewrite(sink, pm_end_loops, name="end loops")
   sink = graph_rewrite(sink, pm_reduce, ctx=ReduceContext(_loop_ranges(ast)), name="reduce to accumulator")
-  return LoweredKernel(ast, sink, linearize(sink))
+  if SPEC:  # SPEC hook: the lowered kernel (tinygrad/uop/spec.py)
+    from tinygrad.uop.spec import type_verify, spec_lowered
+    type_verify(sink, spec_lowered, f"lowered kernel {sink.arg.name}")
+  uops = linearize(sink)
+  if SPEC:  # SPEC hook: the linear program (tinygrad/uop/spec.py)
+    from tinygrad.uop.spec import verify_linear
+    verify_linear(uops, f"linear program of {sink.arg.name}")
+  return LoweredKernel(ast, sink, uops)
 
 def get_program(ast:UOp, renderer):
   """ProgramSpec for a kernel AST on a renderer."""

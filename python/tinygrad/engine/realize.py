@@ -3,7 +3,9 @@ from __future__ import annotations
 import time
 from tinygrad.helpers import DEBUG, GlobalCounters, colored
 from tinygrad.device import Device
+from tinygrad.uop.ops import Ops
 from tinygrad.schedule import ScheduleItem
+from tinygrad.uop.ops import UOp
 from tinygrad.codegen import lower_ast
 
 _specs: dict = {}   # (kernel AST, device) -> ProgramSpec
@@ -26,6 +28,15 @@ def run_schedule(schedule:list[ScheduleItem]) -> None:
   st_all, ops0, mem0 = time.perf_counter(), GlobalCounters.global_ops, GlobalCounters.global_mem
   for si in schedule:
     device = si.bufs[0].device
+    if si.ast.op is Ops.COPY:  # a copy between devices (Tensor.to): no kernel, not counted in kernel_count
+      st = time.perf_counter()
+      si.bufs[0].copy_from(si.bufs[1])
+      et = time.perf_counter() - st
+      GlobalCounters.time_sum_s += et
+      if DEBUG >= 2:
+        print(f"*** {device:7s} {'':4s} {colored(si.name, 'green'):30s} arg {len(si.bufs):2d} mem {GlobalCounters.mem_used/1e9:5.2f} GB "
+              f"tm {et*1e6:9.2f}us {si.bufs[0].nbytes/max(et, 1e-9)*1e-9:25.2f} GB/s")
+      continue
     spec = get_spec(si, device)
     dev = Device[device]
     timed = DEBUG >= 2
@@ -43,5 +54,13 @@ def run_schedule(schedule:list[ScheduleItem]) -> None:
             f"{est.ops/max(et, 1e-9)*1e-9:8.2f} GFLOPS {est.mem/max(et, 1e-9)*1e-9:7.2f} GB/s")
   if DEBUG >= 1:
     et_all = time.perf_counter() - st_all
-    print(f"ran {len(schedule)} kernel{'s' if len(schedule) != 1 else ''} in {et_all*1e3:.2f} ms, {GlobalCounters.global_ops - ops0} ops, "
+    nk = sum(1 for si in schedule if si.ast.op is not Ops.COPY)
+    copies = f" and {len(schedule) - nk} cop{'ies' if len(schedule) - nk != 1 else 'y'}" if len(schedule) != nk else ""
+    print(f"ran {nk} kernel{'s' if nk != 1 else ''}{copies} in {et_all*1e3:.2f} ms, {GlobalCounters.global_ops - ops0} ops, "
           f"{GlobalCounters.global_mem - mem0} bytes (total {GlobalCounters.kernel_count} kernels, {GlobalCounters.time_sum_s*1e3:.2f} ms)")
+
+def run_linear(linear:UOp, var_vals:dict[str, int]|None=None) -> None:
+  """Runs a LINEAR UOp (Tensor.schedule_linear / linear_with_vars): its CALLs in order, as run_schedule runs ScheduleItems."""
+  if linear.op is not Ops.LINEAR: raise ValueError(f"run_linear needs a LINEAR UOp (from Tensor.schedule_linear), got {linear.op}")
+  if var_vals: raise NotImplementedError(f"symbolic variables are not supported yet, got values for {sorted(var_vals)}")
+  run_schedule([ScheduleItem.from_call(c) for c in linear.src])

@@ -6,7 +6,17 @@ where `value` is built from LOAD(INDEX(PARAM i, idx)) (gated by `valid` where a 
 ops, and REDUCE(x, *reduce_ranges, arg=(op,)). Indices are int expressions over RANGE UOps (AxisType.LOOP for the output,
 AxisType.REDUCE for reductions): movement ops never make kernels, they become index arithmetic here.
 
-Kernel boundaries: every target, every CONTIGUOUS, and every REDUCE that is not on the elementwise path from the kernel output
+Inspecting a schedule from Python (nothing runs until asked):
+  Tensor.schedule(*others)          -> ([ScheduleItem, ...] in run order, {tensor uop: BUFFER}); the tensors are left unchanged.
+  Tensor.schedule_linear(*others)   -> tinygrad 0.14's LINEAR UOp: src = one CALL(kernel AST, *BUFFER UOps) per item, in run order;
+  Tensor.linear_with_vars(*others)  -> (that LINEAR, var_vals) (var_vals is {}: no symbolic variables yet). Both point the tensors
+                                       at their output buffers, as tinygrad does; tinygrad.engine.realize.run_linear(linear) fills them.
+  ScheduleItem.call() / ScheduleItem.from_call(call) convert between the two forms.
+
+A COPY (Tensor.to) is not a kernel: its ScheduleItem has the AST COPY(arg=KernelInfo("copy ...")) and bufs [dst, src], the source
+realized (on its own device) into a buffer first.
+
+Kernel boundaries: every target, every CONTIGUOUS, every COPY, and every REDUCE that is not on the elementwise path from the kernel output
 (one reached through an EXPAND, or inside another reduce) is realized into its own buffer, and so is an elementwise value needed
 at more than MAX_INDEX_USES different indices of one kernel.
 
@@ -19,7 +29,7 @@ import itertools
 import weakref
 from tinygrad.uop.ops import UOp, Ops, GroupOp, ParamArg, AxisType
 from tinygrad.dtype import dtypes, DType
-from tinygrad.helpers import prod, NOOPT
+from tinygrad.helpers import prod, NOOPT, SPEC
 from tinygrad.device import Buffer
 from tinygrad.schedule.shape import shape_of
 from tinygrad.schedule.indexing import IDX, iconst, iadd, imul, idiv, imod, ilt, ige, band
@@ -56,12 +66,25 @@ class KernelInfo:
 
 @dataclass
 class ScheduleItem:
-  """One kernel: its AST and its buffers in PARAM slot order (bufs[0] is the output)."""
+  """One kernel (or one copy, ast.op is COPY): its AST and its buffers in PARAM slot order (bufs[0] is the output); buf_uops are the
+  BUFFER UOps behind bufs."""
   ast: UOp
   bufs: list[Buffer]
   outputs: list[UOp] = field(default_factory=list)
+  buf_uops: list[UOp] = field(default_factory=list)
   @property
   def name(self) -> str: return self.ast.arg.name
+  def call(self) -> UOp:
+    """This item as tinygrad 0.14's CALL UOp: src (ast, *BUFFER UOps)."""
+    return UOp(Ops.CALL, dtypes.void, (self.ast, *self.buf_uops))
+  @staticmethod
+  def from_call(call:UOp) -> ScheduleItem:
+    if call.op is not Ops.CALL or not call.src: raise ValueError(f"expected a CALL UOp of a schedule, got {call.op}")
+    return ScheduleItem(call.src[0], [buffers[b] for b in call.src[1:]], buf_uops=list(call.src[1:]))
+
+def schedule_to_linear(items:list[ScheduleItem]) -> UOp:
+  """A schedule as tinygrad 0.14's LINEAR UOp: one CALL per item, in run order (engine.realize.run_linear runs it)."""
+  return UOp(Ops.LINEAR, dtypes.void, tuple(si.call() for si in items))
 
 # ***** lowering a tensor graph to a kernel AST *****
 
@@ -135,6 +158,7 @@ class _KernelBuilder:
     op = u.op
     if op is Ops.BUFFER: return self.load(u, idx[0], valid)
     if op is Ops.CONST: return UOp.const(u.arg, u.dtype)
+    if op is Ops.COPY: return self.load(self.sch.realize(u, u.arg[1]), flat_index(idx, shape_of(u)), valid)
     if op is Ops.CONTIGUOUS:
       if u is self.root: return self.lower(u.src[0], idx, valid, top, in_reduce)
       return self.load(self.sch.realize(u, self.out.arg.device), flat_index(idx, shape_of(u)), valid)
@@ -224,6 +248,7 @@ class _Scheduler:
   def realize(self, u:UOp, device:str) -> UOp:
     """Makes (once) the kernel computing u on device into a new buffer; returns that BUFFER."""
     if (b := self.buffer_for(u)) is not None: return b
+    if u.op is Ops.COPY: return self.copy(u)
     shape = shape_of(u)
     out = new_buffer(device, prod(shape), u.dtype)
     self.local[u] = out
@@ -237,13 +262,28 @@ class _Scheduler:
       if best is None or _divmods(ast) < best[0]: best = (_divmods(ast), kb, ast)
       if not kb.merge_possible: break
     _, kb, ast = best
-    self.items.append(ScheduleItem(ast, [buffers[b] for b in kb.param_list], [u]))
+    self.items.append(ScheduleItem(ast, [buffers[b] for b in kb.param_list], [u], list(kb.param_list)))
+    return out
+
+  def copy(self, u:UOp) -> UOp:
+    """A COPY: its source as a whole buffer on the source device (realized there unless it already is one), then a copy item."""
+    src, (src_dev, dst_dev) = u.src[0], u.arg
+    n = prod(shape_of(u))
+    out = new_buffer(dst_dev, n, u.dtype)
+    self.local[u] = out
+    if n == 0: return out
+    sb = b if (b := as_buffer(src)) is not None and b.src[0].arg == n else self.realize(src, src_dev)
+    ast = UOp(Ops.COPY, u.dtype, (), KernelInfo(f"copy {n * u.dtype.itemsize:8d}, {dst_dev} <- {src_dev}"))
+    self.items.append(ScheduleItem(ast, [buffers[out], buffers[sb]], [u], [out, sb]))
     return out
 
 def _divmods(ast:UOp) -> int: return sum(1 for x in ast.toposort() if x.op in (Ops.CDIV, Ops.CMOD))
 
 def create_schedule(targets:list[UOp], devices:list[str]) -> tuple[list[ScheduleItem], dict[UOp, UOp]]:
   """The kernels that compute `targets` (tensor-graph UOps) on `devices` (one each), in run order, and {target: BUFFER}."""
+  if SPEC:  # SPEC hook: the tensor graph (tinygrad/uop/spec.py)
+    from tinygrad.uop.spec import type_verify, spec_tensor
+    type_verify(UOp(Ops.SINK, dtypes.void, tuple(targets)), spec_tensor, "tensor graph")
   sch = _Scheduler()
   ret = {}
   for t, d in zip(targets, devices):
@@ -256,4 +296,7 @@ def create_schedule(targets:list[UOp], devices:list[str]) -> tuple[list[Schedule
     if id(si.bufs[0]) in needed:
       items.append(si)
       needed.update(id(b) for b in si.bufs[1:])
+  if SPEC:  # SPEC hook: each kernel AST (tinygrad/uop/spec.py)
+    from tinygrad.uop.spec import type_verify, spec_kernel
+    for si in items: type_verify(si.ast, spec_kernel, f"kernel AST of {si.name}")
   return items[::-1], ret

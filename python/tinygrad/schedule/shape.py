@@ -7,6 +7,7 @@ Tensor-level conventions (what tensor.py builds and the scheduler reads):
   FLIP arg: tuple of bools (one per dim)
   REDUCE   src: (x,)           arg: (op, axes)                          keeps the reduced dims as size 1
   ALU / CAST / CONTIGUOUS      shape of src[0] (the Tensor layer broadcasts first)
+  COPY     src: (x,)           arg: (src device, dst device)            x moved to another device, shape of x
 """
 from __future__ import annotations
 import weakref
@@ -28,7 +29,7 @@ def _compute(u:UOp) -> tuple[int, ...]:
   if op is Ops.REDUCE:
     axes = u.arg[1]
     return tuple(1 if i in axes else s for i, s in enumerate(shape_of(u.src[0])))
-  if op in GroupOp.ALU or op in (Ops.CAST, Ops.BITCAST, Ops.CONTIGUOUS):
+  if op in GroupOp.ALU or op in (Ops.CAST, Ops.BITCAST, Ops.CONTIGUOUS, Ops.COPY):
     return shape_of(u.src[-1] if op is Ops.WHERE else u.src[0])
   raise RuntimeError(f"no shape for {op}")
 

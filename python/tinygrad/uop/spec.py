@@ -1,0 +1,302 @@
+"""The written spec of the UOps at each stage of the pipeline, checked with SPEC >= 1 (the default, as in tinygrad 0.14).
+
+Each stage is a module-level PatternMatcher whose rules return True (the UOp is valid), False (it breaks the rule) or None (the
+rule does not decide; the next one is tried). A UOp that no rule accepts is invalid. `type_verify` walks a graph (or a list) and
+raises a RuntimeError naming the stage and the offending UOp: its position, op, dtype, arg and srcs, and the rule it broke.
+
+  spec_tensor   the tensor graph that tinygrad.tensor builds and the scheduler reads (conventions: tinygrad/schedule/shape.py):
+                BUFFER, CONST, movement ops, REDUCE(x, arg=(op, axes)), CONTIGUOUS, COPY, ALU/CAST/BITCAST, with shapes that agree.
+  spec_kernel   a kernel AST from the scheduler: SINK(STORE(INDEX(PARAM, idx), value)...) with LOAD/ALU/CAST/CONST, RANGE and
+                REDUCE(x, *reduce RANGEs, arg=(op,)). No movement ops, no BUFFER: every access is index arithmetic on a PARAM.
+                (A copy between devices is scheduled as the AST COPY(arg=KernelInfo), with no srcs.)
+  spec_lowered  the kernel after the codegen's graph passes, before linearizing: REDUCE became a register accumulator
+                (BUFFER(REG), AFTER, STORE/LOAD), every loop is closed by an END.
+  spec_linear   the per-UOp dtype rules of the linear program; `verify_linear` adds tinygrad.renderer.check_linear (order,
+                scopes, src shapes of the linear-UOp contract) so that part is written once, in the renderer.
+
+Value rules shared by all stages: every operand of an ALU has the dtype of its result, except comparisons (bool result, equal
+operands), WHERE (bool condition) and shifts (any int count). A weak CONST (a Python number, weakint/weakfloat) fits any
+operand it can be converted to without changing kind.
+"""
+from __future__ import annotations
+from typing import Any, Sequence
+from tinygrad.uop.ops import PatternMatcher, UPat, UOp, Ops, GroupOp, ParamArg, AxisType
+from tinygrad.dtype import DType, dtypes, AddrSpace
+from tinygrad.helpers import prod
+from tinygrad.schedule.shape import shape_of
+from tinygrad.renderer import check_linear, KernelContractError, is_literal
+
+__all__ = ["spec_tensor", "spec_kernel", "spec_lowered", "spec_linear", "type_verify", "verify_linear"]
+
+# ***** helpers *****
+
+def fits(x:UOp, dt:DType) -> bool:
+  """x can be an operand of dtype dt: the same dtype, or a weak CONST of a compatible kind."""
+  if x.dtype is dt: return True
+  if x.op is not Ops.CONST or dt is dtypes.void: return False
+  if x.dtype is dtypes.weakint: return dtypes.is_int(dt) or dtypes.is_float(dt)
+  if x.dtype is dtypes.weakfloat: return dtypes.is_float(dt)
+  return False
+
+def operand_dtype(srcs:Sequence[UOp]) -> DType|None:
+  """The dtype operands agree on (a weak CONST adopts the strong one), or None when they disagree."""
+  strong = {s.dtype for s in srcs if s.dtype not in dtypes.weaks}
+  if len(strong) > 1: return None
+  dt = strong.pop() if strong else srcs[0].dtype
+  return dt if all(fits(s, dt) for s in srcs) else None
+
+def is_int(dt:DType) -> bool: return dtypes.is_int(dt) and dt is not dtypes.bool
+
+def const_ok(x:UOp) -> bool:
+  """A CONST's arg is a Python value of its dtype's kind."""
+  v, dt = x.arg, x.dtype
+  if dt is dtypes.void: return False
+  if dt is dtypes.bool: return isinstance(v, bool)
+  if dtypes.is_float(dt): return isinstance(v, (int, float)) and not isinstance(v, bool)
+  return isinstance(v, int) and not isinstance(v, bool)
+
+def size_const(x:UOp) -> bool:
+  """The element count of a BUFFER/PARAM: an int CONST >= 0."""
+  return x.op is Ops.CONST and is_int(x.dtype) and isinstance(x.arg, int) and not isinstance(x.arg, bool) and x.arg >= 0
+
+def param_arg_ok(x:UOp, addrspaces:tuple[AddrSpace, ...]) -> bool:
+  a = x.arg
+  return isinstance(a, ParamArg) and type(a.slot) is int and a.slot >= 0 and a.dtype is x.dtype and a.addrspace in addrspaces
+
+def range_ok(x:UOp, axis_types:tuple[AxisType, ...]|None=None) -> bool:
+  """RANGE: an int loop variable counting to src[0] (same dtype); arg is (axis_id, ..., AxisType)."""
+  a = x.arg
+  return is_int(x.dtype) and len(x.src) >= 1 and fits(x.src[0], x.dtype) and isinstance(a, tuple) and len(a) >= 2 and \
+    all(type(i) is int for i in a[:-1]) and isinstance(a[-1], AxisType) and (axis_types is None or a[-1] in axis_types)
+
+def buf_root(x:UOp) -> UOp:
+  """The PARAM/BUFFER under a chain of AFTERs (or x itself)."""
+  while x.op is Ops.AFTER: x = x.src[0]
+  return x
+
+def cast_ok(x:UOp) -> bool:
+  """CAST/BITCAST: one non-void src, arg the target dtype (or None); a BITCAST keeps the itemsize."""
+  if len(x.src) != 1 or x.src[0].dtype is dtypes.void or x.dtype is dtypes.void or x.arg not in (None, x.dtype): return False
+  return x.op is Ops.CAST or x.dtype.itemsize == x.src[0].dtype.itemsize or (x.src[0].op is Ops.CONST and x.src[0].dtype in dtypes.weaks)
+
+_FLOAT_ONLY = (Ops.SIN, Ops.LOG2, Ops.EXP2, Ops.SQRT, Ops.RECIPROCAL, Ops.FDIV)
+_INT_ONLY = (Ops.CDIV, Ops.FLOORDIV, Ops.FLOORMOD, Ops.SHL, Ops.SHR)
+_BITWISE = (Ops.AND, Ops.OR, Ops.XOR)
+
+def alu_ok(x:UOp) -> bool:
+  """The dtype rules of an ALU op and its srcs (the number of srcs comes from its group)."""
+  op, dt, src = x.op, x.dtype, x.src
+  n = 1 if op in GroupOp.Unary else 2 if op in GroupOp.Binary else 3
+  if len(src) != n or dt is dtypes.void or any(s.dtype is dtypes.void for s in src): return False
+  if op in GroupOp.Comparison: return dt is dtypes.bool and operand_dtype(src) is not None
+  if op is Ops.WHERE: return src[0].dtype is dtypes.bool and fits(src[1], dt) and fits(src[2], dt)
+  if op in _FLOAT_ONLY and not dtypes.is_float(dt): return False
+  if op in _INT_ONLY and not is_int(dt): return False
+  if op in _BITWISE and not (is_int(dt) or dt is dtypes.bool): return False
+  if op in (Ops.SHL, Ops.SHR): return fits(src[0], dt) and (is_int(src[1].dtype) or src[1].dtype is dtypes.weakint)
+  return all(fits(s, dt) for s in src)
+
+# the value rules every stage shares
+_values: list = [
+  (UPat(Ops.CONST, src=(), name="x"), const_ok),
+  (UPat(tuple(GroupOp.ALU), name="x"), alu_ok),
+  (UPat((Ops.CAST, Ops.BITCAST), name="x"), cast_ok),
+]
+
+# ***** the tensor graph *****
+
+def _all_ints(t:Any, lo:int=0) -> bool: return isinstance(t, tuple) and all(type(i) is int and i >= lo for i in t)
+
+def _movement_ok(x:UOp) -> bool:
+  """A movement op on one src of the same dtype, with an arg that fits the src's shape."""
+  if len(x.src) != 1 or x.dtype is not x.src[0].dtype: return False
+  s, a = shape_of(x.src[0]), x.arg
+  if x.op is Ops.RESHAPE: return _all_ints(a) and prod(a) == prod(s)
+  if x.op is Ops.EXPAND: return _all_ints(a) and len(a) == len(s) and all(o == n or o == 1 for o, n in zip(s, a))
+  if x.op is Ops.PERMUTE: return _all_ints(a) and sorted(a) == list(range(len(s)))
+  if x.op is Ops.FLIP: return isinstance(a, tuple) and len(a) == len(s) and all(isinstance(f, bool) for f in a)
+  if not (isinstance(a, tuple) and len(a) == len(s) and all(isinstance(p, tuple) and len(p) == 2 and _all_ints(p) for p in a)): return False
+  if x.op is Ops.PAD: return True
+  return all(b <= e <= n for (b, e), n in zip(a, s))  # SHRINK
+
+def _tensor_alu_ok(x:UOp) -> bool:
+  """ALU ops in the tensor graph also need srcs of one shape: the Tensor layer broadcasts before it builds them."""
+  if not alu_ok(x): return False
+  shapes = {shape_of(s) for s in x.src}
+  return len(shapes) == 1
+
+def _reduce_arg_ok(x:UOp) -> bool:
+  a = x.arg
+  if not (isinstance(a, tuple) and len(a) == 2 and a[0] in GroupOp.Reduce and _all_ints(a[1])): return False
+  ndim = len(shape_of(x.src[0]))
+  return len(a[1]) > 0 and list(a[1]) == sorted(set(a[1])) and a[1][-1] < ndim
+
+spec_tensor = PatternMatcher([
+  # a SINK only groups the targets of one realize
+  (UPat(Ops.SINK, dtypes.void), lambda: True),
+  # a realized or input buffer: BUFFER(CONST size) with a device
+  (UPat(Ops.BUFFER, src=(UPat(name="n"),), name="x"),
+   lambda x, n: size_const(n) and param_arg_ok(x, (AddrSpace.GLOBAL,)) and isinstance(x.arg.device, (str, tuple))),
+  (UPat(tuple(GroupOp.Movement), name="x"), _movement_ok),
+  (UPat(Ops.REDUCE, src=(UPat(name="s"),), name="x"), lambda x, s: s.dtype is x.dtype and x.dtype is not dtypes.void and _reduce_arg_ok(x)),
+  (UPat(Ops.CONTIGUOUS, src=(UPat(name="s"),), name="x"), lambda x, s: s.dtype is x.dtype and x.arg is None),
+  # COPY(x, arg=(src device, dst device)) moves x to another device (Tensor.to)
+  (UPat(Ops.COPY, src=(UPat(name="s"),), name="x"),
+   lambda x, s: s.dtype is x.dtype and isinstance(x.arg, tuple) and len(x.arg) == 2 and all(isinstance(d, str) for d in x.arg)),
+  (UPat(tuple(GroupOp.ALU), name="x"), _tensor_alu_ok),
+  *_values,
+])
+
+# ***** the kernel AST from the scheduler *****
+
+def _index_ok(x:UOp, allowed:tuple[Ops, ...]) -> bool:
+  """INDEX(buf, idx): element idx (an int) of a buffer, with the buffer's dtype."""
+  if len(x.src) != 2: return False
+  buf, idx = x.src
+  return buf_root(buf).op in allowed and x.dtype is buf.dtype and (is_int(idx.dtype) or (idx.op is Ops.CONST and idx.dtype is dtypes.weakint))
+
+def _param_ok(x:UOp) -> bool:
+  """A kernel argument: a buffer PARAM(CONST size) or an int variable PARAM in the ALU addrspace."""
+  if isinstance(x.arg, ParamArg) and x.arg.addrspace is AddrSpace.ALU:
+    return is_int(x.dtype) and x.arg.dtype is x.dtype and all(s.op is Ops.STACK and not s.src for s in x.src)
+  return param_arg_ok(x, (AddrSpace.GLOBAL,)) and len(x.src) <= 1 and all(size_const(s) for s in x.src)
+
+def _gate_ok(g:UOp) -> bool: return g.dtype is dtypes.bool
+
+_memory: list = [
+  (UPat(Ops.PARAM, name="x"), _param_ok),
+  # LOAD(index) or LOAD(index, alt, gate): `gate ? *index : alt`
+  (UPat(Ops.LOAD, src=(UPat(Ops.INDEX, name="i"),), name="x"), lambda x, i: x.dtype is i.dtype),
+  (UPat(Ops.LOAD, src=(UPat(Ops.INDEX, name="i"), UPat(name="alt"), UPat(name="g")), name="x"),
+   lambda x, i, alt, g: x.dtype is i.dtype and fits(alt, x.dtype) and _gate_ok(g)),
+  # STORE(index, value) or STORE(index, value, gate)
+  (UPat(Ops.STORE, dtypes.void, src=(UPat(Ops.INDEX, name="i"), UPat(name="v")), name="x"), lambda x, i, v: fits(v, i.dtype)),
+  (UPat(Ops.STORE, dtypes.void, src=(UPat(Ops.INDEX, name="i"), UPat(name="v"), UPat(name="g")), name="x"),
+   lambda x, i, v, g: fits(v, i.dtype) and _gate_ok(g)),
+]
+
+def _kernel_sink_ok(x:UOp) -> bool: return len(x.src) >= 1 and all(s.op is Ops.STORE for s in x.src) and hasattr(x.arg, "name")
+
+def _reduce_ok(x:UOp) -> bool:
+  """REDUCE(x, *ranges, arg=(op,)): reduces x over the REDUCE ranges, in x's dtype."""
+  return len(x.src) >= 2 and x.src[0].dtype is x.dtype and x.dtype is not dtypes.void and isinstance(x.arg, tuple) and len(x.arg) == 1 and \
+    x.arg[0] in GroupOp.Reduce and all(r.op is Ops.RANGE and range_ok(r, (AxisType.REDUCE,)) for r in x.src[1:])
+
+spec_kernel = PatternMatcher([
+  (UPat(Ops.SINK, dtypes.void, name="x"), _kernel_sink_ok),
+  # a copy between devices is a schedule item but no kernel: its AST is COPY(arg=KernelInfo) alone
+  (UPat(Ops.COPY, src=(), name="x"), lambda x: hasattr(x.arg, "name")),
+  (UPat(Ops.INDEX, name="x"), lambda x: _index_ok(x, (Ops.PARAM,))),
+  (UPat(Ops.RANGE, name="x"), range_ok),
+  (UPat(Ops.REDUCE, name="x"), _reduce_ok),
+  *_memory, *_values,
+])
+
+# ***** the lowered kernel (before linearizing) *****
+
+def _end_ok(x:UOp) -> bool:
+  """END(body, RANGE) closes a loop (END(body, RANGE, cond:bool) loops while cond holds)."""
+  return x.dtype is dtypes.void and len(x.src) in (2, 3) and x.src[0].op in (Ops.STORE, Ops.END, Ops.GROUP) and x.src[1].op is Ops.RANGE and \
+    (len(x.src) == 2 or x.src[2].dtype is dtypes.bool)
+
+def _local_buffer_ok(x:UOp) -> bool:
+  """A kernel-local array (an accumulator): BUFFER(CONST size) in register or local memory."""
+  return len(x.src) == 1 and size_const(x.src[0]) and param_arg_ok(x, (AddrSpace.REG, AddrSpace.LOCAL))
+
+def _after_ok(x:UOp) -> bool:
+  """AFTER(buf, *deps): the buffer, once deps ran (stores, loops and the ranges it is used in)."""
+  return len(x.src) >= 1 and buf_root(x.src[0]).op in (Ops.PARAM, Ops.BUFFER) and x.dtype is x.src[0].dtype
+
+spec_lowered = PatternMatcher([
+  (UPat(Ops.SINK, dtypes.void, name="x"), lambda x: len(x.src) >= 1 and all(s.op in (Ops.STORE, Ops.END) for s in x.src) and hasattr(x.arg, "name")),
+  (UPat(Ops.INDEX, name="x"), lambda x: _index_ok(x, (Ops.PARAM, Ops.BUFFER))),
+  (UPat(Ops.RANGE, name="x"), range_ok),
+  (UPat(Ops.END, name="x"), _end_ok),
+  (UPat(Ops.BUFFER, name="x"), _local_buffer_ok),
+  (UPat(Ops.AFTER, name="x"), _after_ok),
+  *_memory, *_values,
+])
+
+# ***** the linear program *****
+# order, scopes and the src shapes of every op are the renderer's contract (check_linear); these rules add the dtypes
+
+def _linear_index_ok(x:UOp) -> bool:
+  if len(x.src) == 2 and buf_root(x.src[0]).op not in (Ops.PARAM, Ops.BUFFER):  # a lane of a vector value
+    return x.src[1].op is Ops.CONST and is_int(x.src[1].dtype) and x.dtype is x.src[0].dtype
+  return _index_ok(x, (Ops.PARAM, Ops.BUFFER))
+
+def _shrink_ok(x:UOp) -> bool:
+  """SHRINK(buf, idx, CONST n): n consecutive elements of a buffer (a vector access)."""
+  return len(x.src) == 3 and buf_root(x.src[0]).op in (Ops.PARAM, Ops.BUFFER) and x.dtype is x.src[0].dtype and \
+    (is_int(x.src[1].dtype) or x.src[1].dtype is dtypes.weakint) and is_literal(x.src[2])
+
+def _linear_load_ok(x:UOp) -> bool:
+  return len(x.src) in (1, 3) and x.src[0].op in (Ops.INDEX, Ops.SHRINK) and x.dtype is x.src[0].dtype and \
+    (len(x.src) == 1 or (fits(x.src[1], x.dtype) and x.src[2].dtype is dtypes.bool))
+
+def _linear_store_ok(x:UOp) -> bool:
+  return x.dtype is dtypes.void and len(x.src) in (2, 3) and x.src[0].op in (Ops.INDEX, Ops.SHRINK) and fits(x.src[1], x.src[0].dtype) and \
+    (len(x.src) == 2 or x.src[2].dtype is dtypes.bool)
+
+def _stack_ok(x:UOp) -> bool:
+  """STACK(x0..xn-1): an n-lane vector of its dtype (an empty void STACK marks a Variable)."""
+  if not x.src: return x.dtype is dtypes.void
+  return x.dtype is not dtypes.void and all(fits(s, x.dtype) for s in x.src)
+
+def _linear_const_ok(x:UOp) -> bool:
+  """A literal: a weak CONST takes the dtype of what it feeds."""
+  if x.dtype is dtypes.weakint: return isinstance(x.arg, int) and not isinstance(x.arg, bool)
+  if x.dtype is dtypes.weakfloat: return isinstance(x.arg, (int, float)) and not isinstance(x.arg, bool)
+  return const_ok(x)
+
+_void = lambda x: x.dtype is dtypes.void  # noqa: E731
+
+spec_linear = PatternMatcher([
+  (UPat(Ops.SINK, dtypes.void), lambda: True),
+  (UPat(Ops.CONST, src=(), name="x"), _linear_const_ok),
+  (UPat(Ops.PARAM, name="x"), _param_ok),
+  (UPat(Ops.BUFFER, name="x"), _local_buffer_ok),
+  (UPat(Ops.RANGE, dtypes.void, name="x"), lambda x: len(x.src) >= 1),  # an endless loop, left by END(body, range, cond)
+  (UPat(Ops.RANGE, name="x"), range_ok),
+  (UPat(Ops.END, name="x"), lambda x: x.dtype is dtypes.void and len(x.src) in (2, 3) and (len(x.src) == 2 or x.src[2].dtype is dtypes.bool)),
+  (UPat(Ops.IF, name="x"), lambda x: x.dtype is dtypes.void and len(x.src) >= 1 and x.src[0].dtype is dtypes.bool),
+  (UPat(Ops.ENDIF, name="x"), _void),
+  (UPat((Ops.NOOP, Ops.GROUP, Ops.BARRIER), name="x"), _void),
+  (UPat(Ops.AFTER, name="x"), _after_ok),
+  (UPat(Ops.INDEX, name="x"), _linear_index_ok),
+  (UPat(Ops.SHRINK, name="x"), _shrink_ok),
+  (UPat(Ops.LOAD, name="x"), _linear_load_ok),
+  (UPat(Ops.STORE, name="x"), _linear_store_ok),
+  (UPat(Ops.STACK, name="x"), _stack_ok),
+  *_values,
+])
+
+# ***** verification *****
+
+def _describe(i:int, u:UOp) -> str:
+  srcs = ", ".join(f"{s.op} {s.dtype}" + ("" if s.arg is None else f" {s.arg!r}") for s in u.src)
+  return f"UOp {i}: {u.op} {u.dtype} arg={u.arg!r} with {len(u.src)} src{'s' if len(u.src) != 1 else ''} ({srcs})"
+
+def _broken_rule(spec:PatternMatcher, u:UOp) -> str:
+  """Which rule of spec rejected u (only called on a failure)."""
+  for pat, fxn in spec.patterns:
+    try: ret = PatternMatcher([(pat, fxn)]).rewrite(u)
+    except Exception as e: return f"the rule at {pat.location[0].split('/')[-1]}:{pat.location[1]} raised {type(e).__name__}: {e}"
+    if ret is False: return f"it breaks the rule at {pat.location[0].split('/')[-1]}:{pat.location[1]}"
+    if ret is True: break
+  return "it matches no rule"
+
+def type_verify(uops_or_sink:UOp|Sequence[UOp], spec:PatternMatcher, stage:str) -> None:
+  """Checks every UOp of a graph (children first) or of a list against spec. Raises RuntimeError naming the stage and the first
+  UOp that no rule accepts: its position (in the list, or in the toposort of the graph), op, dtype, arg and srcs."""
+  lst = list(uops_or_sink.toposort()) if isinstance(uops_or_sink, UOp) else list(uops_or_sink)
+  for i, u in enumerate(lst):
+    try: ok = spec.rewrite(u)
+    except Exception: ok = False
+    if ok is not True: raise RuntimeError(f"SPEC: the {stage} is invalid at {_describe(i, u)}: {_broken_rule(spec, u)}")
+
+def verify_linear(uops:Sequence[UOp], stage:str="linear program") -> None:
+  """The linear program: the renderer's contract (check_linear: order, scopes, srcs), then the dtype rules of spec_linear."""
+  try: check_linear(uops)
+  except KernelContractError as e: raise RuntimeError(f"SPEC: the {stage} is invalid: {e}") from e
+  type_verify(uops, spec_linear, stage)
