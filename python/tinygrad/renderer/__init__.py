@@ -119,10 +119,11 @@ class LinearKernel:
   uses: Counter                      # how many later srcs refer to each UOp
   position: dict[UOp, int] = field(default_factory=dict)
 
-def _lanes_of(u:UOp, lanes:dict[UOp, int], where:str) -> int:
+def _lanes_of(u:UOp, lanes:dict[UOp, int], i:int) -> int:
   if u.op is Ops.SHRINK:
     n = const_value(u.src[2]) if len(u.src) == 3 else None
-    if not isinstance(n, int) or n not in _VECTOR_WIDTHS: raise KernelContractError(f"{where}: SHRINK width must be a CONST in {_VECTOR_WIDTHS}")
+    if not isinstance(n, int) or n not in _VECTOR_WIDTHS:
+      raise KernelContractError(f"{_desc(i, u)}: SHRINK width must be a CONST in {_VECTOR_WIDTHS}")
     return n
   if u.op is Ops.STACK: return len(u.src)
   if u.op in (Ops.LOAD, Ops.AFTER): return lanes.get(u.src[0], 1)
@@ -130,9 +131,10 @@ def _lanes_of(u:UOp, lanes:dict[UOp, int], where:str) -> int:
 
 def _check_srcs(i:int, u:UOp, lanes:dict[UOp, int]) -> None:
   """Per-op src shape checks; the messages name the uop so a codegen author can find it."""
-  where, op, n = _desc(i, u), u.op, len(u.src)
+  op, n = u.op, len(u.src)
   def need(ok:bool, what:str):
-    if not ok: raise KernelContractError(f"{where}: {what}")
+    # the description (with the arg's repr) is built only for the error: this runs for every UOp of every kernel
+    if not ok: raise KernelContractError(f"{_desc(i, u)}: {what}")
   if op in (Ops.INDEX, Ops.SHRINK):
     need(n == (2 if op is Ops.INDEX else 3), f"{op} takes {'(buf, idx)' if op is Ops.INDEX else '(buf, idx, CONST n)'}, got {n} srcs")
     if mem_root(u.src[0]) is None:
@@ -204,7 +206,7 @@ def check_linear(uops:Sequence[UOp], supported_ops:set[Ops]|frozenset[Ops]|None=
     if u.dtype in dtypes.fp8s or u.dtype in (dtypes._uint128, dtypes._uint256):
       raise KernelContractError(f"{_desc(i, u)}: dtype {u.dtype} is not supported by the renderers")
     _check_srcs(i, u, lanes)
-    lanes[u] = _lanes_of(u, lanes, _desc(i, u))
+    lanes[u] = _lanes_of(u, lanes, i)
     position[u] = i
     if u.op is Ops.SINK:
       if u.arg is not None and (n := u.arg if isinstance(u.arg, str) else getattr(u.arg, "name", None)) is not None: kname = n
