@@ -118,8 +118,8 @@ class Tensor:
   def numpy(self):
     import numpy as np
     if self.numel() == 0: return np.zeros(self.shape, dtype=_to_np_dtype(self.dtype) or np.float32)
-    buf = self._buffer()
-    return buf.numpy().reshape(self.shape).copy()
+    # one copy, into memory the array owns (writable, independent of the tensor), as in tinygrad
+    return self._buffer().numpy().reshape(self.shape)
   def data(self) -> memoryview:
     return self._buffer().as_buffer()
   def tolist(self): return self.numpy().tolist()
