@@ -52,7 +52,8 @@ class TestKernelCount:
   def test_full_plus_full_one_kernel_storing_3(self):
     t = (Tensor.full((10, 10), 1) + Tensor.full((10, 10), 2)).contiguous()
     srcs = src_of(t)
-    assert len(srcs) == 1 and "= 3;" in srcs[0]
+    # upcast by 4: 25 iterations of one 4-lane store of the constant (tinygrad's E_25_4)
+    assert len(srcs) == 1 and "void E_25_4(" in srcs[0] and "= (int4){3,3,3,3};" in srcs[0]
     assert count_kernels(t) == 1
     assert t.numpy().tolist() == [[3] * 10] * 10
   def test_realized_input_no_kernel(self, x):
@@ -156,7 +157,7 @@ class TestDebug:
     capsys.readouterr()
     with Context(DEBUG=4): (x * 7.5).realize()
     out = capsys.readouterr().out
-    assert "void E_16(" in out and "7.5f" in out
+    assert "void E_4_4(" in out and "7.5f" in out
 
 class TestReduceFusion:
   @pytest.mark.parametrize("name,f,kernels", [
@@ -227,3 +228,77 @@ class TestCounters:
     del a, b
     gc.collect()
     assert GlobalCounters.mem_used == base
+
+class TestThread:
+  """Kernels with enough work split their outermost output loop over the cores (core_id launches); NOOPT=1 keeps one launch."""
+  def test_big_elementwise_is_threaded(self, monkeypatch):
+    import tinygrad.codegen.opt as opt
+    import tinygrad.engine.realize as realize
+    monkeypatch.setattr(realize, "_specs", {})  # specs are cached per (AST, device): these tests change the core count
+    monkeypatch.setattr(opt, "THREAD_MAX", 4)
+    monkeypatch.setattr(opt.os, "cpu_count", lambda: 4)
+    with Context(NUM_CPU_THREADS=4):
+      a, b, c = (Tensor(np.random.default_rng(i).standard_normal(1 << 16).astype(np.float32)).realize() for i in range(3))
+      items, _ = (a * b + c).schedule()
+      spec = get_spec(items[0], "CPU")
+      assert spec.global_size == (4, 1, 1) and spec.core_id is not None and items[0].name == "E_65536"
+      assert "core_id" in spec.src and spec.name == "E_4_4096_4"  # threaded, then upcast by 4
+      np.testing.assert_allclose((a * b + c).numpy(), a.numpy() * b.numpy() + c.numpy(), rtol=1e-6)
+  def test_threaded_reduce_over_outer_axis(self, monkeypatch):
+    import tinygrad.codegen.opt as opt
+    import tinygrad.engine.realize as realize
+    monkeypatch.setattr(realize, "_specs", {})
+    monkeypatch.setattr(opt.os, "cpu_count", lambda: 3)
+    with Context(NUM_CPU_THREADS=3):
+      x = np.random.default_rng(0).standard_normal((600, 700)).astype(np.float32)
+      t = Tensor(x).realize()
+      items, _ = t.sum(1).schedule()
+      assert get_spec(items[0], "CPU").global_size == (3, 1, 1)
+      np.testing.assert_allclose(t.sum(1).numpy(), x.sum(1), rtol=1e-4, atol=1e-3)
+      np.testing.assert_allclose(t.max(0).numpy(), x.max(0))
+  def test_small_or_noopt_not_threaded(self):
+    t = Tensor(np.ones((256, 256), np.float32)).realize()
+    assert get_spec((t + 1).schedule()[0][0], "CPU").core_id is not None or (__import__("os").cpu_count() or 1) < 2
+    assert get_spec((t[:10] + 1).schedule()[0][0], "CPU").core_id is None
+    with Context(NOOPT=1):
+      spec = get_spec((t * 3).schedule()[0][0], "CPU")
+      assert spec.core_id is None and spec.global_size == (1, 1, 1)
+      np.testing.assert_array_equal((t * 3).numpy(), np.full((256, 256), 3, np.float32))
+  def test_python_device_not_threaded(self):
+    t = Tensor(np.arange(1 << 16, dtype=np.int32), device="PYTHON").realize()
+    assert get_spec((t + 1).schedule()[0][0], "PYTHON").core_id is None
+
+class TestUpcast:
+  """Elementwise kernels compute 4 consecutive outputs per iteration, with 4-lane loads/stores where the accesses are contiguous."""
+  @pytest.mark.parametrize("device,a,b", [("CPU", 5, 6), ("PYTHON", 7, 8)])
+  def test_seed_example(self, device, a, b):
+    # seed 002's full + full (other constants than TestKernelCount's: a realized graph isn't scheduled again)
+    t = (Tensor.full((10, 10), a, device=device) + Tensor.full((10, 10), b, device=device)).contiguous()
+    items, _ = t.schedule()
+    assert len(items) == 1 and get_spec(items[0], device).name == "E_25_4"
+    assert t.numpy().tolist() == [[a + b] * 10] * 10
+    with Context(NOOPT=1):
+      t = (Tensor.full((10, 10), a + 10, device=device) + Tensor.full((10, 10), b, device=device)).contiguous()
+      assert get_spec(t.schedule()[0][0], device).name == "E_10_10"
+  def test_vector_loads_and_scalar_fallback(self):
+    x = np.arange(64, dtype=np.float32).reshape(8, 8)
+    a = Tensor(x).realize()
+    src = src_of(a * 2 + a.T)[0]
+    assert "void E_8_2_4(" in src and "*((float4*)(data1_64+" in src and "*((float4*)(data0_64+" in src
+    assert src.count("data1_64[") == 4   # the transposed access is 4 scalar loads
+    np.testing.assert_array_equal((a * 2 + a.T).numpy(), x * 2 + x.T)
+  def test_not_divisible_or_unsupported_dtype(self):
+    x = np.arange(30, dtype=np.float32).reshape(3, 10)
+    a = Tensor(x).realize()
+    # 10 % 4 != 0: no upcast; the merged dim 30 isn't divisible either
+    assert "float4" not in src_of(a.permute(1, 0) + 1)[0]
+    np.testing.assert_array_equal((a.permute(1, 0) + 1).numpy(), x.T + 1)
+    h = Tensor(np.arange(16, dtype=np.float16)).realize()
+    src = src_of(h * 2)[0]
+    assert "E_4_4" in src and "4)))" not in src  # half has no vector type: upcast, scalar accesses
+    np.testing.assert_array_equal((h * 2).numpy(), np.arange(16, dtype=np.float16) * 2)
+  def test_strided_store_is_grouped(self):
+    x = np.arange(32, dtype=np.int32).reshape(4, 8)
+    a = Tensor(x).realize()
+    t = (a.T + 1).contiguous()   # output (8, 4): innermost dim 4 reads with stride 8
+    np.testing.assert_array_equal(t.numpy(), x.T + 1)

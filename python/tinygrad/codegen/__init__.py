@@ -1,5 +1,6 @@
 """Codegen: a kernel AST (from tinygrad.schedule) becomes a linear list of UOps for a renderer, then a ProgramSpec.
 
+Before the passes, tinygrad/codegen/opt.py optimizes the AST for the device (threading, upcasting).
 Passes, in order (each a module-level PatternMatcher run by graph_rewrite, except the final ordering):
   pm_decomp       THREEFRY(x, key) (uint64) -> Threefry-2x32 in uint32 ADD/XOR/SHL/SHR (no renderer has a THREEFRY op)
   pm_const_fold   ALU/CAST of constants -> the constant (so `full(1) + full(2)` stores 3)
@@ -53,10 +54,11 @@ def _loop_ranges(sink:UOp) -> list[UOp]: return sorted([u for u in sink.toposort
                                                          key=lambda r: r.arg[0])
 
 def _end_loops(sink:UOp) -> UOp|None:
-  if not sink.src or sink.src[0].op is not Ops.STORE: return None
-  ret = sink.src[0]
+  if not sink.src or any(s.op is not Ops.STORE for s in sink.src): return None
+  # several stores (an upcast kernel that could not vectorize its store) run in the same loops: one GROUP
+  ret = sink.src[0] if len(sink.src) == 1 else UOp(Ops.GROUP, dtypes.void, sink.src)
   for r in reversed(_loop_ranges(sink)): ret = UOp(Ops.END, dtypes.void, (ret, r))
-  return sink.replace(src=(ret,) + sink.src[1:])
+  return sink.replace(src=(ret,))
 
 pm_end_loops = PatternMatcher([(UPat(Ops.SINK, name="sink"), _end_loops)])
 
@@ -123,7 +125,10 @@ class LoweredKernel:
   sink: UOp                      # after the graph passes
   uops: list[UOp] = field(default_factory=list)
 
-def lower_ast(ast:UOp) -> LoweredKernel:
+def lower_ast(ast:UOp, device:str|None=None) -> LoweredKernel:
+  """Lowers a kernel AST; with a device, the optimizations of tinygrad/codegen/opt.py for it are applied first (not under NOOPT=1)."""
+  from tinygrad.codegen.opt import optimize_ast
+  ast = optimize_ast(ast, device)
   sink = graph_rewrite(ast, pm_decomp, name="decompositions")
   sink = graph_rewrite(sink, pm_const_fold, name="constant folding")
   sink = graph_rewrite(sink, pm_end_loops, name="end loops")
@@ -139,5 +144,5 @@ def lower_ast(ast:UOp) -> LoweredKernel:
 
 def get_program(ast:UOp, renderer):
   """ProgramSpec for a kernel AST on a renderer."""
-  k = lower_ast(ast)
+  k = lower_ast(ast, renderer.device)
   return renderer.to_program(k.uops)

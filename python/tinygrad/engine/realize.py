@@ -1,19 +1,19 @@
 """Running a schedule: each ScheduleItem is lowered (tinygrad.codegen), rendered, compiled (cached by the device) and launched."""
 from __future__ import annotations
 import time
-from tinygrad.helpers import DEBUG, GlobalCounters, colored
+from tinygrad.helpers import DEBUG, NOOPT, GlobalCounters, colored
 from tinygrad.device import Device
 from tinygrad.uop.ops import Ops
 from tinygrad.schedule import ScheduleItem
 from tinygrad.uop.ops import UOp
 from tinygrad.codegen import lower_ast
 
-_specs: dict = {}   # (kernel AST, device) -> ProgramSpec
+_specs: dict = {}   # (kernel AST, device, NOOPT) -> ProgramSpec (the codegen optimizes unless NOOPT)
 
 def get_spec(si:ScheduleItem, device:str):
-  if (spec := _specs.get(key := (si.ast, device))) is None:
+  if (spec := _specs.get(key := (si.ast, device, NOOPT.value))) is None:
     dev = Device[device]
-    k = lower_ast(si.ast)
+    k = lower_ast(si.ast, device)
     if DEBUG >= 3:
       print(si.ast)
       for i, u in enumerate(k.uops): print(f"{i:4d} {str(u.op):20s} {str(u.dtype):20s} {u.arg!r}")

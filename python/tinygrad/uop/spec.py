@@ -10,7 +10,8 @@ raises a RuntimeError naming the stage and the offending UOp: its position, op, 
                 REDUCE(x, *reduce RANGEs, arg=(op,)). No movement ops, no BUFFER: every access is index arithmetic on a PARAM.
                 (A copy between devices is scheduled as the AST COPY(arg=KernelInfo), with no srcs.)
   spec_lowered  the kernel after the codegen's graph passes, before linearizing: REDUCE became a register accumulator
-                (BUFFER(REG), AFTER, STORE/LOAD), every loop is closed by an END.
+                (BUFFER(REG), AFTER, STORE/LOAD), every loop is closed by an END. An upcast kernel (codegen/opt.py) adds SHRINK
+                vector loads/stores, STACK, INDEX of a lane and a GROUP of stores; a threaded one the core_id variable PARAM.
   spec_linear   the per-UOp dtype rules of the linear program; `verify_linear` adds tinygrad.renderer.check_linear (order,
                 scopes, src shapes of the linear-UOp contract) so that part is written once, in the renderer.
 
@@ -208,12 +209,14 @@ def _after_ok(x:UOp) -> bool:
   return len(x.src) >= 1 and buf_root(x.src[0]).op in (Ops.PARAM, Ops.BUFFER) and x.dtype is x.src[0].dtype
 
 spec_lowered = PatternMatcher([
-  (UPat(Ops.SINK, dtypes.void, name="x"), lambda x: len(x.src) >= 1 and all(s.op in (Ops.STORE, Ops.END) for s in x.src) and hasattr(x.arg, "name")),
+  (UPat(Ops.SINK, dtypes.void, name="x"),
+   lambda x: len(x.src) >= 1 and all(s.op in (Ops.STORE, Ops.END, Ops.GROUP) for s in x.src) and hasattr(x.arg, "name")),
   (UPat(Ops.INDEX, name="x"), lambda x: _index_ok(x, (Ops.PARAM, Ops.BUFFER))),
   (UPat(Ops.RANGE, name="x"), range_ok),
   (UPat(Ops.END, name="x"), _end_ok),
   (UPat(Ops.BUFFER, name="x"), _local_buffer_ok),
   (UPat(Ops.AFTER, name="x"), _after_ok),
+  (UPat(Ops.STACK, dtypes.void, src=()), lambda: True),  # the marker of a variable PARAM (core_id of a threaded kernel)
   *_memory, *_values,
 ])
 
@@ -250,6 +253,17 @@ def _linear_const_ok(x:UOp) -> bool:
   return const_ok(x)
 
 _void = lambda x: x.dtype is dtypes.void  # noqa: E731
+
+# an upcast kernel (tinygrad/codegen/opt.py) also has vector accesses: SHRINK loads/stores, STACK of lanes, INDEX of a lane, and a
+# GROUP of the stores of one iteration. These rules come first: the lowered INDEX/LOAD/STORE rules reject the vector forms.
+spec_lowered = PatternMatcher([
+  (UPat(Ops.SHRINK, name="x"), _shrink_ok),
+  (UPat(Ops.STACK, name="x"), _stack_ok),
+  (UPat(Ops.INDEX, src=(UPat((Ops.LOAD, Ops.STACK)), UPat(Ops.CONST)), name="x"), _linear_index_ok),
+  (UPat(Ops.LOAD, src=(UPat(Ops.SHRINK),), allow_any_len=True, name="x"), _linear_load_ok),
+  (UPat(Ops.STORE, src=(UPat(Ops.SHRINK),), allow_any_len=True, name="x"), _linear_store_ok),
+  (UPat(Ops.GROUP, dtypes.void, name="x"), lambda x: len(x.src) >= 1 and all(s.op is Ops.STORE for s in x.src)),
+]) + spec_lowered
 
 spec_linear = PatternMatcher([
   (UPat(Ops.SINK, dtypes.void), lambda: True),
