@@ -6,6 +6,7 @@ import math
 import time
 from typing import Any
 from tinygrad.uop.ops import UOp, Ops
+from tinygrad.mixin.mathtraits import OperatorMixin
 from tinygrad.dtype import DType, DTypeLike, dtypes, to_dtype, least_upper_dtype, strong_dtype, sum_acc_dtype, _to_np_dtype, _from_np_dtype, bitcast
 from tinygrad.helpers import prod, argfix, make_tuple, ceildiv
 from tinygrad.device import Device
@@ -33,7 +34,7 @@ def _broadcast_shape(*shapes:tuple[int, ...]) -> tuple[int, ...]:
     ret.append(non1.pop() if non1 else 1)
   return tuple(ret)
 
-class Tensor:
+class Tensor(OperatorMixin):
   __slots__ = ("uop", "_device", "requires_grad")
 
   def __init__(self, data:Any, device:str|None=None, dtype:DTypeLike|None=None, requires_grad:bool|None=None):
@@ -436,26 +437,6 @@ class Tensor:
   def abs(self) -> Tensor: return (self < 0).where(-self, self)
   def square(self) -> Tensor: return self * self
 
-  __add__ = add
-  def __radd__(self, x): return self.add(x, True)
-  __sub__ = sub
-  def __rsub__(self, x): return self.sub(x, True)
-  __mul__ = mul
-  def __rmul__(self, x): return self.mul(x, True)
-  __truediv__ = div
-  def __rtruediv__(self, x): return self.div(x, True)
-  def __neg__(self): return self.neg()
-  def __and__(self, x): return self.bitwise_and(x)
-  def __rand__(self, x): return self.bitwise_and(x, True)
-  def __or__(self, x): return self.bitwise_or(x)
-  def __ror__(self, x): return self.bitwise_or(x, True)
-  def __xor__(self, x): return self.bitwise_xor(x)
-  def __rxor__(self, x): return self.bitwise_xor(x, True)
-  def __invert__(self): return self.bitwise_not()
-  def __lshift__(self, x): return self.lshift(x)
-  def __rshift__(self, x): return self.rshift(x)
-  def __rlshift__(self, x): return self.lshift(x, True)
-  def __rrshift__(self, x): return self.rshift(x, True)
   def __matmul__(self, x): return self.matmul(x)
   def __rmatmul__(self, x): return Tensor(x, device=self.device).matmul(self) if not isinstance(x, Tensor) else x.matmul(self)
 

@@ -22,7 +22,31 @@ _INT_SET = frozenset(dtypes.ints + (dtypes.weakint,))
 _ADD, _MUL, _FLOORDIV, _FLOORMOD = Ops.ADD, Ops.MUL, Ops.FLOORDIV, Ops.FLOORMOD  # (Enum member lookups are slow on CPython 3.11)
 _WEAKS = frozenset(dtypes.weaks)
 
-class MathTrait:
+class OperatorMixin:
+  """Python operators written in terms of named methods (add/sub/mul/div with a `reverse` flag, neg, bitwise_and/or/xor,
+  bitwise_not, lshift/rshift): shared by UOp, UPat and Tensor."""
+  def __neg__(self): return self.neg()
+  def __invert__(self): return self.bitwise_not()
+  def __add__(self, x): return self.add(x)
+  def __radd__(self, x): return self.add(x, True)
+  def __sub__(self, x): return self.sub(x)
+  def __rsub__(self, x): return self.sub(x, True)
+  def __mul__(self, x): return self.mul(x)
+  def __rmul__(self, x): return self.mul(x, True)
+  def __truediv__(self, x): return self.div(x)
+  def __rtruediv__(self, x): return self.div(x, True)
+  def __and__(self, x): return self.bitwise_and(x)
+  def __rand__(self, x): return self.bitwise_and(x, True)
+  def __or__(self, x): return self.bitwise_or(x)
+  def __ror__(self, x): return self.bitwise_or(x, True)
+  def __xor__(self, x): return self.bitwise_xor(x)
+  def __rxor__(self, x): return self.bitwise_xor(x, True)
+  def __lshift__(self, x): return self.lshift(x)
+  def __rlshift__(self, x): return self.lshift(x, True)
+  def __rshift__(self, x): return self.rshift(x)
+  def __rrshift__(self, x): return self.rshift(x, True)
+
+class MathTrait(OperatorMixin):
   """The operator surface shared by UOp and UPat."""
   # required from the class: alu(op, *src), _broadcasted(y, reverse), ufix(x), cast(dtype) and dtype
   def _binop(self, op:Ops, x, reverse:bool):
@@ -121,33 +145,13 @@ class MathTrait:
     x, y = ref.ufix(x)._broadcasted(y)
     return self.alu(Ops.WHERE, x, y)
 
-  # ** Python operators **
-  def __neg__(self): return self.neg()
-  def __invert__(self): return self.bitwise_not()
-  def __add__(self, x): return self.add(x)
-  def __radd__(self, x): return self.add(x, True)
-  def __sub__(self, x): return self.sub(x)
-  def __rsub__(self, x): return self.sub(x, True)
-  def __mul__(self, x): return self.mul(x)
-  def __rmul__(self, x): return self.mul(x, True)
-  def __truediv__(self, x): return self.div(x)
-  def __rtruediv__(self, x): return self.div(x, True)
+  # ** Python operators beyond OperatorMixin's **
   def __floordiv__(self, x): return self.div(x, rounding_mode="floor")
   def __rfloordiv__(self, x): return self.div(x, True, rounding_mode="floor")
   def __mod__(self, x): return self.mod(x)
   def __rmod__(self, x): return self.mod(x, True)
   def __pow__(self, x): return self.pow(x)
   def __rpow__(self, x): return self.pow(x, True)
-  def __and__(self, x): return self.bitwise_and(x)
-  def __rand__(self, x): return self.bitwise_and(x, True)
-  def __or__(self, x): return self.bitwise_or(x)
-  def __ror__(self, x): return self.bitwise_or(x, True)
-  def __xor__(self, x): return self.bitwise_xor(x)
-  def __rxor__(self, x): return self.bitwise_xor(x, True)
-  def __lshift__(self, x): return self.lshift(x)
-  def __rlshift__(self, x): return self.lshift(x, True)
-  def __rshift__(self, x): return self.rshift(x)
-  def __rrshift__(self, x): return self.rshift(x, True)
 
 class UOpMathTrait(MathTrait):
   """UOp primitives: Python constants become weak CONSTs and operands are promoted to their least upper dtype."""

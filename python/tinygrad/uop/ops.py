@@ -727,6 +727,6 @@ def _do_unbind(ctx:dict[UOp, int], x:UOp) -> UOp|None:
 pm_unbind = PatternMatcher([(UPat(Ops.AFTER, name="x"), _do_unbind)])
 
 # the operators (tinygrad/mixin/mathtraits.py); attached base class first so the subclass overrides win
-from tinygrad.mixin.mathtraits import MathTrait, UOpMathTrait, UPatMathTrait  # noqa: E402
-for _cls, _mixins in ((UOp, (MathTrait, UOpMathTrait)), (UPat, (MathTrait, UPatMathTrait))):
+from tinygrad.mixin.mathtraits import OperatorMixin, MathTrait, UOpMathTrait, UPatMathTrait  # noqa: E402
+for _cls, _mixins in ((UOp, (OperatorMixin, MathTrait, UOpMathTrait)), (UPat, (OperatorMixin, MathTrait, UPatMathTrait))):
   for _m in _mixins: _attach(_cls, _m)
