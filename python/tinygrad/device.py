@@ -287,20 +287,28 @@ class Compiler:
     """What besides the source determines the binary (compiler path, flags); part of the cache key."""
     return type(self).__name__
   def compile(self, src:str) -> bytes: return src.encode()
+  def compile_many(self, srcs:Sequence[str]) -> list[bytes]:
+    """Compiles several sources at once. A compiler with a per-process cost (the CPU's C compiler) overrides this to pay it once."""
+    return [self.compile(src) for src in srcs]
   def cache_key(self, src:str) -> str: return hashlib.sha256(f"{self.cache_id()}\0{src}".encode()).hexdigest()
-  def compile_cached(self, src:str) -> bytes:
-    key = self.cache_key(src)
-    if (lib := self._mem.get(key)) is not None:
-      self.stats["mem_hits"] += 1
-      return lib
+  def compile_cached(self, src:str) -> bytes: return self.compile_cached_many([src])[0]
+  def compile_cached_many(self, srcs:Sequence[str]) -> list[bytes]:
+    """compile_cached of each source; the ones found in neither cache are compiled together by one compile_many call."""
+    keys = [self.cache_key(src) for src in srcs]
     use_disk = self.cachekey is not None and CCACHE
-    if use_disk and isinstance(lib := diskcache_get(self.cachekey, key), bytes): self.stats["disk_hits"] += 1
-    else:
-      lib = self.compile(src)
-      self.stats["compiled"] += 1
-      if use_disk: diskcache_put(self.cachekey, key, lib)
-    self._mem[key] = lib
-    return lib
+    missing: dict[str, str] = {}   # key -> source, each distinct source once
+    for src, key in zip(srcs, keys):
+      if key in self._mem or key in missing: self.stats["mem_hits"] += key in self._mem
+      elif use_disk and isinstance(lib := diskcache_get(self.cachekey, key), bytes):
+        self.stats["disk_hits"] += 1
+        self._mem[key] = lib
+      else: missing[key] = src
+    if missing:
+      for key, lib in zip(missing, self.compile_many(list(missing.values()))):
+        self.stats["compiled"] += 1
+        if use_disk: diskcache_put(self.cachekey, key, lib)
+        self._mem[key] = lib
+    return [self._mem[key] for key in keys]
   def disassemble(self, lib:bytes): pass
 
 def numbered_source(src:str) -> str: return "\n".join(f"{i+1:4d}  {line}" for i, line in enumerate(src.splitlines()))
@@ -349,10 +357,15 @@ class Compiled:
     return self.runtime_t(self, name, lib, spec)
   def get_program(self, spec:ProgramSpec) -> Program:
     """Compiles (through the compiler's caches) and loads a rendered kernel, once per (name, source)."""
-    if (prg := self._programs.get(key := (spec.function_name, spec.src))) is None:
-      lib = self.compiler.compile_cached(spec.src)
-      self._programs[key] = prg = self.runtime(spec.function_name, lib, spec)
-    return prg
+    self.load_programs([spec])
+    return self._programs[(spec.function_name, spec.src)]
+  def load_programs(self, specs:Sequence[ProgramSpec]) -> None:
+    """Compiles and loads the kernels not loaded yet, all in one compiler call (the CPU device then starts its C compiler once for
+    a whole schedule instead of once per kernel)."""
+    todo = {key: spec for spec in specs if (key := (spec.function_name, spec.src)) not in self._programs}
+    if not todo: return
+    for (key, spec), lib in zip(todo.items(), self.compiler.compile_cached_many([spec.src for spec in todo.values()])):
+      self._programs[key] = self.runtime(spec.function_name, lib, spec)
   def run(self, spec:ProgramSpec, bufs:Sequence[Buffer], var_vals:dict|None=None, wait:bool=False) -> float|None:
     """Runs a rendered kernel on Buffers (allocating them if needed), in the spec's buffer order."""
     if bad := [b for b in bufs if b.device != self.device]: raise ValueError(f"buffers {bad} are not on {self.device}")

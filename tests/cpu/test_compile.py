@@ -91,3 +91,58 @@ def test_python_device_runs_without_a_compiler(monkeypatch):
   monkeypatch.setenv("PATH", "/nonexistent")
   out, = run("PYTHON", add_kernel(3), [np.ones(3, np.float32), np.ones(3, np.float32)], [dtypes.float])
   np.testing.assert_array_equal(out, [2, 2, 2])
+
+def _kernel(name:str, value:float) -> str: return f"void {name}(float* restrict a) {{ a[0] = {value}f; }}\n"
+
+def _call(lib:bytes, name:str) -> float:
+  import ctypes
+  from tinygrad.runtime.ops_cpu import _load_shared_object
+  out = (ctypes.c_float * 1)()
+  getattr(_load_shared_object(lib), name)(out)
+  return out[0]
+
+@pytest.mark.cpu
+def test_compile_many_gives_each_kernel_its_own_library():
+  # two kernels share a name (different units), and one source has no kernel line the batcher recognizes
+  srcs = [_kernel("k_a", 1.0), _kernel("k_b", 2.0), _kernel("k_a", 3.0), "__attribute__((used)) " + _kernel("k_c", 5.0)]
+  libs = ClangCompiler().compile_many(srcs)
+  assert [_call(lib, n) for lib, n in zip(libs, ["k_a", "k_b", "k_a", "k_c"])] == [1.0, 2.0, 3.0, 5.0]
+  from tinygrad.runtime.ops_cpu import _load_shared_object
+  with pytest.raises(AttributeError): _load_shared_object(libs[0]).k_b   # a kernel's library holds only that kernel
+
+@pytest.mark.cpu
+def test_compile_many_shares_helpers_and_reports_the_failing_kernel():
+  from tinygrad import Tensor
+  # two half kernels in one unit: both carry the half helpers, which must not clash
+  a, b = Tensor([1.5, 2.5], dtype=dtypes.half), Tensor([3.0, 4.0], dtype=dtypes.half)
+  x, y = a * b, a + b
+  Tensor.realize(x, y)
+  assert x.tolist() == [4.5, 10.0] and y.tolist() == [4.5, 6.5]
+  with pytest.raises(CompileError) as e: ClangCompiler().compile_many([_kernel("k_ok", 1.0), "void k_bad(float* a) {\n  a[0] = 1.0f\n}\n"])
+  assert "void k_bad" in str(e.value) and "k_ok" not in str(e.value)
+
+@pytest.mark.cpu
+def test_a_schedule_compiles_in_one_go(monkeypatch):
+  from tinygrad import Tensor
+  calls = []
+  orig = ClangCompiler.compile_many
+  monkeypatch.setattr(ClangCompiler, "compile_many", lambda self, srcs: calls.append(len(srcs)) or orig(self, srcs))
+  x = Tensor.arange(64).reshape(8, 8).float() + 0.1171875   # constants no other test uses: nothing comes from the memory cache
+  p, q, r = (x * 3.1171875).sum(axis=0), x.exp2().max(axis=1), (x - 1.1171875).permute(1, 0).contiguous()
+  with Context(CACHELEVEL=0): Tensor.realize(p, q, r)
+  assert calls == [3]
+  xn = np.arange(64).reshape(8, 8).astype(np.float32) + 0.1171875
+  np.testing.assert_allclose(p.numpy(), (xn * 3.1171875).sum(axis=0), rtol=1e-5)
+  np.testing.assert_allclose(q.numpy(), np.exp2(xn).max(axis=1), rtol=1e-5)
+  np.testing.assert_allclose(r.numpy(), (xn - 1.1171875).T, rtol=1e-6)
+
+@pytest.mark.cpu
+def test_null_clang_compiles_with_the_c_compiler():
+  dev = Device["NULL"]
+  with Context(DEV="NULL:CLANG"):
+    spec = dev.renderer.to_program(add_kernel(6))
+    prg = dev.get_program(spec)
+    assert prg.lib[:4] == b"\x7fELF" or prg.lib[:4] in (b"\xcf\xfa\xed\xfe", b"MZ\x90\x00")   # a real binary, not the source
+    bufs = [Buffer("NULL", 6, dtypes.float) for _ in range(3)]
+    assert dev.run(spec, bufs, wait=True) is not None
+  with pytest.raises(RuntimeError, match="NULL device holds no data"): bufs[0].numpy()

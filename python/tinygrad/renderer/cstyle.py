@@ -16,8 +16,11 @@ restrict return short signed sizeof static struct switch typedef union unsigned 
 _EMULATED = {dtypes.half: ("tg_h2f", "tg_f2h", "tg_rh"), dtypes.bfloat16: ("tg_bf2f", "tg_f2bf", "tg_rbf")}
 
 # half and bfloat16 live in memory as their bits (unsigned short) and are computed as float, rounded to the dtype after every op:
-# no compiler needs native half support. Round-to-nearest-even, inf/nan kept (quiet), half subnormals handled.
-_HALF_HELPERS = r"""static inline float tg_h2f(unsigned short h) {
+# no compiler needs native half support. Round-to-nearest-even, inf/nan kept (quiet), half subnormals handled. The include guards let
+# several kernels share one translation unit (the CPU compiler compiles a schedule's kernels together).
+_HALF_HELPERS = r"""#ifndef TG_HALF_HELPERS
+#define TG_HALF_HELPERS
+static inline float tg_h2f(unsigned short h) {
   union { unsigned int u; float f; } o;
   unsigned int sign = (unsigned int)(h & 0x8000u) << 16, em = h & 0x7fffu;
   if (em >= 0x7c00u) o.u = 0x7f800000u | ((em & 0x3ffu) << 13);
@@ -36,15 +39,19 @@ static inline unsigned short tg_f2h(float f) {
   else { unsigned int odd = (in.u >> 13) & 1u; in.u += ((unsigned int)(15 - 127) << 23) + 0xfffu + odd; o = (unsigned short)(in.u >> 13); }
   return o | (unsigned short)(sign >> 16);
 }
-static inline float tg_rh(float f) { return tg_h2f(tg_f2h(f)); }"""
-_BF16_HELPERS = r"""static inline float tg_bf2f(unsigned short b) { union { unsigned int u; float f; } o = {(unsigned int)b << 16}; return o.f; }
+static inline float tg_rh(float f) { return tg_h2f(tg_f2h(f)); }
+#endif"""
+_BF16_HELPERS = r"""#ifndef TG_BF16_HELPERS
+#define TG_BF16_HELPERS
+static inline float tg_bf2f(unsigned short b) { union { unsigned int u; float f; } o = {(unsigned int)b << 16}; return o.f; }
 static inline unsigned short tg_f2bf(float f) {
   union { float f; unsigned int u; } i = {f};
   if ((i.u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((i.u >> 16) | 0x40u);
   i.u += 0x7fffu + ((i.u >> 16) & 1u);
   return (unsigned short)(i.u >> 16);
 }
-static inline float tg_rbf(float f) { return tg_bf2f(tg_f2bf(f)); }"""
+static inline float tg_rbf(float f) { return tg_bf2f(tg_f2bf(f)); }
+#endif"""
 
 _INLINE_OPS = frozenset(GroupOp.ALU - {Ops.WHERE}) | {Ops.CAST, Ops.BITCAST, Ops.STACK, Ops.INDEX}
 

@@ -1,9 +1,10 @@
 # The NULL device: renders C and "compiles" it (the base Compiler, so no C compiler runs), allocates placeholders and launches nothing.
 # It measures everything above the hardware (scheduling, codegen, rendering). Reading data back raises (NULL_ALLOW_COPYOUT=1 allows it).
+# DEV=NULL:CLANG renders with the CPU's C renderer and really compiles every kernel with the C compiler (still launching nothing).
 from __future__ import annotations
 from tinygrad.device import Compiled, Allocator, BufferSpec, Compiler, Program
 from tinygrad.helpers import NULL_ALLOW_COPYOUT
-from tinygrad.renderer.cstyle import CStyleLanguage
+from tinygrad.renderer.cstyle import CStyleLanguage, ClangRenderer
 
 class NullRenderer(CStyleLanguage):
   device = "NULL"
@@ -31,4 +32,4 @@ class NullProgram(Program['NullDevice']):
     return 1e-3 if wait else None
 
 class NullDevice(Compiled):
-  def __init__(self, device:str="NULL"): super().__init__(device, NullAllocator(self), [NullRenderer], NullProgram)
+  def __init__(self, device:str="NULL"): super().__init__(device, NullAllocator(self), [NullRenderer, ClangRenderer], NullProgram)
