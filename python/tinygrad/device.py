@@ -176,8 +176,17 @@ class Buffer:
     src = _flat_bytes(mv, "copyin")
     if len(src) != self.nbytes: raise ValueError(f"copyin of {len(src)} bytes into {self!r} of {self.nbytes} bytes")
     self.ensure_allocated()
+    self.before_write()
     if self.nbytes: self.allocator._copyin(self._buf, src)
     return self
+  def private_view(self) -> memoryview|None:
+    """A writable view of the contents that shares the buffer's memory copy-on-write (None where the device can't: then copy). Writes to
+    the view never reach the buffer, and writes to the buffer never reach the view (before_write gives the view its own pages first)."""
+    if not self._allocated or (fn := getattr(self.allocator, "_private_view", None)) is None: return None
+    return fn(self._buf)
+  def before_write(self) -> None:
+    """Called before anything writes into this buffer's memory (see private_view)."""
+    if self._allocated and (fn := getattr(self.allocator, "_before_write", None)) is not None: fn(self._buf)
   def copyout(self, mv:memoryview|bytearray) -> memoryview:
     """Copies the contents into a writable host buffer of exactly nbytes."""
     dest = _flat_bytes(mv, "copyout")
@@ -370,6 +379,8 @@ class Compiled:
     """Runs a rendered kernel on Buffers (allocating them if needed), in the spec's buffer order."""
     if bad := [b for b in bufs if b.device != self.device]: raise ValueError(f"buffers {bad} are not on {self.device}")
     prg = self.get_program(spec)
+    for slot, b in zip(spec.globals, bufs):
+      if slot in spec.outs: b.ensure_allocated().before_write()
     return prg(*[b.ensure_allocated()._buf for b in bufs], global_size=spec.global_size, local_size=spec.local_size,
                vals=spec.vals(var_vals), wait=wait)
   def synchronize(self) -> None: pass

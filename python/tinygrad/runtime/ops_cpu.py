@@ -6,6 +6,7 @@ import mmap
 import os
 import tempfile
 import time
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from tinygrad.device import Compiled, LRUAllocator, BufferSpec, Program
 from tinygrad.dtype import DType, dtypes
@@ -13,17 +14,56 @@ from tinygrad.helpers import to_mv, mv_address, cache_dir, NUM_CPU_THREADS
 from tinygrad.renderer.cstyle import ClangRenderer
 
 class CPUBuffer:
-  """A span of host memory: `mv` is a byte view of it, `addr` its address. Views keep their base alive through `base`."""
-  __slots__ = ("mv", "addr", "size", "base")
-  def __init__(self, mv:memoryview, addr:int, size:int, base:CPUBuffer|None=None): self.mv, self.addr, self.size, self.base = mv, addr, size, base
+  """A span of host memory: `mv` is a byte view of it, `addr` its address. Views keep their base alive through `base`. `fd` is the
+  memfd behind a large buffer's memory (None otherwise): it lets numpy() map the same pages copy-on-write instead of copying them;
+  `cow` holds weak references to those mappings until the memory is next written."""
+  __slots__ = ("mv", "addr", "size", "base", "fd", "cow")
+  def __init__(self, mv:memoryview, addr:int, size:int, base:CPUBuffer|None=None, fd:int|None=None):
+    self.mv, self.addr, self.size, self.base, self.fd, self.cow = mv, addr, size, base, fd, []
   def __repr__(self): return f"<CPUBuffer {self.size} bytes at 0x{self.addr:x}>"
+  def __del__(self):
+    if self.fd is not None: os.close(self.fd)   # the mappings made from it stay valid
+
+COW_MIN_BYTES = 1 << 20   # buffers this big get a memfd so numpy() can share their pages; smaller ones are cheaper to copy
+
+def _root(buf:CPUBuffer) -> CPUBuffer:
+  while buf.base is not None: buf = buf.base
+  return buf
 
 class CPUAllocator(LRUAllocator['CPUDevice']):
   def _alloc(self, size:int, options:BufferSpec) -> CPUBuffer:
     if options.external_ptr is not None: return CPUBuffer(to_mv(options.external_ptr, size), options.external_ptr, size)
-    # anonymous mmap: page aligned (so any vector access is aligned to its element), zero filled lazily by the OS, unmapped when unreferenced
+    # page aligned (so any vector access is aligned to its element), zero filled lazily by the OS, unmapped when unreferenced
+    if size >= COW_MIN_BYTES and hasattr(os, "memfd_create"):
+      fd = None
+      try:
+        fd = os.memfd_create("tinygrad", os.MFD_CLOEXEC)
+        os.ftruncate(fd, size)
+        mv = memoryview(mmap.mmap(fd, size))
+        return CPUBuffer(mv, mv_address(mv), size, fd=fd)
+      except OSError:   # out of file descriptors, or no memfd here: plain anonymous memory (numpy() then copies)
+        if fd is not None: os.close(fd)
     mv = memoryview(mmap.mmap(-1, size))
     return CPUBuffer(mv, mv_address(mv), size)
+  def _private_view(self, buf:CPUBuffer) -> memoryview|None:
+    """A writable copy-on-write mapping of the buffer's pages (a private mmap of its memfd), or None if it has no memfd: reading it
+    copies nothing, writing to it copies only the pages written and never changes the buffer."""
+    root = _root(buf)
+    if root.fd is None: return None
+    off = buf.addr - root.addr
+    start = off - off % mmap.ALLOCATIONGRANULARITY
+    mm = mmap.mmap(root.fd, buf.size + off - start, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE, offset=start)
+    root.cow = [ref for ref in root.cow if ref() is not None] + [weakref.ref(mm)]
+    return memoryview(mm)[off - start:off - start + buf.size]
+  def _before_write(self, buf:CPUBuffer) -> None:
+    """Pages of a private mapping that was never written still show the shared memory: before that memory changes (a kernel stores
+    into it, a copyin, or the LRU cache hands it to a new buffer), every live private mapping gets its own copy of each page."""
+    root = _root(buf)
+    if not root.cow: return
+    for ref in root.cow:
+      if (mm := ref()) is not None and not mm.closed:
+        for page in range(0, len(mm), mmap.PAGESIZE): mm[page] = mm[page]   # writing a byte makes the page the mapping's own
+    root.cow = []
   def _as_buffer(self, src:CPUBuffer) -> memoryview: return src.mv[:src.size]
   def _copyin(self, dest:CPUBuffer, src:memoryview): dest.mv[:len(src)] = src
   def _copyout(self, dest:memoryview, src:CPUBuffer): dest[:] = src.mv[:len(dest)]
