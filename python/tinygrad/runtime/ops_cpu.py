@@ -1,9 +1,12 @@
-# The CPU device: kernels are C compiled into shared objects and called through ctypes; buffers are page-aligned anonymous memory.
+# The CPU device: kernels are C compiled into shared objects and called through ctypes; buffers are page-aligned mmaps (a memfd's for
+# large ones, so numpy() can share them copy-on-write).
 from __future__ import annotations
 import ctypes
 import functools
 import mmap
 import os
+try: import resource
+except ImportError: resource = None  # type: ignore[assignment]   # not on Windows
 import tempfile
 import time
 import weakref
@@ -22,9 +25,15 @@ class CPUBuffer:
     self.mv, self.addr, self.size, self.base, self.fd, self.cow = mv, addr, size, base, fd, []
   def __repr__(self): return f"<CPUBuffer {self.size} bytes at 0x{self.addr:x}>"
   def __del__(self):
-    if self.fd is not None: os.close(self.fd)   # the mappings made from it stay valid
+    global _live_memfds
+    if self.fd is not None:
+      os.close(self.fd)   # the mappings made from it stay valid
+      _live_memfds -= 1
 
 COW_MIN_BYTES = 1 << 20   # buffers this big get a memfd so numpy() can share their pages; smaller ones are cheaper to copy
+# each memfd is an open file descriptor: use at most a quarter of the process's limit, so the program's own files never run out
+MAX_MEMFDS = max(0, min(1024, resource.getrlimit(resource.RLIMIT_NOFILE)[0] // 4)) if resource is not None else 0
+_live_memfds = 0
 
 def _root(buf:CPUBuffer) -> CPUBuffer:
   while buf.base is not None: buf = buf.base
@@ -34,12 +43,14 @@ class CPUAllocator(LRUAllocator['CPUDevice']):
   def _alloc(self, size:int, options:BufferSpec) -> CPUBuffer:
     if options.external_ptr is not None: return CPUBuffer(to_mv(options.external_ptr, size), options.external_ptr, size)
     # page aligned (so any vector access is aligned to its element), zero filled lazily by the OS, unmapped when unreferenced
-    if size >= COW_MIN_BYTES and hasattr(os, "memfd_create"):
+    global _live_memfds
+    if size >= COW_MIN_BYTES and _live_memfds < MAX_MEMFDS and hasattr(os, "memfd_create"):
       fd = None
       try:
         fd = os.memfd_create("tinygrad", os.MFD_CLOEXEC)
         os.ftruncate(fd, size)
         mv = memoryview(mmap.mmap(fd, size))
+        _live_memfds += 1
         return CPUBuffer(mv, mv_address(mv), size, fd=fd)
       except OSError:   # out of file descriptors, or no memfd here: plain anonymous memory (numpy() then copies)
         if fd is not None: os.close(fd)
