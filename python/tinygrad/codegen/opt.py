@@ -8,11 +8,13 @@
            by its iterations, combined as a tree: straight-line code, and a REDUCE left with no range is just that value. The
            scheduler already splits a reduce of 4k elements into k iterations of 4 (r_3_8_4); this removes the loop when k is
            small. The name keeps the dims (the loop is still a dim of the work).
-  upcast   the innermost output loop of size N, N % 4 == 0, of a kernel without a REDUCE (elementwise, or a reduce kernel whose
-           reduce was unrolled away) runs N/4 times and computes 4 consecutive outputs per iteration: r becomes r'*4 + j for
-           j = 0..3. Where the 4 indices of a buffer access are consecutive the 4 loads become one SHRINK 4-lane load (each lane
-           taken by INDEX(vector, j)) and the 4 stores one SHRINK store of a STACK; otherwise the accesses stay scalar (the stores
-           then run as a GROUP). The name splits the upcast output dim: E_100 -> E_25_4.
+  upcast   the innermost output loop of size N, N % 4 == 0, runs N/4 times and computes 4 consecutive outputs per iteration:
+           r becomes r'*4 + j for j = 0..3. Where the 4 indices of a buffer access are consecutive the 4 loads become one SHRINK
+           4-lane load (each lane taken by INDEX(vector, j)) and the 4 stores one SHRINK store of a STACK; otherwise the accesses
+           stay scalar (the stores then run as a GROUP). In a reduce kernel each lane is its own REDUCE over the same ranges:
+           the codegen runs them in one loop with 4 accumulators (a matmul's B row is then one vector load per k); a reduce
+           kernel is only upcast when a load inside its reduce becomes a vector load (not x.sum(axis=1): 4 rows). The name
+           splits the upcast output dim: E_100 -> E_25_4, r_64_64_16_4 -> r_64_16_4_16_4.
 """
 from __future__ import annotations
 import os
@@ -90,7 +92,6 @@ def unroll(ast:UOp) -> UOp:
 def upcast(ast:UOp, pos:int) -> UOp:
   """pos: where the innermost output dim is in the kernel name (-1: last, as in E kernels)."""
   if len(ast.src) != 1 or ast.src[0].op is not Ops.STORE or len(ast.src[0].src) != 2 or ast.src[0].src[0].op is not Ops.INDEX: return ast
-  if any(u.op is Ops.REDUCE for u in ast.toposort()): return ast
   loops = _ranges(ast, AxisType.LOOP)
   if not loops or (n := _size(loops[-1])) is None or n % UPCAST != 0: return ast
   inner = loops[-1]
