@@ -29,7 +29,9 @@ def spec_of(t:Tensor, device:str="CPU"):
   return get_spec(items[0], device)
 
 # (M, K) @ (K, N): sizes divisible by 4 or not, 1-sized dims, reduce sizes that are unrolled fully or kept as a loop
-MATMUL_SHAPES = [(64, 64, 64), (4, 4, 8), (5, 7, 3), (1, 16, 1), (3, 1, 8), (17, 33, 12), (8, 64, 128), (2, 100, 4), (6, 9, 20)]
+# (8, 40, 8) and (12, 36, 16) keep their reduce loop and are upcast in both output dims (16 accumulators)
+MATMUL_SHAPES = [(64, 64, 64), (4, 4, 8), (5, 7, 3), (1, 16, 1), (3, 1, 8), (17, 33, 12), (8, 64, 128), (2, 100, 4), (6, 9, 20), (8, 40, 8),
+                 (12, 36, 16), (4, 44, 4)]
 
 class TestMatmulNumerics:
   @pytest.mark.parametrize("device", DEVICES)
@@ -58,7 +60,7 @@ class TestMatmulNumerics:
 
   @pytest.mark.parametrize("device", DEVICES)
   def test_batched_and_fused(self, device):
-    a, b = rand((3, 8, 12)), rand((3, 12, 16), seed=1)
+    a, b = rand((3, 8, 40)), rand((3, 40, 16), seed=1)
     got = ((Tensor(a, device=device) @ Tensor(b, device=device)).relu() * 2 + 1).numpy()
     np.testing.assert_allclose(got, np.maximum(a @ b, 0) * 2 + 1, rtol=1e-5, atol=1e-4)
 
@@ -100,14 +102,21 @@ class TestGeneratedC:
   def test_matmul_upcast(self, single_core):
     a, b = Tensor(rand((64, 64))).realize(), Tensor(rand((64, 64), seed=1)).realize()
     spec = spec_of(a @ b)
-    # the output column loop (64) runs 16 times with 4 accumulators; B's row (4 columns) is one vector load per reduce step,
-    # the 4 results one vector store
-    assert spec.name == "r_64_16_4_16_4"
-    assert "float acc0[4];" in spec.src and spec.src.count("acc0[3] = ") == 2
-    assert "float4 val" in spec.src and "*((float4*)(data2_4096+" in spec.src and "*((float4*)(data0_4096+" in spec.src
+    # the output column loop (64) runs 16 times computing 4 columns, the row loop (64) 16 times computing 4 rows: 16
+    # accumulators. B's row (4 columns) is one vector load per reduce step, shared by the 4 rows; each row's 4 results are one
+    # vector store
+    assert spec.name == "r_16_4_16_4_16_4"
+    assert "float acc0[16];" in spec.src and spec.src.count("acc0[15] = ") == 2
+    assert "float4 val" in spec.src and spec.src.count("*((float4*)(data2_4096+") == 4 and spec.src.count("*((float4*)(data0_4096+") == 4
     with Context(NOOPT=1):
       spec = spec_of(a @ b)
       assert spec.name == "r_64_64_64" and "float acc0[1];" in spec.src and "float4" not in spec.src
+
+  def test_batched_matmul_upcast(self, single_core):
+    a, b = Tensor(rand((3, 8, 64))).realize(), Tensor(rand((3, 64, 12), seed=1)).realize()
+    spec = spec_of(a @ b)
+    assert spec.name == "r_3_2_4_3_4_16_4" and "float acc0[16];" in spec.src
+    np.testing.assert_allclose((a @ b).numpy(), a.numpy() @ b.numpy(), rtol=1e-5, atol=1e-4)
 
   def test_python_device_upcast(self):
     a, b = Tensor(rand((8, 16)), device="PYTHON").realize(), Tensor(rand((16, 8), seed=1), device="PYTHON").realize()

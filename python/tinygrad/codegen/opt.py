@@ -15,6 +15,8 @@
            the codegen runs them in one loop with 4 accumulators (a matmul's B row is then one vector load per k); a reduce
            kernel is only upcast when a load inside its reduce becomes a vector load (not x.sum(axis=1): 4 rows). The name
            splits the upcast output dim: E_100 -> E_25_4, r_64_64_16_4 -> r_64_16_4_16_4.
+  upcast_outer  then, in a reduce kernel, the next output loop too, when a load in the reduce does not depend on it: a matmul's
+           B vector load serves 4 rows, 16 accumulators (r_64_16_4_16_4 -> r_16_4_16_4_16_4). Its lanes' stores are 4 stores.
 """
 from __future__ import annotations
 import os
@@ -122,6 +124,18 @@ def upcast(ast:UOp, pos:int) -> UOp:
   else: stores = tuple(subs)
   return _rename(ast.replace(src=stores), n, (n // UPCAST, UPCAST) if n > UPCAST else (UPCAST,), pos)
 
+def upcast_outer(ast:UOp, pos:int) -> UOp:
+  """pos: where that loop's dim is in the kernel name."""
+  loops = _ranges(ast, AxisType.LOOP)
+  reduces = [u for u in ast.toposort() if u.op is Ops.REDUCE]
+  if len(loops) < 2 or not reduces or (n := _size(out := loops[-2])) is None or n % UPCAST != 0: return ast
+  # only after the inner upcast (4 REDUCEs), and only with a load to share
+  if len(reduces) != UPCAST or not any(u.op is Ops.LOAD and out not in u.backward_slice for red in reduces for u in red.src[0].toposort()):
+    return ast
+  new = iconst(0) if n == UPCAST else out.replace(src=(iconst(n // UPCAST),) + out.src[1:])
+  stores = tuple(st.substitute({out: iadd(imul(new, UPCAST), iconst(i))}, name="upcast outer") for i in range(UPCAST) for st in ast.src)
+  return _rename(ast.replace(src=stores), n, (n // UPCAST, UPCAST) if n > UPCAST else (UPCAST,), pos)
+
 def _norm_index(x:UOp) -> UOp|None:
   # unrolled and upcast indices carry constant terms like (r*64)+(0*4)+1: summed up, the C reads (r*64)+1
   if mem_root(x.src[0]) is None or (idx := _from_terms(_terms(x.src[1]))) is x.src[1]: return None
@@ -139,5 +153,7 @@ def optimize_ast(ast:UOp, device:str|None=None) -> UOp:
   # the name lists the output dims (the threaded one as two) and then the reduce dims: the innermost output dim is the last of the
   # first group, in an E kernel simply the last
   reduce = any(u.op is Ops.REDUCE for u in ast.toposort())
-  ast = upcast(unroll(ast), len(_ranges(ast, AxisType.LOOP)) - 1 + threaded if reduce else -1)
+  n_loops = len(_ranges(ast, AxisType.LOOP))
+  ast = upcast(unroll(ast), n_loops - 1 + threaded if reduce else -1)
+  ast = upcast_outer(ast, n_loops - 2 + threaded)
   return graph_rewrite(ast, pm_norm_index, name="normalize indices")
