@@ -91,6 +91,13 @@ def unroll(ast:UOp) -> UOp:
     if len(ranges) < len(red.src) - 1: repl[red] = red.replace(src=(x, *ranges)) if ranges else x
   return ast.substitute(repl, name="unroll") if repl else ast
 
+def _dependents(topo:list[UOp], x:UOp) -> set[UOp]:
+  """The UOps of a toposort that depend on x (x included)."""
+  dep = {x}
+  for u in topo:
+    if any(s in dep for s in u.src): dep.add(u)
+  return dep
+
 def upcast(ast:UOp, pos:int) -> UOp:
   """pos: where the innermost output dim is in the kernel name (-1: last, as in E kernels)."""
   if len(ast.src) != 1 or ast.src[0].op is not Ops.STORE or len(ast.src[0].src) != 2 or ast.src[0].src[0].op is not Ops.INDEX: return ast
@@ -103,15 +110,20 @@ def upcast(ast:UOp, pos:int) -> UOp:
   subs = [store.substitute({inner: iadd(imul(new, UPCAST), iconst(j))}, name="upcast") for j in range(UPCAST)]
   # loads: ungated, from a buffer, whose lane indices are idx, idx+1, ... become one vector load
   repl: list[dict[UOp, UOp]] = [{} for _ in range(UPCAST)]
-  reduces, vector_in_reduce = [u for u in store.toposort() if u.op is Ops.REDUCE], False
-  for ld in [u for u in store.src[1].toposort() if u.op is Ops.LOAD and len(u.src) == 1 and u.src[0].op is Ops.INDEX and inner in u.backward_slice
-             and _vector_ok(u.dtype)]:
-    lanes = [ld.substitute({inner: iadd(imul(new, UPCAST), iconst(j))}) for j in range(UPCAST)]
+  topo = store.toposort()
+  dep = _dependents(topo, inner)
+  reduces, vector_in_reduce = [u for u in topo if u.op is Ops.REDUCE], False
+  in_reduce = {x for red in reduces for x in red.src[0].toposort()}
+  loads = [u for u in topo if u.op is Ops.LOAD and len(u.src) == 1 and u.src[0].op is Ops.INDEX and u in dep and _vector_ok(u.dtype)]
+  # every load's 4 lanes from one substitution per lane (not one per load and lane: compile time)
+  lane_loads = [UOp(Ops.SINK, dtypes.void, tuple(loads)).substitute({inner: iadd(imul(new, UPCAST), iconst(j))}).src for j in range(UPCAST)]
+  for i, ld in enumerate(loads):
+    lanes = [lane_loads[j][i] for j in range(UPCAST)]
     idx0 = lanes[0].src[0].src[1]
     if not all(_lane_offset(idx0, lanes[j].src[0].src[1]) == j for j in range(1, UPCAST)): continue
     vec = UOp(Ops.LOAD, ld.dtype, (UOp(Ops.SHRINK, ld.dtype, (ld.src[0].src[0], idx0, iconst(UPCAST))),))
     for j in range(UPCAST): repl[j][lanes[j]] = UOp(Ops.INDEX, ld.dtype, (vec, iconst(j)))
-    vector_in_reduce = vector_in_reduce or any(ld in red.backward_slice for red in reduces)
+    vector_in_reduce = vector_in_reduce or ld in in_reduce
   # in a reduce kernel the lanes pay off when they share vector loads in the loop (a matmul's B row); lanes that each read their
   # own row only add memory streams (x.sum(axis=1) got slower)
   if reduces and not vector_in_reduce: return ast
@@ -130,8 +142,8 @@ def upcast_outer(ast:UOp, pos:int) -> UOp:
   reduces = [u for u in ast.toposort() if u.op is Ops.REDUCE]
   if len(loops) < 2 or not reduces or (n := _size(out := loops[-2])) is None or n % UPCAST != 0: return ast
   # only after the inner upcast (4 REDUCEs), and only with a load to share
-  if len(reduces) != UPCAST or not any(u.op is Ops.LOAD and out not in u.backward_slice for red in reduces for u in red.src[0].toposort()):
-    return ast
+  dep = _dependents(ast.toposort(), out)
+  if len(reduces) != UPCAST or not any(u.op is Ops.LOAD and u not in dep for red in reduces for u in red.src[0].toposort()): return ast
   new = iconst(0) if n == UPCAST else out.replace(src=(iconst(n // UPCAST),) + out.src[1:])
   stores = tuple(st.substitute({out: iadd(imul(new, UPCAST), iconst(i))}, name="upcast outer") for i in range(UPCAST) for st in ast.src)
   return _rename(ast.replace(src=stores), n, (n // UPCAST, UPCAST) if n > UPCAST else (UPCAST,), pos)
