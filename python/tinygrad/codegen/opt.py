@@ -17,6 +17,8 @@
            splits the upcast output dim: E_100 -> E_25_4, r_64_64_16_4 -> r_64_16_4_16_4.
   upcast_outer  then, in a reduce kernel, the next output loop too, when a load in the reduce does not depend on it: a matmul's
            B vector load serves 4 rows, 16 accumulators (r_64_16_4_16_4 -> r_16_4_16_4_16_4). Its lanes' stores are 4 stores.
+           With a single output loop (x.sum(axis=0)) that loop is upcast again: 16 consecutive outputs, so each reduce step reads
+           a whole 64-byte line of a row instead of coming back to it 4 times (r_1024_4_1024_4 -> r_256_4_4_1024_4).
 """
 from __future__ import annotations
 import os
@@ -137,13 +139,17 @@ def upcast(ast:UOp, pos:int) -> UOp:
   return _rename(ast.replace(src=stores), n, (n // UPCAST, UPCAST) if n > UPCAST else (UPCAST,), pos)
 
 def upcast_outer(ast:UOp, pos:int) -> UOp:
-  """pos: where that loop's dim is in the kernel name."""
+  """pos: where the upcast inner output dim is in the kernel name."""
   loops = _ranges(ast, AxisType.LOOP)
-  reduces = [u for u in ast.toposort() if u.op is Ops.REDUCE]
-  if len(loops) < 2 or not reduces or (n := _size(out := loops[-2])) is None or n % UPCAST != 0: return ast
-  # only after the inner upcast (4 REDUCEs), and only with a load to share
-  dep = _dependents(ast.toposort(), out)
-  if len(reduces) != UPCAST or not any(u.op is Ops.LOAD and u not in dep for red in reduces for u in red.src[0].toposort()): return ast
+  # only after the inner upcast of a reduce kernel (4 REDUCEs, one per lane)
+  if not loops or len([u for u in ast.toposort() if u.op is Ops.REDUCE]) != UPCAST: return ast
+  if len(loops) == 1: out = loops[0]   # x.sum(axis=0): 16 consecutive outputs, each reduce step reads whole 64-byte lines
+  else:
+    out, pos = loops[-2], pos - 1
+    # only with a load in the reduce to share between the lanes
+    dep = _dependents(topo := ast.toposort(), out)
+    if not any(u.op is Ops.LOAD and u not in dep for red in topo if red.op is Ops.REDUCE for u in red.src[0].toposort()): return ast
+  if (n := _size(out)) is None or n % UPCAST != 0: return ast
   new = iconst(0) if n == UPCAST else out.replace(src=(iconst(n // UPCAST),) + out.src[1:])
   stores = tuple(st.substitute({out: iadd(imul(new, UPCAST), iconst(i))}, name="upcast outer") for i in range(UPCAST) for st in ast.src)
   return _rename(ast.replace(src=stores), n, (n // UPCAST, UPCAST) if n > UPCAST else (UPCAST,), pos)
@@ -167,5 +173,5 @@ def optimize_ast(ast:UOp, device:str|None=None) -> UOp:
   reduce = any(u.op is Ops.REDUCE for u in ast.toposort())
   n_loops = len(_ranges(ast, AxisType.LOOP))
   ast = upcast(unroll(ast), n_loops - 1 + threaded if reduce else -1)
-  ast = upcast_outer(ast, n_loops - 2 + threaded)
+  ast = upcast_outer(ast, n_loops - 1 + threaded)
   return graph_rewrite(ast, pm_norm_index, name="normalize indices")
