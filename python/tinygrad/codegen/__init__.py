@@ -1,6 +1,6 @@
 """Codegen: a kernel AST (from tinygrad.schedule) becomes a linear list of UOps for a renderer, then a ProgramSpec.
 
-Before the passes, tinygrad/codegen/opt.py optimizes the AST for the device (threading, upcasting).
+Before the passes, tinygrad/codegen/opt.py optimizes the AST for the device (threading, unrolling, upcasting).
 Passes, in order (each a module-level PatternMatcher run by graph_rewrite, except the final ordering):
   pm_decomp       THREEFRY(x, key) (uint64) -> Threefry-2x32 in uint32 ADD/XOR/SHL/SHR (no renderer has a THREEFRY op)
   pm_const_fold   ALU/CAST of constants -> the constant (so `full(1) + full(2)` stores 3)

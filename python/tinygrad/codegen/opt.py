@@ -19,6 +19,7 @@
            B vector load serves 4 rows, 16 accumulators (r_64_16_4_16_4 -> r_16_4_16_4_16_4). Its lanes' stores are 4 stores.
            With a single output loop (x.sum(axis=0)) that loop is upcast again: 16 consecutive outputs, so each reduce step reads
            a whole 64-byte line of a row instead of coming back to it 4 times (r_1024_4_1024_4 -> r_256_4_4_1024_4).
+Last, every memory index is summed up again (pm_norm_index): the substitutions above leave terms like (r*64)+(0*4)+1.
 """
 from __future__ import annotations
 import os
