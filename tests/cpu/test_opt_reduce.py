@@ -141,6 +141,18 @@ class TestGeneratedC:
     spec = spec_of(x.sum(axis=0))
     assert spec.name == "r_4_4_4_16_4" and "float acc0[16];" in spec.src and spec.src.count("*((float4*)(data1_4096+") == 16
 
+  def test_inner_dim_of_4(self, single_core):
+    # the output column loop of exactly 4 disappears in the upcast; the row loop is not upcast (no load shared by the rows)
+    x = Tensor(rand((64, 40, 4))).realize()
+    spec = spec_of(x.sum(axis=1))
+    assert spec.name == "r_64_4_10_4" and "float acc0[4];" in spec.src
+    np.testing.assert_allclose(x.sum(axis=1).numpy(), x.numpy().sum(axis=1), rtol=1e-5, atol=1e-5)
+    # a matmul with 4 output columns: its row loop is upcast, B's row still shared
+    a, b = Tensor(rand((16, 40))).realize(), Tensor(rand((40, 4), seed=1)).realize()
+    spec = spec_of(a @ b)
+    assert spec.name == "r_4_4_4_10_4" and "float acc0[16];" in spec.src
+    np.testing.assert_allclose((a @ b).numpy(), a.numpy() @ b.numpy(), rtol=1e-5, atol=1e-4)
+
   def test_unroll_small_reduce(self, single_core):
     x = Tensor(rand((3, 7))).realize()
     spec = spec_of(x.max(axis=1))

@@ -139,14 +139,15 @@ def upcast(ast:UOp, pos:int) -> UOp:
   else: stores = tuple(subs)
   return _rename(ast.replace(src=stores), n, (n // UPCAST, UPCAST) if n > UPCAST else (UPCAST,), pos)
 
-def upcast_outer(ast:UOp, pos:int) -> UOp:
-  """pos: where the upcast inner output dim is in the kernel name."""
+def upcast_outer(ast:UOp, pos:int, n_loops:int) -> UOp:
+  """pos: where the upcast inner output dim is in the kernel name; n_loops: the output loops before upcast (an inner loop of
+  exactly 4 is gone after it)."""
   loops = _ranges(ast, AxisType.LOOP)
   # only after the inner upcast of a reduce kernel (4 REDUCEs, one per lane)
   if not loops or len([u for u in ast.toposort() if u.op is Ops.REDUCE]) != UPCAST: return ast
-  if len(loops) == 1: out = loops[0]   # x.sum(axis=0): 16 consecutive outputs, each reduce step reads whole 64-byte lines
+  if n_loops == 1: out = loops[0]   # x.sum(axis=0): 16 consecutive outputs, each reduce step reads whole 64-byte lines
   else:
-    out, pos = loops[-2], pos - 1
+    out, pos = loops[-2] if len(loops) == n_loops else loops[-1], pos - 1
     # only with a load in the reduce to share between the lanes
     dep = _dependents(topo := ast.toposort(), out)
     if not any(u.op is Ops.LOAD and u not in dep for red in topo if red.op is Ops.REDUCE for u in red.src[0].toposort()): return ast
@@ -174,5 +175,5 @@ def optimize_ast(ast:UOp, device:str|None=None) -> UOp:
   reduce = any(u.op is Ops.REDUCE for u in ast.toposort())
   n_loops = len(_ranges(ast, AxisType.LOOP))
   ast = upcast(unroll(ast), n_loops - 1 + threaded if reduce else -1)
-  ast = upcast_outer(ast, n_loops - 1 + threaded)
+  ast = upcast_outer(ast, n_loops - 1 + threaded, n_loops)
   return graph_rewrite(ast, pm_norm_index, name="normalize indices")
