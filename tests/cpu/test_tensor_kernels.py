@@ -111,7 +111,8 @@ class TestGeneratedC:
 """]
   def test_reduce_golden(self):
     a = Tensor(np.ones((2, 3), dtype=np.float32)).realize()
-    assert src_of(a.sum(1)) == ["""void r_2_3(float* restrict data0_2, const float* restrict data1_6) {
+    # NOOPT: the reduce is a loop into a register accumulator
+    with Context(NOOPT=1): assert src_of(a.sum(1)) == ["""void r_2_3(float* restrict data0_2, const float* restrict data1_6) {
   float acc0[1];
   for (int ridx0 = 0; ridx0 < 2; ridx0++) {
     acc0[0] = 0.0f;
@@ -123,22 +124,38 @@ class TestGeneratedC:
   }
 }
 """]
+    # optimized: a 3-element reduce is unrolled into straight-line code, no accumulator
+    assert src_of(a.sum(1)) == ["""void r_2_3(float* restrict data0_2, const float* restrict data1_6) {
+  for (int ridx0 = 0; ridx0 < 2; ridx0++) {
+    int alu0 = ridx0*3;
+    float val0 = data1_6[alu0];
+    float val1 = data1_6[alu0+1];
+    float val2 = data1_6[alu0+2];
+    data0_2[ridx0] = val0+val1+val2;
+  }
+}
+"""]
   def test_unrolled_reduce_golden(self):
-    a = Tensor(np.ones(16, dtype=np.float32)).realize()
-    assert src_of(a.sum()) == ["""void r_4_4(float* restrict data0_1, const float* restrict data1_16) {
+    # 64 elements: the scheduler's 16 iterations of 4, too many to unroll fully
+    assert src_of(Tensor(np.ones(64, dtype=np.float32)).realize().sum()) == ["""void r_16_4(float* restrict data0_1, const float* restrict data1_64) {
   float acc0[1];
   acc0[0] = 0.0f;
-  for (int ridx0 = 0; ridx0 < 4; ridx0++) {
+  for (int ridx0 = 0; ridx0 < 16; ridx0++) {
     int alu0 = ridx0*4;
-    float val0 = data1_16[alu0];
-    float val1 = data1_16[alu0+1];
-    float val2 = data1_16[alu0+2];
-    float val3 = data1_16[alu0+3];
+    float val0 = data1_64[alu0];
+    float val1 = data1_64[alu0+1];
+    float val2 = data1_64[alu0+2];
+    float val3 = data1_64[alu0+3];
     acc0[0] = acc0[0]+(val0+val1+(val2+val3));
   }
   data0_1[0] = acc0[0];
 }
 """]
+    # 16 elements: 4 iterations of 4 become one tree of 16 loads
+    a = Tensor(np.ones(16, dtype=np.float32)).realize()
+    src = src_of(a.sum())[0]
+    assert "void r_4_4(" in src and "for" not in src and "acc0" not in src and "data1_16[15]" in src
+    assert "data0_1[0] = val0+val1+(val2+val3)+(val4+val5+(val6+val7))+(val8+val9+(val10+val11)+(val12+val13+(val14+val15)));" in src
     assert a.max().item() == 1.0 and (a * Tensor.arange(16)).max().item() == 15.0
 
 

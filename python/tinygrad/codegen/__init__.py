@@ -1,14 +1,15 @@
 """Codegen: a kernel AST (from tinygrad.schedule) becomes a linear list of UOps for a renderer, then a ProgramSpec.
 
-Before the passes, tinygrad/codegen/opt.py optimizes the AST for the device (threading, upcasting).
+Before the passes, tinygrad/codegen/opt.py optimizes the AST for the device (threading, unrolling, upcasting).
 Passes, in order (each a module-level PatternMatcher run by graph_rewrite, except the final ordering):
   pm_decomp       THREEFRY(x, key) (uint64) -> Threefry-2x32 in uint32 ADD/XOR/SHL/SHR (no renderer has a THREEFRY op)
   pm_const_fold   ALU/CAST of constants -> the constant (so `full(1) + full(2)` stores 3)
   pm_end_loops    STORE of the SINK -> END(...END(STORE, innermost LOOP range)..., outermost range)
-  pm_reduce       REDUCE(x, *ranges, arg=(op,)) -> a register accumulator:
-                    acc = BUFFER(REG); STORE(INDEX(AFTER(acc, *loop ranges), 0), identity)
-                    in the loop: STORE(INDEX(AFTER(acc, init, *reduce ranges), 0), op(LOAD(that), x)), closed by END per range
-                    the value: LOAD(INDEX(AFTER(acc, END), 0))
+  pm_reduce       REDUCE(x, *ranges, arg=(op,)) -> a register accumulator slot i:
+                    acc = BUFFER(REG); STORE(INDEX(AFTER(acc, *loop ranges), i), identity)
+                    in the loop: STORE(INDEX(AFTER(acc, init, *reduce ranges), i), op(LOAD(that), x)), closed by END per range
+                    the value: LOAD(INDEX(AFTER(acc, END), i))
+                  REDUCEs over the same ranges (an upcast reduce kernel's lanes) share the loop: their updates are one GROUP.
   linearize       orders the graph into blocks: everything a loop body needs that does not depend on the loop is placed before
                   the RANGE (loop-invariant code motion falls out of this), then the RANGE, the body and its END.
 """
@@ -71,17 +72,36 @@ def _combine(op:Ops, a:UOp, b:UOp) -> UOp:
   if a.dtype is dtypes.bool: op = {Ops.ADD: Ops.OR, Ops.MUL: Ops.AND}.get(op, Ops.OR)
   return UOp(op, a.dtype, (a, b))
 
-def _lower_reduce(ctx:ReduceContext, red:UOp) -> UOp:
-  x, ranges, op, dt = red.src[0], red.src[1:], red.arg[0], red.dtype
-  acc = UOp(Ops.BUFFER, dt, (iconst(1),), ParamArg(ctx.accs, dt, addrspace=AddrSpace.REG))
-  ctx.accs += 1
-  init = UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, dt, (acc.after(*ctx.loop_ranges), iconst(0))), _identity(op, dt)))
-  idx = UOp(Ops.INDEX, dt, (acc.after(init, *ranges), iconst(0)))
-  body = UOp(Ops.STORE, dtypes.void, (idx, _combine(op, UOp(Ops.LOAD, dt, (idx,)), x)))
-  for r in reversed(ranges): body = UOp(Ops.END, dtypes.void, (body, r))
-  return UOp(Ops.LOAD, dt, (UOp(Ops.INDEX, dt, (acc.after(body), iconst(0))),))
+def _lower_reduces(ctx:ReduceContext, sink:UOp) -> UOp|None:
+  # REDUCEs over the same ranges (the lanes of an upcast reduce kernel) share one loop, each with its own accumulator slot
+  groups: dict[tuple[UOp, ...], list[UOp]] = {}
+  for u in sink.toposort():
+    if u.op is Ops.REDUCE: groups.setdefault(u.src[1:], []).append(u)
+  if not groups: return None
+  repl: dict[UOp, UOp] = {}
+  for ranges, reds in groups.items():
+    accs: dict = {}
+    for red in reds: accs.setdefault(red.dtype, []).append(red)
+    slots: dict[UOp, tuple[UOp, int]] = {}
+    for dt, rs in accs.items():
+      acc = UOp(Ops.BUFFER, dt, (iconst(len(rs)),), ParamArg(ctx.accs, dt, addrspace=AddrSpace.REG))
+      ctx.accs += 1
+      for i, red in enumerate(rs): slots[red] = (acc, i)
+    inits = {red: UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, red.dtype, (acc.after(*ctx.loop_ranges), iconst(i))), _identity(red.arg[0], red.dtype)))
+             for red, (acc, i) in slots.items()}
+    bodies = []
+    for red in reds:
+      acc, i = slots[red]
+      idx = UOp(Ops.INDEX, red.dtype, (acc.after(inits[red], *ranges), iconst(i)))
+      bodies.append(UOp(Ops.STORE, dtypes.void, (idx, _combine(red.arg[0], UOp(Ops.LOAD, red.dtype, (idx,)), red.src[0]))))
+    body = bodies[0] if len(bodies) == 1 else UOp(Ops.GROUP, dtypes.void, tuple(bodies))
+    for r in reversed(ranges): body = UOp(Ops.END, dtypes.void, (body, r))
+    for red in reds:
+      acc, i = slots[red]
+      repl[red] = UOp(Ops.LOAD, red.dtype, (UOp(Ops.INDEX, red.dtype, (acc.after(body), iconst(i))),))
+  return sink.substitute(repl, name="reduce to accumulator")
 
-pm_reduce = PatternMatcher([(UPat(Ops.REDUCE, name="red"), _lower_reduce)])
+pm_reduce = PatternMatcher([(UPat(Ops.SINK, name="sink"), _lower_reduces)])
 
 # ***** ordering *****
 

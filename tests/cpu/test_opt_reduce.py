@@ -1,0 +1,171 @@
+# Reduce kernel optimizations (tinygrad/codegen/opt.py): small reduce loops unrolled, the innermost output loop of a reduce kernel
+# upcast by 4 (4 accumulators, vector loads). Numerics against numpy on both devices, and the generated C.
+import numpy as np
+import pytest
+from tinygrad import Tensor, dtypes
+from tinygrad.uop.ops import Ops
+from tinygrad.helpers import Context
+from tinygrad.engine.realize import get_spec
+
+pytestmark = pytest.mark.cpu
+
+DEVICES = ["CPU", "PYTHON"]
+
+@pytest.fixture
+def single_core(monkeypatch):
+  """No threading (its core count differs between machines): kernel names and sources are the same everywhere."""
+  import tinygrad.engine.realize as realize
+  monkeypatch.setattr(realize, "_specs", {})  # specs are cached per (AST, device)
+  with Context(NUM_CPU_THREADS=1): yield
+
+def rand(shape, dtype=np.float32, seed=0):
+  rng = np.random.default_rng(seed)
+  if np.issubdtype(dtype, np.integer): return rng.integers(-8, 8, size=shape).astype(dtype)
+  return rng.standard_normal(shape).astype(dtype)
+
+def spec_of(t:Tensor, device:str="CPU"):
+  items, _ = t.schedule()
+  assert len(items) == 1
+  return get_spec(items[0], device)
+
+# (M, K) @ (K, N): sizes divisible by 4 or not, 1-sized dims, reduce sizes that are unrolled fully or kept as a loop
+# (8, 40, 8) and (12, 36, 16) keep their reduce loop and are upcast in both output dims (16 accumulators)
+MATMUL_SHAPES = [(64, 64, 64), (4, 4, 8), (5, 7, 3), (1, 16, 1), (3, 1, 8), (17, 33, 12), (8, 64, 128), (2, 100, 4), (6, 9, 20), (8, 40, 8),
+                 (12, 36, 16), (4, 44, 4)]
+
+class TestMatmulNumerics:
+  # the PYTHON device interprets every op: its shapes stay small
+  @pytest.mark.parametrize("device,m,k,n", [(d, *s) for d in DEVICES for s in MATMUL_SHAPES if d == "CPU" or s[0] * s[1] * s[2] <= 40000])
+  def test_float32(self, device, m, k, n):
+    a, b = rand((m, k)), rand((k, n), seed=1)
+    np.testing.assert_allclose((Tensor(a, device=device) @ Tensor(b, device=device)).numpy(), a @ b, rtol=1e-5, atol=1e-4)
+
+  @pytest.mark.parametrize("device", DEVICES)
+  @pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float64])
+  def test_other_dtypes(self, device, dtype):
+    a, b = rand((12, 20), dtype), rand((20, 8), dtype, seed=1)
+    got = (Tensor(a, device=device) @ Tensor(b, device=device)).numpy()
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got, a @ b, rtol=1e-12)
+
+  @pytest.mark.parametrize("device", DEVICES)
+  def test_non_contiguous_inputs(self, device):
+    a, b = rand((16, 24)), rand((32, 16), seed=1)
+    ta, tb = Tensor(a, device=device), Tensor(b, device=device)
+    np.testing.assert_allclose((ta.T @ tb.T).numpy(), a.T @ b.T, rtol=1e-5, atol=1e-4)            # both transposed
+    np.testing.assert_allclose((ta[::2] @ tb[:24:, ::2].flip(1)).numpy(), a[::2] @ b[:24, ::2][:, ::-1], rtol=1e-5, atol=1e-4)
+    pa = ta.pad(((0, 0), (2, 2)))                                                                  # zeros in the reduce
+    np.testing.assert_allclose((pa @ tb[:28]).numpy(), np.pad(a, ((0, 0), (2, 2))) @ b[:28], rtol=1e-5, atol=1e-4)
+
+  @pytest.mark.parametrize("device", DEVICES)
+  def test_batched_and_fused(self, device):
+    a, b = rand((3, 8, 40)), rand((3, 40, 16), seed=1)
+    got = ((Tensor(a, device=device) @ Tensor(b, device=device)).relu() * 2 + 1).numpy()
+    np.testing.assert_allclose(got, np.maximum(a @ b, 0) * 2 + 1, rtol=1e-5, atol=1e-4)
+
+class TestReduceNumerics:
+  @pytest.mark.parametrize("device", DEVICES)
+  @pytest.mark.parametrize("axis", [0, 1, 2, (0, 2), (1, 2), (0, 1), None])
+  @pytest.mark.parametrize("op", ["sum", "max", "min"])
+  def test_axes(self, device, axis, op):
+    x = rand((6, 8, 12))
+    got = getattr(Tensor(x, device=device), op)(axis=axis).numpy()
+    np.testing.assert_allclose(got, getattr(x, op)(axis=axis), rtol=1e-5, atol=1e-5)
+
+  @pytest.mark.parametrize("device", DEVICES)
+  @pytest.mark.parametrize("shape", [(16,), (3, 7), (7, 3), (4, 16), (16, 4), (1, 8), (8, 1), (5, 64), (64, 12), (2, 3, 1, 4), (48, 32), (36, 8),
+                                     (40, 4, 16)])
+  def test_int_and_float_shapes(self, device, shape):
+    for dtype in (np.int32, np.float32):
+      x = rand(shape, dtype)
+      t = Tensor(x, device=device)
+      np.testing.assert_allclose(t.sum(axis=0).numpy(), x.sum(axis=0), rtol=1e-5, atol=1e-5)
+      np.testing.assert_array_equal(t.max(axis=-1).numpy(), x.max(axis=-1))
+      np.testing.assert_array_equal(t.min(axis=0).numpy(), x.min(axis=0))
+
+  @pytest.mark.parametrize("device", DEVICES)
+  def test_bool_and_prod(self, device):
+    x = rand((4, 12), np.int32)
+    t = Tensor(x, device=device)
+    # bool reduces combine with OR/AND
+    np.testing.assert_array_equal((t > 3).max(axis=1).numpy(), (x > 3).any(axis=1))
+    np.testing.assert_array_equal((t > -7).min(axis=0).numpy(), (x > -7).all(axis=0))
+    np.testing.assert_array_equal((t > 3)._reduce(Ops.ADD, (1,)).numpy(), (x > 3).any(axis=1))
+    np.testing.assert_array_equal(Tensor(x[:, :5] % 3 + 1, device=device).prod(axis=1).numpy(), (x[:, :5] % 3 + 1).prod(axis=1))
+
+  def test_noopt_same_result(self):
+    a, b = rand((17, 33)), rand((33, 12), seed=1)
+    want = (Tensor(a) @ Tensor(b)).numpy()
+    with Context(NOOPT=1): np.testing.assert_allclose((Tensor(a) @ Tensor(b)).numpy(), want, rtol=1e-5, atol=1e-5)
+
+class TestGeneratedC:
+  def test_matmul_upcast(self, single_core):
+    a, b = Tensor(rand((64, 64))).realize(), Tensor(rand((64, 64), seed=1)).realize()
+    spec = spec_of(a @ b)
+    # the output column loop (64) runs 16 times computing 4 columns, the row loop (64) 16 times computing 4 rows: 16
+    # accumulators. B's row (4 columns) is one vector load per reduce step, shared by the 4 rows; each row's 4 results are one
+    # vector store
+    assert spec.name == "r_16_4_16_4_16_4"
+    assert "float acc0[16];" in spec.src and spec.src.count("acc0[15] = ") == 2
+    assert "float4 val" in spec.src and spec.src.count("*((float4*)(data2_4096+") == 4 and spec.src.count("*((float4*)(data0_4096+") == 4
+    with Context(NOOPT=1):
+      spec = spec_of(a @ b)
+      assert spec.name == "r_64_64_64" and "float acc0[1];" in spec.src and "float4" not in spec.src
+
+  def test_batched_matmul_upcast(self, single_core):
+    a, b = Tensor(rand((3, 8, 64))).realize(), Tensor(rand((3, 64, 12), seed=1)).realize()
+    spec = spec_of(a @ b)
+    assert spec.name == "r_3_2_4_3_4_16_4" and "float acc0[16];" in spec.src
+    np.testing.assert_allclose((a @ b).numpy(), a.numpy() @ b.numpy(), rtol=1e-5, atol=1e-4)
+
+  def test_python_device_upcast(self):
+    a, b = Tensor(rand((8, 16)), device="PYTHON").realize(), Tensor(rand((16, 8), seed=1), device="PYTHON").realize()
+    assert spec_of(a @ b, "PYTHON").name == "r_8_2_4_4_4"
+    np.testing.assert_allclose((a @ b).numpy(), a.numpy() @ b.numpy(), rtol=1e-5, atol=1e-5)
+
+  def test_small_matmul_fully_unrolled(self, single_core):
+    # a reduce of 16: the scheduler's 4 iterations of 4 are unrolled too, no loop and no accumulator are left for it
+    a, b = Tensor(rand((4, 16))).realize(), Tensor(rand((16, 8), seed=1)).realize()
+    spec = spec_of(a @ b)
+    assert spec.name == "r_4_2_4_4_4" and "acc0" not in spec.src and spec.src.count("for (") == 2
+    assert spec.src.count("*((float4*)(data2_128+") == 16
+    with Context(NOOPT=1): assert spec_of(a @ b).src.count("for (") == 3
+
+  def test_row_sum_not_upcast(self, single_core):
+    # x.sum(axis=1): the 4 lanes would read 4 different rows, no load is shared as a vector: no upcast
+    x = Tensor(rand((64, 64))).realize()
+    spec = spec_of(x.sum(axis=1))
+    assert spec.name == "r_64_16_4" and "float acc0[1];" in spec.src
+    # x.sum(axis=0): the lanes read 4 consecutive columns, and with no other output loop 16 columns (a 64-byte line of each row)
+    spec = spec_of(x.sum(axis=0))
+    assert spec.name == "r_4_4_4_16_4" and "float acc0[16];" in spec.src and spec.src.count("*((float4*)(data1_4096+") == 16
+
+  def test_inner_dim_of_4(self, single_core):
+    # the output column loop of exactly 4 disappears in the upcast; the row loop is not upcast (no load shared by the rows)
+    x = Tensor(rand((64, 40, 4))).realize()
+    spec = spec_of(x.sum(axis=1))
+    assert spec.name == "r_64_4_10_4" and "float acc0[4];" in spec.src
+    np.testing.assert_allclose(x.sum(axis=1).numpy(), x.numpy().sum(axis=1), rtol=1e-5, atol=1e-5)
+    # a matmul with 4 output columns: its row loop is upcast, B's row still shared
+    a, b = Tensor(rand((16, 40))).realize(), Tensor(rand((40, 4), seed=1)).realize()
+    spec = spec_of(a @ b)
+    assert spec.name == "r_4_4_4_10_4" and "float acc0[16];" in spec.src
+    np.testing.assert_allclose((a @ b).numpy(), a.numpy() @ b.numpy(), rtol=1e-5, atol=1e-4)
+
+  def test_unroll_small_reduce(self, single_core):
+    x = Tensor(rand((3, 7))).realize()
+    spec = spec_of(x.max(axis=1))
+    assert spec.name == "r_3_7" and spec.src.count("for (") == 1 and "acc0" not in spec.src
+    with Context(NOOPT=1): assert spec_of(x.max(axis=1)).src.count("for (") == 2
+    np.testing.assert_array_equal(x.max(axis=1).numpy(), x.numpy().max(axis=1))
+
+  def test_half_upcast_keeps_scalar_loads(self, single_core):
+    # half has no vector type: nothing would become a vector load, so the reduce kernel is not upcast
+    a, b = Tensor(rand((8, 32), np.float16)).realize(), Tensor(rand((32, 8), np.float16, seed=1)).realize()
+    spec = spec_of(a @ b)
+    assert "4)))" not in spec.src
+    np.testing.assert_allclose((a @ b).numpy(), a.numpy().astype(np.float32) @ b.numpy().astype(np.float32), rtol=2e-2, atol=5e-2)
+
+  def test_dtype_of_matmul(self):
+    a = Tensor(rand((4, 8), np.int32)).realize()
+    assert (a @ a.T).dtype == dtypes.int32
