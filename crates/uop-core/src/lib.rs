@@ -9,6 +9,7 @@ pub mod node;
 pub mod opset;
 pub mod pattern;
 pub mod pickle;
+pub mod prefetch;
 pub mod py_rewrite;
 pub mod registry;
 pub mod rewrite;

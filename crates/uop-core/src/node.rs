@@ -14,6 +14,7 @@ use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use crate::arg::{arg_eq, arg_hash, finish, mix};
 use crate::hashing::AddrSet;
 use crate::intern;
+use crate::prefetch::prefetch;
 use crate::registry::{self, safe_repr, type_name};
 use crate::scratch::Epoch;
 use crate::toposort::toposort;
@@ -188,6 +189,9 @@ impl UOp {
     )
   }
 }
+
+/// How many keys ahead `toposort` prefetches the next node while filling its result dict.
+const DICT_PREFETCH_AHEAD: usize = 8;
 
 /// Converts a constructor/replace `src` argument to a tuple of UOps, with a TypeError naming the bad item.
 fn src_to_tuple<'py>(py: Python<'py>, src: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyTuple>> {
@@ -434,9 +438,16 @@ impl UOp {
     };
     let out = PyDict::new(py);
     let none = py.None();
-    for n in order {
-      // SAFETY: `n` is a live node reachable from `slf`.
-      out.set_item(unsafe { Borrowed::from_ptr(py, n) }, &none)?;
+    for (i, &n) in order.iter().enumerate() {
+      // inserting a key writes its reference count: start loading the header of a node a few keys ahead
+      if let Some(&ahead) = order.get(i + DICT_PREFETCH_AHEAD) {
+        prefetch(ahead);
+      }
+      // SAFETY: `out` is a dict we own, `n` a live node reachable from `slf` (the caller keeps it alive) and `none` a
+      // live object; PyDict_SetItem takes its own references to both.
+      if unsafe { ffi::PyDict_SetItem(out.as_ptr(), n, none.as_ptr()) } < 0 {
+        return Err(PyErr::fetch(py));
+      }
     }
     Ok(out)
   }
