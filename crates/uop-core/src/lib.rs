@@ -2,6 +2,7 @@
 //! statistics, exposed to Python as `tinygrad._core`. Everything above this layer is Python.
 
 pub mod arg;
+pub mod class_getattr;
 pub mod hashing;
 pub mod intern;
 pub mod matcher;
@@ -29,6 +30,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
   m.add_class::<matcher::PatternMatcher>()?;
   m.add_function(wrap_pyfunction!(registry::register, m)?)?;
   m.add_function(wrap_pyfunction!(node::live_uops, m)?)?;
+  m.add_function(wrap_pyfunction!(class_getattr::fast_class_getattr, m)?)?;
   m.add_function(wrap_pyfunction!(pickle::unflatten, m)?)?;
   m.add_function(wrap_pyfunction!(py_rewrite::graph_rewrite, m)?)?;
   m.add_function(wrap_pyfunction!(stats::set_track_level, m)?)?;
