@@ -7,8 +7,10 @@
 //! The table is open addressing with linear probing over 16-byte slots (hash, object address): a lookup usually
 //! touches one cache line, which matters because the table of a real program holds millions of nodes and every
 //! constructor call probes it. Removal shifts the following entries of the run back (no tombstones), so probe runs
-//! stay as short as the load allows however many nodes come and go, and the table is only rebuilt when it grows or
-//! shrinks.
+//! stay as short as the load allows however many nodes come and go. The table is rebuilt only when it grows; like a
+//! Python dict it does not shrink when entries are removed (at most about 43 bytes per node of the peak, against ~150
+//! for the node and its `src` tuple), so a program that builds and frees graphs of similar size in a loop does not
+//! regrow it, with a fresh allocation and a rehash of every entry, each time.
 
 use std::sync::{Mutex, MutexGuard};
 
@@ -24,7 +26,7 @@ struct Slot {
 
 const FREE: Slot = Slot { hash: 0, object: EMPTY };
 
-/// Smallest capacity; the table never shrinks below it.
+/// Smallest capacity.
 const MIN_CAP: usize = 1024;
 
 /// Open-addressing hash table of (structural hash, object address).
@@ -108,9 +110,6 @@ impl Table {
     }
     self.slots[hole] = FREE;
     self.live -= 1;
-    if self.slots.len() > MIN_CAP && self.live * 8 < self.slots.len() {
-      self.rebuild();
-    }
   }
 }
 
@@ -214,7 +213,7 @@ mod tests {
       t.remove((i % 97) as u64, 16 + i * 16);
     }
     assert_eq!(t.live, 0);
-    assert_eq!(t.slots.len(), MIN_CAP, "an emptied table shrinks back");
+    assert!(t.slots.len() >= MIN_CAP);
   }
 
   #[test]
