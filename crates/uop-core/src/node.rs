@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use pyo3::exceptions::PyTypeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
 use crate::arg::{arg_eq, arg_hash, finish, mix};
@@ -261,6 +262,9 @@ fn construct<'py>(
 /// The constructor's parameters, in positional order.
 const PARAMS: [&str; 6] = ["op", "dtype", "src", "arg", "tag", "metadata"];
 
+/// [`PARAMS`] as interned Python strings, to match keyword names by identity.
+static PARAM_NAMES: PyOnceLock<[Py<PyString>; 6]> = PyOnceLock::new();
+
 /// `UOp(...)` through vectorcall: Python passes the arguments as an array, so no argument tuple or keyword dict is built
 /// and `tp_init` is skipped. Same behaviour as `__new__`.
 unsafe extern "C" fn uop_vectorcall(
@@ -311,14 +315,24 @@ unsafe fn vectorcall_args<'py>(
   }
   if !kwnames.is_null() {
     let names = unsafe { Borrowed::from_ptr(py, kwnames).cast_unchecked::<PyTuple>() };
+    let interned = PARAM_NAMES.get_or_init(py, || PARAMS.map(|p| PyString::intern(py, p).unbind()));
     for (j, name) in names.iter_borrowed().enumerate() {
-      let name = name.cast::<PyString>()?;
-      let name = name.to_str()?;
-      let Some(k) = PARAMS.iter().position(|p| *p == name) else {
+      // keyword names written in source code are interned strings: usually a pointer comparison finds the parameter
+      let k = match interned.iter().position(|p| p.as_ptr() == name.as_ptr()) {
+        Some(k) => Some(k),
+        None => {
+          let name = name.cast::<PyString>()?;
+          let name = name.to_str()?;
+          PARAMS.iter().position(|p| *p == name)
+        }
+      };
+      let Some(k) = k else {
+        let name = name.cast::<PyString>()?;
+        let name = name.to_str()?;
         return Err(PyTypeError::new_err(format!("UOp() got an unexpected keyword argument '{name}'")));
       };
       if slots[k].is_some() {
-        return Err(PyTypeError::new_err(format!("UOp() got multiple values for argument '{name}'")));
+        return Err(PyTypeError::new_err(format!("UOp() got multiple values for argument '{}'", PARAMS[k])));
       }
       slots[k] = Some(unsafe { Borrowed::from_ptr(py, *args.add(nargs + j)) });
     }
