@@ -11,6 +11,7 @@ pub mod opset;
 pub mod pattern;
 pub mod pickle;
 pub mod prefetch;
+pub mod presized_dict;
 pub mod py_rewrite;
 pub mod registry;
 pub mod rewrite;

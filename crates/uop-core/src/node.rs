@@ -16,6 +16,7 @@ use crate::arg::{arg_eq, arg_hash, finish, mix};
 use crate::hashing::AddrSet;
 use crate::intern;
 use crate::prefetch::prefetch;
+use crate::presized_dict::new_presized;
 use crate::registry::{self, safe_repr, type_name};
 use crate::scratch::Epoch;
 use crate::toposort::toposort;
@@ -450,7 +451,7 @@ impl UOp {
         g.call1((node,))?.is_truthy()
       })?,
     };
-    let out = PyDict::new(py);
+    let out = new_presized(py, order.len())?;
     let none = py.None();
     for (i, &n) in order.iter().enumerate() {
       // inserting a key writes its reference count: start loading the header of a node a few keys ahead
