@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
-use crate::arg::{arg_eq, arg_hash, finish, mix};
+use crate::arg::{arg_eq, arg_eq_native, arg_hash, finish, mix};
 use crate::hashing::AddrSet;
 use crate::intern;
 use crate::prefetch::prefetch;
@@ -89,26 +89,45 @@ impl UOp {
     h = mix(h, arg_hash(arg, "arg")?);
     h = finish(mix(h, arg_hash(tag, "tag")?));
 
-    // Collect candidates whose op, dtype and sources match, taking a reference so they stay alive once the lock is
-    // released; args are compared afterwards because that may run Python code.
+    // Look for a live node with the same fields. Candidates whose op, dtype and sources match are compared on arg and
+    // tag right away when that needs no Python code (the usual case); the others are collected, with a reference so
+    // they stay alive once the lock is released, and compared afterwards, because `__eq__` may run Python code.
     let dtype_ptr = dtype.as_ptr();
+    let mut found: Option<*mut ffi::PyObject> = None;
     let mut candidates: Vec<*mut ffi::PyObject> = Vec::new();
     intern::probe(h, |obj| {
       // SAFETY: the table only holds objects whose Drop has not run yet (see `intern`), and we hold the table lock, so
       // this node cannot be dropped while we read it; only UOps are in the table.
       let bound = unsafe { Borrowed::from_ptr(py, obj).cast_unchecked::<UOp>() };
       let node = bound.get();
-      if node.op == op && node.dtype.as_ptr() == dtype_ptr && same_src(node.children(py), src) {
-        // SAFETY: the object is alive (refcount > 0 was checked by `probe`); taking a new reference is allowed with the
-        // GIL held and runs no Python code.
-        unsafe { ffi::Py_INCREF(obj) };
-        candidates.push(obj);
+      if node.op != op || node.dtype.as_ptr() != dtype_ptr || !same_src(node.children(py), src) {
+        return false;
       }
-      false
+      let same = match arg_eq_native(node.arg.bind_borrowed(py), arg.as_borrowed()) {
+        Some(true) => arg_eq_native(node.tag.bind_borrowed(py), tag.as_borrowed()),
+        other => other,
+      };
+      match same {
+        Some(false) => false,
+        Some(true) => {
+          // SAFETY: the object is alive (refcount > 0 was checked by `probe`); taking a new reference is allowed with
+          // the GIL held and runs no Python code.
+          unsafe { ffi::Py_INCREF(obj) };
+          found = Some(obj);
+          true
+        }
+        None => {
+          // SAFETY: as above.
+          unsafe { ffi::Py_INCREF(obj) };
+          candidates.push(obj);
+          false
+        }
+      }
     });
-    let mut found: Option<Bound<'py, UOp>> = None;
+    // SAFETY: `found` holds a reference taken above and not yet released, to a UOp (only UOps are in the table).
+    let mut found: Option<Bound<'py, UOp>> = found.map(|f| unsafe { Bound::from_owned_ptr(py, f).cast_into_unchecked::<UOp>() });
     for (i, ptr) in candidates.iter().enumerate() {
-      // SAFETY: we own the reference taken above; the object is a UOp because only UOps are in the table.
+      // SAFETY: as for `found`: each candidate holds a reference taken above and not yet released, to a UOp.
       let cand = unsafe { Bound::from_owned_ptr(py, *ptr).cast_into_unchecked::<UOp>() };
       if found.is_none() {
         let c = cand.get();
@@ -117,7 +136,7 @@ impl UOp {
           (Err(e), _) | (_, Err(e)) => {
             // release the remaining references before failing
             for p in &candidates[i + 1..] {
-              // SAFETY: each pointer holds a reference we took above and have not released.
+              // SAFETY: each remaining pointer holds a reference taken above and not yet released.
               drop(unsafe { Bound::from_owned_ptr(py, *p) });
             }
             return Err(e);
