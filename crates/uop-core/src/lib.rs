@@ -1,6 +1,7 @@
 //! The UOp core of tinygrad: interned graph nodes, toposort, UPat/PatternMatcher matching, graph_rewrite and match
 //! statistics, exposed to Python as `tinygrad._core`. Everything above this layer is Python.
 
+pub mod alloc;
 pub mod arg;
 pub mod class_getattr;
 pub mod hashing;

@@ -12,6 +12,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
+use crate::alloc::{new_object, object_of};
 use crate::arg::{arg_eq, arg_eq_native, arg_hash, finish, mix};
 use crate::hashing::AddrSet;
 use crate::intern;
@@ -46,16 +47,9 @@ pub struct UOp {
   pub slot: AtomicUsize,
 }
 
-/// Distance in bytes from a UOp's Python object to its Rust payload. It is the same for every instance (one type, one
-/// layout); the first node created records it so `Drop` can name its object to the interning table.
-static PAYLOAD_OFFSET: AtomicUsize = AtomicUsize::new(usize::MAX);
-
 impl Drop for UOp {
   fn drop(&mut self) {
-    // The object starts PAYLOAD_OFFSET bytes before its payload; the offset is recorded when the first node is created,
-    // before any node can be dropped.
-    let object = (self as *const UOp as usize).wrapping_sub(PAYLOAD_OFFSET.load(Relaxed));
-    intern::remove(self.hash, object as *mut ffi::PyObject);
+    intern::remove(self.hash, object_of(self));
   }
 }
 
@@ -165,9 +159,7 @@ impl UOp {
       mark: AtomicU64::new(0),
       slot: AtomicUsize::new(0),
     };
-    let obj = Bound::new(py, node)?;
-    let (payload, object) = (obj.get() as *const UOp as usize, obj.as_ptr() as usize);
-    PAYLOAD_OFFSET.store(payload - object, Relaxed);
+    let obj = new_object(py, node)?;
     intern::insert(h, obj.as_ptr());
     Ok(obj)
   }
