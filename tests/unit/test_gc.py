@@ -32,6 +32,24 @@ def rss_bytes() -> int:
   with open("/proc/self/statm") as f: return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 class TestRefcounting:
+  def test_created_and_freed_nodes_leave_no_allocation_behind(self):
+    # a node's instance dict is created on first use; none may be allocated (and leaked) with the node
+    import sys
+    def churn(n, base):
+      for i in range(n): c(base + i)
+    churn(1000, 10**12)
+    gc.collect()
+    before = sys.getallocatedblocks()
+    churn(20000, 2 * 10**12)
+    gc.collect()
+    assert sys.getallocatedblocks() - before < 1000
+
+  def test_instance_dict_is_created_on_first_use(self):
+    u = c(10**12 + 7)
+    assert u.__dict__ == {}
+    u.note = 1
+    assert u.__dict__ == {"note": 1} and u.note == 1
+
   def test_leaf_freed_on_del(self):
     with gc_disabled():
       u = var("gc_leaf")

@@ -78,3 +78,29 @@ class TestGroupOp:
     group = getattr(GroupOp, name)
     assert type(group) is set and all(isinstance(o, Ops) for o in group)
     assert set.union(group, GroupOp.Unary) >= group
+
+class TestFastClassGetattr:
+  # FastEnum's metaclass looks class attributes up through type's own slot (tinygrad._core.fast_class_getattr);
+  # everything EnumType.__getattr__ answered must still be answered the same way.
+  def test_members_and_inherited_attributes(self):
+    from enum import EnumType
+    assert isinstance(Ops, EnumType) and Ops.ADD is Ops["ADD"] is Ops(Ops.ADD.value)
+    assert Ops.__members__["MUL"] is Ops.MUL and Ops._member_map_["CONST"] is Ops.CONST
+    assert Ops.__str__ is FastEnum.__str__ and Ops.from_bytes(b"\x01", "little") == 1
+
+  def test_missing_attribute(self):
+    assert not hasattr(Ops, "NOT_AN_OP")
+    with pytest.raises(AttributeError, match="NOT_AN_OP"): Ops.NOT_AN_OP
+    with pytest.raises(AttributeError): Ops.__not_a_dunder__
+
+  def test_metaclass_getattr_override_still_wins(self):
+    class Meta(type(Ops)):
+      def __getattr__(cls, name): return f"fallback {name}"
+    class E(FastEnum, metaclass=Meta):
+      A = auto()
+    assert E.A.name == "A" and E.missing == "fallback missing"
+
+  def test_rejects_other_types(self):
+    from tinygrad import _core
+    with pytest.raises(TypeError): _core.fast_class_getattr(int)
+    with pytest.raises(TypeError): _core.fast_class_getattr(type)

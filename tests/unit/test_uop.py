@@ -111,6 +111,20 @@ class TestInterning:
     assert UOp(Ops.NOOP, arg=Key(3)) is not UOp(Ops.NOOP, arg=Key(4))
     assert UOp(Ops.NOOP, arg=Key(3)).arg.v == 3
 
+  def test_equal_but_distinct_arg_objects(self):
+    # equal values held by different objects: big ints, strings built at run time, tuples mixing them with objects whose
+    # __eq__ is Python code
+    class Key:
+      def __init__(self, v): self.v = v
+      def __eq__(self, o): return isinstance(o, Key) and o.v == self.v
+      def __hash__(self): return hash(self.v)
+    big = 10**30
+    assert UOp(Ops.NOOP, arg=big) is UOp(Ops.NOOP, arg=int(str(big)))
+    assert UOp(Ops.NOOP, arg="".join(["ab", "c"])) is UOp(Ops.NOOP, arg="abc")
+    assert UOp(Ops.NOOP, arg=(big, Key(1))) is UOp(Ops.NOOP, arg=(int(str(big)), Key(1)))
+    assert UOp(Ops.NOOP, arg=(big, Key(1))) is not UOp(Ops.NOOP, arg=(big, Key(2)))
+    assert UOp(Ops.NOOP, arg=(1, "x"), tag=Key(5)) is UOp(Ops.NOOP, arg=(1, "x"), tag=Key(5))
+
   def test_frozenset_arg(self):
     assert UOp(Ops.NOOP, arg=frozenset({1, 2})) is UOp(Ops.NOOP, arg=frozenset({2, 1}))
 

@@ -1,7 +1,9 @@
 //! The UOp core of tinygrad: interned graph nodes, toposort, UPat/PatternMatcher matching, graph_rewrite and match
 //! statistics, exposed to Python as `tinygrad._core`. Everything above this layer is Python.
 
+pub mod alloc;
 pub mod arg;
+pub mod class_getattr;
 pub mod hashing;
 pub mod intern;
 pub mod matcher;
@@ -9,6 +11,8 @@ pub mod node;
 pub mod opset;
 pub mod pattern;
 pub mod pickle;
+pub mod prefetch;
+pub mod presized_dict;
 pub mod py_rewrite;
 pub mod registry;
 pub mod rewrite;
@@ -28,6 +32,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
   m.add_class::<matcher::PatternMatcher>()?;
   m.add_function(wrap_pyfunction!(registry::register, m)?)?;
   m.add_function(wrap_pyfunction!(node::live_uops, m)?)?;
+  m.add_function(wrap_pyfunction!(class_getattr::fast_class_getattr, m)?)?;
   m.add_function(wrap_pyfunction!(pickle::unflatten, m)?)?;
   m.add_function(wrap_pyfunction!(py_rewrite::graph_rewrite, m)?)?;
   m.add_function(wrap_pyfunction!(stats::set_track_level, m)?)?;

@@ -9,11 +9,15 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use pyo3::exceptions::PyTypeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
-use crate::arg::{arg_eq, arg_hash, finish, mix};
+use crate::alloc::{new_object, object_of};
+use crate::arg::{arg_eq, arg_eq_native, arg_hash, finish, mix};
 use crate::hashing::AddrSet;
 use crate::intern;
+use crate::prefetch::prefetch;
+use crate::presized_dict::new_presized;
 use crate::registry::{self, safe_repr, type_name};
 use crate::scratch::Epoch;
 use crate::toposort::toposort;
@@ -43,16 +47,9 @@ pub struct UOp {
   pub slot: AtomicUsize,
 }
 
-/// Distance in bytes from a UOp's Python object to its Rust payload. It is the same for every instance (one type, one
-/// layout); the first node created records it so `Drop` can name its object to the interning table.
-static PAYLOAD_OFFSET: AtomicUsize = AtomicUsize::new(usize::MAX);
-
 impl Drop for UOp {
   fn drop(&mut self) {
-    // The object starts PAYLOAD_OFFSET bytes before its payload; the offset is recorded when the first node is created,
-    // before any node can be dropped.
-    let object = (self as *const UOp as usize).wrapping_sub(PAYLOAD_OFFSET.load(Relaxed));
-    intern::remove(self.hash, object as *mut ffi::PyObject);
+    intern::remove(self.hash, object_of(self));
   }
 }
 
@@ -86,26 +83,45 @@ impl UOp {
     h = mix(h, arg_hash(arg, "arg")?);
     h = finish(mix(h, arg_hash(tag, "tag")?));
 
-    // Collect candidates whose op, dtype and sources match, taking a reference so they stay alive once the lock is
-    // released; args are compared afterwards because that may run Python code.
+    // Look for a live node with the same fields. Candidates whose op, dtype and sources match are compared on arg and
+    // tag right away when that needs no Python code (the usual case); the others are collected, with a reference so
+    // they stay alive once the lock is released, and compared afterwards, because `__eq__` may run Python code.
     let dtype_ptr = dtype.as_ptr();
+    let mut found: Option<*mut ffi::PyObject> = None;
     let mut candidates: Vec<*mut ffi::PyObject> = Vec::new();
     intern::probe(h, |obj| {
       // SAFETY: the table only holds objects whose Drop has not run yet (see `intern`), and we hold the table lock, so
       // this node cannot be dropped while we read it; only UOps are in the table.
       let bound = unsafe { Borrowed::from_ptr(py, obj).cast_unchecked::<UOp>() };
       let node = bound.get();
-      if node.op == op && node.dtype.as_ptr() == dtype_ptr && same_src(node.children(py), src) {
-        // SAFETY: the object is alive (refcount > 0 was checked by `probe`); taking a new reference is allowed with the
-        // GIL held and runs no Python code.
-        unsafe { ffi::Py_INCREF(obj) };
-        candidates.push(obj);
+      if node.op != op || node.dtype.as_ptr() != dtype_ptr || !same_src(node.children(py), src) {
+        return false;
       }
-      false
+      let same = match arg_eq_native(node.arg.bind_borrowed(py), arg.as_borrowed()) {
+        Some(true) => arg_eq_native(node.tag.bind_borrowed(py), tag.as_borrowed()),
+        other => other,
+      };
+      match same {
+        Some(false) => false,
+        Some(true) => {
+          // SAFETY: the object is alive (refcount > 0 was checked by `probe`); taking a new reference is allowed with
+          // the GIL held and runs no Python code.
+          unsafe { ffi::Py_INCREF(obj) };
+          found = Some(obj);
+          true
+        }
+        None => {
+          // SAFETY: as above.
+          unsafe { ffi::Py_INCREF(obj) };
+          candidates.push(obj);
+          false
+        }
+      }
     });
-    let mut found: Option<Bound<'py, UOp>> = None;
+    // SAFETY: `found` holds a reference taken above and not yet released, to a UOp (only UOps are in the table).
+    let mut found: Option<Bound<'py, UOp>> = found.map(|f| unsafe { Bound::from_owned_ptr(py, f).cast_into_unchecked::<UOp>() });
     for (i, ptr) in candidates.iter().enumerate() {
-      // SAFETY: we own the reference taken above; the object is a UOp because only UOps are in the table.
+      // SAFETY: as for `found`: each candidate holds a reference taken above and not yet released, to a UOp.
       let cand = unsafe { Bound::from_owned_ptr(py, *ptr).cast_into_unchecked::<UOp>() };
       if found.is_none() {
         let c = cand.get();
@@ -114,7 +130,7 @@ impl UOp {
           (Err(e), _) | (_, Err(e)) => {
             // release the remaining references before failing
             for p in &candidates[i + 1..] {
-              // SAFETY: each pointer holds a reference we took above and have not released.
+              // SAFETY: each remaining pointer holds a reference taken above and not yet released.
               drop(unsafe { Bound::from_owned_ptr(py, *p) });
             }
             return Err(e);
@@ -143,9 +159,7 @@ impl UOp {
       mark: AtomicU64::new(0),
       slot: AtomicUsize::new(0),
     };
-    let obj = Bound::new(py, node)?;
-    let (payload, object) = (obj.get() as *const UOp as usize, obj.as_ptr() as usize);
-    PAYLOAD_OFFSET.store(payload - object, Relaxed);
+    let obj = new_object(py, node)?;
     intern::insert(h, obj.as_ptr());
     Ok(obj)
   }
@@ -188,6 +202,9 @@ impl UOp {
     )
   }
 }
+
+/// How many keys ahead `toposort` prefetches the next node while filling its result dict.
+const DICT_PREFETCH_AHEAD: usize = 8;
 
 /// Converts a constructor/replace `src` argument to a tuple of UOps, with a TypeError naming the bad item.
 fn src_to_tuple<'py>(py: Python<'py>, src: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyTuple>> {
@@ -257,6 +274,9 @@ fn construct<'py>(
 /// The constructor's parameters, in positional order.
 const PARAMS: [&str; 6] = ["op", "dtype", "src", "arg", "tag", "metadata"];
 
+/// [`PARAMS`] as interned Python strings, to match keyword names by identity.
+static PARAM_NAMES: PyOnceLock<[Py<PyString>; 6]> = PyOnceLock::new();
+
 /// `UOp(...)` through vectorcall: Python passes the arguments as an array, so no argument tuple or keyword dict is built
 /// and `tp_init` is skipped. Same behaviour as `__new__`.
 unsafe extern "C" fn uop_vectorcall(
@@ -307,14 +327,24 @@ unsafe fn vectorcall_args<'py>(
   }
   if !kwnames.is_null() {
     let names = unsafe { Borrowed::from_ptr(py, kwnames).cast_unchecked::<PyTuple>() };
+    let interned = PARAM_NAMES.get_or_init(py, || PARAMS.map(|p| PyString::intern(py, p).unbind()));
     for (j, name) in names.iter_borrowed().enumerate() {
-      let name = name.cast::<PyString>()?;
-      let name = name.to_str()?;
-      let Some(k) = PARAMS.iter().position(|p| *p == name) else {
+      // keyword names written in source code are interned strings: usually a pointer comparison finds the parameter
+      let k = match interned.iter().position(|p| p.as_ptr() == name.as_ptr()) {
+        Some(k) => Some(k),
+        None => {
+          let name = name.cast::<PyString>()?;
+          let name = name.to_str()?;
+          PARAMS.iter().position(|p| *p == name)
+        }
+      };
+      let Some(k) = k else {
+        let name = name.cast::<PyString>()?;
+        let name = name.to_str()?;
         return Err(PyTypeError::new_err(format!("UOp() got an unexpected keyword argument '{name}'")));
       };
       if slots[k].is_some() {
-        return Err(PyTypeError::new_err(format!("UOp() got multiple values for argument '{name}'")));
+        return Err(PyTypeError::new_err(format!("UOp() got multiple values for argument '{}'", PARAMS[k])));
       }
       slots[k] = Some(unsafe { Borrowed::from_ptr(py, *args.add(nargs + j)) });
     }
@@ -432,11 +462,18 @@ impl UOp {
         g.call1((node,))?.is_truthy()
       })?,
     };
-    let out = PyDict::new(py);
+    let out = new_presized(py, order.len())?;
     let none = py.None();
-    for n in order {
-      // SAFETY: `n` is a live node reachable from `slf`.
-      out.set_item(unsafe { Borrowed::from_ptr(py, n) }, &none)?;
+    for (i, &n) in order.iter().enumerate() {
+      // inserting a key writes its reference count: start loading the header of a node a few keys ahead
+      if let Some(&ahead) = order.get(i + DICT_PREFETCH_AHEAD) {
+        prefetch(ahead);
+      }
+      // SAFETY: `out` is a dict we own, `n` a live node reachable from `slf` (the caller keeps it alive) and `none` a
+      // live object; PyDict_SetItem takes its own references to both.
+      if unsafe { ffi::PyDict_SetItem(out.as_ptr(), n, none.as_ptr()) } < 0 {
+        return Err(PyErr::fetch(py));
+      }
     }
     Ok(out)
   }

@@ -72,7 +72,8 @@ impl Registry {
 
   /// Checks that `obj` is a DType, with a TypeError naming `field` otherwise.
   pub fn check_dtype(&self, obj: &Bound<'_, PyAny>, field: &str) -> PyResult<()> {
-    if obj.is_instance(self.dtype_type.bind(obj.py()))? {
+    let dtype_type = self.dtype_type.bind(obj.py());
+    if obj.get_type_ptr() == dtype_type.as_type_ptr() || obj.is_instance(dtype_type)? {
       Ok(())
     } else {
       Err(PyTypeError::new_err(format!(

@@ -1,10 +1,19 @@
 # The UOp opcode enum and the named groups of opcodes that rewrite rules match on.
 # The Rust core (tinygrad._core) indexes a table by Ops value, so values must stay the contiguous integers 1..len(Ops), below 256.
-from enum import Enum, IntEnum, auto
+from enum import Enum, EnumType, IntEnum, auto
+from tinygrad import _core
 
 __all__ = ["FastEnum", "Ops", "GroupOp", "auto"]
 
-class FastEnum(IntEnum):
+class FastEnumType(EnumType):
+  """The metaclass of FastEnum: an EnumType whose class attribute lookups (`Ops.ADD`) take `type`'s direct path.
+
+  CPython 3.11's EnumType defines __getattr__, which sends every `Ops.ADD` through a method wrapper (~75 ns);
+  `_core.fast_class_getattr` gives this metaclass a slot that only falls back to __getattr__ when the plain lookup fails.
+  """
+_core.fast_class_getattr(FastEnumType)
+
+class FastEnum(IntEnum, metaclass=FastEnumType):
   """An IntEnum (cheap hashing and comparison) that still prints as `Cls.NAME`.
 
   auto() continues numbering after every FastEnum subclass defined so far, so values never collide between
