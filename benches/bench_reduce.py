@@ -39,7 +39,9 @@ def main(runs:int) -> None:
     samples[f"sum_axis{axis}_bytes_per_s"] = [x.nbytes() / t for t in ts]
     med = statistics.median(ts)
     print(f"sum(axis={axis}) 4096x4096  median {med*1e3:8.3f} ms  min {min(ts)*1e3:8.3f} ms  ({x.nbytes()/med/1e9:6.2f} GB/s at the median)")
-  print(json.dumps({"metrics": {k: statistics.median(v) for k, v in samples.items()}, "samples": samples}))
+  from bench_tensor import implementation_info   # this directory is on sys.path when run as a script
+  print(json.dumps({**implementation_info(), "repeats": runs, "metrics": {k: statistics.median(v) for k, v in samples.items()},
+                    "samples": samples}))
 
 if __name__ == "__main__":
   main(int(sys.argv[1]) if len(sys.argv) > 1 else 25)
