@@ -24,12 +24,13 @@ Loops: the output dims become one loop (and a reduce's dims one loop) when the i
 nested loops do; NOOPT=1 keeps one loop per dim.
 """
 from __future__ import annotations
+from collections import OrderedDict
 from dataclasses import dataclass, field
 import itertools
 import weakref
 from tinygrad.uop.ops import UOp, Ops, GroupOp, ParamArg, AxisType
 from tinygrad.dtype import dtypes, DType
-from tinygrad.helpers import prod, NOOPT, SPEC
+from tinygrad.helpers import prod, NOOPT, SPEC, SCACHE
 from tinygrad.device import Buffer
 from tinygrad.schedule.shape import shape_of
 from tinygrad.schedule.indexing import IDX, iconst, iadd, imul, idiv, imod, ilt, ige, band
@@ -279,7 +280,7 @@ class _Scheduler:
 
 def _divmods(ast:UOp) -> int: return sum(1 for x in ast.toposort() if x.op in (Ops.CDIV, Ops.CMOD))
 
-def create_schedule(targets:list[UOp], devices:list[str]) -> tuple[list[ScheduleItem], dict[UOp, UOp]]:
+def _create_schedule(targets:list[UOp], devices:list[str]) -> tuple[list[ScheduleItem], dict[UOp, UOp]]:
   """The kernels that compute `targets` (tensor-graph UOps) on `devices` (one each), in run order, and {target: BUFFER}."""
   if SPEC:  # SPEC hook: the tensor graph (tinygrad/uop/spec.py)
     from tinygrad.uop.spec import type_verify, spec_tensor
@@ -300,3 +301,67 @@ def create_schedule(targets:list[UOp], devices:list[str]) -> tuple[list[Schedule
     from tinygrad.uop.spec import type_verify, spec_kernel
     for si in items: type_verify(si.ast, spec_kernel, f"kernel AST of {si.name}")
   return items[::-1], ret
+
+# ***** the schedule cache *****
+# Scheduling a graph (lowering it to kernel ASTs through index arithmetic, trying several loop structures) costs far more than running
+# small kernels, and programs build the same graph again and again on other buffers (each step of a loop). A schedule depends only on
+# the graph's structure, on which of its nodes are already realized, and on the buffers' devices, sizes and dtypes, not on which
+# buffers they are: the key is the graph with realized nodes replaced by their buffer views and every BUFFER by a numbered placeholder.
+# A hit reuses the kernel ASTs with this call's input buffers and fresh output and intermediate buffers. SCACHE=0 turns it off.
+
+SCHEDULE_CACHE_SIZE = 1024
+_schedule_cache: OrderedDict[UOp, _CachedSchedule] = OrderedDict()
+
+@dataclass(frozen=True)
+class _CachedSchedule:
+  items: list[tuple[UOp, list[tuple[bool, int]], list[UOp]]]   # (ast, buffer roles: (created?, index), normalized outputs)
+  created: list[tuple[str, int, DType]]                         # (device, size, dtype) of each buffer the schedule makes
+  ret: list[tuple[bool, int]]                                   # the role of each target's buffer
+
+def _normalize_into(root:UOp, norm:dict[UOp, UOp], inputs:list[UOp]) -> UOp:
+  # module level, not a closure: a recursive closure is a reference cycle that would keep `norm` (and the graph) alive until a GC pass
+  for u in root.toposort():
+    if u in norm: continue
+    if u.op is Ops.BUFFER and u in buffers:   # a device buffer (not a Variable, which stays itself)
+      norm[u] = UOp(Ops.BUFFER, u.dtype, u.src, ("input", len(inputs), getattr(u.arg, "device", None)))
+      inputs.append(u)
+    elif (v := realized.get(u)) is not None: norm[u] = _normalize_into(v, norm, inputs)
+    else: norm[u] = u.replace(src=tuple(norm[x] for x in u.src)) if u.src else u
+  return norm[root]
+
+def _normalize(targets:list[UOp], devices:list[str]) -> tuple[UOp, list[UOp], dict[UOp, UOp]]:
+  """(the cache key, the graph's BUFFERs in placeholder order, {original node: normalized node})."""
+  norm: dict[UOp, UOp] = {}
+  inputs: list[UOp] = []
+  key = UOp(Ops.SINK, dtypes.void, tuple(_normalize_into(t, norm, inputs) for t in targets), (tuple(devices), NOOPT.value))
+  return key, inputs, norm
+
+def create_schedule(targets:list[UOp], devices:list[str]) -> tuple[list[ScheduleItem], dict[UOp, UOp]]:
+  """The kernels that compute `targets` (tensor-graph UOps) on `devices` (one each), in run order, and {target: BUFFER}."""
+  if not SCACHE: return _create_schedule(targets, devices)
+  key, inputs, norm = _normalize(targets, devices)
+  if (hit := _schedule_cache.get(key)) is not None:
+    _schedule_cache.move_to_end(key)
+    made = [new_buffer(*spec) for spec in hit.created]
+    original = {n: u for u, n in norm.items()}
+    def buf(role:tuple[bool, int]) -> UOp: return made[role[1]] if role[0] else inputs[role[1]]
+    items = []
+    for ast, roles, outs in hit.items:
+      bl = [buf(r) for r in roles]
+      items.append(ScheduleItem(ast, [buffers[b] for b in bl], [original[o] for o in outs if o in original], bl))
+    return items, {t: buf(r) for t, r in zip(targets, hit.ret)}
+  first_new = next(_buffer_ids)   # BUFFERs numbered from here on are made by this schedule
+  items, ret = _create_schedule(targets, devices)
+  index = {b: i for i, b in enumerate(inputs)}
+  created: dict[UOp, int] = {}
+  def role(b:UOp) -> tuple[bool, int]|None:
+    if b in index: return (False, index[b])
+    if b.arg.slot < first_new: return None   # a buffer the key does not describe: don't cache this schedule
+    return (True, created.setdefault(b, len(created)))
+  roles = [[role(b) for b in si.buf_uops] for si in items]
+  ret_roles = [role(ret[t]) for t in targets]
+  if all(r is not None for rs in roles + [ret_roles] for r in rs):
+    _schedule_cache[key] = _CachedSchedule([(si.ast, rs, [norm[o] for o in si.outputs if o in norm]) for si, rs in zip(items, roles)],  # type: ignore[misc]
+                                           [(buffers[b].device, buffers[b].size, buffers[b].dtype) for b in created], ret_roles)  # type: ignore[arg-type]
+    if len(_schedule_cache) > SCHEDULE_CACHE_SIZE: _schedule_cache.popitem(last=False)
+  return items, ret
