@@ -72,12 +72,13 @@ class ClangCompiler(Compiler):
     names = [m.group(1) if (m := _KERNEL_NAME.search(src)) else None for src in srcs]
     batched = [i for i, name in enumerate(names) if name is not None]
     if len(batched) < 2 or (ld := _linker()) is None: return [self.compile(src) for src in srcs]
-    # units: spread over the cores, and never two kernels of the same name in one unit (different kernels may share a name)
+    # units: spread over the cores, balanced by source length (biggest kernels first, each to the lightest unit), and never two
+    # kernels of the same name in one unit (different kernels may share a name)
     units: list[list[int]] = [[] for _ in range(min(len(batched), os.cpu_count() or 1))]
-    for i in batched:
+    for i in sorted(batched, key=lambda i: -len(srcs[i])):
       free = [u for u in units if all(names[j] != names[i] for j in u)]
       if not free: units.append(free_unit := [])
-      else: free_unit = min(free, key=len)
+      else: free_unit = min(free, key=lambda u: sum(len(srcs[j]) for j in u))
       free_unit.append(i)
     libs: dict[int, bytes] = {i: self.compile(src) for i, src in enumerate(srcs) if names[i] is None}
     with tempfile.TemporaryDirectory(prefix="tinygrad-cc-") as tmp, ThreadPoolExecutor(len(units)) as pool:
