@@ -71,3 +71,13 @@ def test_the_cache_holds_no_buffers():
   del x
   gc.collect()
   assert buf() is None                                          # the cached schedule did not keep the input alive
+
+def test_the_cache_keeps_no_realized_graph_alive():
+  import gc
+  import weakref
+  x = (Tensor.full((1000,), 3.0, device="PYTHON") * 2).contiguous()   # a graph without any input buffer
+  x.realize()
+  buf = weakref.ref(x._buffer())
+  del x
+  gc.collect()
+  assert buf() is None

@@ -326,7 +326,9 @@ def _normalize_into(root:UOp, norm:dict[UOp, UOp], inputs:list[UOp]) -> UOp:
       norm[u] = UOp(Ops.BUFFER, u.dtype, u.src, ("input", len(inputs), getattr(u.arg, "device", None)))
       inputs.append(u)
     elif (v := realized.get(u)) is not None: norm[u] = _normalize_into(v, norm, inputs)
-    else: norm[u] = u.replace(src=tuple(norm[x] for x in u.src)) if u.src else u
+    # a copy under another tag, never the node itself: a key holding tensor-graph nodes would keep them (and, through `realized`,
+    # their buffers) alive
+    else: norm[u] = UOp(u.op, u.dtype, tuple(norm[x] for x in u.src), u.arg, ("scache", u.tag))
   return norm[root]
 
 def _normalize(targets:list[UOp], devices:list[str]) -> tuple[UOp, list[UOp], dict[UOp, UOp]]:
