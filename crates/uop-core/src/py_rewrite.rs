@@ -161,6 +161,28 @@ fn as_pm<'a, 'py>(obj: Option<&'a Bound<'py, PyAny>>, what: &str) -> PyResult<Op
   }
 }
 
+/// How many nodes ahead [`release`] requests the table slot of a node; the node itself is requested twice as far ahead.
+const RELEASE_AHEAD: usize = 8;
+
+/// Drops the rewrite's strong references in order. Most intermediate nodes die here and remove their interning entry,
+/// one cache miss on the node and one on the table each; requesting both a few nodes ahead overlaps those misses.
+fn release(keep: Vec<Bound<'_, PyAny>>) {
+  let homes = crate::intern::Homes::now();
+  let mut it = keep.into_iter();
+  while it.len() > 0 {
+    let rest = it.as_slice();
+    if let Some(far) = rest.get(2 * RELEASE_AHEAD) {
+      crate::prefetch::prefetch(far.as_ptr());
+    }
+    if let (Some(near), Some(h)) = (rest.get(RELEASE_AHEAD), homes) {
+      // SAFETY: every node in `keep` is a UOp (rule results are checked in `apply`, rebuilt nodes come from the UOp
+      // constructor), and it is alive: `keep` holds a reference to it.
+      h.prefetch(unsafe { near.cast_unchecked::<UOp>() }.get().hash);
+    }
+    drop(it.next());
+  }
+}
+
 /// Rewrites the graph under `sink` with `pm` (see the module docs of `rewrite` for the modes) and returns the new root.
 #[pyfunction]
 #[pyo3(signature = (sink, pm, ctx=None, bottom_up=false, name=None, bpm=None, walk=false, enter_calls=false))]
@@ -210,7 +232,9 @@ pub fn graph_rewrite<'py>(
   // SAFETY: the result handle is alive: it is the root, a node under it, or held by the host's keep list, which is
   // dropped only after this new reference is taken.
   let result = (if walk { engine.walk(root) } else { engine.unified(root) }).map(|r| unsafe { Bound::from_borrowed_ptr(py, r.0) });
+  let keep = std::mem::take(&mut engine.host.keep);
   drop(engine);
+  release(keep);
   if track {
     registry::get(py)?.track_hook.bind(py).call1(("end", result.as_ref().ok()))?;
   }
