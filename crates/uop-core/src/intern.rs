@@ -149,6 +149,36 @@ pub fn probe(hash: u64, mut visit: impl FnMut(*mut ffi::PyObject) -> bool) {
   }
 }
 
+/// Where the table's probes start, as plain numbers: a snapshot taken under the lock, to request the slots that a
+/// batch of removals will touch before they happen (see [`Homes::prefetch`]).
+#[derive(Clone, Copy)]
+pub struct Homes {
+  base: usize,
+  mask: usize,
+}
+
+impl Homes {
+  /// Snapshot of the current table (None while it is still unallocated).
+  pub fn now() -> Option<Homes> {
+    let t = table();
+    if t.slots.is_empty() {
+      return None;
+    }
+    Some(Homes {
+      base: t.slots.as_ptr() as usize,
+      mask: t.mask(),
+    })
+  }
+
+  /// Starts loading the slot where the probe for `hash` begins. Only an address is computed and handed to the CPU as a
+  /// hint, never dereferenced, so a snapshot made stale by a later rebuild merely wastes the hint.
+  #[inline]
+  pub fn prefetch(&self, hash: u64) {
+    let addr = self.base.wrapping_add((hash as usize & self.mask) * std::mem::size_of::<Slot>());
+    crate::prefetch::prefetch(addr as *const u8);
+  }
+}
+
 /// Adds a newly created object.
 pub fn insert(hash: u64, object: *mut ffi::PyObject) {
   table().insert(hash, object as usize);

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use pyo3::exceptions::PyTypeError;
+use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
@@ -27,6 +28,9 @@ enum Param {
   /// A parameter the pattern never captures: its default.
   Default(Py<PyAny>),
 }
+
+/// Most positional arguments a callback is passed from a stack array; longer plans build a tuple.
+const MAX_STACK_ARGS: usize = 8;
 
 /// How to call a rule's callback.
 enum Call {
@@ -178,6 +182,36 @@ impl PatternMatcher {
     let py = ctx.py();
     let f = rule.fxn.bind(py);
     match &rule.call {
+      Call::Positional(plan) if plan.len() <= MAX_STACK_ARGS => {
+        // Borrowed argument pointers on the stack, called through vectorcall: no argument tuple is allocated. Slot 0
+        // is left free so that PY_VECTORCALL_ARGUMENTS_OFFSET lets a bound-method call use it without copying.
+        let mut args: [*mut ffi::PyObject; MAX_STACK_ARGS + 1] = [std::ptr::null_mut(); MAX_STACK_ARGS + 1];
+        for (k, p) in plan.iter().enumerate() {
+          args[k + 1] = match p {
+            Param::Ctx => ctx.as_ptr(),
+            Param::Default(d) => d.as_ptr(),
+            Param::Slot(i, name, default) => match (&caps[*i], default) {
+              (Some(n), _) => n.as_ptr(),
+              (None, Some(d)) => d.as_ptr(),
+              (None, None) => {
+                return Err(PyTypeError::new_err(format!(
+                  "rule at {}: the match did not capture '{name}'",
+                  rule.location
+                )))
+              }
+            },
+          };
+        }
+        let nargs = plan.len() | ffi::PY_VECTORCALL_ARGUMENTS_OFFSET;
+        // SAFETY: `f` is a live object; `args[1..=plan.len()]` are borrowed pointers to objects kept alive for the
+        // whole call by `ctx`, `rule` (defaults) and `caps`, which outlive it; slot 0 exists and may be overwritten
+        // by the callee as PY_VECTORCALL_ARGUMENTS_OFFSET allows; no keyword names are passed. The result is a new
+        // reference or NULL with an exception set, which `from_owned_ptr_or_err` takes over.
+        unsafe {
+          let r = ffi::PyObject_Vectorcall(f.as_ptr(), args.as_mut_ptr().add(1), nargs, std::ptr::null_mut());
+          Bound::from_owned_ptr_or_err(py, r)
+        }
+      }
       Call::Positional(plan) => {
         let mut args: Vec<Bound<PyAny>> = Vec::with_capacity(plan.len());
         for p in plan {

@@ -26,7 +26,8 @@ struct PyHost<'a, 'py> {
   bpm: Option<&'a PatternMatcher>,
   ctx: Bound<'py, PyAny>,
   name: String,
-  last_rule: Option<String>,
+  /// The matcher and index of the last rule that fired, described only if an error needs it.
+  last_rule: Option<(&'a PatternMatcher, usize)>,
   /// Strong references to every node produced during the rewrite, so their handles stay valid until it ends.
   keep: Vec<Bound<'py, PyAny>>,
   /// This rewrite's epoch: per-node state lives in the nodes' scratch slots (see `scratch`)...
@@ -38,7 +39,7 @@ struct PyHost<'a, 'py> {
 /// Slot encoding of a node's state: 1 is "in progress", anything else the address of the result.
 const IN_PROGRESS: usize = 1;
 
-impl<'py> PyHost<'_, 'py> {
+impl<'a, 'py> PyHost<'a, 'py> {
   #[inline]
   fn bound<'b>(&self, n: PyNode) -> Borrowed<'b, 'py, UOp> {
     // SAFETY: handles are live UOps (see PyNode): graph nodes and sources are checked UOps, rule results are checked in
@@ -52,7 +53,7 @@ impl<'py> PyHost<'_, 'py> {
     n
   }
 
-  fn apply(&mut self, pm: &PatternMatcher, n: PyNode) -> PyResult<Option<PyNode>> {
+  fn apply(&mut self, pm: &'a PatternMatcher, n: PyNode) -> PyResult<Option<PyNode>> {
     let node = self.bound(n);
     match pm.rewrite_node(&node, &self.ctx)? {
       None => Ok(None),
@@ -65,14 +66,14 @@ impl<'py> PyHost<'_, 'py> {
             safe_repr(&r)
           )));
         }
-        self.last_rule = Some(pm.rule_source(self.py, rule));
+        self.last_rule = Some((pm, rule));
         Ok(Some(self.hold(r)))
       }
     }
   }
 }
 
-impl<'py> Host for PyHost<'_, 'py> {
+impl<'a, 'py> Host for PyHost<'a, 'py> {
   type Node = PyNode;
   type Error = PyErr;
 
@@ -110,7 +111,10 @@ impl<'py> Host for PyHost<'_, 'py> {
     }
   }
   fn endless(&self, what: &str) -> PyErr {
-    let rule = self.last_rule.as_deref().unwrap_or("(no rule matched yet)");
+    let rule = match self.last_rule {
+      Some((pm, i)) => pm.rule_source(self.py, i),
+      None => "(no rule matched yet)".to_string(),
+    };
     PyRuntimeError::new_err(format!(
       "graph_rewrite{}: endless rewrite: {what}; last rule that fired: {rule}",
       self.name
@@ -158,6 +162,28 @@ fn as_pm<'a, 'py>(obj: Option<&'a Bound<'py, PyAny>>, what: &str) -> PyResult<Op
         safe_repr(o)
       ))
     }),
+  }
+}
+
+/// How many nodes ahead [`release`] requests the table slot of a node; the node itself is requested twice as far ahead.
+const RELEASE_AHEAD: usize = 8;
+
+/// Drops the rewrite's strong references in order. Most intermediate nodes die here and remove their interning entry,
+/// one cache miss on the node and one on the table each; requesting both a few nodes ahead overlaps those misses.
+fn release(keep: Vec<Bound<'_, PyAny>>) {
+  let homes = crate::intern::Homes::now();
+  let mut it = keep.into_iter();
+  while it.len() > 0 {
+    let rest = it.as_slice();
+    if let Some(far) = rest.get(2 * RELEASE_AHEAD) {
+      crate::prefetch::prefetch(far.as_ptr());
+    }
+    if let (Some(near), Some(h)) = (rest.get(RELEASE_AHEAD), homes) {
+      // SAFETY: every node in `keep` is a UOp (rule results are checked in `apply`, rebuilt nodes come from the UOp
+      // constructor), and it is alive: `keep` holds a reference to it.
+      h.prefetch(unsafe { near.cast_unchecked::<UOp>() }.get().hash);
+    }
+    drop(it.next());
   }
 }
 
@@ -210,7 +236,9 @@ pub fn graph_rewrite<'py>(
   // SAFETY: the result handle is alive: it is the root, a node under it, or held by the host's keep list, which is
   // dropped only after this new reference is taken.
   let result = (if walk { engine.walk(root) } else { engine.unified(root) }).map(|r| unsafe { Bound::from_borrowed_ptr(py, r.0) });
+  let keep = std::mem::take(&mut engine.host.keep);
   drop(engine);
+  release(keep);
   if track {
     registry::get(py)?.track_hook.bind(py).call1(("end", result.as_ref().ok()))?;
   }
