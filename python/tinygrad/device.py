@@ -208,11 +208,13 @@ class Buffer:
     if force_zero_copy: raise RuntimeError(f"force_zero_copy: {self.device} memory can't be viewed from the host without a copy")
     return self.copyout(memoryview(bytearray(self.nbytes)))
   as_memoryview = as_buffer
-  def numpy(self, zero_copy:bool=False) -> Any:
-    """The contents as a 1-d numpy array (bfloat16 and fp8 come out as float32, converted)."""
+  def numpy(self, zero_copy:bool=False, share:bool=False) -> Any:
+    """The contents as a 1-d numpy array (bfloat16 and fp8 come out as float32, converted). zero_copy: a view of the buffer's memory
+    where the device allows (it sees later writes); share: a writable copy-on-write view where the device allows (see private_view),
+    else a copy."""
     import numpy as np
     if (npdt := _to_np_dtype(self.dtype)) is None: raise TypeError(f"no numpy dtype for {self.dtype}")
-    mv = self.as_buffer(allow_zero_copy=zero_copy)
+    if not share or (mv := self.private_view()) is None: mv = self.as_buffer(allow_zero_copy=zero_copy)
     if self.dtype is dtypes.bfloat16: return (np.frombuffer(mv, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
     if self.dtype in dtypes.fp8s:
       table = np.array([from_storage_scalar(i, self.dtype) for i in range(256)], dtype=np.float32)
@@ -307,7 +309,8 @@ class Compiler:
     use_disk = self.cachekey is not None and CCACHE
     missing: dict[str, str] = {}   # key -> source, each distinct source once
     for src, key in zip(srcs, keys):
-      if key in self._mem or key in missing: self.stats["mem_hits"] += key in self._mem
+      if key in self._mem: self.stats["mem_hits"] += 1
+      elif key in missing: pass   # the same source twice in this call: compiled once
       elif use_disk and isinstance(lib := diskcache_get(self.cachekey, key), bytes):
         self.stats["disk_hits"] += 1
         self._mem[key] = lib
@@ -366,8 +369,10 @@ class Compiled:
     return self.runtime_t(self, name, lib, spec)
   def get_program(self, spec:ProgramSpec) -> Program:
     """Compiles (through the compiler's caches) and loads a rendered kernel, once per (name, source)."""
-    self.load_programs([spec])
-    return self._programs[(spec.function_name, spec.src)]
+    if (prg := self._programs.get(key := (spec.function_name, spec.src))) is None:
+      self.load_programs([spec])
+      prg = self._programs[key]
+    return prg
   def load_programs(self, specs:Sequence[ProgramSpec]) -> None:
     """Compiles and loads the kernels not loaded yet, all in one compiler call (the CPU device then starts its C compiler once for
     a whole schedule instead of once per kernel)."""

@@ -121,10 +121,7 @@ class Tensor(OperatorMixin):
     if self.numel() == 0: return np.zeros(self.shape, dtype=_to_np_dtype(self.dtype) or np.float32)
     # writable and independent of the tensor, as in tinygrad: a large CPU buffer is shared copy-on-write (no copy until either side
     # writes), anything else is copied once
-    buf = self._buffer()
-    if self.dtype not in (dtypes.bfloat16, *dtypes.fp8s) and (npdt := _to_np_dtype(self.dtype)) and (mv := buf.private_view()) is not None:
-      return np.frombuffer(mv, dtype=npdt).reshape(self.shape)
-    return buf.numpy().reshape(self.shape)
+    return self._buffer().numpy(share=True).reshape(self.shape)
   def data(self) -> memoryview:
     return self._buffer().as_buffer()
   def tolist(self): return self.numpy().tolist()
