@@ -73,66 +73,59 @@ pub fn arg_hash(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<u64> {
 
 /// Whether two `arg`/`tag` values are the same for interning (see the module docs).
 pub fn arg_eq(a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<bool> {
-  if a.is(b) {
-    return Ok(true);
-  }
-  if a.get_type_ptr() != b.get_type_ptr() {
-    return Ok(false);
-  }
-  if let Ok(fa) = a.cast_exact::<PyFloat>() {
-    // SAFETY of the unchecked cast: `b` has exactly the same type as `a`, which is `float`.
-    let fb = unsafe { b.cast_unchecked::<PyFloat>() };
-    return Ok(float_bits(fa.value()) == float_bits(fb.value()));
-  }
-  if let Ok(ta) = a.cast_exact::<PyTuple>() {
-    // SAFETY of the unchecked cast: `b` has exactly the same type as `a`, which is `tuple`.
-    let tb = unsafe { b.cast_unchecked::<PyTuple>() };
-    if ta.len() != tb.len() {
-      return Ok(false);
-    }
-    for (x, y) in ta.iter_borrowed().zip(tb.iter_borrowed()) {
-      if !arg_eq(&x, &y)? {
-        return Ok(false);
-      }
-    }
-    return Ok(true);
-  }
-  a.eq(b)
+  Ok(compare(a.as_borrowed(), b.as_borrowed(), false)? == Some(true))
 }
 
 /// [`arg_eq`] where it can be decided without running Python code: identical objects, different types, and values
 /// that are exact `int`, `str`, `float` or tuples of those (their comparisons are CPython's own C code, which never
 /// calls back into Python nor frees anything). None when Python code might run (other types: a user-defined `__eq__`).
 pub fn arg_eq_native(a: Borrowed<'_, '_, PyAny>, b: Borrowed<'_, '_, PyAny>) -> Option<bool> {
+  compare(a, b, true).ok().flatten()
+}
+
+/// The comparison behind [`arg_eq`] and [`arg_eq_native`]; `Ok(None)` only when `native_only` and deciding would run
+/// Python code.
+fn compare(a: Borrowed<'_, '_, PyAny>, b: Borrowed<'_, '_, PyAny>, native_only: bool) -> PyResult<Option<bool>> {
   if a.is(b) {
-    return Some(true);
+    return Ok(Some(true));
   }
   if a.get_type_ptr() != b.get_type_ptr() {
-    return Some(false);
+    return Ok(Some(false));
   }
   if a.is_exact_instance_of::<PyInt>() || a.is_exact_instance_of::<PyString>() {
     // SAFETY: both are live objects of the exact type int (or str) and the GIL is held; int and str equality is C code
     // that only compares the values, and its result is -1 only on error (not possible for these types).
     let r = unsafe { pyo3::ffi::PyObject_RichCompareBool(a.as_ptr(), b.as_ptr(), pyo3::ffi::Py_EQ) };
-    return (r >= 0).then_some(r == 1);
+    return if r >= 0 {
+      Ok(Some(r == 1))
+    } else if native_only {
+      Ok(None)
+    } else {
+      Err(PyErr::fetch(a.py()))
+    };
   }
   if let Ok(fa) = a.cast_exact::<PyFloat>() {
     // SAFETY of the unchecked cast: `b` has exactly the same type as `a`, which is `float`.
     let fb = unsafe { b.cast_unchecked::<PyFloat>() };
-    return Some(float_bits(fa.value()) == float_bits(fb.value()));
+    return Ok(Some(float_bits(fa.value()) == float_bits(fb.value())));
   }
   if let Ok(ta) = a.cast_exact::<PyTuple>() {
     // SAFETY of the unchecked cast: `b` has exactly the same type as `a`, which is `tuple`.
     let tb = unsafe { b.cast_unchecked::<PyTuple>() };
     if ta.len() != tb.len() {
-      return Some(false);
+      return Ok(Some(false));
     }
     for (x, y) in ta.iter_borrowed().zip(tb.iter_borrowed()) {
-      if !arg_eq_native(x, y)? {
-        return Some(false);
+      match compare(x, y, native_only)? {
+        Some(true) => {}
+        other => return Ok(other),
       }
     }
-    return Some(true);
+    return Ok(Some(true));
   }
-  None
+  if native_only {
+    Ok(None)
+  } else {
+    a.eq(b).map(Some)
+  }
 }
