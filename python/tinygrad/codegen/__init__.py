@@ -2,6 +2,10 @@
 
 Before the passes, tinygrad/codegen/opt.py optimizes the AST for the device (threading, unrolling, upcasting).
 Passes, in order (each a module-level PatternMatcher run by graph_rewrite, except the final ordering):
+  pm_render_forms the one spelling the tensor graph has for each op (tinygrad/mixin/mathtraits.py) back to the ops renderers print
+                  directly: x*-1 -> NEG, a+NEG(b) -> SUB, a*RECIPROCAL(b) -> FDIV (before constant folding could turn 1/3 into
+                  0.333..., so a/3 rounds once, as written), CMPNE(CMPNE(a, b), True) -> CMPEQ. Value dtypes only: index
+                  arithmetic (weak ints) keeps its form for the symbolic rules.
   pm_decomp       THREEFRY(x, key) (uint64) -> Threefry-2x32 in uint32 ADD/XOR/SHL/SHR (no renderer has a THREEFRY op)
   pm_const_fold   ALU/CAST of constants -> the constant (so `full(1) + full(2)` stores 3)
   pm_end_loops    STORE of the SINK -> END(...END(STORE, innermost LOOP range)..., outermost range)
@@ -38,6 +42,19 @@ def _threefry2x32(x:UOp, key:UOp) -> UOp:
       b = _u(Ops.XOR, a, _u(Ops.ADD, _u(Ops.SHL, b, r), _u(Ops.SHR, b, 32 - r)))
     a, b = _u(Ops.ADD, a, ks[i % 3]), _u(Ops.ADD, _u(Ops.ADD, b, ks[(i + 1) % 3]), i + 1)
   return _u(Ops.OR, _u(Ops.SHL, _cast(b, u64), 32), _cast(a, u64))
+
+def _neg(m:UOp) -> UOp|None:
+  if m.dtype in dtypes.weaks or m.dtype is dtypes.bool: return None
+  for x, c in (m.src, m.src[::-1]):
+    if c.op is Ops.CONST and c.arg == -1: return UOp(Ops.NEG, m.dtype, (x,))
+  return None
+
+pm_render_forms = PatternMatcher([
+  (UPat(Ops.MUL, name="m"), _neg),
+  (UPat(Ops.ADD, src=[UPat.var("a"), UPat(Ops.NEG, src=(UPat.var("b"),))], name="s"), lambda s, a, b: UOp(Ops.SUB, s.dtype, (a, b))),
+  (UPat(Ops.MUL, src=[UPat.var("a"), UPat(Ops.RECIPROCAL, src=(UPat.var("b"),))], name="m"), lambda m, a, b: UOp(Ops.FDIV, m.dtype, (a, b))),
+  (UPat(Ops.CMPNE, src=[UPat(Ops.CMPNE, src=(UPat.var("a"), UPat.var("b"))), UPat.const(True)]), lambda a, b: UOp(Ops.CMPEQ, dtypes.bool, (a, b))),
+])
 
 pm_decomp = PatternMatcher([(UPat(Ops.THREEFRY, dtype=dtypes.uint64, src=(UPat.var("x"), UPat.var("key"))), _threefry2x32)])
 
@@ -149,7 +166,8 @@ def lower_ast(ast:UOp, device:str|None=None) -> LoweredKernel:
   """Lowers a kernel AST; with a device, the optimizations of tinygrad/codegen/opt.py for it are applied first (not under NOOPT=1)."""
   from tinygrad.codegen.opt import optimize_ast
   ast = optimize_ast(ast, device)
-  sink = graph_rewrite(ast, pm_decomp, name="decompositions")
+  sink = graph_rewrite(ast, pm_render_forms, name="render forms")
+  sink = graph_rewrite(sink, pm_decomp, name="decompositions")
   sink = graph_rewrite(sink, pm_const_fold, name="constant folding")
   sink = graph_rewrite(sink, pm_end_loops, name="end loops")
   sink = graph_rewrite(sink, pm_reduce, ctx=ReduceContext(_loop_ranges(ast)), name="reduce to accumulator")

@@ -726,7 +726,26 @@ def _do_unbind(ctx:dict[UOp, int], x:UOp) -> UOp|None:
   return v
 pm_unbind = PatternMatcher([(UPat(Ops.AFTER, name="x"), _do_unbind)])
 
-# the operators (tinygrad/mixin/mathtraits.py); attached base class first so the subclass overrides win
+# ***** the tensor graph: shapes, and the movement/reduce primitives of tinygrad/mixin *****
+
+class _UOpTensorLevel:
+  def _mop(self:UOp, op:Ops, arg:Any) -> UOp: return UOp(op, self.dtype, (self,), arg)
+  def _rop(self:UOp, op:Ops, axes:tuple[int, ...]) -> UOp: return UOp(_REDUCE, self.dtype, (self,), (op, axes))
+  def full_like(self:UOp, fill_value:ConstType, dtype:DType|None=None) -> UOp:
+    """fill_value with self's shape: a CONST, reshaped to ones and expanded (as Tensor.full_like builds it)."""
+    dt = dtype or self.dtype
+    ret = UOp.const(dt.const(fill_value), dt)
+    if not (shape := self.shape): return ret
+    ret = UOp(_RESHAPE, dt, (ret,), (1,) * len(shape))
+    return ret if all(s == 1 for s in shape) else UOp(_EXPAND, dt, (ret,), shape)
+_REDUCE, _RESHAPE, _EXPAND = Ops.REDUCE, Ops.RESHAPE, Ops.EXPAND
+
+# the operations (tinygrad/mixin); attached base class first so the subclass overrides win
+from tinygrad.uop.shape import _Shape  # noqa: E402
 from tinygrad.mixin.mathtraits import OperatorMixin, MathTrait, UOpMathTrait, UPatMathTrait  # noqa: E402
-for _cls, _mixins in ((UOp, (OperatorMixin, MathTrait, UOpMathTrait)), (UPat, (OperatorMixin, MathTrait, UPatMathTrait))):
+from tinygrad.mixin.movement import MovementMixin  # noqa: E402
+from tinygrad.mixin.reduce import ReduceMixin  # noqa: E402
+UOp.shape = _Shape()
+for _cls, _mixins in ((UOp, (OperatorMixin, MathTrait, MovementMixin, ReduceMixin, UOpMathTrait, _UOpTensorLevel)),
+                      (UPat, (OperatorMixin, MathTrait, UPatMathTrait))):
   for _m in _mixins: _attach(_cls, _m)
