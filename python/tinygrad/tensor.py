@@ -321,6 +321,7 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin):
       return self._new(a), self._new(b)
     self._same_device(y)
     x, y = (self._new(u) for u in self.uop._broadcasted(y.uop, reverse, match_dtype))
+    if x.shape == y.shape: return x, y
     shape = _broadcast_shape(x.shape, y.shape)
     return x._expand_to(shape), y._expand_to(shape)
   def _same_device(self, *others:Tensor) -> None:

@@ -734,7 +734,7 @@ class _UOpTensorLevel:
   def full_like(self:UOp, fill_value:ConstType, dtype:DType|None=None) -> UOp:
     """fill_value with self's shape: a CONST, reshaped to ones and expanded (as Tensor.full_like builds it)."""
     dt = dtype or self.dtype
-    ret = UOp.const(dt.const(fill_value), dt)
+    ret = UOp(_CONST, dt, (), dt.const(fill_value))
     if not (shape := self.shape): return ret
     ret = UOp(_RESHAPE, dt, (ret,), (1,) * len(shape))
     return ret if all(s == 1 for s in shape) else UOp(_EXPAND, dt, (ret,), shape)
