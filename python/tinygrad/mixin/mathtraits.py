@@ -5,9 +5,9 @@
   _broadcasted(y, reverse, match_dtype)  self and y (a Python value or the same class) as two operands: one dtype (unless
                                       match_dtype=False) and, for Tensor, one shape
   cast(dtype), dtype                  and, for UPat's `where`, ufix(x)
-`UOpMathTrait` implements them for UOp, `UPatMathTrait` for UPat (a Python value becomes a CONST pattern, nothing is promoted, so
-`UPat.var("x") * 1` matches exactly the nodes `x * 1` builds); Tensor implements them in tensor.py by calling UOp's. ops.py attaches
-the UOp and UPat classes to the Rust classes.
+`UOpMathTrait` implements them for UOp (a tensor-level constant also needs `full_like`, see ops.py), `UPatMathTrait` for UPat (a
+Python value becomes a CONST pattern, nothing is promoted, so `UPat.var("x") * 1` matches exactly the nodes `x * 1` builds in index
+arithmetic); Tensor implements them in tensor.py by calling UOp's. ops.py attaches the UOp and UPat classes to the Rust classes.
 
 One spelling per operation, so a rule over UOps (an autograd rule, a rewrite) sees one form whoever built the graph:
   a - b      ADD(a, MUL(b, -1)): there is no SUB; -x is MUL(x, -1) (logical_not for bools)
@@ -16,11 +16,12 @@ One spelling per operation, so a rule over UOps (an autograd rule, a rewrite) se
   a == b     logical_not(CMPNE(a, b)), logical_not(x) is CMPNE(bool(x), True); a >= b is logical_not(a < b); there is no CMPEQ
   + and *    on bools are OR and AND
   minimum    -max(-a, -b) for floats, the same order reversal by xor for ints and bools
-The codegen prints SUB, NEG, FDIV and CMPEQ again where these forms meet (tinygrad/codegen: pm_render_forms), so the C is unchanged.
+The codegen prints SUB, NEG, FDIV, CMPEQ and minimum's select again where these forms meet (tinygrad/codegen: pm_render_forms), so
+the C is what the plain operators would give, bit for bit.
 
 Python values: next to a weak-dtype or kernel-level UOp (one without a shape) a Python value is a weak CONST and operands promote to
-their least upper dtype (tinygrad 0.14's rule for UOp arithmetic). Next to a tensor-level UOp (a strong dtype and a shape) it is a
-CONST of the dtype Tensor picks (strong_dtype(least_upper_dtype(x.dtype, weak(value)))) reshaped and expanded to x's shape, exactly
+their least upper dtype (tinygrad 0.14's rule for UOp arithmetic). Next to a tensor-level UOp (a strong dtype and a shape; an
+expression of constants only counts, its shape is ()) it is a CONST of the dtype Tensor picks (strong_dtype(least_upper_dtype(x.dtype, weak(value)))) reshaped and expanded to x's shape, exactly
 as Tensor builds it. Two UOps are never broadcast to each other's shape: that is Tensor's (Tensor._broadcasted).
 
 No folding happens at construction: like tinygrad 0.14, `UOp.const(2) + 3` is an ADD node until `simplify()` runs.
