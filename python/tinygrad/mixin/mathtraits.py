@@ -21,8 +21,9 @@ the C is what the plain operators would give, bit for bit.
 
 Python values: next to a weak-dtype or kernel-level UOp (one without a shape) a Python value is a weak CONST and operands promote to
 their least upper dtype (tinygrad 0.14's rule for UOp arithmetic). Next to a tensor-level UOp (a strong dtype and a shape; an
-expression of constants only counts, its shape is ()) it is a CONST of the dtype Tensor picks (strong_dtype(least_upper_dtype(x.dtype, weak(value)))) reshaped and expanded to x's shape, exactly
-as Tensor builds it. Two UOps are never broadcast to each other's shape: that is Tensor's (Tensor._broadcasted).
+expression of constants only counts, its shape is ()) it is a CONST of the dtype Tensor picks, strong_dtype(least_upper_dtype(
+x.dtype, weak(value))), reshaped and expanded to x's shape, exactly as Tensor builds it. Two UOps are never broadcast to each
+other's shape: that is Tensor's (Tensor._broadcasted).
 
 No folding happens at construction: like tinygrad 0.14, `UOp.const(2) + 3` is an ADD node until `simplify()` runs.
 """
