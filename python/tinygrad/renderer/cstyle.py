@@ -4,8 +4,9 @@
 # rules in front of the base ones. ClangRenderer is the CPU flavour (compiled by the system C compiler into a shared object).
 from __future__ import annotations
 import math
+import os
 from typing import Callable, Sequence
-from tinygrad.helpers import strip_parens
+from tinygrad.helpers import strip_parens, NUM_CPU_THREADS
 from tinygrad.dtype import DType, dtypes, truncate, Invalid
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher
@@ -379,8 +380,12 @@ class ClangRenderer(CStyleLanguage):
   device = "CPU"
   has_local = False
   has_shared = False
-  global_max = None
+  has_threads = True   # the CPU runtime runs a core_id kernel's launches on a thread pool
   local_max = None
+  @property
+  def global_max(self) -> tuple[int, ...]:  # type: ignore[override]
+    """(threads, 0, 0): launches of a threaded kernel that run at once."""
+    return (min(NUM_CPU_THREADS.value, os.cpu_count() or 1), 0, 0)
   def __init__(self, target=None):
     super().__init__(target)
     from tinygrad.runtime.support.compiler_cpu import ClangCompiler
