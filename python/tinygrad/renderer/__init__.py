@@ -452,7 +452,7 @@ def variable_names(k:LinearKernel, keywords:frozenset[str]) -> list[str]:
   """Argument names for the kernel's Variables: their own names where they are safe identifiers, else var<N>."""
   ret: list[str] = []
   for i, v in enumerate(k.vars):
-    nm = v.arg.name
+    nm = var_name(v)
     if not (isinstance(nm, str) and nm.isidentifier() and nm.isascii() and nm not in keywords and not _GENERATED_NAME.match(nm) and nm not in ret):
       nm = f"var{i}"
     ret.append(nm)
