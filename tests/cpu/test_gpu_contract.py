@@ -100,3 +100,16 @@ print(sorted({r['name'] for r in track_rewrites_log}))
   env = {**os.environ, "TRACK_MATCH_STATS": "2", "DEV": "PYTHON"}
   out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
   for name in ("decompositions", "constant folding", "launch dims", "end loops", "reduce to accumulator"): assert repr(name) in out, out
+
+def test_optimizer_reads_renderer_capabilities():
+  from tinygrad.codegen.opt import optimize_ast
+  from tinygrad.renderer.cstyle import ClangRenderer
+  class Serial(ClangRenderer): has_threads = False
+  class NoVectors(ClangRenderer): supports_float4 = False
+  class TwoCores(ClangRenderer): global_max = (2, 0, 0)
+  ast = _ast((AxisType.LOOP, AxisType.LOOP), (256, 1024))
+  def names(ren): return {u.arg.name for u in optimize_ast(ast, ren).toposort() if u.op is Ops.PARAM and u.arg.name}
+  def ops(ren): return {u.op for u in optimize_ast(ast, ren).toposort()}
+  assert "core_id" in names(TwoCores()) and "core_id" not in names(Serial())
+  assert optimize_ast(ast, TwoCores()).arg.name.startswith("k") and Ops.SHRINK in ops(TwoCores()) and Ops.SHRINK not in ops(NoVectors())
+  assert optimize_ast(ast, None) is ast

@@ -103,3 +103,8 @@ def test_capabilities_declared():
   assert r.has_threads and not r.has_local and not r.has_shared and r.global_max[0] >= 1 and r.supports_float4 and r.tensor_cores == []
   from tinygrad.renderer.python import PythonRenderer
   assert not PythonRenderer().has_threads and not PythonRenderer().has_local
+
+def test_estimates_count_every_launch():
+  assert CUDAish().to_program(reverse_in_groups()).estimates.lds == 4 * 8 * (4 + 4)  # 32 threads, a float in and out each
+  n = UOp.variable("n", 1, 16, dtypes.int, param=True)
+  assert CUDAish().to_program(reverse_in_groups(n=n)).estimate({"n": 3}).lds == 3 * 8 * 8

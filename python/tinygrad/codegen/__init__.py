@@ -13,8 +13,9 @@ one graph_rewrite with that name (so TRACK_MATCH_STATS and the rewrite log show 
                     in the loop: STORE(INDEX(AFTER(acc, init, *reduce ranges), i), op(LOAD(that), x)), closed by END per range
                     the value: LOAD(INDEX(AFTER(acc, END), i))
                   REDUCEs over the same ranges (an upcast reduce kernel's lanes) share the loop: their updates are one GROUP.
-  linearize       orders the graph into blocks: everything a loop body needs that does not depend on the loop is placed before
-                  the RANGE (loop-invariant code motion falls out of this), then the RANGE, the body and its END.
+  linearize       orders the graph into blocks (PARAMs and BUFFERs first, then the SPECIALs): everything a loop body needs that
+                  does not depend on the loop is placed before the RANGE (loop-invariant code motion falls out of this), then the
+                  RANGE, the body and its END.
 """
 from __future__ import annotations
 from dataclasses import dataclass, field

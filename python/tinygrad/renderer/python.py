@@ -106,14 +106,16 @@ class PythonRenderer(Renderer):
     return _PyWriter(self, k).write()
 
 def int_bounds(u:UOp, known:dict[UOp, tuple[int, int]]) -> tuple[int, int]|None:
-  """A cheap interval for an int value (loop counters, Variables, literals and + - * of them); None when unknown. `known` caches."""
+  """A cheap interval for an int value (loop counters, launch dims, Variables, literals and + - * of them); None when unknown.
+  `known` caches."""
   if u in known: return known[u]
   ret: tuple[int, int]|None = None
   if isinstance(v := const_value(u), int) and not isinstance(v, bool):
     v = truncate[u.dtype](v) if u.dtype in truncate else v  # the literal is rendered wrapped
     ret = (v, v)
   elif is_variable(u) and u.arg.vmin_vmax is not None: ret = (int(u.arg.vmin_vmax[0]), int(u.arg.vmin_vmax[1]))
-  elif u.op is Ops.RANGE and u.dtype is not dtypes.void and (e := int_bounds(u.src[0], known)) is not None: ret = (0, max(e[1] - 1, 0))
+  elif u.op in (Ops.RANGE, Ops.SPECIAL) and u.dtype is not dtypes.void and (e := int_bounds(u.src[0], known)) is not None:
+    ret = (0, max(e[1] - 1, 0))
   elif u.op in (Ops.ADD, Ops.SUB, Ops.MUL) and (a := int_bounds(u.src[0], known)) is not None and (b := int_bounds(u.src[1], known)) is not None:
     if u.op is Ops.ADD: ret = (a[0] + b[0], a[1] + b[1])
     elif u.op is Ops.SUB: ret = (a[0] - b[1], a[1] - b[0])
