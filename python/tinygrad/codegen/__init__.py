@@ -10,6 +10,8 @@ Passes, in order (each a module-level PatternMatcher run by graph_rewrite, excep
                     in the loop: STORE(INDEX(AFTER(acc, init, *reduce ranges), i), op(LOAD(that), x)), closed by END per range
                     the value: LOAD(INDEX(AFTER(acc, END), i))
                   REDUCEs over the same ranges (an upcast reduce kernel's lanes) share the loop: their updates are one GROUP.
+  pm_lower_index  (codegen/index_dtype.py) every weakint UOp (index math, RANGE, sizes, variables) -> int32, or int64 where its
+                  bounds need it; FLOORDIV/FLOORMOD -> CDIV/CMOD (shifts/masks by powers of two), exact for negative dividends.
   linearize       orders the graph into blocks: everything a loop body needs that does not depend on the loop is placed before
                   the RANGE (loop-invariant code motion falls out of this), then the RANGE, the body and its END.
 """
@@ -20,6 +22,7 @@ from tinygrad.dtype import dtypes, AddrSpace
 from tinygrad.helpers import SPEC
 from tinygrad.schedule.indexing import iconst
 from tinygrad.schedule import reduce_identity as _identity
+from tinygrad.codegen.index_dtype import pm_lower_index
 
 def _u(op:Ops, a:UOp, b:UOp|int) -> UOp: return UOp(op, a.dtype, (a, b if isinstance(b, UOp) else UOp.const(b, a.dtype)))
 def _cast(x:UOp, dt) -> UOp: return UOp(Ops.CAST, dt, (x,), dt)
@@ -153,6 +156,7 @@ def lower_ast(ast:UOp, device:str|None=None) -> LoweredKernel:
   sink = graph_rewrite(sink, pm_const_fold, name="constant folding")
   sink = graph_rewrite(sink, pm_end_loops, name="end loops")
   sink = graph_rewrite(sink, pm_reduce, ctx=ReduceContext(_loop_ranges(ast)), name="reduce to accumulator")
+  sink = graph_rewrite(sink, pm_lower_index, name="lower index dtype")
   if SPEC:  # SPEC hook: the lowered kernel (tinygrad/uop/spec.py)
     from tinygrad.uop.spec import type_verify, spec_lowered
     type_verify(sink, spec_lowered, f"lowered kernel {sink.arg.name}")
