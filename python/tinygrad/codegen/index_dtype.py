@@ -17,8 +17,9 @@ from tinygrad.uop.ops import UOp, UPat, PatternMatcher, Ops, GroupOp
 from tinygrad.dtype import DType, dtypes
 
 _WEAKINT, _I32, _I64 = dtypes.weakint, dtypes.int32, dtypes.int64
+_MIN32, _MAX32 = _I32.min, _I32.max
 
-def _fits32(lo, hi) -> bool: return _I32.min <= lo and hi <= _I32.max
+def _fits32(lo, hi) -> bool: return _MIN32 <= lo and hi <= _MAX32
 def _const_dtype(v:int) -> DType: return _I32 if _fits32(v, v) else _I64
 def _is_wconst(s:UOp) -> bool: return s.op is Ops.CONST and s.dtype is _WEAKINT
 
@@ -73,7 +74,11 @@ def _operand_dtype(u:UOp, i:int, s:UOp) -> DType|None:
 
 def _commit_operands(u:UOp) -> UOp|None:
   """Weak literals and lowered index operands of an op that already has a machine dtype (a comparison, an INDEX, a STORE...)."""
-  if u.dtype is _WEAKINT or not u.src: return None
+  if u.dtype is _WEAKINT: return None
+  # the common case (every node of the kernel passes here): no weak literal, no int64 operand
+  for s in u.src:
+    if s.dtype is _WEAKINT or s.dtype is _I64: break
+  else: return None
   new = list(u.src)
   for i, s in enumerate(u.src):
     if not (_is_wconst(s) or s.dtype in (_I32, _I64)) or (dt := _operand_dtype(u, i, s)) is None or dt is s.dtype: continue
