@@ -1,8 +1,12 @@
 # Indices wider than 32 bits through the whole pipeline: the rendered types (NULL and PYTHON render without running, so no memory is
 # needed) and, on CPU, the values of uint8 tensors just past 2**31 elements (2 GB each: marked slow, deselect with -m 'not slow').
 import pytest
-from tinygrad import Tensor, dtypes
-from tinygrad.uop.ops import Ops
+from conftest import DEVICES
+from tinygrad import Tensor, dtypes, Device
+from tinygrad.device import Buffer
+from tinygrad.uop.ops import UOp, Ops, ParamArg
+from tinygrad.codegen import lower_ast
+from tinygrad.schedule import KernelInfo
 from tinygrad.engine.realize import get_spec
 
 def specs(t:Tensor, device:str) -> list:
@@ -59,3 +63,17 @@ class TestCPUValues:
     t = Tensor.ones(65540, 32772, dtype=dtypes.uint8).contiguous()
     assert t[-1, -1].item() == 1 and t[0, 0].item() == 1
     assert Tensor.ones(65539, 32773, dtype=dtypes.uint8)[-1, -1].item() == 1   # the example (it segfaulted)
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_variable_wider_than_int32(device):
+  # a kernel argument whose declared range needs 64 bits is passed as int64 (C `const long`, a ctypes c_int64)
+  n = UOp.variable("n", 0, 2**40, param=True)
+  out = UOp(Ops.PARAM, dtypes.float, (UOp.const(1),), ParamArg(0, dtypes.float))
+  value = UOp(Ops.CAST, dtypes.float, (n + (-2**33),), dtypes.float)
+  ast = UOp(Ops.SINK, dtypes.void, (UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, dtypes.float, (out, UOp.const(0))), value)),), KernelInfo("E_n"))
+  spec = Device[device].renderer.to_program(lower_ast(ast).uops)
+  assert spec.var_dtypes == (dtypes.int64,)
+  if device == "CPU": assert "const long n" in spec.src and "8589934592l" in spec.src, spec.src
+  buf = Buffer(device, 1, dtypes.float).ensure_allocated()
+  Device[device].run(spec, [buf], {"n": 2**33 + 5})
+  assert buf.numpy().tolist() == [5.0]
