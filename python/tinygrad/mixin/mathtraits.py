@@ -249,6 +249,19 @@ class UOpMathTrait(MathTrait):
       return cls(op, _BOOL if op in _COMPARISON else dt, (a, b))
     out = least_upper_dtype(dt, b.dtype)
     return cls(op, None, (_promote(a, out), _promote(b, out)))
+  # fast paths of the same nodes for what rules build most: masks and index bit ops need no promotion or check when the operands
+  # agree (or are weak), a WHERE of one bool condition and two branches of one dtype no broadcasting
+  def _bitwise(self, op:Ops, x, reverse:bool):
+    if (dt := self.dtype) in _WEAKS or (type(x) is type(self) and x.dtype is dt and (dt is _BOOL or dt in _INT_SET)):
+      return self._binop(op, x, reverse)
+    return MathTrait._bitwise(self, op, x, reverse)
+  def _shift(self, op:Ops, x, reverse:bool):
+    if (dt := self.dtype) in _WEAKS or (type(x) is type(self) and x.dtype is dt and dt in _INT_SET): return self._binop(op, x, reverse)
+    return MathTrait._shift(self, op, x, reverse)
+  def where(self, x, y):
+    cls = type(self)
+    if self.dtype is _BOOL and type(x) is cls and type(y) is cls and (dt := x.dtype) is y.dtype: return cls(Ops.WHERE, dt, (self, x, y))
+    return MathTrait.where(self, x, y)
   # the operators rules use most, without the add()/mul()/div() indirection
   def __add__(self, x): return self._binop(_ADD, x, False)
   def __radd__(self, x): return self._binop(_ADD, x, True)
