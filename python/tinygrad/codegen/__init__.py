@@ -1,7 +1,9 @@
 """Codegen: a kernel AST (from tinygrad.schedule) becomes a linear list of UOps for a renderer, then a ProgramSpec.
 
-Before the passes, tinygrad/codegen/opt.py optimizes the AST for the device (threading, unrolling, upcasting).
-Passes, in order (each a module-level PatternMatcher run by graph_rewrite, except the final ordering):
+Before the passes, tinygrad/codegen/opt.py optimizes the AST for the device (threading, unrolling, upcasting) by changing the kinds
+and sizes of its RANGEs. Passes, in order (each a module-level PatternMatcher run by graph_rewrite, except the final ordering):
+  pm_expand       UNROLL and UPCAST ranges -> their lanes (tinygrad/codegen/expander.py): vector loads/stores, per-lane REDUCEs
+  pm_lower_thread the THREAD range -> SPECIAL(n, "core_id"), the launch index the runtime sets
   pm_decomp       THREEFRY(x, key) (uint64) -> Threefry-2x32 in uint32 ADD/XOR/SHL/SHR (no renderer has a THREEFRY op)
   pm_const_fold   ALU/CAST of constants -> the constant (so `full(1) + full(2)` stores 3)
   pm_end_loops    STORE of the SINK -> END(...END(STORE, innermost LOOP range)..., outermost range)
@@ -51,8 +53,10 @@ def _fold(x:UOp) -> UOp|None:
 
 pm_const_fold = PatternMatcher([(UPat(tuple(GroupOp.ALU | {Ops.CAST, Ops.BITCAST}), name="x"), _fold)])
 
-def _loop_ranges(sink:UOp) -> list[UOp]: return sorted([u for u in sink.toposort() if u.op is Ops.RANGE and u.arg[1] is AxisType.LOOP],
-                                                         key=lambda r: r.arg[0])
+def _loop_ranges(sink:UOp) -> list[UOp]:
+  """The LOOP ranges, outermost first (by axis id, a split's outer part first: tinygrad/codegen/opt.py range_key)."""
+  loops = [u for u in sink.toposort() if u.op is Ops.RANGE and u.arg[-1] is AxisType.LOOP]
+  return sorted(loops, key=lambda r: (r.arg[0], *(-s for s in r.arg[1:-1])))
 
 def _end_loops(sink:UOp) -> UOp|None:
   if not sink.src or any(s.op is not Ops.STORE for s in sink.src): return None
@@ -148,11 +152,14 @@ class LoweredKernel:
 def lower_ast(ast:UOp, device:str|None=None) -> LoweredKernel:
   """Lowers a kernel AST; with a device, the optimizations of tinygrad/codegen/opt.py for it are applied first (not under NOOPT=1)."""
   from tinygrad.codegen.opt import optimize_ast
+  from tinygrad.codegen.expander import pm_expand, pm_lower_thread
   ast = optimize_ast(ast, device)
-  sink = graph_rewrite(ast, pm_decomp, name="decompositions")
+  sink = graph_rewrite(ast, pm_expand, name="expand upcast and unroll")
+  sink = graph_rewrite(sink, pm_lower_thread, name="thread range to SPECIAL")
+  sink = graph_rewrite(sink, pm_decomp, name="decompositions")
   sink = graph_rewrite(sink, pm_const_fold, name="constant folding")
   sink = graph_rewrite(sink, pm_end_loops, name="end loops")
-  sink = graph_rewrite(sink, pm_reduce, ctx=ReduceContext(_loop_ranges(ast)), name="reduce to accumulator")
+  sink = graph_rewrite(sink, pm_reduce, ctx=ReduceContext(_loop_ranges(sink)), name="reduce to accumulator")
   if SPEC:  # SPEC hook: the lowered kernel (tinygrad/uop/spec.py)
     from tinygrad.uop.spec import type_verify, spec_lowered
     type_verify(sink, spec_lowered, f"lowered kernel {sink.arg.name}")

@@ -17,8 +17,10 @@ Kernel arguments and storage
   BUFFER   T     src: (size CONST,)              arg: ParamArg(slot, T, addrspace=REG or LOCAL): a kernel-local array
                                                  (accumulators: `float acc0[1];`).
   Call order: buffer PARAMs by slot, then variable PARAMs by slot (slot -1 last, by name). A ProgramSpec records both lists.
-  A variable named `core_id` with range [0, n-1] is set by the runtime: the kernel runs n times (on n threads on CPU) with
-  core_id = 0..n-1, and ProgramSpec.global_size is (n, 1, 1). Each launch must touch its own part of the outputs.
+  SPECIAL  int   src: (CONST n,)                 arg: "core_id": the launch index, an int argument the runtime sets: the kernel
+                                                 runs n times (on n threads on CPU) with core_id = 0..n-1, and
+                                                 ProgramSpec.global_size is (n, 1, 1). Each launch must touch its own part of
+                                                 the outputs. Passed after the variable PARAMs.
 
 Constants
   CONST    T     src: ()                         arg: the value. Rendered inline as a literal. A weak CONST (weakint,
@@ -91,8 +93,14 @@ def is_literal(u:UOp) -> bool: return u.op is Ops.CONST or (u.op is Ops.CAST and
 def _addrspace(u:UOp) -> AddrSpace|None: return getattr(u.arg, "addrspace", None)
 
 def is_variable(u:UOp) -> bool:
-  """An int argument of the kernel: a PARAM (or unbound Variable BUFFER) in the ALU addrspace."""
-  return u.op in (Ops.PARAM, Ops.BUFFER) and _addrspace(u) is AddrSpace.ALU
+  """An int argument of the kernel: a PARAM (or unbound Variable BUFFER) in the ALU addrspace, or the launch index SPECIAL core_id."""
+  return (u.op in (Ops.PARAM, Ops.BUFFER) and _addrspace(u) is AddrSpace.ALU) or (u.op is Ops.SPECIAL and u.arg == CORE_ID)
+
+def var_name(u:UOp) -> str|None: return u.arg if u.op is Ops.SPECIAL else u.arg.name
+def var_bounds(u:UOp) -> tuple|None:
+  """[min, max] of a kernel variable (None when unknown)."""
+  if u.op is Ops.SPECIAL: return (0, n - 1) if isinstance(n := const_value(u.src[0]), int) else None
+  return u.arg.vmin_vmax
 
 def is_buffer_param(u:UOp) -> bool: return u.op is Ops.PARAM and _addrspace(u) is not AddrSpace.ALU
 
@@ -103,7 +111,7 @@ def mem_root(u:UOp) -> UOp|None:
   return u if is_buffer_param(u) else None
 
 _VECTOR_WIDTHS = (2, 4, 8, 16)
-CORE_ID = "core_id"  # the Variable a runtime sets to the thread index
+CORE_ID = "core_id"  # the SPECIAL a runtime sets to the thread index
 # ops that open/close a block or touch memory: an expression that reads memory may not move across them
 SIDE_EFFECTS = {Ops.STORE, Ops.RANGE, Ops.END, Ops.IF, Ops.ENDIF, Ops.BARRIER}
 
@@ -152,6 +160,9 @@ def _check_srcs(i:int, u:UOp, lanes:dict[UOp, int]) -> None:
     need(lanes.get(u.src[1], 1) == lanes[u.src[0]], f"STORE of a {lanes.get(u.src[1], 1)}-lane value to a {lanes[u.src[0]]}-lane access")
     if n == 3: need(u.src[2].dtype is dtypes.bool, f"STORE gate must be bool, got {u.src[2].dtype}")
   elif op is Ops.RANGE: need(n >= 1, "RANGE needs its end as src[0]")
+  elif op is Ops.SPECIAL:
+    need(u.arg == CORE_ID, f"SPECIAL {u.arg!r}: this renderer has no GPU dimensions, only the launch index {CORE_ID!r}")
+    need(n == 1 and isinstance(const_value(u.src[0]), int), "SPECIAL takes (CONST n,): the number of launches")
   elif op is Ops.END: need(n in (2, 3) and u.src[1].op is Ops.RANGE, "END takes (body, RANGE) or (body, RANGE, cond)")
   elif op is Ops.IF: need(n >= 1 and u.src[0].dtype is dtypes.bool, "IF takes (cond:bool, ...)")
   elif op is Ops.ENDIF: need(n == 1 and u.src[0].op is Ops.IF, "ENDIF takes (IF,)")
@@ -171,7 +182,7 @@ def value_srcs(u:UOp) -> tuple[UOp, ...]:
   """The srcs whose values the rendered code reads (the others only order u)."""
   if u.op in (Ops.AFTER, Ops.RANGE, Ops.IF): return u.src[:1]
   if u.op is Ops.END: return u.src[2:]
-  if u.op in (Ops.SINK, Ops.GROUP, Ops.NOOP, Ops.BARRIER, Ops.ENDIF): return ()
+  if u.op in (Ops.SINK, Ops.GROUP, Ops.NOOP, Ops.BARRIER, Ops.ENDIF, Ops.SPECIAL): return ()
   return u.src
 
 def check_linear(uops:Sequence[UOp], supported_ops:set[Ops]|frozenset[Ops]|None=None, name:str|None=None,
@@ -232,11 +243,11 @@ def check_linear(uops:Sequence[UOp], supported_ops:set[Ops]|frozenset[Ops]|None=
   slots = Counter(b.arg.slot for b in bufs)
   if dup := [s for s, c in slots.items() if c > 1]: raise KernelContractError(f"buffer PARAM slot(s) {dup} are used by more than one PARAM")
   bufs.sort(key=lambda b: b.arg.slot)
-  vars_.sort(key=lambda v: (v.arg.slot == -1, v.arg.slot, v.arg.name or ""))
+  vars_.sort(key=lambda v: (v.op is Ops.SPECIAL, v.op is not Ops.SPECIAL and v.arg.slot == -1, getattr(v.arg, "slot", 0), var_name(v) or ""))
   return LinearKernel(uops, to_function_name(name if name is not None else kname), bufs, vars_, writable, lanes, uses, position)
 
 _ACCEPTED = {Ops.SINK, Ops.PARAM, Ops.BUFFER, Ops.CONST, Ops.CAST, Ops.BITCAST, Ops.RANGE, Ops.END, Ops.IF, Ops.ENDIF, Ops.AFTER, Ops.INDEX,
-             Ops.SHRINK, Ops.LOAD, Ops.STORE, Ops.STACK, Ops.NOOP, Ops.GROUP, Ops.BARRIER}
+             Ops.SHRINK, Ops.LOAD, Ops.STORE, Ops.STACK, Ops.NOOP, Ops.GROUP, Ops.BARRIER, Ops.SPECIAL}
 
 # ***** evaluating int expressions (range ends, sizes) for estimates *****
 
@@ -249,8 +260,8 @@ def eval_int(u:UOp, var_vals:dict[str, int]) -> int|None:
   """The value of an int expression over CONSTs and Variables; None when it depends on anything else (a load, a loop)."""
   if (v := const_value(u)) is not None: return v
   if is_variable(u):
-    if (name := u.arg.name) in var_vals: return var_vals[name]
-    return u.arg.vmin_vmax[1] if u.arg.vmin_vmax is not None else None  # unknown value: its upper bound
+    if (name := var_name(u)) in var_vals: return var_vals[name]
+    return b[1] if (b := var_bounds(u)) is not None else None  # unknown value: its upper bound
   if u.op in (Ops.CAST, Ops.AFTER) and u.src: return eval_int(u.src[0], var_vals)
   if (fxn := _INT_EVAL.get(u.op)) is None: return None
   args = [eval_int(s, var_vals) for s in u.src]
@@ -280,7 +291,7 @@ class Estimates:
     # a kernel with core_id runs once per thread
     mults, stack_m = 1, []
     for u in uops:
-      if is_variable(u) and u.arg.name == CORE_ID and u.arg.vmin_vmax is not None: mults *= int(u.arg.vmin_vmax[1]) + 1
+      if u.op is Ops.SPECIAL and (b := var_bounds(u)) is not None: mults *= int(b[1]) + 1
     for u in uops:
       if u.op is Ops.RANGE:
         stack_m.append(mults)
@@ -313,12 +324,12 @@ class ProgramSpec:
   @property
   def function_name(self) -> str: return to_function_name(self.name)
   @property
-  def var_names(self) -> tuple[str, ...]: return tuple(v.arg.name or f"var{i}" for i, v in enumerate(self.vars))
+  def var_names(self) -> tuple[str, ...]: return tuple(var_name(v) or f"var{i}" for i, v in enumerate(self.vars))
   @property
   def core_id(self) -> int|None:
-    """The position among the variables of `core_id`, which the runtime sets itself: the kernel runs global_size[0] times, in
-    parallel where the device can, with core_id = 0, 1, ... (tinygrad 0.14's CPU threading)."""
-    return self.var_names.index(CORE_ID) if CORE_ID in self.var_names else None
+    """The position among the variables of the SPECIAL `core_id`, which the runtime sets itself: the kernel runs global_size[0]
+    times, in parallel where the device can, with core_id = 0, 1, ... (tinygrad 0.14's CPU threading)."""
+    return next((i for i, v in enumerate(self.vars) if v.op is Ops.SPECIAL and v.arg == CORE_ID), None)
   @property
   def var_dtypes(self) -> tuple[DType, ...]: return tuple(v.dtype for v in self.vars)
   def vals(self, var_vals:dict|None=None) -> tuple[int, ...]:
@@ -328,7 +339,7 @@ class ProgramSpec:
     if missing := [n for n in self.var_names if n not in vv]:
       raise RuntimeError(f"kernel {self.name} needs values for the variable(s) {missing}, got {sorted(vv)}")
     for v, n in zip(self.vars, self.var_names):
-      if (b := v.arg.vmin_vmax) is not None and not b[0] <= vv[n] <= b[1]:
+      if (b := var_bounds(v)) is not None and not b[0] <= vv[n] <= b[1]:
         raise ValueError(f"variable {n}={vv[n]} is outside its range [{b[0]}, {b[1]}] in kernel {self.name}")
     return tuple(int(vv[n]) for n in self.var_names)
   @functools.cached_property
@@ -374,11 +385,10 @@ class Renderer:
     k = self.check(uops, name)
     src = self.render(k, name)
     outs = tuple(b.arg.slot for b in k.bufs if b in k.writable)
-    if (core := next((v for v in k.vars if v.arg.name == CORE_ID), None)) is not None and (core.arg.vmin_vmax or (None,))[0] != 0:
-      raise KernelContractError(f"the {CORE_ID} variable must have the range [0, threads-1], got {core.arg.vmin_vmax}")
+    core = next((v for v in k.vars if v.op is Ops.SPECIAL), None)
     return ProgramSpec(k.name, src, self.target.device or self.device, tuple(k.uops), tuple(b.arg.slot for b in k.bufs),
                        tuple(b.dtype for b in k.bufs), outs, tuple(b.arg.slot for b in k.bufs if b not in k.writable), tuple(k.vars),
-                       (int(core.arg.vmin_vmax[1]) + 1 if core is not None else 1, 1, 1))
+                       (const_value(core.src[0]) if core is not None else 1, 1, 1))
 
 # names the renderers make up; a Variable called like one of these (or a keyword) is renamed var<N>
 _GENERATED_NAME = re.compile(r"^((data|ridx|alu|val|cast|vec|acc|temp|var|bidx|buf|size)\d|tg_|_)")
@@ -387,7 +397,7 @@ def variable_names(k:LinearKernel, keywords:frozenset[str]) -> list[str]:
   """Argument names for the kernel's Variables: their own names where they are safe identifiers, else var<N>."""
   ret: list[str] = []
   for i, v in enumerate(k.vars):
-    nm = v.arg.name
+    nm = var_name(v)
     if not (isinstance(nm, str) and nm.isidentifier() and nm.isascii() and nm not in keywords and not _GENERATED_NAME.match(nm) and nm not in ret):
       nm = f"var{i}"
     ret.append(nm)

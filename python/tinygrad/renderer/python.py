@@ -10,7 +10,7 @@ from tinygrad.dtype import DType, dtypes, truncate, Invalid, bitcast, float_to_f
 from tinygrad.helpers import cdiv, cmod, strip_parens
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp
-from tinygrad.renderer import Renderer, LinearKernel, KernelContractError, const_value, is_literal, is_variable, mem_root, buffer_size
+from tinygrad.renderer import Renderer, LinearKernel, KernelContractError, const_value, is_literal, is_variable, mem_root, buffer_size, var_bounds
 from tinygrad.renderer import literal_dtype, variable_names, operand_dtype, range_name, _addrspace
 from tinygrad.dtype import AddrSpace
 
@@ -108,7 +108,7 @@ def int_bounds(u:UOp, known:dict[UOp, tuple[int, int]]) -> tuple[int, int]|None:
   if isinstance(v := const_value(u), int) and not isinstance(v, bool):
     v = truncate[u.dtype](v) if u.dtype in truncate else v  # the literal is rendered wrapped
     ret = (v, v)
-  elif is_variable(u) and u.arg.vmin_vmax is not None: ret = (int(u.arg.vmin_vmax[0]), int(u.arg.vmin_vmax[1]))
+  elif is_variable(u) and (b := var_bounds(u)) is not None: ret = (int(b[0]), int(b[1]))
   elif u.op is Ops.RANGE and u.dtype is not dtypes.void and (e := int_bounds(u.src[0], known)) is not None: ret = (0, max(e[1] - 1, 0))
   elif u.op in (Ops.ADD, Ops.SUB, Ops.MUL) and (a := int_bounds(u.src[0], known)) is not None and (b := int_bounds(u.src[1], known)) is not None:
     if u.op is Ops.ADD: ret = (a[0] + b[0], a[1] + b[1])

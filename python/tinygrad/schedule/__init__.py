@@ -63,7 +63,8 @@ def as_buffer(u:UOp) -> UOp|None:
 @dataclass(frozen=True)
 class KernelInfo:
   name: str
-  def __repr__(self): return f"KernelInfo({self.name!r})"
+  opts: tuple = ()   # the optimizations applied to the kernel (tinygrad/codegen/opt.py's Opt), in order
+  def __repr__(self): return f"KernelInfo({self.name!r}{f', opts={self.opts!r}' if self.opts else ''})"
 
 @dataclass
 class ScheduleItem:
@@ -179,16 +180,14 @@ class _KernelBuilder:
         total = prod(sub)
         # unroll: UNROLL consecutive elements per iteration, combined as a tree before they meet the accumulator (more ILP, and
         # the C compiler can vectorize the loads)
+        # the inner UNROLL range is expanded into its lanes by codegen (tinygrad/codegen/expander.py)
         unroll = UNROLL if not NOOPT and total % UNROLL == 0 and total >= 2 * UNROLL else 1
         ranges.append(r := UOp.range(total // unroll, next(self.axis), AxisType.REDUCE, dtype=IDX))
         self.reduce_dims.extend([total // unroll, unroll] if unroll > 1 else [total])
-        parts = []
-        for j in range(unroll):
-          pos = iadd(imul(r, unroll), iconst(j)) if unroll > 1 else r
-          for a, sz, st in zip(red, sub, strides_for(sub)): new_idx[a] = imod(idiv(pos, st), sz)
-          parts.append(self.lower(u.src[0], tuple(new_idx), valid, top=False, in_reduce=True))
-        while len(parts) > 1: parts = [UOp(rop, u.dtype, (parts[i], parts[i+1])) for i in range(0, len(parts), 2)]
-        return UOp(Ops.REDUCE, u.dtype, (parts[0], r), (rop,))
+        if unroll > 1: ranges.append(ru := UOp.range(unroll, next(self.axis), AxisType.UNROLL, dtype=IDX))
+        pos = iadd(imul(r, unroll), ru) if unroll > 1 else r
+        for a, sz, st in zip(red, sub, strides_for(sub)): new_idx[a] = imod(idiv(pos, st), sz)
+        return UOp(Ops.REDUCE, u.dtype, (self.lower(u.src[0], tuple(new_idx), valid, top=False, in_reduce=True), *ranges), (rop,))
       for a in red:
         ranges.append(r := UOp.range(in_shape[a], next(self.axis), AxisType.REDUCE, dtype=IDX))
         self.reduce_dims.append(in_shape[a])

@@ -11,7 +11,7 @@ raises a RuntimeError naming the stage and the offending UOp: its position, op, 
                 (A copy between devices is scheduled as the AST COPY(arg=KernelInfo), with no srcs.)
   spec_lowered  the kernel after the codegen's graph passes, before linearizing: REDUCE became a register accumulator
                 (BUFFER(REG), AFTER, STORE/LOAD), every loop is closed by an END. An upcast kernel (codegen/opt.py) adds SHRINK
-                vector loads/stores, STACK, INDEX of a lane and a GROUP of stores; a threaded one the core_id variable PARAM.
+                vector loads/stores, STACK, INDEX of a lane and a GROUP of stores; a threaded one SPECIAL(n, "core_id").
   spec_linear   the per-UOp dtype rules of the linear program; `verify_linear` adds tinygrad.renderer.check_linear (order,
                 scopes, src shapes of the linear-UOp contract) so that part is written once, in the renderer.
 
@@ -176,12 +176,16 @@ _memory: list = [
    lambda x, i, v, g: fits(v, i.dtype) and _gate_ok(g)),
 ]
 
+def _special_ok(x:UOp) -> bool:
+  """SPECIAL(n, arg=name): a launch index in [0, n) (the THREAD range lowered: "core_id")."""
+  return is_int(x.dtype) and len(x.src) == 1 and fits(x.src[0], x.dtype) and isinstance(x.arg, str)
+
 def _kernel_sink_ok(x:UOp) -> bool: return len(x.src) >= 1 and all(s.op is Ops.STORE for s in x.src) and hasattr(x.arg, "name")
 
 def _reduce_ok(x:UOp) -> bool:
   """REDUCE(x, *ranges, arg=(op,)): reduces x over the REDUCE ranges, in x's dtype."""
   return len(x.src) >= 2 and x.src[0].dtype is x.dtype and x.dtype is not dtypes.void and isinstance(x.arg, tuple) and len(x.arg) == 1 and \
-    x.arg[0] in GroupOp.Reduce and all(r.op is Ops.RANGE and range_ok(r, (AxisType.REDUCE,)) for r in x.src[1:])
+    x.arg[0] in GroupOp.Reduce and all(r.op is Ops.RANGE and range_ok(r, (AxisType.REDUCE, AxisType.UNROLL)) for r in x.src[1:])
 
 spec_kernel = PatternMatcher([
   (UPat(Ops.SINK, dtypes.void, name="x"), _kernel_sink_ok),
@@ -216,7 +220,8 @@ spec_lowered = PatternMatcher([
   (UPat(Ops.END, name="x"), _end_ok),
   (UPat(Ops.BUFFER, name="x"), _local_buffer_ok),
   (UPat(Ops.AFTER, name="x"), _after_ok),
-  (UPat(Ops.STACK, dtypes.void, src=()), lambda: True),  # the marker of a variable PARAM (core_id of a threaded kernel)
+  (UPat(Ops.STACK, dtypes.void, src=()), lambda: True),  # the marker of a variable PARAM
+  (UPat(Ops.SPECIAL, name="x"), _special_ok),
   *_memory, *_values,
 ])
 
@@ -282,6 +287,7 @@ spec_linear = PatternMatcher([
   (UPat(Ops.LOAD, name="x"), _linear_load_ok),
   (UPat(Ops.STORE, name="x"), _linear_store_ok),
   (UPat(Ops.STACK, name="x"), _stack_ok),
+  (UPat(Ops.SPECIAL, name="x"), _special_ok),
   *_values,
 ])
 
