@@ -102,15 +102,15 @@ _OPT_SPLIT = {OptOps.THREAD: ((AxisType.LOOP,), AxisType.THREAD, True), OptOps.U
               OptOps.UNROLL: ((AxisType.REDUCE,), AxisType.UNROLL, False)}
 
 def apply_opt(ast:UOp, opt:Opt) -> tuple[UOp, UOp|None, UOp|None]:
-  """ast with opt applied (and recorded in its KernelInfo), and the outer and inner ranges of the split."""
+  """ast with opt applied (recorded in its KernelInfo, whose name is read off the new ranges), and the outer and inner ranges of the
+  split."""
   rngs = ranges_of(ast)
   if not 0 <= opt.axis < len(rngs): raise IndexError(f"{opt}: the kernel has {len(rngs)} ranges")
   kinds, new_type, top = _OPT_SPLIT[opt.op]
   if rtype(rng := rngs[opt.axis]) not in kinds: raise ValueError(f"{opt}: range {rng.arg} is not one of {kinds}")
   amount = opt.amount or range_size(rng) or 0
   ret, outer, inner = shift_to(ast, rng, amount, new_type, top)
-  info = ast.arg if isinstance(ast.arg, KernelInfo) else KernelInfo(kernel_name(ast))
-  return ret.replace(arg=KernelInfo(info.name, info.opts + (opt,))), outer, inner
+  return ret.replace(arg=KernelInfo(kernel_name(ret), (ast.arg.opts if isinstance(ast.arg, KernelInfo) else ()) + (opt,))), outer, inner
 
 # ***** heuristics *****
 
@@ -184,5 +184,4 @@ def hand_coded_optimizations(ast:UOp, threads:int) -> UOp:
 def optimize_ast(ast:UOp, device:str|None=None) -> UOp:
   if NOOPT or ast.op is not Ops.SINK or device is None: return ast
   threads = min(NUM_CPU_THREADS.value, os.cpu_count() or 1, THREAD_MAX) if device.split(":")[0] in THREADED_DEVICES else 1
-  ret = hand_coded_optimizations(ast, threads)
-  return ret.replace(arg=KernelInfo(kernel_name(ret), ret.arg.opts if isinstance(ret.arg, KernelInfo) else ()))
+  return hand_coded_optimizations(ast, threads)
