@@ -108,3 +108,7 @@ def test_thread_is_special_core_id():
   assert sp.arg == "core_id" and sp.src[0].arg == 4 and not any(u.op is Ops.RANGE and u.arg[-1] is T for u in uops)
   spec = Device["PYTHON"].renderer.to_program(uops)
   assert spec.global_size == (4, 1, 1) and spec.core_id == 0 and spec.name == "E_4_4_12"
+
+def test_name_without_ranges():
+  ast, _ = ast_of(Tensor([3.0], device="PYTHON") + 1)
+  assert ranges_of(ast) == [] and kernel_name(ast) == ast.arg.name == "E_1"

@@ -56,9 +56,11 @@ def ranges_of(ast:UOp, *kinds:AxisType) -> list[UOp]:
 def range_size(r:UOp) -> int|None: return r.src[0].arg if r.src[0].op is Ops.CONST else None
 
 def kernel_name(ast:UOp) -> str:
+  """"r_" (a reduce kernel) or "E_", then the sizes of the ranges in dim order ("E_1" without any)."""
   rngs = ranges_of(ast)
   kind = "r" if any(rtype(r) in (AxisType.REDUCE, AxisType.UNROLL, AxisType.GROUP_REDUCE) for r in rngs) else "E"
-  return "_".join([kind] + [str(s) if (s := range_size(r)) is not None else r.src[0].render() for r in rngs] or [kind, "1"])
+  sizes = [str(s) if (s := range_size(r)) is not None else r.src[0].render() for r in rngs]
+  return "_".join([kind] + (sizes or ["1"]))
 
 def _fix_reduce(red:UOp) -> UOp|None:
   # a split range inside REDUCE's range list becomes its parts (a part of size 1 is a constant: gone)
@@ -145,7 +147,8 @@ def vector_loads(ast:UOp, lane:UOp, in_reduce_only:bool=False) -> list[UOp]:
   return [ld for ld, ok in zip(cands, _consecutive([ld.src[0].src[1] for ld in cands], lane)) if ok]
 
 def hand_coded_optimizations(ast:UOp, threads:int) -> UOp:
-  # threading decides on the work before upcasting hides a factor of it; the scheduler's UNROLL lanes are not counted
+  # threading decides on the work before upcasting hides a factor of it. The scheduler's UNROLL lanes are not counted: THREAD_MIN_WORK
+  # was tuned when they were not ranges
   if threads > 1 and (loops := ranges_of(ast, AxisType.LOOP)) and (n_out := range_size(loops[0])) is not None:
     sizes = [range_size(r) for r in ranges_of(ast, AxisType.LOOP, AxisType.REDUCE)]
     if all(s is not None for s in sizes) and prod(sizes) >= THREAD_MIN_WORK:  # type: ignore[arg-type]
