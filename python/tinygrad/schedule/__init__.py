@@ -4,7 +4,8 @@
   SINK(STORE(INDEX(PARAM 0, out_idx), value), arg=KernelInfo)
 where `value` is built from LOAD(INDEX(PARAM i, idx)) (gated by `valid` where a PAD makes the index invalid), CONST, CAST and ALU
 ops, and REDUCE(x, *reduce_ranges, arg=(op,)). Indices are int expressions over RANGE UOps (AxisType.LOOP for the output,
-AxisType.REDUCE for reductions): movement ops never make kernels, they become index arithmetic here.
+AxisType.REDUCE for reductions, an inner AxisType.UNROLL of 4 in a long reduce): movement ops never make kernels, they become
+index arithmetic here.
 
 Inspecting a schedule from Python (nothing runs until asked):
   Tensor.schedule(*others)          -> ([ScheduleItem, ...] in run order, {tensor uop: BUFFER}); the tensors are left unchanged.
@@ -90,7 +91,7 @@ def schedule_to_linear(items:list[ScheduleItem]) -> UOp:
 
 # ***** lowering a tensor graph to a kernel AST *****
 
-MAX_INDEX_USES = 16  # distinct indices of one value in a kernel before it gets a buffer (an unrolled reduce needs UNROLL)
+MAX_INDEX_USES = 16  # distinct indices of one value in a kernel before it gets a buffer (an UNROLL range's lanes count once)
 UNROLL = 4      # reduce elements per loop iteration (a power of two)
 
 def reduce_identity(op:Ops, dt:DType) -> UOp:
