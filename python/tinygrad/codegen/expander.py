@@ -66,8 +66,3 @@ def _expand(sink:UOp) -> UOp|None:
   return sink.substitute({a: b for a, b in zip(idxs, simple) if a is not b}, name="simplified indices")
 
 pm_expand = PatternMatcher([(UPat(Ops.SINK, name="sink"), _expand)])
-
-pm_lower_thread = PatternMatcher([
-  # the THREAD range is the launch index the runtime passes (tinygrad/renderer/__init__.py: SPECIAL core_id)
-  (UPat(Ops.RANGE, name="r"), lambda r: UOp.special(r.src[0].arg, "core_id", r.dtype) if r.arg[-1] is AxisType.THREAD else None),
-])

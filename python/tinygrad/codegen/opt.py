@@ -25,19 +25,18 @@ The heuristics (`hand_coded_optimizations`), in order:
            (x.sum(axis=0)) that loop again: 16 consecutive outputs, each reduce step reads a 64-byte line of a row.
 """
 from __future__ import annotations
-import os
 from collections import Counter
 from dataclasses import dataclass
 from enum import Enum, auto
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, AxisType
 from tinygrad.uop.symbolic import symbolic
 from tinygrad.dtype import dtypes
-from tinygrad.helpers import NOOPT, NUM_CPU_THREADS, prod
+from tinygrad.helpers import NOOPT, prod
 from tinygrad.schedule import KernelInfo
+from tinygrad.renderer import Renderer
 
 THREAD_MIN_WORK = 1 << 16     # elements of work (output elements times reduce trip count) before a kernel is threaded
 THREAD_MAX = 32               # at most this many launches
-THREADED_DEVICES = {"CPU"}    # runtimes that run core_id launches in parallel (PYTHON runs them one after another: no gain)
 UPCAST = 4
 UNROLL_MAX_LOADS = 32         # a reduce loop is unrolled when its trip count times the loads in its body is at most this
 
@@ -146,7 +145,8 @@ def vector_loads(ast:UOp, lane:UOp, in_reduce_only:bool=False) -> list[UOp]:
     cands = [u for u in cands if u in inside]
   return [ld for ld, ok in zip(cands, _consecutive([ld.src[0].src[1] for ld in cands], lane)) if ok]
 
-def hand_coded_optimizations(ast:UOp, threads:int) -> UOp:
+def hand_coded_optimizations(ast:UOp, threads:int, upcast:bool=True) -> UOp:
+  """The heuristics above; `threads`: the most launches a THREAD range may have, `upcast`: whether the target has vector accesses."""
   # threading decides on the work before upcasting hides a factor of it. The scheduler's UNROLL lanes are not counted: THREAD_MIN_WORK
   # was tuned when they were not ranges
   if threads > 1 and (loops := ranges_of(ast, AxisType.LOOP)) and (n_out := range_size(loops[0])) is not None:
@@ -164,6 +164,7 @@ def hand_coded_optimizations(ast:UOp, threads:int) -> UOp:
       loads *= n
   # upcast the innermost output loop. A reduce whose loops were all unrolled is straight-line code: upcast like an elementwise kernel
   has_reduce = bool(ranges_of(ast, AxisType.REDUCE))
+  if not upcast: return ast
   if len(ast.src) != 1 or ast.src[0].op is not Ops.STORE or len(ast.src[0].src) != 2 or ast.src[0].src[0].op is not Ops.INDEX: return ast
   if not (loops := ranges_of(ast, AxisType.LOOP)) or (n := range_size(inner_loop := loops[-1])) is None or n % UPCAST != 0: return ast
   up, outer, lane = apply_opt(ast, Opt(OptOps.UPCAST, ranges_of(ast).index(inner_loop), UPCAST))
@@ -184,7 +185,7 @@ def hand_coded_optimizations(ast:UOp, threads:int) -> UOp:
   if out is None or (n := range_size(out)) is None or n % UPCAST != 0: return up
   return apply_opt(up, Opt(OptOps.UPCAST, ranges_of(up).index(out), UPCAST))[0]
 
-def optimize_ast(ast:UOp, device:str|None=None) -> UOp:
-  if NOOPT or ast.op is not Ops.SINK or device is None: return ast
-  threads = min(NUM_CPU_THREADS.value, os.cpu_count() or 1, THREAD_MAX) if device.split(":")[0] in THREADED_DEVICES else 1
-  return hand_coded_optimizations(ast, threads)
+def optimize_ast(ast:UOp, ren:Renderer|None=None) -> UOp:
+  """The AST shaped for a renderer's declared capabilities: has_threads (and global_max[0], the thread count), supports_float4."""
+  if NOOPT or ast.op is not Ops.SINK or ren is None: return ast
+  return hand_coded_optimizations(ast, min(ren.global_max[0], THREAD_MAX) if ren.has_threads and ren.global_max else 1, ren.supports_float4)
