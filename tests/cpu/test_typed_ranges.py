@@ -54,7 +54,7 @@ def test_shift_to():
   ast, _ = ast_of(x + 1)
   (r,) = ranges_of(ast)
   ret, outer, inner = shift_to(ast, r, 4, U)
-  assert kinds(ret) == [(L, 25), (U, 4)] and kernel_name(ret) == "E_25_4" and outer.arg == (r.arg[0], L) and inner.arg == (r.arg[0], 1, U)
+  assert kinds(ret) == [(L, 25), (U, 4)] and kernel_name(ret) == "E_25_4" and outer.arg == (r.arg[0], 0, L) and inner.arg == (r.arg[0], 1, U)
   ret, outer, inner = shift_to(ast, r, 5, T, top=True)
   assert kinds(ret) == [(T, 5), (L, 20)] and kernel_name(ret) == "E_5_20"
   ret, outer, inner = shift_to(ast, r, 100, U)   # the whole range: the outer part of size 1 is gone
@@ -112,3 +112,20 @@ def test_thread_is_special_core_id():
 def test_name_without_ranges():
   ast, _ = ast_of(Tensor([3.0], device="PYTHON") + 1)
   assert ranges_of(ast) == [] and kernel_name(ast) == ast.arg.name == "E_1"
+
+def test_weakint_ranges():
+  # the scheduler rewrite builds indices in weakint, whose symbolic rules order operands by their args (split args must compare)
+  from tinygrad.uop.ops import ParamArg, graph_rewrite
+  from tinygrad.dtype import dtypes
+  from tinygrad.schedule import KernelInfo
+  from tinygrad.codegen.expander import pm_expand
+  W, M = dtypes.weakint, 64
+  def P(slot): return UOp(Ops.PARAM, dtypes.float, (UOp.const(M*M, W),), ParamArg(slot, dtypes.float))
+  r0, r1, k, u = UOp.range(M, 0, L), UOp.range(M, 1, L), UOp.range(16, 2, R), UOp.range(4, 3, N)
+  val = UOp(Ops.REDUCE, dtypes.float, (P(1).index(r0*M + k*4 + u).load() * P(2).index((k*4 + u)*M + r1).load(), k, u), (Ops.ADD,))
+  ast = UOp(Ops.SINK, dtypes.void, (P(0).index(r0*M + r1).store(val),), KernelInfo("matmul"))
+  opt = hand_coded_optimizations(ast, 4)
+  assert kinds(opt) == [(T, 4), (L, 4), (U, 4), (L, 16), (U, 4), (R, 16), (N, 4)] and all(r.dtype is W for r in ranges_of(opt))
+  ex = graph_rewrite(opt, pm_expand).toposort()
+  # B's row: one vector load per UNROLL lane; each output row: one vector store. 16 accumulators (one REDUCE per output lane)
+  assert sum(x.op is Ops.SHRINK for x in ex) == 8 and sum(x.op is Ops.REDUCE for x in ex) == 16

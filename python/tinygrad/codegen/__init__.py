@@ -63,7 +63,7 @@ pm_const_fold = PatternMatcher([(UPat(tuple(GroupOp.ALU | {Ops.CAST, Ops.BITCAST
 def _loop_ranges(sink:UOp) -> list[UOp]:
   """The LOOP ranges, outermost first (by axis id, a split's outer part first: tinygrad/codegen/opt.py range_key)."""
   loops = [u for u in sink.toposort() if u.op is Ops.RANGE and u.arg[-1] is AxisType.LOOP]
-  return sorted(loops, key=lambda r: (r.arg[0], *(-s for s in r.arg[1:-1])))
+  return sorted(loops, key=lambda r: r.arg[:-1])
 
 def _end_loops(sink:UOp) -> UOp|None:
   if not sink.src or any(s.op is not Ops.STORE for s in sink.src): return None

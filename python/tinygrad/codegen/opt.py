@@ -1,6 +1,6 @@
 """Kernel AST optimizations as changes of typed ranges (NOOPT=1 turns them all off).
 
-A kernel's loops are RANGE(end, arg=(axis_id, *sub, AxisType)) nodes. The scheduler makes LOOP ranges for the output and REDUCE
+A kernel's loops are RANGE(end, arg=(axis_id, *split path, AxisType)) nodes. The scheduler makes LOOP ranges for the output and REDUCE
 ranges for reductions (and an UNROLL range of 4 inside a long reduce). Every optimization is one `shift_to`: a range r of size N
 becomes an outer and an inner range, r -> outer*(N/amount) + inner (top: the new range is the outer one, of size amount) or
 r -> outer*amount + inner (the new range is the inner one). The ranges keep their order as the dims of the kernel (the inner part of
@@ -44,9 +44,9 @@ UNROLL_MAX_LOADS = 32         # a reduce loop is unrolled when its trip count ti
 
 def rtype(r:UOp) -> AxisType: return r.arg[-1]
 def range_key(r:UOp) -> tuple[int, ...]:
-  """The position of a range among the kernel's dims: by axis id, then a split's parts outer first (later splits of the same range
-  sit closer to their outer part, so the sub ids sort descending)."""
-  return (r.arg[0], *(-s for s in r.arg[1:-1]))
+  """The position of a range among the kernel's dims: its arg without the AxisType, (axis_id, *split path). A split of the range
+  with path p makes the parts p+(0,) (outer) and p+(1,) (inner), so they sort where the range was, outer first."""
+  return r.arg[:-1]
 
 def ranges_of(ast:UOp, *kinds:AxisType) -> list[UOp]:
   """The RANGEs of an AST (of the given kinds, all without any) in dim order."""
@@ -75,13 +75,13 @@ def shift_to(ast:UOp, rng:UOp, amount:int, new_type:AxisType, top:bool=False) ->
   is the constant 0. Returns (ast, the outer range, the inner range)."""
   if (n := range_size(rng)) is None or amount < 1 or n % amount != 0:
     raise ValueError(f"can't split range {rng.arg} of size {n if n is not None else rng.src[0]} by {amount}")
+  # both parts get new args extending rng's path: no arg is a prefix of another, so comparing two args (the symbolic rules order
+  # operands by arg) is decided by the ints before the AxisType
   head, old_type = rng.arg[:-1], rtype(rng)
-  siblings = [u.arg[len(head)] for u in ast.toposort() if u.op is Ops.RANGE and len(u.arg) == len(head) + 2 and u.arg[:len(head)] == head]
-  child = (*head, max(siblings, default=0) + 1)
   (o_size, o_type), (i_size, i_type) = ((amount, new_type), (n // amount, old_type)) if top else ((n // amount, old_type), (amount, new_type))
   dt = rng.dtype
-  outer = UOp(Ops.RANGE, dt, (UOp.const(o_size, dt),), (*head, o_type)) if o_size > 1 else None
-  inner = UOp(Ops.RANGE, dt, (UOp.const(i_size, dt),), (*child, i_type)) if i_size > 1 else None
+  outer = UOp(Ops.RANGE, dt, (UOp.const(o_size, dt),), (*head, 0, o_type)) if o_size > 1 else None
+  inner = UOp(Ops.RANGE, dt, (UOp.const(i_size, dt),), (*head, 1, i_type)) if i_size > 1 else None
   expr = (outer if outer is not None else UOp.const(0, dt)) * UOp.const(i_size, dt) + (inner if inner is not None else UOp.const(0, dt))
   ret = graph_rewrite(ast.substitute({rng: expr}, name="shift_to"), pm_reduce_ranges, name="reduce ranges")
   return ret, outer, inner
