@@ -5,7 +5,9 @@ ranges for reductions (and an UNROLL range of 4 inside a long reduce). Every opt
 becomes an outer and an inner range, r -> outer*(N/amount) + inner (top: the new range is the outer one, of size amount) or
 r -> outer*amount + inner (the new range is the inner one). The ranges keep their order as the dims of the kernel (the inner part of
 a split sorts right after its outer part), and the kernel name is read off them: "r_" (a reduce) or "E_", then the sizes in that
-order. The applied optimizations are recorded, as data, in KernelInfo.opts.
+order (a split of the range with path p makes p+(0,) and p+(1,)). An optimization is data, Opt(op, axis, amount): `apply_opt` does
+it (axis: the position among the ranges in that order) and records it in KernelInfo.opts; a search (BEAM) can enumerate Opts.
+The renderer's capabilities decide what is tried: has_threads and global_max[0] (the launches), supports_float4 (upcasts).
 
 Range kinds after optimizing:
   THREAD   the outermost output range split over the cores: the kernel is launched n times in parallel, each launch writes its own
