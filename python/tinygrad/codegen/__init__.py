@@ -15,6 +15,8 @@ one graph_rewrite with that name (so TRACK_MATCH_STATS and the rewrite log show 
                     in the loop: STORE(INDEX(AFTER(acc, init, *reduce ranges), i), op(LOAD(that), x)), closed by END per range
                     the value: LOAD(INDEX(AFTER(acc, END), i))
                   REDUCEs over the same ranges (an upcast reduce kernel's lanes) share the loop: their updates are one GROUP.
+  pm_lower_index  (codegen/index_dtype.py) every weakint UOp (index math, RANGE, SPECIAL, sizes, variables) -> int32, or int64
+                  where its bounds need it; FLOORDIV/FLOORMOD -> CDIV/CMOD (shifts/masks by powers of two), exact for negative dividends.
   linearize       orders the graph into blocks (PARAMs and BUFFERs first, then the SPECIALs): everything a loop body needs that
                   does not depend on the loop is placed before the RANGE (loop-invariant code motion falls out of this), then the
                   RANGE, the body and its END.
@@ -27,6 +29,7 @@ from tinygrad.dtype import dtypes, AddrSpace
 from tinygrad.helpers import SPEC
 from tinygrad.schedule.indexing import iconst
 from tinygrad.schedule import reduce_identity as _identity
+from tinygrad.codegen.index_dtype import pm_lower_index
 if TYPE_CHECKING:
   from tinygrad.renderer import Renderer
 
@@ -196,6 +199,7 @@ PASSES: list[Pass] = [
   ("launch dims", pm_add_specials, lambda sink, ren: launch_dims(sink)),
   ("end loops", pm_end_loops, None),
   ("reduce to accumulator", pm_reduce, lambda sink, ren: ReduceContext(_loop_ranges(sink))),
+  ("lower index dtype", pm_lower_index, None),
 ]
 
 def full_rewrite_to_sink(ast:UOp, ren:Renderer|None=None, passes:list[Pass]|None=None) -> UOp:
