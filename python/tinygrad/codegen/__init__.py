@@ -3,6 +3,8 @@
 `full_rewrite_to_sink` runs the list PASSES: each a (name, PatternMatcher or function, ctx factory) entry, a PatternMatcher run by
 one graph_rewrite with that name (so TRACK_MATCH_STATS and the rewrite log show it). lower_ast adds the ordering and the SPEC checks.
   optimize      tinygrad/codegen/opt.py shapes the AST for the renderer's capabilities (threading, unrolling, upcasting; NOOPT=1: off)
+                  by splitting its RANGEs into THREAD/LOOP/UPCAST/REDUCE/UNROLL ranges
+  pm_expand       UNROLL and UPCAST ranges -> their lanes (tinygrad/codegen/expander.py): vector loads/stores, per-lane REDUCEs
   pm_render_forms the one spelling the tensor graph has for each op (tinygrad/mixin/mathtraits.py) back to the ops renderers print
                   directly: x*-1 -> NEG, a+NEG(b) -> SUB, a*RECIPROCAL(b) -> FDIV (before constant folding could turn 1/3 into
                   0.333..., so a/3 rounds once, as written), CMPNE(CMPNE(a, b), True) -> CMPEQ, minimum's max of negations -> a
@@ -84,8 +86,10 @@ def _fold(x:UOp) -> UOp|None:
 
 pm_const_fold = PatternMatcher([(UPat(tuple(GroupOp.ALU | {Ops.CAST, Ops.BITCAST}), name="x"), _fold)])
 
-def _loop_ranges(sink:UOp) -> list[UOp]: return sorted([u for u in sink.toposort() if u.op is Ops.RANGE and u.arg[1] is AxisType.LOOP],
-                                                         key=lambda r: r.arg[0])
+def _loop_ranges(sink:UOp) -> list[UOp]:
+  """The LOOP ranges, outermost first (by axis id, a split's outer part first: tinygrad/codegen/opt.py range_key)."""
+  loops = [u for u in sink.toposort() if u.op is Ops.RANGE and u.arg[-1] is AxisType.LOOP]
+  return sorted(loops, key=lambda r: r.arg[:-1])
 
 def _end_loops(sink:UOp) -> UOp|None:
   if not sink.src or any(s.op is not Ops.STORE for s in sink.src): return None
@@ -206,8 +210,13 @@ def _optimize(ast:UOp, ren:Renderer|None) -> UOp:
   from tinygrad.codegen.opt import optimize_ast
   return optimize_ast(ast, ren)
 
+def _expand(ast:UOp, ren:Renderer|None) -> UOp:
+  from tinygrad.codegen.expander import pm_expand
+  return graph_rewrite(ast, pm_expand, name="expand upcast and unroll")
+
 PASSES: list[Pass] = [
   ("optimize", _optimize, None),
+  ("expand upcast and unroll", _expand, None),
   ("render forms", pm_render_forms, None),
   ("decompositions", pm_decomp, None),
   ("constant folding", pm_const_fold, None),

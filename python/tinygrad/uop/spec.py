@@ -13,7 +13,7 @@ raises a RuntimeError naming the stage and the offending UOp: its position, op, 
   spec_lowered  the kernel after the codegen's graph passes, before linearizing: REDUCE became a register accumulator
                 (BUFFER(REG), AFTER, STORE/LOAD), every loop is closed by an END, THREAD/GLOBAL/LOCAL ranges became SPECIALs;
                 local BUFFERs and BARRIERs may appear. An upcast kernel (codegen/opt.py) adds SHRINK
-                vector loads/stores, STACK, INDEX of a lane and a GROUP of stores; a threaded one the core_id variable PARAM.
+                vector loads/stores, STACK, INDEX of a lane and a GROUP of stores.
   spec_linear   the per-UOp dtype rules of the linear program; `verify_linear` adds tinygrad.renderer.check_linear (order,
                 scopes, src shapes of the linear-UOp contract) so that part is written once, in the renderer.
 
@@ -186,7 +186,7 @@ def _kernel_sink_ok(x:UOp) -> bool: return len(x.src) >= 1 and all(s.op is Ops.S
 def _reduce_ok(x:UOp) -> bool:
   """REDUCE(x, *ranges, arg=(op,)): reduces x over the REDUCE ranges, in x's dtype."""
   return len(x.src) >= 2 and x.src[0].dtype is x.dtype and x.dtype is not dtypes.void and isinstance(x.arg, tuple) and len(x.arg) == 1 and \
-    x.arg[0] in GroupOp.Reduce and all(r.op is Ops.RANGE and range_ok(r, (AxisType.REDUCE,)) for r in x.src[1:])
+    x.arg[0] in GroupOp.Reduce and all(r.op is Ops.RANGE and range_ok(r, (AxisType.REDUCE, AxisType.UNROLL)) for r in x.src[1:])
 
 spec_kernel = PatternMatcher([
   (UPat(Ops.SINK, dtypes.void, name="x"), _kernel_sink_ok),
