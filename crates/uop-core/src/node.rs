@@ -50,6 +50,8 @@ pub struct UOp {
 impl Drop for UOp {
   fn drop(&mut self) {
     intern::remove(self.hash, object_of(self));
+    // SAFETY: `Drop` runs only from the deallocation of the node's Python object (see `alloc`), with the GIL held.
+    unsafe { crate::alloc::release_object_slots(self) };
   }
 }
 
