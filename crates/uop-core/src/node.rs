@@ -45,6 +45,16 @@ pub struct UOp {
   pub mark: AtomicU64,
   /// That traversal's per-node state.
   pub slot: AtomicUsize,
+  /// Creation order: nodes created later have larger serials (graph_rewrite tells the nodes it created by this).
+  pub serial: u64,
+}
+
+/// The serial of the next node created.
+static NEXT_SERIAL: AtomicU64 = AtomicU64::new(0);
+
+/// The serial the next node created will get: every node created from now on has at least this serial.
+pub fn next_serial() -> u64 {
+  NEXT_SERIAL.load(Relaxed)
 }
 
 impl Drop for UOp {
@@ -160,6 +170,7 @@ impl UOp {
       hash: h,
       mark: AtomicU64::new(0),
       slot: AtomicUsize::new(0),
+      serial: NEXT_SERIAL.fetch_add(1, Relaxed),
     };
     let obj = new_object(py, node)?;
     intern::insert(h, obj.as_ptr());
