@@ -193,7 +193,8 @@ def pretty_print(root:UOp) -> str:
         out.append(f"{' '*d}x{idx}")
         continue
       printed.add(x)
-      out.append(f"{' '*d}{f'x{idx}:=' if cnt > 1 or (x is top and top is not root) else ''}{type(x).__name__}({x.op}, {x.dtype}, arg={x.argstr()}{x.tagstr()}, src=(")
+      name = f"x{idx}:=" if cnt > 1 or (x is top and top is not root) else ""
+      out.append(f"{' '*d}{name}{type(x).__name__}({x.op}, {x.dtype}, arg={x.argstr()}{x.tagstr()}, src=(")
       work.append("))")
       for s in reversed(x.src): work.extend([",", (s, d+2), "\n"])
   return "".join(out)
