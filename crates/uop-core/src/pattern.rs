@@ -562,8 +562,9 @@ thread_local! {
   static MACHINES: RefCell<Vec<Machine>> = const { RefCell::new(Vec::new()) };
 }
 
-/// A machine taken from [`MACHINES`], given back (emptied) when dropped.
-struct Lease(Machine);
+/// A matcher's working memory taken from a per-thread pool, given back (emptied) when dropped. A caller matching
+/// several patterns in a row takes it once (see [`match_node`]).
+pub struct Lease(Machine);
 
 impl Lease {
   fn take() -> Lease {
@@ -586,15 +587,25 @@ impl Drop for Lease {
 /// Matches are tried in the order a recursive matcher would find them: depth first, sources left to right, alternatives
 /// and permutations in order. The search runs on explicit goal and choice stacks, so pattern depth is not limited by
 /// the native stack. `caps` is left as it was on entry.
+/// `lease` is the working memory, taken on first need and kept for the caller's next match.
 pub fn match_node<'py>(
   pat: &CPat,
   node: &Bound<'py, PyAny>,
   caps: &mut Captures<'py>,
   k: &mut dyn FnMut(&mut Captures<'py>) -> Found<'py>,
+  lease: &mut Option<Lease>,
 ) -> Found<'py> {
   let py = node.py();
-  let mut lease = Lease::take();
-  let m = &mut lease.0;
+  // most attempts fail on the root's op or dtype: decide those before taking a machine
+  let root = &pat.nodes[0];
+  if !matches!(root.src, CSrc::Any(_)) {
+    // SAFETY: only UOps are ever matched (graph nodes and their sources, which the constructor checks are UOps).
+    let n = unsafe { node.cast_unchecked::<UOp>() }.get();
+    if root.ops.is_some_and(|ops| !ops.contains(n.op)) || root.dtypes.as_ref().is_some_and(|d| !d.contains(&(n.dtype.as_ptr() as usize))) {
+      return Ok(None);
+    }
+  }
+  let m = &mut lease.get_or_insert_with(Lease::take).0;
   let mut head = m.push(0, node.as_ptr(), NIL);
   let result = 'search: loop {
     // run the goal list until it is empty (a match) or a goal fails
@@ -736,6 +747,8 @@ pub fn match_node<'py>(
     }
   };
   m.unbind_to(0, caps);
+  m.goals.clear();
+  m.choices.clear();
   result
 }
 

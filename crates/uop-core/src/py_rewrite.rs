@@ -34,8 +34,8 @@ struct PyHost<'a, 'py> {
   epoch: Epoch,
   /// ...except for nodes whose slot another running traversal holds.
   elsewhere: AddrMap<PyNode, State<PyNode>>,
-  /// Nodes with a serial from this one on were created during the rewrite.
-  first_serial: u64,
+  /// Nodes with a serial from this one up to (not including) the next serial were created during the rewrite.
+  first_serial: u32,
 }
 
 /// Slot encoding of a node's state: 1 is "in progress", anything else the address of the result.
@@ -113,7 +113,8 @@ impl<'a, 'py> Host for PyHost<'a, 'py> {
     }
   }
   fn is_new(&self, n: &PyNode) -> bool {
-    self.bound(*n).get().serial >= self.first_serial
+    let age = self.bound(*n).get().serial.wrapping_sub(self.first_serial);
+    age < crate::node::next_serial().wrapping_sub(self.first_serial)
   }
   fn endless(&self, what: &str) -> PyErr {
     let rule = match self.last_rule {
