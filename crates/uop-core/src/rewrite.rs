@@ -430,6 +430,17 @@ mod tests {
   }
 
   #[test]
+  fn deepening_rewrites_fail_on_nesting() {
+    let mut g = Graph::default();
+    let c = g.node(Kind::Const(0), vec![]);
+    let root = g.node(Kind::Neg, vec![c]);
+    for bottom_up in [false, true] {
+      let err = run(&mut g, root, Rules::Deepen, bottom_up, false).0.unwrap_err();
+      assert!(err.contains("nested"), "{err}");
+    }
+  }
+
+  #[test]
   fn walk_does_not_revisit_replacements() {
     let mut g = Graph::default();
     let c = g.node(Kind::Const(0), vec![]);
