@@ -160,8 +160,13 @@ def _attach(cls:type, mixin:type) -> None:
     setattr(cls, name, value)
     if hasattr(value, "__set_name__"): value.__set_name__(cls, name)
 
+# levels of src printed nested in one another; a deeper subtree is printed by reference and defined after the root's
+# text, so a repr is linear in the graph (indenting every level of a deep chain would make it quadratic)
+REPR_MAX_DEPTH = 64
+
 def pretty_print(root:UOp) -> str:
-  """tinygrad-style multi-line repr; a subtree used more than once is printed once as `xN:=` and referenced as `xN`."""
+  """tinygrad-style multi-line repr; a subtree used more than once is printed once as `xN:=` and referenced as `xN`.
+  Subtrees more than REPR_MAX_DEPTH levels deep are referenced too, and defined after the root as `xN:=...`."""
   # number shared nodes in the order a pre-order walk over the edges first reaches them
   refs: dict[UOp, list[int]] = {}
   walk = [iter(root.src)]
@@ -173,20 +178,25 @@ def pretty_print(root:UOp) -> str:
     if e[1] == 1: walk.append(iter(s.src))
   out: list[str] = []
   printed: set[UOp] = set()
-  work: list = [(root, 0)]
-  while work:
-    if isinstance(item:=work.pop(), str):
-      out.append(item)
-      continue
-    x, d = item
-    idx, cnt = refs.get(x, (0, 0))
-    if x in printed:
-      out.append(f"{' '*d}x{idx}")
-      continue
-    printed.add(x)
-    out.append(f"{' '*d}{f'x{idx}:=' if cnt > 1 else ''}{type(x).__name__}({x.op}, {x.dtype}, arg={x.argstr()}{x.tagstr()}, src=(")
-    work.append("))")
-    for s in reversed(x.src): work.extend([",", (s, d+2), "\n"])
+  tops: list[UOp] = [root]
+  for top in tops:  # grows while it is walked: the deep subtrees cut off below
+    if top is not root: out.append("\n")
+    work: list = [(top, 0)]
+    while work:
+      if isinstance(item:=work.pop(), str):
+        out.append(item)
+        continue
+      x, d = item
+      idx, cnt = refs.get(x, (0, 0))
+      if x is not top and (x in printed or (d >= 2*REPR_MAX_DEPTH and x.src)):
+        if x not in printed: printed.add(x); tops.append(x)
+        out.append(f"{' '*d}x{idx}")
+        continue
+      printed.add(x)
+      name = f"x{idx}:=" if cnt > 1 or (x is top and top is not root) else ""
+      out.append(f"{' '*d}{name}{type(x).__name__}({x.op}, {x.dtype}, arg={x.argstr()}{x.tagstr()}, src=(")
+      work.append("))")
+      for s in reversed(x.src): work.extend([",", (s, d+2), "\n"])
   return "".join(out)
 
 class _UOpMethods:
