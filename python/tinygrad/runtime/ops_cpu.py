@@ -90,9 +90,11 @@ def _load_shared_object(lib:bytes) -> ctypes.CDLL:
   for d in (None, cache_dir):
     try:
       if d is not None: os.makedirs(d, exist_ok=True)
-      with tempfile.NamedTemporaryFile(suffix=".so", dir=d, delete=False) as f: f.write(lib)
-      try: return ctypes.CDLL(f.name)
-      finally: os.unlink(f.name)
+      fd, path = tempfile.mkstemp(suffix=".so", prefix="tinygrad-", dir=d)
+      try:   # removed whatever happens (a failed write, a failed dlopen, an interrupt)
+        with os.fdopen(fd, "wb") as f: f.write(lib)
+        return ctypes.CDLL(path)
+      finally: os.unlink(path)
     except OSError as e: errors.append(f"{d or tempfile.gettempdir()}: {e}")
   raise RuntimeError("could not load the compiled kernel: " + "; ".join(errors))
 
