@@ -10,6 +10,7 @@ import inspect
 import os
 import pathlib
 import re
+import threading
 from collections import defaultdict
 from dataclasses import dataclass, replace
 from typing import Any, Generic, Iterator, Sequence, TypeVar, TYPE_CHECKING
@@ -30,6 +31,8 @@ class _Device:
     self._devices = sorted(x.stem[len("ops_"):].upper() for x in (pathlib.Path(__file__).parent / "runtime").iterdir()
                            if x.stem.startswith("ops_") and x.suffix == ".py")
     self._opened_devices: set[str] = set()
+    self._opened: dict[str, Compiled] = {}
+    self._open_lock = threading.Lock()
   @functools.cache  # a method cache is fine on a singleton
   def _canonicalize(self, device:str) -> str:
     d = device.split(":", 1)[0].upper()
@@ -51,8 +54,12 @@ class _Device:
     if name not in self._devices: raise RuntimeError(f"unknown device {ix!r}, the devices are {', '.join(self._devices)}")
     module = importlib.import_module(f"tinygrad.runtime.ops_{name.lower()}")
     return next(cls for cname, cls in inspect.getmembers(module) if cname.lower() == name.lower() + "device")
-  @functools.cache
   def __get_canonicalized_item(self, ix:str) -> Compiled:
+    if (ret := self._opened.get(ix)) is not None: return ret
+    with self._open_lock:   # two threads opening a device at once must get the same one
+      if (ret := self._opened.get(ix)) is None: ret = self._opened[ix] = self.__open(ix)
+    return ret
+  def __open(self, ix:str) -> Compiled:
     ret = self.get_class(ix)(ix)
     if DEBUG >= 1: print(f"opened device {ix} from pid:{os.getpid()}")
     self._opened_devices.add(ix)
@@ -142,8 +149,9 @@ class Buffer:
     else:
       self._buf = self.allocator.alloc(self.nbytes, self.options)
       if self.options is None or self.options.external_ptr is None:
-        GlobalCounters.mem_used += self.nbytes
-        GlobalCounters.mem_used_per_device[self.device] += self.nbytes
+        with GlobalCounters.lock:
+          GlobalCounters.mem_used += self.nbytes
+          GlobalCounters.mem_used_per_device[self.device] += self.nbytes
     if DEBUG >= 7: print(f"buffer: allocate {self.nbytes} bytes on {self.device}")
     self._allocated = True
     return self
@@ -153,8 +161,9 @@ class Buffer:
     if self._base is not None: self._base.allocated_views -= 1
     elif self._owned:
       if self.options is None or self.options.external_ptr is None:
-        GlobalCounters.mem_used -= self.nbytes
-        GlobalCounters.mem_used_per_device[self.device] -= self.nbytes
+        with GlobalCounters.lock:
+          GlobalCounters.mem_used -= self.nbytes
+          GlobalCounters.mem_used_per_device[self.device] -= self.nbytes
       # memory that numpy (or anyone) still sees must not be handed out again
       options = replace(self.options or BufferSpec(), nolru=True) if self._exported else self.options
       self.allocator.free(self._buf, self.nbytes, options)
@@ -264,7 +273,8 @@ class LRUAllocator(Allocator, Generic[DeviceType]):
     self.cache: dict[tuple[int, BufferSpec|None], list] = defaultdict(list)
     super().__init__(dev)
   def alloc(self, size:int, options:BufferSpec|None=None):
-    if len(c := self.cache[(size, options)]): return c.pop()
+    # pop, not check-then-pop: another thread may take the last cached allocation in between
+    with contextlib.suppress(IndexError): return self.cache[(size, options)].pop()
     try: return super().alloc(size, options)
     except MemoryError:
       self.free_cache()

@@ -426,6 +426,7 @@ class GlobalCounters:
   kernel_count: ClassVar[int] = 0
   mem_used: ClassVar[int] = 0                                           # not cleared by reset()
   mem_used_per_device: ClassVar[defaultdict] = defaultdict(int)         # not cleared by reset()
+  lock: ClassVar = threading.RLock()                                    # held while updating from several threads (reentrant: __del__)
   @staticmethod
   def reset(): GlobalCounters.global_ops, GlobalCounters.global_mem, GlobalCounters.time_sum_s, GlobalCounters.kernel_count = 0, 0, 0.0, 0
 

@@ -3,6 +3,7 @@ realize() schedules the graph into kernels (tinygrad.schedule), which are lowere
 from __future__ import annotations
 import hashlib
 import math
+import threading
 import time
 from typing import Any
 from tinygrad.uop.ops import UOp, Ops
@@ -15,6 +16,8 @@ from tinygrad.schedule.shape import shape_of
 from tinygrad.engine.realize import run_schedule
 
 __all__ = ["Tensor"]
+
+_rng_lock = threading.Lock()   # threads drawing at once must each advance the counter (else they get the same numbers)
 
 def _canon_device(device:str|None) -> str: return Device.canonicalize(device) if device is not None else Device.DEFAULT
 
@@ -204,6 +207,9 @@ class Tensor(OperatorMixin):
   @staticmethod
   def _next_counter(device:str, num:int) -> tuple[Tensor, Tensor]:
     """(key, counter) for drawing num 32-bit words on device: two uint32 tensors of shape (2,), the counter as [low, high]."""
+    with _rng_lock: return Tensor._next_counter_locked(device, num)
+  @staticmethod
+  def _next_counter_locked(device:str, num:int) -> tuple[Tensor, Tensor]:
     if device not in Tensor._device_seeds:
       dev_key = int.from_bytes(hashlib.sha256(len(Tensor._device_seeds).to_bytes(4, "big")).digest(), "big")
       Tensor._device_seeds[device] = Tensor([dev_key & 0xffffffff, Tensor._seed & 0xffffffff], device=device, dtype=dtypes.uint32)
