@@ -15,7 +15,7 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 from typing import Any, Generic, Iterator, Sequence, TypeVar, TYPE_CHECKING
 from tinygrad.helpers import DEBUG, LRU, CCACHE, ALLOW_DEVICE_USAGE, MAX_BUFFER_SIZE, DEV, GlobalCounters, diskcache_get, diskcache_put
-from tinygrad.helpers import select_by_name, select_first_inited, flat_mv, size_to_str, suppress_finalizing
+from tinygrad.helpers import select_by_name, select_first_inited, flat_mv, size_to_str, suppress_finalizing, check_host_alloc
 from tinygrad.dtype import DType, dtypes, _to_np_dtype, from_storage_scalar, storage_fmt_for_dtype
 if TYPE_CHECKING:
   from tinygrad.renderer import Renderer, ProgramSpec
@@ -251,8 +251,10 @@ class Allocator(Generic[DeviceType]):
   def __init__(self, dev:DeviceType):
     self.dev: DeviceType = dev
     self.default_buffer_spec: BufferSpec = BufferSpec()
+  host_memory = False   # True where the device's memory is the host's: sizes over the machine's memory fail before allocating
   def alloc(self, size:int, options:BufferSpec|None=None):
     if size < 0: raise ValueError(f"alloc size must be >= 0, got {size}")
+    if self.host_memory: check_host_alloc(size, f"a buffer on {self.dev.device}")
     # a zero-byte buffer still gets a distinct, valid address
     try: return self._alloc(max(size, 1), options if options is not None else self.default_buffer_spec)
     except (RuntimeError, MemoryError, OSError) as e:

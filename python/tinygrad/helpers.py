@@ -533,6 +533,24 @@ if getenv("DEBUG_GC"):
       cpu_events.append(ProfileRangeEvent("GC", f"collected: {info['collected']} (gen {info['generation']})", _gc_start, perf_counter_us()))
   if PROFILE: gc.callbacks.append(_gc_callback)
 
+# *** host memory ***
+
+@functools.cache
+def host_memory() -> int:
+  """Bytes of RAM plus swap on this machine (0 when unknown): no host allocation can be bigger."""
+  try:
+    with open("/proc/meminfo") as f: info = {k: int(v.split()[0]) * 1024 for k, v in (line.split(":", 1) for line in f if ":" in line)}
+    return info["MemTotal"] + info.get("SwapTotal", 0)
+  except (OSError, KeyError, ValueError, IndexError):
+    try: return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError): return 0
+
+def check_host_alloc(nbytes:int, what:str) -> None:
+  """MemoryError, before anything is allocated, when nbytes can't fit in this machine's memory (the OOM killer would end the process
+  part way instead)."""
+  if (mem := host_memory()) and nbytes > mem:
+    raise MemoryError(f"{what} needs {size_to_str(nbytes)}, more than this machine's memory and swap ({size_to_str(mem)})")
+
 # *** disk cache (sqlite) ***
 # Values are stored as plain data (bytes, or JSON of None/bool/int/float/str/bytes/list/tuple/dict), never as pickles: anyone who can
 # write the cache file (or hand it to the user) would otherwise run code when it is read. Each row also holds a checksum of its table,

@@ -9,7 +9,7 @@ from typing import Any
 from tinygrad.uop.ops import UOp, Ops
 from tinygrad.mixin.mathtraits import OperatorMixin
 from tinygrad.dtype import DType, DTypeLike, dtypes, to_dtype, least_upper_dtype, strong_dtype, sum_acc_dtype, _to_np_dtype, _from_np_dtype, bitcast
-from tinygrad.helpers import prod, argfix, make_tuple, ceildiv
+from tinygrad.helpers import prod, argfix, make_tuple, ceildiv, check_host_alloc
 from tinygrad.device import Device
 from tinygrad.schedule import new_buffer, buffer_view, buffers, realized, as_buffer, create_schedule, schedule_to_linear
 from tinygrad.schedule.shape import shape_of
@@ -49,6 +49,8 @@ class Tensor(OperatorMixin):
       return
     if isinstance(data, (bool, int, float)):
       dt = dtype or strong_dtype(_weak(data))
+      if isinstance(data, int) and not isinstance(data, bool) and dtypes.is_int(dt) and not dt.min <= data <= dt.max:
+        raise OverflowError(f"Python int {data} doesn't fit in {dt} (range [{dt.min}, {dt.max}])")
       self.uop = UOp.const(dt.const(data), dt)
       return
     import numpy as np
@@ -64,7 +66,7 @@ class Tensor(OperatorMixin):
       if npdt is not None and arr.dtype != npdt: arr = arr.astype(npdt)
       elif npdt is None: arr = arr.astype(np.float32)
     else: raise TypeError(f"can't make a Tensor from {type(data).__name__}")
-    arr = np.ascontiguousarray(arr)
+    arr = np.ascontiguousarray(arr).reshape(arr.shape)   # ascontiguousarray makes a 0-d array 1-d
     buf = new_buffer(self._device, arr.size, _from_np_dtype(arr.dtype))
     buffers[buf].allocate().copyin(memoryview(arr.reshape(-1).view(np.uint8)))
     self.uop = buffer_view(buf, arr.shape)
@@ -86,6 +88,8 @@ class Tensor(OperatorMixin):
     if not self.shape: raise TypeError("len() of a 0-d tensor")
     return self.shape[0]
   def __repr__(self): return f"<Tensor {self.shape} {self.dtype} on {self.device}>"
+  # as in tinygrad: `if t:`, `t in list`, `a == b and ...` would otherwise be silently True for any tensor
+  def __bool__(self): raise TypeError("__bool__ on Tensor is not defined")
   def _new(self, u:UOp) -> Tensor:
     ret = Tensor.__new__(Tensor)
     ret.uop, ret._device, ret.requires_grad = u, self._device, None
@@ -150,13 +154,13 @@ class Tensor(OperatorMixin):
   # ***** creation *****
   @staticmethod
   def empty(*shape, device:str|None=None, dtype:DTypeLike|None=None) -> Tensor:
-    shape, dt = argfix(*shape), to_dtype(dtype) if dtype is not None else dtypes.default_float
+    shape, dt = Tensor._check_shape(shape, "empty"), to_dtype(dtype) if dtype is not None else dtypes.default_float
     buf = new_buffer(_canon_device(device), prod(shape), dt)
     buffers[buf].allocate()
     return Tensor(buffer_view(buf, shape), device=device)
   @staticmethod
   def full(shape, fill_value, device:str|None=None, dtype:DTypeLike|None=None) -> Tensor:
-    shape = make_tuple(shape, 1) if isinstance(shape, int) else tuple(shape)
+    shape = Tensor._check_shape(make_tuple(shape, 1) if isinstance(shape, int) else tuple(shape), "full")
     return Tensor(fill_value, device=device, dtype=dtype).reshape((1,) * len(shape)).expand(shape)
   @staticmethod
   def zeros(*shape, device:str|None=None, dtype:DTypeLike|None=None) -> Tensor:
@@ -170,7 +174,9 @@ class Tensor(OperatorMixin):
     if stop is None: start, stop = 0, start
     dt = to_dtype(dtype) if dtype is not None else (dtypes.default_float if any(isinstance(x, float) for x in (start, stop, step))
                                                      else dtypes.default_int)
+    if step == 0: raise ValueError("arange needs a nonzero step")
     n = max(math.ceil((stop - start) / step), 0)
+    check_host_alloc(n * 8, f"arange of {n} elements")   # its values are built on the host first
     if all(isinstance(v, int) for v in (start, stop, step)): vals = start + np.arange(n, dtype=np.int64) * step
     else: vals = np.array([start + i * step for i in range(n)], dtype=np.float64 if dtypes.is_float(dt) else np.int64)
     return Tensor(vals, device=device, dtype=dt)
@@ -182,6 +188,7 @@ class Tensor(OperatorMixin):
     return (rows.unsqueeze(1) == cols.unsqueeze(0)).cast(dtype or dtypes.default_float)
   @staticmethod
   def linspace(start, stop, steps:int, device:str|None=None, dtype:DTypeLike|None=None) -> Tensor:
+    if not isinstance(steps, int) or isinstance(steps, bool): raise TypeError(f"linspace needs an int number of steps, got {steps!r}")
     if steps < 0: raise ValueError(f"linspace needs steps >= 0, got {steps}")
     dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
     if steps == 1: return Tensor([start], device=device, dtype=dt)
@@ -268,6 +275,7 @@ class Tensor(OperatorMixin):
     dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
     if not dtypes.is_float(dt) or dt in dtypes.weaks or dt in dtypes.fp8s: raise ValueError(f"rand needs a float dtype, got {dt}")
     shape, device = Tensor._check_shape(shape, "rand"), _canon_device(device)
+    check_host_alloc(prod(shape) * dt.itemsize, f"rand of shape {shape}")
     if prod(shape) == 0: return Tensor.zeros(shape, device=device, dtype=dt)
     key, counter = Tensor._next_counter(device, ceildiv(prod(shape) * dt.itemsize, 4))
     out = Tensor._bits_to_rand(Tensor._random_bits(key, counter, ceildiv(prod(shape) * dt.itemsize, 4)), shape, dt)
@@ -290,7 +298,11 @@ class Tensor(OperatorMixin):
       raise TypeError(f"randint needs int low and high, got {low=}, {high=}")
     if not dtypes.is_int(dt := to_dtype(dtype)): raise TypeError(f"randint needs an int dtype, got {dt}")
     if low >= high: raise ValueError(f"randint needs low < high, got {low=}, {high=}")
-    return Tensor.uniform(*shape, low=low, high=high, dtype=dt, **kwargs)
+    if not (dt.min <= low and high - 1 <= dt.max): raise OverflowError(f"randint range [{low}, {high}) doesn't fit in {dt}")
+    # floor(u * n) of a uniform u in [0, 1) stays below n (never rounds up to it) when n fits the float's mantissa
+    if (n := high - low) > 2 ** 53: raise ValueError(f"randint can draw from at most 2**53 values, got [{low}, {high})")
+    u = Tensor.rand(*Tensor._check_shape(shape, "randint"), dtype=dtypes.float32 if n <= 2 ** 24 else dtypes.float64, **kwargs)
+    return ((u * n).cast(dtypes.int64) + low).cast(dt)
   @staticmethod
   def uniform(*shape, low=0.0, high=1.0, dtype:DTypeLike|None=None, **kwargs) -> Tensor:
     """Uniform random values in [low, high)."""
@@ -547,11 +559,13 @@ class Tensor(OperatorMixin):
 
   def __getitem__(self, indices) -> Tensor:
     idx = list(indices) if isinstance(indices, tuple) else [indices]
+    if adv := [type(i).__name__ for i in idx if not (i is None or i is Ellipsis or isinstance(i, (int, slice)))]:
+      raise TypeError(f"indexing with {adv[0]} (advanced indexing) is not supported yet: use ints, slices, None and ...")
     if sum(i is Ellipsis for i in idx) > 1: raise IndexError("an index can only have a single ellipsis")
     n_real = sum(1 for i in idx if i is not None and i is not Ellipsis)
     if n_real > self.ndim: raise IndexError(f"too many indices for tensor of dimension {self.ndim} (shape {self.shape})")
-    if Ellipsis in idx:
-      e = idx.index(Ellipsis)
+    if any(i is Ellipsis for i in idx):
+      e = next(k for k, i in enumerate(idx) if i is Ellipsis)
       idx = idx[:e] + [slice(None)] * (self.ndim - n_real) + idx[e+1:]
     else: idx += [slice(None)] * (self.ndim - n_real)
     x, dim, final = self, 0, []

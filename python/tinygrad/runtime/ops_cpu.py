@@ -66,6 +66,7 @@ def _root(buf:CPUBuffer) -> CPUBuffer:
   return buf
 
 class CPUAllocator(LRUAllocator['CPUDevice']):
+  host_memory = True
   def _alloc(self, size:int, options:BufferSpec) -> CPUBuffer:
     if options.external_ptr is not None: return CPUBuffer(to_mv(options.external_ptr, size), options.external_ptr, size)
     # page aligned (so any vector access is aligned to its element), zero filled lazily by the OS, unmapped when unreferenced
