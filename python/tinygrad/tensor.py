@@ -99,12 +99,13 @@ class Tensor(OperatorMixin):
   def schedule(self, *lst:Tensor):
     """The kernels realize() would run (a list of ScheduleItems, in run order), and {tensor uop: BUFFER}. Nothing runs and the
     tensors are unchanged; see schedule_linear for tinygrad 0.14's form."""
+    _tensors("schedule", lst)
     return create_schedule([t.uop for t in (self,) + lst], [t.device for t in (self,) + lst])
   def linear_with_vars(self, *lst:Tensor) -> tuple[UOp, dict[str, int]]:
     """tinygrad 0.14's schedule API: the LINEAR UOp that realizes these tensors (src: one CALL(kernel AST, *BUFFERs) per kernel or
     copy, in run order) and the values of its symbolic variables (none yet: always {}). As in tinygrad, the tensors now refer to
     their output buffers, which hold the data once `tinygrad.engine.realize.run_linear(linear, var_vals)` has run it."""
-    tensors = (self,) + lst
+    tensors = (self,) + _tensors("linear_with_vars", lst)
     items, bufs = create_schedule([t.uop for t in tensors], [t.device for t in tensors])
     _bind_buffers(tensors, bufs)
     return schedule_to_linear(items), {}
@@ -114,7 +115,7 @@ class Tensor(OperatorMixin):
     if var_vals: raise RuntimeError(f"schedule_linear can't bind variables {sorted(var_vals)}: use linear_with_vars")
     return linear
   def realize(self, *lst:Tensor) -> Tensor:
-    tensors = (self,) + lst
+    tensors = (self,) + _tensors("realize", lst)
     items, bufs = create_schedule([t.uop for t in tensors], [t.device for t in tensors])
     run_schedule(items)
     _bind_buffers(tensors, bufs)
@@ -437,7 +438,8 @@ class Tensor(OperatorMixin):
     """Threefry-2x32 (20 rounds) of the uint64 counters in self under the uint64 key: a counter-based random bit generator. The
     kernel AST keeps it as one THREEFRY op; the codegen decomposes it into uint32 adds, xors and rotations."""
     a, b = self._broadcasted(key)
-    if a.dtype is not dtypes.uint64: raise RuntimeError(f"threefry needs uint64 tensors, got {self.dtype} and {key.dtype}")
+    if a.dtype is not dtypes.uint64:
+      raise RuntimeError(f"threefry needs uint64 tensors, got {self.dtype} and {getattr(key, 'dtype', type(key).__name__)}")
     return a._alu(Ops.THREEFRY, b)
 
   # unary math (ints compute in the default float)
@@ -511,6 +513,7 @@ class Tensor(OperatorMixin):
     if len(shape) < self.ndim: raise RuntimeError(f"can't expand {self.shape} to {shape}: fewer dims")
     x = self.reshape((1,) * (len(shape) - self.ndim) + self.shape) if len(shape) > self.ndim else self
     new = tuple(o if s == -1 else s for s, o in zip(shape, x.shape))
+    if not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in new): raise ValueError(f"invalid expand shape {shape}")
     if any(o != 1 and o != s for s, o in zip(new, x.shape)): raise RuntimeError(f"can't expand {self.shape} to {shape}")
     return x if new == x.shape else x._new(UOp(Ops.EXPAND, self.dtype, (x.uop,), new))
   def pad(self, padding, value:float=0.0) -> Tensor:
@@ -608,7 +611,7 @@ class Tensor(OperatorMixin):
 
   # ***** combining *****
   def cat(self, *args:Tensor, dim:int=0) -> Tensor:
-    tensors = (self,) + args
+    tensors = (self,) + _tensors("cat", args)
     self._same_device(*args)
     d = self._norm_axis(dim)
     for t in tensors:
@@ -624,7 +627,8 @@ class Tensor(OperatorMixin):
   @staticmethod
   def stack(*args:Tensor, dim:int=0) -> Tensor:
     if len(args) == 1 and isinstance(args[0], (list, tuple)): args = tuple(args[0])
-    d = args[0]._norm_axis(dim, extra=1)
+    if not args: raise ValueError("stack needs at least one tensor")
+    d = _tensors("stack", args)[0]._norm_axis(dim, extra=1)
     return args[0].unsqueeze(d).cat(*[t.unsqueeze(d) for t in args[1:]], dim=d)
 
   def dot(self, w:Tensor) -> Tensor: return self.matmul(w)
@@ -648,6 +652,10 @@ def _bind_buffers(tensors:tuple[Tensor, ...], bufs:dict[UOp, UOp]) -> None:
     if view is not t.uop:
       realized[t.uop] = view
       t.uop = view
+
+def _tensors(what:str, ts) -> tuple[Tensor, ...]:
+  if bad := [type(t).__name__ for t in ts if not isinstance(t, Tensor)]: raise TypeError(f"{what} takes Tensors, got {', '.join(bad)}")
+  return tuple(ts)
 
 def _nonempty(data) -> bool:
   return len(data) > 0 and (not isinstance(data[0], (list, tuple)) or any(_nonempty(d) for d in data))
