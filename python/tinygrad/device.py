@@ -306,6 +306,7 @@ class Compiler:
     self.cachekey = cachekey
     self._mem: dict[str, bytes] = {}
     self.stats = {"compiled": 0, "mem_hits": 0, "disk_hits": 0}
+    self._lock = threading.Lock()   # guards _mem and stats (threads may compile at once; the compiling itself runs unlocked)
   def cache_id(self) -> str:
     """What besides the source determines the binary (compiler path, flags); part of the cache key."""
     return type(self).__name__
@@ -320,19 +321,21 @@ class Compiler:
     keys = [self.cache_key(src) for src in srcs]
     use_disk = self.cachekey is not None and CCACHE
     missing: dict[str, str] = {}   # key -> source, each distinct source once
-    for src, key in zip(srcs, keys):
-      if key in self._mem: self.stats["mem_hits"] += 1
-      elif key in missing: pass   # the same source twice in this call: compiled once
-      elif use_disk and isinstance(lib := diskcache_get(self.cachekey, key), bytes):
-        self.stats["disk_hits"] += 1
-        self._mem[key] = lib
-      else: missing[key] = src
-    if missing:
-      for key, lib in zip(missing, self.compile_many(list(missing.values()))):
+    with self._lock:
+      for src, key in zip(srcs, keys):
+        if key in self._mem: self.stats["mem_hits"] += 1
+        elif key in missing: pass   # the same source twice in this call: compiled once
+        elif use_disk and isinstance(lib := diskcache_get(self.cachekey, key), bytes):
+          self.stats["disk_hits"] += 1
+          self._mem[key] = lib
+        else: missing[key] = src
+    libs = dict(zip(missing, self.compile_many(list(missing.values())))) if missing else {}
+    with self._lock:
+      for key, lib in libs.items():
         self.stats["compiled"] += 1
         if use_disk: diskcache_put(self.cachekey, key, lib)
         self._mem[key] = lib
-    return [self._mem[key] for key in keys]
+      return [self._mem[key] for key in keys]
   def disassemble(self, lib:bytes): pass
 
 def numbered_source(src:str) -> str: return "\n".join(f"{i+1:4d}  {line}" for i, line in enumerate(src.splitlines()))
