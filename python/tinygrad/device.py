@@ -361,9 +361,13 @@ class Program(Generic[DeviceType]):
 class Compiled:
   """A device: its allocator, its renderers (the first that can be built is used; DEV=CPU:<RENDERER> picks one), the compiler of the
   chosen renderer, and its runtime (a Program class)."""
-  def __init__(self, device:str, allocator:Allocator, renderers:Sequence[type[Renderer]], runtime:type[Program]|None, graph:Any=None,
-               arch:str|None=None):
-    self.device, self.allocator, self.runtime_t, self.graph, self.renderers, self.arch = device, allocator, runtime, graph, list(renderers), arch
+  def __init__(self, device:str, allocator:Allocator, renderers:Sequence[type[Renderer]|tuple[type[Renderer], type[Compiler]]],
+               runtime:type[Program]|None, graph:Any=None, arch:str|None=None):
+    # a renderer comes with the compiler this device builds its source with: the pairing lives here, in the runtime, so renderers
+    # (a lower layer) never import a compiler; a renderer given alone keeps its own (the base Compiler, which builds nothing)
+    pairs = [r if isinstance(r, tuple) else (r, None) for r in renderers]
+    self.renderers, self._compiler_for = [r for r, _ in pairs], {r: c for r, c in pairs if c is not None}
+    self.device, self.allocator, self.runtime_t, self.graph, self.arch = device, allocator, runtime, graph, arch
     self.device_id = int(idx) if ":" in device and (idx := device.split(":")[1]).isdigit() else 0
     self.cached_renderer: dict[Any, Renderer] = {}
     self._programs: dict[tuple[str, str], Program] = {}
@@ -376,7 +380,12 @@ class Compiled:
     if not self.renderers: raise RuntimeError(f"{self.device} has no renderer")
     t = DEV.target(self.device.split(":")[0], **({"arch": self.arch} if self.arch else {}))
     cands = select_by_name(self.renderers, self._renderer_name, t.renderer, f"{self.device} has no renderer {t.renderer!r}")
-    return select_first_inited(cands, f"No renderer for {self.device}", self.cached_renderer, t)
+    key = (tuple(cands), t)
+    if (ren := self.cached_renderer.get(key)) is None:
+      ren = select_first_inited(cands, f"No renderer for {self.device}", None, t)
+      if (comp := self._compiler_for.get(type(ren))) is not None: ren.compiler = comp()
+      self.cached_renderer[key] = ren
+    return ren
   @property
   def compiler(self) -> Compiler: return self.renderer.compiler
   def runtime(self, name:str, lib:bytes, spec:ProgramSpec|None=None) -> Program:
@@ -401,7 +410,7 @@ class Compiled:
     prg = self.get_program(spec)
     for slot, b in zip(spec.globals, bufs):
       if slot in spec.outs: b.ensure_allocated().before_write()
-    return prg(*[b.ensure_allocated()._buf for b in bufs], global_size=spec.global_size, local_size=spec.local_size,
-               vals=spec.vals(var_vals), wait=wait)
+    global_size, local_size = spec.launch_dims(var_vals)
+    return prg(*[b.ensure_allocated()._buf for b in bufs], global_size=global_size, local_size=local_size, vals=spec.vals(var_vals), wait=wait)
   def synchronize(self) -> None: pass
   def finalize(self) -> None: pass

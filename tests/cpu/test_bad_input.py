@@ -18,7 +18,6 @@ def test_int_that_does_not_fit_overflows(data, dtype):
 def test_ints_that_fit():
   assert Tensor(2**40 + 5, dtype=dtypes.int64).item() == 2**40 + 5 and Tensor(-(2**31)).item() == -(2**31)
   assert Tensor(2**64 - 1, dtype=dtypes.uint64).item() == 2**64 - 1 and Tensor(2**70, dtype=dtypes.float32).item() == np.float32(2**70)
-  with pytest.raises(OverflowError): Tensor([1], dtype=dtypes.int8) + 300   # as numpy: the Python int must fit the tensor's dtype
   assert (Tensor([1], dtype=dtypes.int8) + 100).tolist() == [101]
 
 @pytest.mark.parametrize("make", [lambda: Tensor.full((-1,), 3), lambda: Tensor.zeros(-3), lambda: Tensor.ones(2, -1), lambda: Tensor.empty(-2),

@@ -1,25 +1,41 @@
 """Codegen: a kernel AST (from tinygrad.schedule) becomes a linear list of UOps for a renderer, then a ProgramSpec.
 
-Before the passes, tinygrad/codegen/opt.py optimizes the AST for the device (threading, unrolling, upcasting).
-Passes, in order (each a module-level PatternMatcher run by graph_rewrite, except the final ordering):
+`full_rewrite_to_sink` runs the list PASSES: each a (name, PatternMatcher or function, ctx factory) entry, a PatternMatcher run by
+one graph_rewrite with that name (so TRACK_MATCH_STATS and the rewrite log show it). lower_ast adds the ordering and the SPEC checks.
+  optimize      tinygrad/codegen/opt.py shapes the AST for the renderer's capabilities (threading, unrolling, upcasting; NOOPT=1: off)
+                  by splitting its RANGEs into THREAD/LOOP/UPCAST/REDUCE/UNROLL ranges
+  pm_expand       UNROLL and UPCAST ranges -> their lanes (tinygrad/codegen/expander.py): vector loads/stores, per-lane REDUCEs
+  pm_render_forms the one spelling the tensor graph has for each op (tinygrad/mixin/mathtraits.py) back to the ops renderers print
+                  directly: x*-1 -> NEG, a+NEG(b) -> SUB, a*RECIPROCAL(b) -> FDIV (before constant folding could turn 1/3 into
+                  0.333..., so a/3 rounds once, as written), CMPNE(CMPNE(a, b), True) -> CMPEQ, minimum's max of negations -> a
+                  WHERE over CMPLT. Value dtypes only: index arithmetic (weak ints) keeps its form for the symbolic rules.
   pm_decomp       THREEFRY(x, key) (uint64) -> Threefry-2x32 in uint32 ADD/XOR/SHL/SHR (no renderer has a THREEFRY op)
   pm_const_fold   ALU/CAST of constants -> the constant (so `full(1) + full(2)` stores 3)
+  pm_add_specials THREAD/GLOBAL/LOCAL ranges -> SPECIAL launch dims: "core_id" for THREAD, "gidx<i>"/"lidx<i>" for the i-th
+                  GLOBAL/LOCAL range by axis id (the renderer contract, tinygrad/renderer/__init__.py); they get no loop and no END
   pm_end_loops    STORE of the SINK -> END(...END(STORE, innermost LOOP range)..., outermost range)
   pm_reduce       REDUCE(x, *ranges, arg=(op,)) -> a register accumulator slot i:
                     acc = BUFFER(REG); STORE(INDEX(AFTER(acc, *loop ranges), i), identity)
                     in the loop: STORE(INDEX(AFTER(acc, init, *reduce ranges), i), op(LOAD(that), x)), closed by END per range
                     the value: LOAD(INDEX(AFTER(acc, END), i))
                   REDUCEs over the same ranges (an upcast reduce kernel's lanes) share the loop: their updates are one GROUP.
-  linearize       orders the graph into blocks: everything a loop body needs that does not depend on the loop is placed before
-                  the RANGE (loop-invariant code motion falls out of this), then the RANGE, the body and its END.
+  pm_lower_index  (codegen/index_dtype.py) every weakint UOp (index math, RANGE, SPECIAL, sizes, variables) -> int32, or int64
+                  where its bounds need it; FLOORDIV/FLOORMOD -> CDIV/CMOD (shifts/masks by powers of two), exact for negative dividends.
+  linearize       orders the graph into blocks (PARAMs and BUFFERs first, then the SPECIALs): everything a loop body needs that
+                  does not depend on the loop is placed before the RANGE (loop-invariant code motion falls out of this), then the
+                  RANGE, the body and its END.
 """
 from __future__ import annotations
 from dataclasses import dataclass, field
+from typing import Any, Callable, TYPE_CHECKING
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, GroupOp, ParamArg, AxisType, exec_alu
 from tinygrad.dtype import dtypes, AddrSpace
 from tinygrad.helpers import SPEC
 from tinygrad.schedule.indexing import iconst
 from tinygrad.schedule import reduce_identity as _identity
+from tinygrad.codegen.index_dtype import pm_lower_index
+if TYPE_CHECKING:
+  from tinygrad.renderer import Renderer
 
 def _u(op:Ops, a:UOp, b:UOp|int) -> UOp: return UOp(op, a.dtype, (a, b if isinstance(b, UOp) else UOp.const(b, a.dtype)))
 def _cast(x:UOp, dt) -> UOp: return UOp(Ops.CAST, dt, (x,), dt)
@@ -39,6 +55,25 @@ def _threefry2x32(x:UOp, key:UOp) -> UOp:
     a, b = _u(Ops.ADD, a, ks[i % 3]), _u(Ops.ADD, _u(Ops.ADD, b, ks[(i + 1) % 3]), i + 1)
   return _u(Ops.OR, _u(Ops.SHL, _cast(b, u64), 32), _cast(a, u64))
 
+def _neg(m:UOp) -> UOp|None:
+  if m.dtype in dtypes.weaks or m.dtype is dtypes.bool: return None
+  for x, c in (m.src, m.src[::-1]):
+    if c.op is Ops.CONST and c.arg == -1: return UOp(Ops.NEG, m.dtype, (x,))
+  return None
+
+def _min(m:UOp, a:UOp, b:UOp) -> UOp: return UOp(Ops.WHERE, m.dtype, (UOp(Ops.CMPLT, dtypes.bool, (b, a)), b, a))
+
+pm_render_forms = PatternMatcher([
+  (UPat(Ops.MUL, name="m"), _neg),
+  (UPat(Ops.ADD, src=[UPat.var("a"), UPat(Ops.NEG, src=(UPat.var("b"),))], name="s"), lambda s, a, b: UOp(Ops.SUB, s.dtype, (a, b))),
+  (UPat(Ops.MUL, src=[UPat.var("a"), UPat(Ops.RECIPROCAL, src=(UPat.var("b"),))], name="m"), lambda m, a, b: UOp(Ops.FDIV, m.dtype, (a, b))),
+  (UPat(Ops.CMPNE, src=[UPat(Ops.CMPNE, src=(UPat.var("a"), UPat.var("b"))), UPat.const(True)]), lambda a, b: UOp(Ops.CMPEQ, dtypes.bool, (a, b))),
+  # minimum: -max(-a, -b) (floats) and k^max(k^a, k^b) (ints, k the dtype's min+max) are b<a ? b : a, bit for bit (NaN and -0.0 too)
+  (UPat(Ops.NEG, src=(UPat(Ops.MAX, src=[UPat(Ops.NEG, src=(UPat.var("a"),)), UPat(Ops.NEG, src=(UPat.var("b"),))]),), name="m"), _min),
+  (UPat(Ops.XOR, src=[UPat(Ops.MAX, src=[UPat(Ops.XOR, src=[UPat.var("a"), UPat.cvar("k")]), UPat(Ops.XOR, src=[UPat.var("b"), UPat.cvar("k")])]),
+                      UPat.cvar("k")], name="m"), lambda m, a, b, k: _min(m, a, b) if k.arg == m.dtype.min + m.dtype.max else None),
+])
+
 pm_decomp = PatternMatcher([(UPat(Ops.THREEFRY, dtype=dtypes.uint64, src=(UPat.var("x"), UPat.var("key"))), _threefry2x32)])
 
 def _fold(x:UOp) -> UOp|None:
@@ -51,8 +86,10 @@ def _fold(x:UOp) -> UOp|None:
 
 pm_const_fold = PatternMatcher([(UPat(tuple(GroupOp.ALU | {Ops.CAST, Ops.BITCAST}), name="x"), _fold)])
 
-def _loop_ranges(sink:UOp) -> list[UOp]: return sorted([u for u in sink.toposort() if u.op is Ops.RANGE and u.arg[1] is AxisType.LOOP],
-                                                         key=lambda r: r.arg[0])
+def _loop_ranges(sink:UOp) -> list[UOp]:
+  """The LOOP ranges, outermost first (by axis id, a split's outer part first: tinygrad/codegen/opt.py range_key)."""
+  loops = [u for u in sink.toposort() if u.op is Ops.RANGE and u.arg[-1] is AxisType.LOOP]
+  return sorted(loops, key=lambda r: r.arg[:-1])
 
 def _end_loops(sink:UOp) -> UOp|None:
   if not sink.src or any(s.op is not Ops.STORE for s in sink.src): return None
@@ -62,6 +99,25 @@ def _end_loops(sink:UOp) -> UOp|None:
   return sink.replace(src=(ret,))
 
 pm_end_loops = PatternMatcher([(UPat(Ops.SINK, name="sink"), _end_loops)])
+
+# ***** GPU dims and threads *****
+
+_SPECIAL_PREFIX = {AxisType.GLOBAL: "gidx", AxisType.LOCAL: "lidx"}
+
+def launch_dims(sink:UOp) -> dict[UOp, UOp]:
+  """RANGE -> SPECIAL for the ranges that become launch dimensions instead of loops."""
+  ret: dict[UOp, UOp] = {}
+  ranges = sorted([u for u in sink.toposort() if u.op is Ops.RANGE and u.arg[-1] in (AxisType.THREAD, *_SPECIAL_PREFIX)], key=lambda r: r.arg)
+  if len(threads := [r for r in ranges if r.arg[-1] is AxisType.THREAD]) > 1:
+    raise ValueError(f"kernel {getattr(sink.arg, 'name', sink.arg)} has {len(threads)} THREAD ranges, at most one is launched")
+  for kind, prefix in _SPECIAL_PREFIX.items():
+    if len(rs := [r for r in ranges if r.arg[-1] is kind]) > 3:
+      raise ValueError(f"kernel {getattr(sink.arg, 'name', sink.arg)} has {len(rs)} {kind} ranges, more than the 3 launch dims")
+    ret.update({r: UOp(Ops.SPECIAL, r.dtype, (r.src[0],), f"{prefix}{i}") for i, r in enumerate(rs)})
+  ret.update({r: UOp(Ops.SPECIAL, r.dtype, (r.src[0],), "core_id") for r in threads})
+  return ret
+
+pm_add_specials = PatternMatcher([(UPat(Ops.RANGE, name="r"), lambda ctx, r: ctx.get(r))])
 
 @dataclass
 class ReduceContext:
@@ -134,6 +190,8 @@ def linearize(sink:UOp) -> list[UOp]:
     out.append(u)
   for p in sorted([u for u in sink.toposort() if u.op in (Ops.PARAM, Ops.BUFFER)], key=lambda p: (p.op is Ops.BUFFER, p.arg.slot)):
     done.add(p); out.append(p)
+  # launch dims are defined once, at the top level
+  for sp in sorted([u for u in sink.toposort() if u.op is Ops.SPECIAL], key=lambda u: u.arg): emit(sp)
   for s in sink.src: emit(s)
   return out
 
@@ -145,24 +203,58 @@ class LoweredKernel:
   sink: UOp                      # after the graph passes
   uops: list[UOp] = field(default_factory=list)
 
-def lower_ast(ast:UOp, device:str|None=None) -> LoweredKernel:
-  """Lowers a kernel AST; with a device, the optimizations of tinygrad/codegen/opt.py for it are applied first (not under NOOPT=1)."""
+# (name, PatternMatcher or function sink -> sink, ctx factory (sink, renderer) -> ctx or None): the codegen, in order
+Pass = tuple[str, "PatternMatcher|Callable[[UOp, Any], UOp]", "Callable[[UOp, Any], Any]|None"]
+
+def _optimize(ast:UOp, ren:Renderer|None) -> UOp:
   from tinygrad.codegen.opt import optimize_ast
-  ast = optimize_ast(ast, device)
-  sink = graph_rewrite(ast, pm_decomp, name="decompositions")
-  sink = graph_rewrite(sink, pm_const_fold, name="constant folding")
-  sink = graph_rewrite(sink, pm_end_loops, name="end loops")
-  sink = graph_rewrite(sink, pm_reduce, ctx=ReduceContext(_loop_ranges(ast)), name="reduce to accumulator")
+  return optimize_ast(ast, ren)
+
+def _expand(ast:UOp, ren:Renderer|None) -> UOp:
+  from tinygrad.codegen.expander import pm_expand
+  return graph_rewrite(ast, pm_expand, name="expand upcast and unroll")
+
+PASSES: list[Pass] = [
+  ("optimize", _optimize, None),
+  ("expand upcast and unroll", _expand, None),
+  ("render forms", pm_render_forms, None),
+  ("decompositions", pm_decomp, None),
+  ("constant folding", pm_const_fold, None),
+  ("launch dims", pm_add_specials, lambda sink, ren: launch_dims(sink)),
+  ("end loops", pm_end_loops, None),
+  ("reduce to accumulator", pm_reduce, lambda sink, ren: ReduceContext(_loop_ranges(sink))),
+  ("lower index dtype", pm_lower_index, None),
+]
+
+def full_rewrite_to_sink(ast:UOp, ren:Renderer|None=None, passes:list[Pass]|None=None) -> UOp:
+  """The kernel AST after every codegen pass (PASSES unless given), ready to linearize. `ren` is the target: its capabilities steer
+  the optimizer and its extra_matcher (if any) runs last. Without one, the AST is not optimized."""
+  sink = ast
+  for name, pm, ctx in (PASSES if passes is None else passes) + ([("renderer", ren.extra_matcher, None)] if ren is not None and
+                                                                   ren.extra_matcher is not None else []):
+    if isinstance(pm, PatternMatcher): sink = graph_rewrite(sink, pm, ctx=None if ctx is None else ctx(sink, ren), name=name)
+    else: sink = pm(sink, ren)
+  return sink
+
+def _renderer(device:str|Renderer|None) -> Renderer|None:
+  if device is None or not isinstance(device, str): return device
+  from tinygrad.device import Device
+  return Device[device].renderer
+
+def lower_ast(ast:UOp, device:str|Renderer|None=None) -> LoweredKernel:
+  """Lowers a kernel AST; with a device (or its renderer), the optimizations of tinygrad/codegen/opt.py for the renderer's capabilities
+  are applied first (not under NOOPT=1)."""
+  sink = full_rewrite_to_sink(ast, _renderer(device))
   if SPEC:  # SPEC hook: the lowered kernel (tinygrad/uop/spec.py)
     from tinygrad.uop.spec import type_verify, spec_lowered
     type_verify(sink, spec_lowered, f"lowered kernel {sink.arg.name}")
   uops = linearize(sink)
   if SPEC:  # SPEC hook: the linear program (tinygrad/uop/spec.py)
-    from tinygrad.uop.spec import verify_linear
+    from tinygrad.renderer import verify_linear
     verify_linear(uops, f"linear program of {sink.arg.name}")
   return LoweredKernel(ast, sink, uops)
 
 def get_program(ast:UOp, renderer):
   """ProgramSpec for a kernel AST on a renderer."""
-  k = lower_ast(ast, renderer.device)
+  k = lower_ast(ast, renderer)
   return renderer.to_program(k.uops)

@@ -4,7 +4,8 @@
   SINK(STORE(INDEX(PARAM 0, out_idx), value), arg=KernelInfo)
 where `value` is built from LOAD(INDEX(PARAM i, idx)) (gated by `valid` where a PAD makes the index invalid), CONST, CAST and ALU
 ops, and REDUCE(x, *reduce_ranges, arg=(op,)). Indices are int expressions over RANGE UOps (AxisType.LOOP for the output,
-AxisType.REDUCE for reductions): movement ops never make kernels, they become index arithmetic here.
+AxisType.REDUCE for reductions, an inner AxisType.UNROLL of 4 in a long reduce): movement ops never make kernels, they become
+index arithmetic here.
 
 Inspecting a schedule from Python (nothing runs until asked):
   Tensor.schedule(*others)          -> ([ScheduleItem, ...] in run order, {tensor uop: BUFFER}); the tensors are left unchanged.
@@ -64,7 +65,8 @@ def as_buffer(u:UOp) -> UOp|None:
 @dataclass(frozen=True)
 class KernelInfo:
   name: str
-  def __repr__(self): return f"KernelInfo({self.name!r})"
+  opts: tuple = ()   # the optimizations applied to the kernel (tinygrad/codegen/opt.py's Opt), in order
+  def __repr__(self): return f"KernelInfo({self.name!r}{f', opts={self.opts!r}' if self.opts else ''})"
 
 @dataclass
 class ScheduleItem:
@@ -90,7 +92,7 @@ def schedule_to_linear(items:list[ScheduleItem]) -> UOp:
 
 # ***** lowering a tensor graph to a kernel AST *****
 
-MAX_INDEX_USES = 16  # distinct indices of one value in a kernel before it gets a buffer (an unrolled reduce needs UNROLL)
+MAX_INDEX_USES = 16  # distinct indices of one value in a kernel before it gets a buffer (an UNROLL range's lanes count once)
 UNROLL = 4      # reduce elements per loop iteration (a power of two)
 
 def reduce_identity(op:Ops, dt:DType) -> UOp:
@@ -180,16 +182,14 @@ class _KernelBuilder:
         total = prod(sub)
         # unroll: UNROLL consecutive elements per iteration, combined as a tree before they meet the accumulator (more ILP, and
         # the C compiler can vectorize the loads)
+        # the inner UNROLL range is expanded into its lanes by codegen (tinygrad/codegen/expander.py)
         unroll = UNROLL if not NOOPT and total % UNROLL == 0 and total >= 2 * UNROLL else 1
         ranges.append(r := UOp.range(total // unroll, next(self.axis), AxisType.REDUCE, dtype=IDX))
         self.reduce_dims.extend([total // unroll, unroll] if unroll > 1 else [total])
-        parts = []
-        for j in range(unroll):
-          pos = iadd(imul(r, unroll), iconst(j)) if unroll > 1 else r
-          for a, sz, st in zip(red, sub, strides_for(sub)): new_idx[a] = imod(idiv(pos, st), sz)
-          parts.append(self.lower(u.src[0], tuple(new_idx), valid, top=False, in_reduce=True))
-        while len(parts) > 1: parts = [UOp(rop, u.dtype, (parts[i], parts[i+1])) for i in range(0, len(parts), 2)]
-        return UOp(Ops.REDUCE, u.dtype, (parts[0], r), (rop,))
+        if unroll > 1: ranges.append(ru := UOp.range(unroll, next(self.axis), AxisType.UNROLL, dtype=IDX))
+        pos = iadd(imul(r, unroll), ru) if unroll > 1 else r
+        for a, sz, st in zip(red, sub, strides_for(sub)): new_idx[a] = imod(idiv(pos, st), sz)
+        return UOp(Ops.REDUCE, u.dtype, (self.lower(u.src[0], tuple(new_idx), valid, top=False, in_reduce=True), *ranges), (rop,))
       for a in red:
         ranges.append(r := UOp.range(in_shape[a], next(self.axis), AxisType.REDUCE, dtype=IDX))
         self.reduce_dims.append(in_shape[a])

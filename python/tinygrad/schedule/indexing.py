@@ -2,7 +2,7 @@
 
 Movement ops become index expressions over the kernel's RANGEs. These helpers fold constants and use value bounds to drop a
 `// n` or `% n` that cannot change the value (so a reshape that only merges or splits dims costs nothing). Everything is
-dtypes.int and only built from ops the renderers support (ADD MUL CDIV CMOD CMPLT AND). Inside the valid region of every PAD an
+dtypes.weakint (IDX) and only built from ops the renderers support (ADD MUL CDIV CMOD CMPLT AND). Inside the valid region of every PAD an
 index is >= 0, so folding with floor semantics is exact there; outside it the value is unused (the load is gated).
 """
 from __future__ import annotations
@@ -10,7 +10,8 @@ import functools
 from tinygrad.uop.ops import UOp, Ops
 from tinygrad.dtype import dtypes
 
-IDX = dtypes.int
+# a mathematical integer: codegen/index_dtype.py gives each index UOp int32, or int64 where its bounds need it
+IDX = dtypes.weakint
 
 def iconst(v:int) -> UOp: return UOp.const(v, IDX)
 def cval(u:UOp) -> int|None: return u.arg if u.op is Ops.CONST else None

@@ -4,16 +4,18 @@ Each stage is a module-level PatternMatcher whose rules return True (the UOp is 
 rule does not decide; the next one is tried). A UOp that no rule accepts is invalid. `type_verify` walks a graph (or a list) and
 raises a RuntimeError naming the stage and the offending UOp: its position, op, dtype, arg and srcs, and the rule it broke.
 
-  spec_tensor   the tensor graph that tinygrad.tensor builds and the scheduler reads (conventions: tinygrad/schedule/shape.py):
-                BUFFER, CONST, movement ops, REDUCE(x, arg=(op, axes)), CONTIGUOUS, COPY, ALU/CAST/BITCAST, with shapes that agree.
+  spec_tensor   the tensor graph that tinygrad.tensor builds and the scheduler reads (conventions: tinygrad/uop/shape.py):
+                BUFFER, CONST, movement ops, REDUCE(x, arg=(op, axes)), CONTIGUOUS, COPY, ALU/CAST/BITCAST, with shapes that agree;
+                no SUB/NEG/FDIV/CMPEQ (one spelling per op, see tinygrad/mixin/mathtraits.py).
   spec_kernel   a kernel AST from the scheduler: SINK(STORE(INDEX(PARAM, idx), value)...) with LOAD/ALU/CAST/CONST, RANGE and
                 REDUCE(x, *reduce RANGEs, arg=(op,)). No movement ops, no BUFFER: every access is index arithmetic on a PARAM.
                 (A copy between devices is scheduled as the AST COPY(arg=KernelInfo), with no srcs.)
   spec_lowered  the kernel after the codegen's graph passes, before linearizing: REDUCE became a register accumulator
-                (BUFFER(REG), AFTER, STORE/LOAD), every loop is closed by an END. An upcast kernel (codegen/opt.py) adds SHRINK
-                vector loads/stores, STACK, INDEX of a lane and a GROUP of stores; a threaded one the core_id variable PARAM.
-  spec_linear   the per-UOp dtype rules of the linear program; `verify_linear` adds tinygrad.renderer.check_linear (order,
-                scopes, src shapes of the linear-UOp contract) so that part is written once, in the renderer.
+                (BUFFER(REG), AFTER, STORE/LOAD), every loop is closed by an END, THREAD/GLOBAL/LOCAL ranges became SPECIALs;
+                local BUFFERs and BARRIERs may appear. An upcast kernel (codegen/opt.py) adds SHRINK
+                vector loads/stores, STACK, INDEX of a lane and a GROUP of stores.
+  spec_linear   the per-UOp dtype rules of the linear program; tinygrad.renderer.verify_linear runs them after the renderer's
+                check_linear (order, scopes, src shapes of the linear-UOp contract), so that part is written once, in the renderer.
 
 Value rules shared by all stages: every operand of an ALU has the dtype of its result, except comparisons (bool result, equal
 operands), WHERE (bool condition) and shifts (any int count). A weak CONST (a Python number, weakint/weakfloat) fits any
@@ -21,13 +23,11 @@ operand it can be converted to without changing kind.
 """
 from __future__ import annotations
 from typing import Any, Sequence
-from tinygrad.uop.ops import PatternMatcher, UPat, UOp, Ops, GroupOp, ParamArg, AxisType
+from tinygrad.uop.ops import PatternMatcher, UPat, UOp, Ops, GroupOp, ParamArg, AxisType, is_literal, SPECIAL_NAMES
 from tinygrad.dtype import DType, dtypes, AddrSpace
 from tinygrad.helpers import prod
-from tinygrad.schedule.shape import shape_of
-from tinygrad.renderer import check_linear, KernelContractError, is_literal
 
-__all__ = ["spec_tensor", "spec_kernel", "spec_lowered", "spec_linear", "type_verify", "verify_linear"]
+__all__ = ["spec_tensor", "spec_kernel", "spec_lowered", "spec_linear", "type_verify"]
 
 # ***** helpers *****
 
@@ -111,7 +111,7 @@ def _all_ints(t:Any, lo:int=0) -> bool: return isinstance(t, tuple) and all(type
 def _movement_ok(x:UOp) -> bool:
   """A movement op on one src of the same dtype, with an arg that fits the src's shape."""
   if len(x.src) != 1 or x.dtype is not x.src[0].dtype: return False
-  s, a = shape_of(x.src[0]), x.arg
+  s, a = x.src[0].shape, x.arg
   if x.op is Ops.RESHAPE: return _all_ints(a) and prod(a) == prod(s)
   if x.op is Ops.EXPAND: return _all_ints(a) and len(a) == len(s) and all(o == n or o == 1 for o, n in zip(s, a))
   if x.op is Ops.PERMUTE: return _all_ints(a) and sorted(a) == list(range(len(s)))
@@ -123,13 +123,13 @@ def _movement_ok(x:UOp) -> bool:
 def _tensor_alu_ok(x:UOp) -> bool:
   """ALU ops in the tensor graph also need srcs of one shape: the Tensor layer broadcasts before it builds them."""
   if not alu_ok(x): return False
-  shapes = {shape_of(s) for s in x.src}
+  shapes = {s.shape for s in x.src}
   return len(shapes) == 1
 
 def _reduce_arg_ok(x:UOp) -> bool:
   a = x.arg
   if not (isinstance(a, tuple) and len(a) == 2 and a[0] in GroupOp.Reduce and _all_ints(a[1])): return False
-  ndim = len(shape_of(x.src[0]))
+  ndim = len(x.src[0].shape)
   return len(a[1]) > 0 and list(a[1]) == sorted(set(a[1])) and a[1][-1] < ndim
 
 spec_tensor = PatternMatcher([
@@ -144,6 +144,9 @@ spec_tensor = PatternMatcher([
   # COPY(x, arg=(src device, dst device)) moves x to another device (Tensor.to)
   (UPat(Ops.COPY, src=(UPat(name="s"),), name="x"),
    lambda x, s: s.dtype is x.dtype and isinstance(x.arg, tuple) and len(x.arg) == 2 and all(isinstance(d, str) for d in x.arg)),
+  # one spelling per op (tinygrad/mixin/mathtraits.py): a - b is ADD(a, MUL(b, -1)), a / b is MUL(a, RECIPROCAL(b)), a == b is a negated
+  # CMPNE, so rules over the tensor graph (autograd) never meet these; the codegen prints them again
+  (UPat((Ops.SUB, Ops.NEG, Ops.FDIV, Ops.CMPEQ)), lambda: False),
   (UPat(tuple(GroupOp.ALU), name="x"), _tensor_alu_ok),
   *_values,
 ])
@@ -181,7 +184,7 @@ def _kernel_sink_ok(x:UOp) -> bool: return len(x.src) >= 1 and all(s.op is Ops.S
 def _reduce_ok(x:UOp) -> bool:
   """REDUCE(x, *ranges, arg=(op,)): reduces x over the REDUCE ranges, in x's dtype."""
   return len(x.src) >= 2 and x.src[0].dtype is x.dtype and x.dtype is not dtypes.void and isinstance(x.arg, tuple) and len(x.arg) == 1 and \
-    x.arg[0] in GroupOp.Reduce and all(r.op is Ops.RANGE and range_ok(r, (AxisType.REDUCE,)) for r in x.src[1:])
+    x.arg[0] in GroupOp.Reduce and all(r.op is Ops.RANGE and range_ok(r, (AxisType.REDUCE, AxisType.UNROLL)) for r in x.src[1:])
 
 spec_kernel = PatternMatcher([
   (UPat(Ops.SINK, dtypes.void, name="x"), _kernel_sink_ok),
@@ -208,7 +211,13 @@ def _after_ok(x:UOp) -> bool:
   """AFTER(buf, *deps): the buffer, once deps ran (stores, loops and the ranges it is used in)."""
   return len(x.src) >= 1 and buf_root(x.src[0]).op in (Ops.PARAM, Ops.BUFFER) and x.dtype is x.src[0].dtype
 
+def _special_ok(x:UOp) -> bool:
+  """SPECIAL(end, arg=name): a launch dimension (gidx/lidx) or the CPU thread index (core_id), an int below its int end."""
+  return is_int(x.dtype) and len(x.src) == 1 and fits(x.src[0], x.dtype) and x.arg in SPECIAL_NAMES
+
 spec_lowered = PatternMatcher([
+  (UPat(Ops.SPECIAL, name="x"), _special_ok),
+  (UPat(Ops.BARRIER, dtypes.void), lambda: True),
   (UPat(Ops.SINK, dtypes.void, name="x"),
    lambda x: len(x.src) >= 1 and all(s.op in (Ops.STORE, Ops.END, Ops.GROUP) for s in x.src) and hasattr(x.arg, "name")),
   (UPat(Ops.INDEX, name="x"), lambda x: _index_ok(x, (Ops.PARAM, Ops.BUFFER))),
@@ -270,6 +279,7 @@ spec_linear = PatternMatcher([
   (UPat(Ops.CONST, src=(), name="x"), _linear_const_ok),
   (UPat(Ops.PARAM, name="x"), _param_ok),
   (UPat(Ops.BUFFER, name="x"), _local_buffer_ok),
+  (UPat(Ops.SPECIAL, name="x"), _special_ok),
   (UPat(Ops.RANGE, dtypes.void, name="x"), lambda x: len(x.src) >= 1),  # an endless loop, left by END(body, range, cond)
   (UPat(Ops.RANGE, name="x"), range_ok),
   (UPat(Ops.END, name="x"), lambda x: x.dtype is dtypes.void and len(x.src) in (2, 3) and (len(x.src) == 2 or x.src[2].dtype is dtypes.bool)),
@@ -308,9 +318,3 @@ def type_verify(uops_or_sink:UOp|Sequence[UOp], spec:PatternMatcher, stage:str) 
     try: ok = spec.rewrite(u)
     except Exception: ok = False
     if ok is not True: raise RuntimeError(f"SPEC: the {stage} is invalid at {_describe(i, u)}: {_broken_rule(spec, u)}")
-
-def verify_linear(uops:Sequence[UOp], stage:str="linear program") -> None:
-  """The linear program: the renderer's contract (check_linear: order, scopes, srcs), then the dtype rules of spec_linear."""
-  try: check_linear(uops)
-  except KernelContractError as e: raise RuntimeError(f"SPEC: the {stage} is invalid: {e}") from e
-  type_verify(uops, spec_linear, stage)

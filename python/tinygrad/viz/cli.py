@@ -13,7 +13,7 @@ import json
 import sys
 from dataclasses import dataclass
 
-REWRITE_LOG_FORMAT = "tinygrad-rewrite-log"   # the header line of every log (tinygrad.uop.ops.write_rewrite_log writes it)
+from tinygrad.uop.ops import REWRITE_LOG_FORMAT
 
 class RewriteLogError(ValueError):
   """The file is not a rewrite log this viewer can read."""
