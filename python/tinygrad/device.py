@@ -10,11 +10,12 @@ import inspect
 import os
 import pathlib
 import re
+import threading
 from collections import defaultdict
 from dataclasses import dataclass, replace
 from typing import Any, Generic, Iterator, Sequence, TypeVar, TYPE_CHECKING
 from tinygrad.helpers import DEBUG, LRU, CCACHE, ALLOW_DEVICE_USAGE, MAX_BUFFER_SIZE, DEV, GlobalCounters, diskcache_get, diskcache_put
-from tinygrad.helpers import select_by_name, select_first_inited, flat_mv, size_to_str, suppress_finalizing, BoundedCache
+from tinygrad.helpers import select_by_name, select_first_inited, flat_mv, size_to_str, suppress_finalizing, check_host_alloc, BoundedCache
 from tinygrad.dtype import DType, dtypes, _to_np_dtype, from_storage_scalar, storage_fmt_for_dtype
 if TYPE_CHECKING:
   from tinygrad.renderer import Renderer, ProgramSpec
@@ -30,6 +31,8 @@ class _Device:
     self._devices = sorted(x.stem[len("ops_"):].upper() for x in (pathlib.Path(__file__).parent / "runtime").iterdir()
                            if x.stem.startswith("ops_") and x.suffix == ".py")
     self._opened_devices: set[str] = set()
+    self._opened: dict[str, Compiled] = {}
+    self._open_lock = threading.Lock()
   @functools.cache  # a method cache is fine on a singleton
   def _canonicalize(self, device:str) -> str:
     d = device.split(":", 1)[0].upper()
@@ -51,8 +54,12 @@ class _Device:
     if name not in self._devices: raise RuntimeError(f"unknown device {ix!r}, the devices are {', '.join(self._devices)}")
     module = importlib.import_module(f"tinygrad.runtime.ops_{name.lower()}")
     return next(cls for cname, cls in inspect.getmembers(module) if cname.lower() == name.lower() + "device")
-  @functools.cache
   def __get_canonicalized_item(self, ix:str) -> Compiled:
+    if (ret := self._opened.get(ix)) is not None: return ret
+    with self._open_lock:   # two threads opening a device at once must get the same one
+      if (ret := self._opened.get(ix)) is None: ret = self._opened[ix] = self.__open(ix)
+    return ret
+  def __open(self, ix:str) -> Compiled:
     ret = self.get_class(ix)(ix)
     if DEBUG >= 1: print(f"opened device {ix} from pid:{os.getpid()}")
     self._opened_devices.add(ix)
@@ -142,8 +149,9 @@ class Buffer:
     else:
       self._buf = self.allocator.alloc(self.nbytes, self.options)
       if self.options is None or self.options.external_ptr is None:
-        GlobalCounters.mem_used += self.nbytes
-        GlobalCounters.mem_used_per_device[self.device] += self.nbytes
+        with GlobalCounters.lock:
+          GlobalCounters.mem_used += self.nbytes
+          GlobalCounters.mem_used_per_device[self.device] += self.nbytes
     if DEBUG >= 7: print(f"buffer: allocate {self.nbytes} bytes on {self.device}")
     self._allocated = True
     return self
@@ -153,8 +161,9 @@ class Buffer:
     if self._base is not None: self._base.allocated_views -= 1
     elif self._owned:
       if self.options is None or self.options.external_ptr is None:
-        GlobalCounters.mem_used -= self.nbytes
-        GlobalCounters.mem_used_per_device[self.device] -= self.nbytes
+        with GlobalCounters.lock:
+          GlobalCounters.mem_used -= self.nbytes
+          GlobalCounters.mem_used_per_device[self.device] -= self.nbytes
       # memory that numpy (or anyone) still sees must not be handed out again
       options = replace(self.options or BufferSpec(), nolru=True) if self._exported else self.options
       self.allocator.free(self._buf, self.nbytes, options)
@@ -242,8 +251,10 @@ class Allocator(Generic[DeviceType]):
   def __init__(self, dev:DeviceType):
     self.dev: DeviceType = dev
     self.default_buffer_spec: BufferSpec = BufferSpec()
+  host_memory = False   # True where the device's memory is the host's: sizes over the machine's memory fail before allocating
   def alloc(self, size:int, options:BufferSpec|None=None):
     if size < 0: raise ValueError(f"alloc size must be >= 0, got {size}")
+    if self.host_memory: check_host_alloc(size, f"a buffer on {self.dev.device}")
     # a zero-byte buffer still gets a distinct, valid address
     try: return self._alloc(max(size, 1), options if options is not None else self.default_buffer_spec)
     except (RuntimeError, MemoryError, OSError) as e:
@@ -264,7 +275,8 @@ class LRUAllocator(Allocator, Generic[DeviceType]):
     self.cache: dict[tuple[int, BufferSpec|None], list] = defaultdict(list)
     super().__init__(dev)
   def alloc(self, size:int, options:BufferSpec|None=None):
-    if len(c := self.cache[(size, options)]): return c.pop()
+    # pop, not check-then-pop: another thread may take the last cached allocation in between
+    with contextlib.suppress(IndexError): return self.cache[(size, options)].pop()
     try: return super().alloc(size, options)
     except MemoryError:
       self.free_cache()
@@ -294,6 +306,7 @@ class Compiler:
     self.cachekey = cachekey
     self._mem: dict[str, bytes] = BoundedCache(4096)   # source hash -> binary
     self.stats = {"compiled": 0, "mem_hits": 0, "disk_hits": 0}
+    self._lock = threading.Lock()   # guards _mem and stats (threads may compile at once; the compiling itself runs unlocked)
   def cache_id(self) -> str:
     """What besides the source determines the binary (compiler path, flags); part of the cache key."""
     return type(self).__name__
@@ -309,17 +322,19 @@ class Compiler:
     use_disk = self.cachekey is not None and CCACHE
     missing: dict[str, str] = {}   # key -> source, each distinct source once
     found: dict[str, bytes] = {}     # this call's results (the bounded memory cache may drop some of them before the end)
-    for src, key in zip(srcs, keys):
-      if key in found or key in missing: continue   # the same source twice in this call: looked up or compiled once
-      if (lib := self._mem.get(key)) is not None:
-        self.stats["mem_hits"] += 1
-        found[key] = lib
-      elif use_disk and isinstance(lib := diskcache_get(self.cachekey, key), bytes):
-        self.stats["disk_hits"] += 1
-        found[key] = self._mem[key] = lib
-      else: missing[key] = src
-    if missing:
-      for key, lib in zip(missing, self.compile_many(list(missing.values()))):
+    with self._lock:
+      for src, key in zip(srcs, keys):
+        if key in found or key in missing: continue   # the same source twice in this call: looked up or compiled once
+        if (lib := self._mem.get(key)) is not None:
+          self.stats["mem_hits"] += 1
+          found[key] = lib
+        elif use_disk and isinstance(lib := diskcache_get(self.cachekey, key), bytes):
+          self.stats["disk_hits"] += 1
+          found[key] = self._mem[key] = lib
+        else: missing[key] = src
+    libs = dict(zip(missing, self.compile_many(list(missing.values())))) if missing else {}
+    with self._lock:
+      for key, lib in libs.items():
         self.stats["compiled"] += 1
         if use_disk: diskcache_put(self.cachekey, key, lib)
         found[key] = self._mem[key] = lib

@@ -17,6 +17,7 @@ import hashlib
 import importlib
 import inspect
 import itertools
+import json
 import math
 import operator
 import os
@@ -28,6 +29,7 @@ import sqlite3
 import string
 import sys
 import tempfile
+import threading
 import types
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
@@ -443,6 +445,7 @@ class GlobalCounters:
   kernel_count: ClassVar[int] = 0
   mem_used: ClassVar[int] = 0                                           # not cleared by reset()
   mem_used_per_device: ClassVar[defaultdict] = defaultdict(int)         # not cleared by reset()
+  lock: ClassVar = threading.RLock()                                    # held while updating from several threads (reentrant: __del__)
   @staticmethod
   def reset(): GlobalCounters.global_ops, GlobalCounters.global_mem, GlobalCounters.time_sum_s, GlobalCounters.kernel_count = 0, 0, 0.0, 0
 
@@ -549,69 +552,132 @@ if getenv("DEBUG_GC"):
       cpu_events.append(ProfileRangeEvent("GC", f"collected: {info['collected']} (gen {info['generation']})", _gc_start, perf_counter_us()))
   if PROFILE: gc.callbacks.append(_gc_callback)
 
+# *** host memory ***
+
+@functools.cache
+def host_memory() -> int:
+  """Bytes of RAM plus swap on this machine (0 when unknown): no host allocation can be bigger."""
+  try:
+    with open("/proc/meminfo") as f: info = {k: int(v.split()[0]) * 1024 for k, v in (line.split(":", 1) for line in f if ":" in line)}
+    return info["MemTotal"] + info.get("SwapTotal", 0)
+  except (OSError, KeyError, ValueError, IndexError):
+    try: return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError): return 0
+
+def check_host_alloc(nbytes:int, what:str) -> None:
+  """MemoryError, before anything is allocated, when nbytes can't fit in this machine's memory (the OOM killer would end the process
+  part way instead)."""
+  if (mem := host_memory()) and nbytes > mem:
+    raise MemoryError(f"{what} needs {size_to_str(nbytes)}, more than this machine's memory and swap ({size_to_str(mem)})")
+
 # *** disk cache (sqlite) ***
+# Values are stored as plain data (bytes, or JSON of None/bool/int/float/str/bytes/list/tuple/dict), never as pickles: anyone who can
+# write the cache file (or hand it to the user) would otherwise run code when it is read. Each row also holds a checksum of its table,
+# key and value, so a row that diskcache_put did not write for that key (corrupted, truncated, edited, copied from another key) is
+# ignored and recomputed.
 
 cache_dir: str = os.path.join(getenv("XDG_CACHE_HOME", os.path.expanduser("~/Library/Caches" if OSX else "~/.cache")), "tinygrad")
-# NOTE: a different file than upstream tinygrad's cache.db, so the two implementations never read each other's pickles
+# NOTE: a different file than upstream tinygrad's cache.db, whose rows are pickles
 CACHEDB: str = getenv("CACHEDB", os.path.abspath(os.path.join(cache_dir, "cache_rust.db")))
 
-VERSION = 22  # part of every table name: bump it to invalidate old entries
+VERSION = 23  # part of every table name: bump it to invalidate old entries (22 and before held pickles: never read)
+# one connection shared by every thread, used by one statement at a time (sqlite connections are not safe to use concurrently)
+_db_lock = threading.RLock()
 _db_connection: sqlite3.Connection|None = None
+_db_pid = 0   # the process that opened _db_connection: a forked child must open its own
 def db_connection() -> sqlite3.Connection:
-  global _db_connection
-  if _db_connection is None:
-    os.makedirs(os.path.dirname(CACHEDB) or ".", exist_ok=True)
-    _db_connection = sqlite3.connect(CACHEDB, timeout=60, isolation_level="IMMEDIATE")
-    # WAL lets readers and one writer work at once; another process may hold the lock while switching modes, which is fine
-    with contextlib.suppress(sqlite3.OperationalError): _db_connection.execute("PRAGMA journal_mode=WAL").fetchone()
-    _db_connection.execute("PRAGMA synchronous=NORMAL")
-    if DEBUG >= 8: _db_connection.set_trace_callback(print)
-  return _db_connection
+  global _db_connection, _db_pid
+  with _db_lock:
+    if _db_connection is None or _db_pid != os.getpid():
+      os.makedirs(os.path.dirname(CACHEDB) or ".", exist_ok=True)
+      _db_connection = sqlite3.connect(CACHEDB, timeout=60, isolation_level="IMMEDIATE", check_same_thread=False)
+      _db_pid = os.getpid()
+      # WAL lets readers and one writer work at once; another process may hold the lock while switching modes, which is fine
+      with contextlib.suppress(sqlite3.OperationalError): _db_connection.execute("PRAGMA journal_mode=WAL").fetchone()
+      _db_connection.execute("PRAGMA synchronous=NORMAL")
+      if DEBUG >= 8: _db_connection.set_trace_callback(print)
+    return _db_connection
 
 def diskcache_clear():
-  cur = db_connection().cursor()
-  tables = [row[0] for row in cur.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()]
-  cur.executescript("".join(f"DROP TABLE IF EXISTS \"{t}\";" for t in tables) + "VACUUM;")
-  _db_tables.clear()
+  with _db_lock:
+    cur = db_connection().cursor()
+    tables = [row[0] for row in cur.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()]
+    cur.executescript("".join(f"DROP TABLE IF EXISTS \"{t}\";" for t in tables) + "VACUUM;")
+    _db_tables.clear()
 
-def _cache_key(key:dict|str|int) -> dict:
+def _cache_key(table:str, key:dict|str|int) -> dict:
+  # table and column names are spliced into SQL, so they must be plain identifiers
+  if not (isinstance(table, str) and table.isidentifier()): raise ValueError(f"diskcache table names must be identifiers, got {table!r}")
   if isinstance(key, (str, int)): key = {"key": key}
   if not isinstance(key, dict): raise TypeError(f"diskcache key must be a dict, str or int, got {key!r}")
-  # column names are spliced into SQL, so they must be plain identifiers
   if bad := [k for k in key if not (isinstance(k, str) and k.isidentifier())]: raise ValueError(f"diskcache key names must be identifiers, got {bad}")
+  if bad2 := {k: v for k, v in key.items() if type(v) not in _SQL_TYPES}:
+    raise TypeError(f"diskcache key values must be str/int/float/bytes, got {bad2}")
   return key
 
+def _to_plain(x:Any) -> Any:
+  """x as JSON-able data: scalars stay, containers become [tag, items] (l: list, t: tuple, d: dict as [key, value] pairs, b: bytes)."""
+  if x is None or type(x) in (bool, int, float, str): return x
+  if type(x) is bytes: return ["b", x.hex()]
+  if type(x) in (list, tuple): return ["l" if type(x) is list else "t", [_to_plain(v) for v in x]]
+  if type(x) is dict: return ["d", [[_to_plain(k), _to_plain(v)] for k, v in x.items()]]
+  raise TypeError(f"diskcache values must be plain data (None, bool, int, float, str, bytes, list, tuple, dict), got {type(x).__name__}")
+
+def _from_plain(x:Any) -> Any:
+  """The inverse of _to_plain; ValueError/TypeError on anything _to_plain doesn't produce."""
+  if x is None or type(x) in (bool, int, float, str): return x
+  if type(x) is not list or len(x) != 2 or type(x[1]) is not (str if x[0] == "b" else list): raise ValueError(f"malformed value {x!r:.60}")
+  tag, body = x
+  if tag == "b": return bytes.fromhex(body)
+  if tag == "l": return [_from_plain(v) for v in body]
+  if tag == "t": return tuple(_from_plain(v) for v in body)
+  if tag == "d":
+    if not all(type(p) is list and len(p) == 2 for p in body): raise ValueError("malformed dict")
+    return {_from_plain(k): _from_plain(v) for k, v in body}
+  raise ValueError(f"unknown tag {tag!r:.20}")
+
+def _row_checksum(table:str, key:dict, kind:str, blob:bytes) -> str:
+  head = json.dumps([table, VERSION, kind, _to_plain(sorted(key.items()))]).encode()
+  return hashlib.sha256(len(head).to_bytes(8, "little") + head + blob).hexdigest()
+
 def diskcache_get(table:str, key:dict|str|int) -> Any:
-  """The value stored under key in table, or None when missing or when CACHELEVEL=0."""
+  """The value stored under key in table, or None when missing, when the row is malformed or fails its check, or when CACHELEVEL=0."""
   if CACHELEVEL < 1: return None
-  key = _cache_key(key)
+  key = _cache_key(table, key)
   where = " AND ".join(f"{k}=?" for k in key)
-  try: res = db_connection().cursor().execute(f"SELECT val FROM '{table}_{VERSION}' WHERE {where}", tuple(key.values()))
-  except sqlite3.OperationalError: return None  # the table was never created
-  return None if (row := res.fetchone()) is None else pickle.loads(row[0])
+  with _db_lock:
+    try: row = db_connection().execute(f"SELECT chk, kind, val FROM '{table}_{VERSION}' WHERE {where}", tuple(key.values())).fetchone()
+    except sqlite3.OperationalError: return None  # the table was never created (or has another layout)
+  if row is None: return None
+  chk, kind, blob = row
+  try:
+    if type(blob) is not bytes or kind not in ("bytes", "json") or chk != _row_checksum(table, key, kind, blob):
+      raise ValueError("the row's checksum, kind or value type doesn't match its key")
+    return blob if kind == "bytes" else _from_plain(json.loads(blob))
+  except (ValueError, TypeError, RecursionError) as e:
+    if DEBUG >= 1: print(f"diskcache: ignoring a malformed row of {table} in {CACHEDB}: {e}")
+    return None
 
 _db_tables: set[str] = set()
 _SQL_TYPES = {str: "text", bool: "integer", int: "integer", float: "numeric", bytes: "blob"}
-def diskcache_put(table:str, key:dict|str|int, val:Any, prepickled=False) -> Any:
-  """Stores val (pickled, unless prepickled) under key in table and returns val. Does nothing when CACHELEVEL=0."""
+def diskcache_put(table:str, key:dict|str|int, val:Any) -> Any:
+  """Stores val (plain data: see _to_plain) under key in table and returns val. Does nothing when CACHELEVEL=0."""
   if CACHELEVEL < 1: return val
-  key = _cache_key(key)
-  conn = db_connection()
-  cur = conn.cursor()
-  if table not in _db_tables:
-    if bad := {k: v for k, v in key.items() if type(v) not in _SQL_TYPES}:
-      raise TypeError(f"diskcache key values must be str/int/float/bytes, got {bad}")
-    cols = ", ".join(f"{k} {_SQL_TYPES[type(v)]}" for k, v in key.items())
-    cur.execute(f"CREATE TABLE IF NOT EXISTS '{table}_{VERSION}' ({cols}, val blob, PRIMARY KEY ({', '.join(key)}))")
-    _db_tables.add(table)
-  cur.execute(f"REPLACE INTO '{table}_{VERSION}' ({', '.join(key)}, val) VALUES ({', '.join('?'*len(key))}, ?)",
-              tuple(key.values()) + (val if prepickled else pickle.dumps(val),))
-  conn.commit()
-  cur.close()
+  key = _cache_key(table, key)
+  kind, blob = ("bytes", val) if type(val) is bytes else ("json", json.dumps(_to_plain(val)).encode())
+  row = tuple(key.values()) + (_row_checksum(table, key, kind, blob), kind, blob)
+  with _db_lock:
+    conn = db_connection()
+    if table not in _db_tables:
+      cols = ", ".join(f"{k} {_SQL_TYPES[type(v)]}" for k, v in key.items())
+      conn.execute(f"CREATE TABLE IF NOT EXISTS '{table}_{VERSION}' ({cols}, chk text, kind text, val blob, PRIMARY KEY ({', '.join(key)}))")
+      _db_tables.add(table)
+    conn.execute(f"REPLACE INTO '{table}_{VERSION}' ({', '.join(key)}, chk, kind, val) VALUES ({', '.join('?'*len(row))})", row)
+    conn.commit()
   return val
 
 def diskcache(func:Callable[..., T]) -> Callable[..., T]:
-  """Memoizes func on disk, keyed by a hash of its pickled arguments."""
+  """Memoizes func on disk, keyed by a hash of its pickled arguments; its results must be plain data (see diskcache_put)."""
   @functools.wraps(func)
   def wrapper(*args, **kwargs) -> T:
     table, key = f"cache_{func.__name__}", hashlib.sha256(pickle.dumps((args, kwargs))).hexdigest()

@@ -3,6 +3,7 @@ realize() schedules the graph into kernels (tinygrad.schedule), which are lowere
 from __future__ import annotations
 import hashlib
 import math
+import threading
 import time
 from typing import Any
 from tinygrad.uop.ops import UOp, Ops
@@ -10,12 +11,14 @@ from tinygrad.mixin.mathtraits import MathTrait, _weak
 from tinygrad.mixin.movement import MovementMixin
 from tinygrad.mixin.reduce import ReduceMixin
 from tinygrad.dtype import DType, DTypeLike, dtypes, to_dtype, least_upper_dtype, strong_dtype, _to_np_dtype, _from_np_dtype, bitcast
-from tinygrad.helpers import prod, argfix, make_tuple, ceildiv
+from tinygrad.helpers import prod, argfix, make_tuple, ceildiv, check_host_alloc
 from tinygrad.device import Device
 from tinygrad.schedule import new_buffer, buffer_view, buffers, realized, as_buffer, create_schedule, schedule_to_linear
 from tinygrad.engine.realize import run_schedule
 
 __all__ = ["Tensor"]
+
+_rng_lock = threading.Lock()   # threads drawing at once must each advance the counter (else they get the same numbers)
 
 def _canon_device(device:str|None) -> str: return Device.canonicalize(device) if device is not None else Device.DEFAULT
 
@@ -41,6 +44,8 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin):
       return
     if isinstance(data, (bool, int, float)):
       dt = dtype or strong_dtype(_weak(data))
+      if isinstance(data, int) and not isinstance(data, bool) and dtypes.is_int(dt) and not dt.min <= data <= dt.max:
+        raise OverflowError(f"Python int {data} doesn't fit in {dt} (range [{dt.min}, {dt.max}])")
       self.uop = UOp.const(dt.const(data), dt)
       return
     import numpy as np
@@ -56,7 +61,7 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin):
       if npdt is not None and arr.dtype != npdt: arr = arr.astype(npdt)
       elif npdt is None: arr = arr.astype(np.float32)
     else: raise TypeError(f"can't make a Tensor from {type(data).__name__}")
-    arr = np.ascontiguousarray(arr)
+    arr = np.ascontiguousarray(arr).reshape(arr.shape)   # ascontiguousarray makes a 0-d array 1-d
     buf = new_buffer(self._device, arr.size, _from_np_dtype(arr.dtype))
     buffers[buf].allocate().copyin(memoryview(arr.reshape(-1).view(np.uint8)))
     self.uop = buffer_view(buf, arr.shape)
@@ -75,6 +80,8 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin):
     if not self.shape: raise TypeError("len() of a 0-d tensor")
     return self.shape[0]
   def __repr__(self): return f"<Tensor {self.shape} {self.dtype} on {self.device}>"
+  # as in tinygrad: `if t:`, `t in list`, `a == b and ...` would otherwise be silently True for any tensor
+  def __bool__(self): raise TypeError("__bool__ on Tensor is not defined")
   def _new(self, u:UOp) -> Tensor:
     ret = Tensor.__new__(Tensor)
     ret.uop, ret._device, ret.requires_grad = u, self._device, None
@@ -84,12 +91,13 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin):
   def schedule(self, *lst:Tensor):
     """The kernels realize() would run (a list of ScheduleItems, in run order), and {tensor uop: BUFFER}. Nothing runs and the
     tensors are unchanged; see schedule_linear for tinygrad 0.14's form."""
+    _tensors("schedule", lst)
     return create_schedule([t.uop for t in (self,) + lst], [t.device for t in (self,) + lst])
   def linear_with_vars(self, *lst:Tensor) -> tuple[UOp, dict[str, int]]:
     """tinygrad 0.14's schedule API: the LINEAR UOp that realizes these tensors (src: one CALL(kernel AST, *BUFFERs) per kernel or
     copy, in run order) and the values of its symbolic variables (none yet: always {}). As in tinygrad, the tensors now refer to
     their output buffers, which hold the data once `tinygrad.engine.realize.run_linear(linear, var_vals)` has run it."""
-    tensors = (self,) + lst
+    tensors = (self,) + _tensors("linear_with_vars", lst)
     items, bufs = create_schedule([t.uop for t in tensors], [t.device for t in tensors])
     _bind_buffers(tensors, bufs)
     return schedule_to_linear(items), {}
@@ -99,7 +107,7 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin):
     if var_vals: raise RuntimeError(f"schedule_linear can't bind variables {sorted(var_vals)}: use linear_with_vars")
     return linear
   def realize(self, *lst:Tensor) -> Tensor:
-    tensors = (self,) + lst
+    tensors = (self,) + _tensors("realize", lst)
     items, bufs = create_schedule([t.uop for t in tensors], [t.device for t in tensors])
     run_schedule(items)
     _bind_buffers(tensors, bufs)
@@ -139,13 +147,13 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin):
   # ***** creation *****
   @staticmethod
   def empty(*shape, device:str|None=None, dtype:DTypeLike|None=None) -> Tensor:
-    shape, dt = argfix(*shape), to_dtype(dtype) if dtype is not None else dtypes.default_float
+    shape, dt = Tensor._check_shape(shape, "empty"), to_dtype(dtype) if dtype is not None else dtypes.default_float
     buf = new_buffer(_canon_device(device), prod(shape), dt)
     buffers[buf].allocate()
     return Tensor(buffer_view(buf, shape), device=device)
   @staticmethod
   def full(shape, fill_value, device:str|None=None, dtype:DTypeLike|None=None) -> Tensor:
-    shape = make_tuple(shape, 1) if isinstance(shape, int) else tuple(shape)
+    shape = Tensor._check_shape(make_tuple(shape, 1) if isinstance(shape, int) else tuple(shape), "full")
     return Tensor(fill_value, device=device, dtype=dtype).reshape((1,) * len(shape)).expand(shape)
   @staticmethod
   def zeros(*shape, device:str|None=None, dtype:DTypeLike|None=None) -> Tensor:
@@ -159,7 +167,9 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin):
     if stop is None: start, stop = 0, start
     dt = to_dtype(dtype) if dtype is not None else (dtypes.default_float if any(isinstance(x, float) for x in (start, stop, step))
                                                      else dtypes.default_int)
+    if step == 0: raise ValueError("arange needs a nonzero step")
     n = max(math.ceil((stop - start) / step), 0)
+    check_host_alloc(n * 8, f"arange of {n} elements")   # its values are built on the host first
     if all(isinstance(v, int) for v in (start, stop, step)): vals = start + np.arange(n, dtype=np.int64) * step
     else: vals = np.array([start + i * step for i in range(n)], dtype=np.float64 if dtypes.is_float(dt) else np.int64)
     return Tensor(vals, device=device, dtype=dt)
@@ -171,6 +181,7 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin):
     return (rows.unsqueeze(1) == cols.unsqueeze(0)).cast(dtype or dtypes.default_float)
   @staticmethod
   def linspace(start, stop, steps:int, device:str|None=None, dtype:DTypeLike|None=None) -> Tensor:
+    if not isinstance(steps, int) or isinstance(steps, bool): raise TypeError(f"linspace needs an int number of steps, got {steps!r}")
     if steps < 0: raise ValueError(f"linspace needs steps >= 0, got {steps}")
     dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
     if steps == 1: return Tensor([start], device=device, dtype=dt)
@@ -196,6 +207,9 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin):
   @staticmethod
   def _next_counter(device:str, num:int) -> tuple[Tensor, Tensor]:
     """(key, counter) for drawing num 32-bit words on device: two uint32 tensors of shape (2,), the counter as [low, high]."""
+    with _rng_lock: return Tensor._next_counter_locked(device, num)
+  @staticmethod
+  def _next_counter_locked(device:str, num:int) -> tuple[Tensor, Tensor]:
     if device not in Tensor._device_seeds:
       dev_key = int.from_bytes(hashlib.sha256(len(Tensor._device_seeds).to_bytes(4, "big")).digest(), "big")
       Tensor._device_seeds[device] = Tensor([dev_key & 0xffffffff, Tensor._seed & 0xffffffff], device=device, dtype=dtypes.uint32)
@@ -254,6 +268,7 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin):
     dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
     if not dtypes.is_float(dt) or dt in dtypes.weaks or dt in dtypes.fp8s: raise ValueError(f"rand needs a float dtype, got {dt}")
     shape, device = Tensor._check_shape(shape, "rand"), _canon_device(device)
+    check_host_alloc(prod(shape) * dt.itemsize, f"rand of shape {shape}")
     if prod(shape) == 0: return Tensor.zeros(shape, device=device, dtype=dt)
     key, counter = Tensor._next_counter(device, ceildiv(prod(shape) * dt.itemsize, 4))
     out = Tensor._bits_to_rand(Tensor._random_bits(key, counter, ceildiv(prod(shape) * dt.itemsize, 4)), shape, dt)
@@ -276,7 +291,11 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin):
       raise TypeError(f"randint needs int low and high, got {low=}, {high=}")
     if not dtypes.is_int(dt := to_dtype(dtype)): raise TypeError(f"randint needs an int dtype, got {dt}")
     if low >= high: raise ValueError(f"randint needs low < high, got {low=}, {high=}")
-    return Tensor.uniform(*shape, low=low, high=high, dtype=dt, **kwargs)
+    if not (dt.min <= low and high - 1 <= dt.max): raise OverflowError(f"randint range [{low}, {high}) doesn't fit in {dt}")
+    # floor(u * n) of a uniform u in [0, 1) stays below n (never rounds up to it) when n fits the float's mantissa
+    if (n := high - low) > 2 ** 53: raise ValueError(f"randint can draw from at most 2**53 values, got [{low}, {high})")
+    u = Tensor.rand(*Tensor._check_shape(shape, "randint"), dtype=dtypes.float32 if n <= 2 ** 24 else dtypes.float64, **kwargs)
+    return ((u * n).cast(dtypes.int64) + low).cast(dt)
   @staticmethod
   def uniform(*shape, low=0.0, high=1.0, dtype:DTypeLike|None=None, **kwargs) -> Tensor:
     """Uniform random values in [low, high)."""
@@ -306,7 +325,9 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin):
   # ***** the primitives of the mixins (tinygrad/mixin): movement, reductions and elementwise ops are written there, once *****
   def _mop(self, op:Ops, arg) -> Tensor: return self._new(self.uop._mop(op, arg))
   def _rop(self, op:Ops, axes:tuple[int, ...]) -> Tensor: return self._new(self.uop._rop(op, axes))
-  def alu(self, op:Ops, *srcs:Tensor) -> Tensor: return self._new(self.uop.alu(op, *[s.uop for s in srcs]))
+  def alu(self, op:Ops, *srcs:Tensor) -> Tensor:
+    if not isinstance(op, Ops): raise TypeError(f"alu needs an Ops, got {type(op).__name__}")
+    return self._new(self.uop.alu(op, *[s.uop for s in _tensors("alu", srcs)]))
   def cast(self, dtype:DTypeLike) -> Tensor: return self._new(self.uop.cast(dtype))
   def bitcast(self, dtype:DTypeLike) -> Tensor:
     # a kernel may reinterpret across itemsizes (the linear contract checks it), a tensor element can't
@@ -340,7 +361,8 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin):
     """Threefry-2x32 (20 rounds) of the uint64 counters in self under the uint64 key: a counter-based random bit generator. The
     kernel AST keeps it as one THREEFRY op; the codegen decomposes it into uint32 adds, xors and rotations."""
     a, b = self._broadcasted(key)
-    if a.dtype is not dtypes.uint64: raise RuntimeError(f"threefry needs uint64 tensors, got {self.dtype} and {key.dtype}")
+    if a.dtype is not dtypes.uint64:
+      raise RuntimeError(f"threefry needs uint64 tensors, got {self.dtype} and {getattr(key, 'dtype', type(key).__name__)}")
     return a.alu(Ops.THREEFRY, b)
 
   def __matmul__(self, x): return self.matmul(x)
@@ -348,11 +370,13 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin):
 
   def __getitem__(self, indices) -> Tensor:
     idx = list(indices) if isinstance(indices, tuple) else [indices]
+    if adv := [type(i).__name__ for i in idx if not (i is None or i is Ellipsis or isinstance(i, (int, slice)))]:
+      raise TypeError(f"indexing with {adv[0]} (advanced indexing) is not supported yet: use ints, slices, None and ...")
     if sum(i is Ellipsis for i in idx) > 1: raise IndexError("an index can only have a single ellipsis")
     n_real = sum(1 for i in idx if i is not None and i is not Ellipsis)
     if n_real > self.ndim: raise IndexError(f"too many indices for tensor of dimension {self.ndim} (shape {self.shape})")
-    if Ellipsis in idx:
-      e = idx.index(Ellipsis)
+    if any(i is Ellipsis for i in idx):
+      e = next(k for k, i in enumerate(idx) if i is Ellipsis)
       idx = idx[:e] + [slice(None)] * (self.ndim - n_real) + idx[e+1:]
     else: idx += [slice(None)] * (self.ndim - n_real)
     x, dim, final = self, 0, []
@@ -395,7 +419,7 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin):
 
   # ***** combining *****
   def cat(self, *args:Tensor, dim:int=0) -> Tensor:
-    tensors = (self,) + args
+    tensors = (self,) + _tensors("cat", args)
     self._same_device(*args)
     d = self._norm_axis(dim)
     for t in tensors:
@@ -411,7 +435,8 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin):
   @staticmethod
   def stack(*args:Tensor, dim:int=0) -> Tensor:
     if len(args) == 1 and isinstance(args[0], (list, tuple)): args = tuple(args[0])
-    d = args[0]._norm_axis(dim, extra=1)
+    if not args: raise ValueError("stack needs at least one tensor")
+    d = _tensors("stack", args)[0]._norm_axis(dim, extra=1)
     return args[0].unsqueeze(d).cat(*[t.unsqueeze(d) for t in args[1:]], dim=d)
 
   def dot(self, w:Tensor) -> Tensor: return self.matmul(w)
@@ -435,6 +460,10 @@ def _bind_buffers(tensors:tuple[Tensor, ...], bufs:dict[UOp, UOp]) -> None:
     if view is not t.uop:
       realized[t.uop] = view
       t.uop = view
+
+def _tensors(what:str, ts) -> tuple[Tensor, ...]:
+  if bad := [type(t).__name__ for t in ts if not isinstance(t, Tensor)]: raise TypeError(f"{what} takes Tensors, got {', '.join(bad)}")
+  return tuple(ts)
 
 def _nonempty(data) -> bool:
   return len(data) > 0 and (not isinstance(data[0], (list, tuple)) or any(_nonempty(d) for d in data))

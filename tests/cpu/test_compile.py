@@ -146,3 +146,49 @@ def test_null_clang_compiles_with_the_c_compiler():
     bufs = [Buffer("NULL", 6, dtypes.float) for _ in range(3)]
     assert dev.run(spec, bufs, wait=True) is not None
   with pytest.raises(RuntimeError, match="NULL device holds no data"): bufs[0].numpy()
+
+class _RunsCode:
+  def __init__(self, path:str): self.path = path
+  def __reduce__(self): return (__import__("os").system, (f"touch {self.path}",))
+
+@pytest.mark.cpu
+@pytest.mark.parametrize("kind", ["pickle", "bytes"])
+def test_poisoned_compile_cache_row_is_recompiled(tmp_path, monkeypatch, kind):
+  import pickle
+  import sqlite3
+  monkeypatch.setattr(helpers, "CACHEDB", db := str(tmp_path / "cache.db"))
+  monkeypatch.setattr(helpers, "_db_connection", None)
+  monkeypatch.setattr(helpers, "_db_tables", set())
+  src = _src(f"poison_{kind}")
+  good = ClangCompiler().compile_cached(src)
+  # a hostile row: the compiled library replaced by a pickle that runs a command when loaded
+  con = sqlite3.connect(db)
+  con.execute(f"UPDATE 'compile_cpu_{helpers.VERSION}' SET kind=?, val=?", (kind, pickle.dumps(_RunsCode(str(marker := tmp_path / "pwned")))))
+  con.commit()
+  con.close()
+  c = ClangCompiler()
+  assert c.compile_cached(src) == good and c.stats == {"compiled": 1, "mem_hits": 0, "disk_hits": 0}
+  assert not marker.exists()
+  # the recompiled library replaced the bad row
+  c2 = ClangCompiler()
+  assert c2.compile_cached(src) == good and c2.stats["disk_hits"] == 1
+  helpers._db_connection.close()
+
+@pytest.mark.cpu
+@pytest.mark.parametrize("where", ["compile", "compile_many"])
+@pytest.mark.parametrize("exc", [KeyboardInterrupt, RuntimeError])
+def test_interrupted_compile_leaves_no_temp_dir(tmp_path, monkeypatch, where, exc):
+  import tempfile
+  monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+  c = ClangCompiler()
+  real_run, seen = c._run, []
+  def interrupted(cmd, src=None):
+    real_run(cmd, src)   # the compiler wrote its output into the working directory...
+    seen.extend(p for p in tmp_path.iterdir() if p.name.startswith("tinygrad-cc-"))
+    raise exc("interrupted")   # ...and then the user pressed ctrl-C (or something failed)
+  monkeypatch.setattr(c, "_run", interrupted)
+  with pytest.raises(exc):
+    if where == "compile": c.compile(_src("interrupt"))
+    else: c.compile_many([_src("interrupt_a"), _src("interrupt_b")])
+  assert seen and all(p.parent == tmp_path for p in seen)
+  assert not [p for p in tmp_path.iterdir() if p.name.startswith("tinygrad-cc-")]

@@ -47,7 +47,7 @@ def test_views_and_dtypes():
 def test_without_memfd_numpy_copies(monkeypatch, why):
   def no_memfd(*args): raise OSError(24, "Too many open files")
   if why == "memfd fails": monkeypatch.setattr(ops_cpu.os, "memfd_create", no_memfd)
-  else: monkeypatch.setattr(ops_cpu, "MAX_MEMFDS", ops_cpu._live_memfds)
+  else: monkeypatch.setattr(ops_cpu, "fd_budget", lambda: ops_cpu._fds_held)
   t = (Tensor.arange(N + 4096 * (why == "memfd limit") + 4096).float() + 3).realize()   # sizes the allocator's cache doesn't hold
   if Device[t.device].allocator.__class__ is not ops_cpu.CPUAllocator: pytest.skip("not the CPU allocator")
   assert _root(t).fd is None

@@ -310,8 +310,10 @@ class TestDiskcache:
     assert tmp_cachedb.exists()
     diskcache_put("t", "k", "overwritten")
     assert diskcache_get("t", "k") == "overwritten"
-    diskcache_put("t", "pre", pickle.dumps(42), prepickled=True)
-    assert diskcache_get("t", "pre") == 42
+    val = {"s": "x", "i": -(2**70), "f": 1.5, "b": b"\x00\xff", "n": None, "t": (1, [2, (3,)]), 7: True, (1, "a"): False}
+    assert diskcache_put("t", "plain", val) == val and diskcache_get("t", "plain") == val
+    assert type(diskcache_get("t", "plain")["t"]) is tuple and diskcache_get("t", 5) == [1]
+    assert diskcache_put("t", "raw", b"\x7fELF") == b"\x7fELF" and diskcache_get("t", "raw") == b"\x7fELF"
 
   def test_cachelevel_zero(self, tmp_cachedb):
     with Context(CACHELEVEL=0):
@@ -337,6 +339,13 @@ class TestDiskcache:
   def test_bad_key(self, tmp_cachedb):
     with pytest.raises(TypeError): diskcache_put("t", 1.5, 1)  # type: ignore[arg-type]
     with pytest.raises(ValueError): diskcache_put("t", {"a b": 1}, 1)
+    with pytest.raises(ValueError): diskcache_put("t'; DROP TABLE x; --", "k", 1)
+
+  def test_values_must_be_plain_data(self, tmp_cachedb):
+    # anything that would need pickle to come back is refused when it is stored, never silently lost
+    with pytest.raises(TypeError, match="plain data"): diskcache_put("t", "k", {1, 2})
+    with pytest.raises(TypeError, match="plain data"): diskcache_put("t", "k", [object()])
+    assert diskcache_get("t", "k") is None
 
   def test_default_path(self):
     # a bare package module stands in for tinygrad/__init__ so only helpers is imported

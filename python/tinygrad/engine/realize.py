@@ -37,7 +37,7 @@ def run_schedule(schedule:list[ScheduleItem]) -> None:
       st = time.perf_counter()
       si.bufs[0].copy_from(si.bufs[1])
       et = time.perf_counter() - st
-      GlobalCounters.time_sum_s += et
+      with GlobalCounters.lock: GlobalCounters.time_sum_s += et
       if DEBUG >= 2:
         print(f"*** {device:7s} {'':4s} {colored(si.name, 'green'):30s} arg {len(si.bufs):2d} mem {GlobalCounters.mem_used/1e9:5.2f} GB "
               f"tm {et*1e6:9.2f}us {si.bufs[0].nbytes/max(et, 1e-9)*1e-9:25.2f} GB/s")
@@ -49,10 +49,11 @@ def run_schedule(schedule:list[ScheduleItem]) -> None:
     et = dev.run(spec, si.bufs, wait=timed)
     if et is None: et = time.perf_counter() - st
     est = spec.estimates
-    GlobalCounters.kernel_count += 1
-    GlobalCounters.global_ops += est.ops
-    GlobalCounters.global_mem += est.mem
-    GlobalCounters.time_sum_s += et
+    with GlobalCounters.lock:
+      GlobalCounters.kernel_count += 1
+      GlobalCounters.global_ops += est.ops
+      GlobalCounters.global_mem += est.mem
+      GlobalCounters.time_sum_s += et
     if DEBUG >= 2:
       print(f"*** {device:7s} {GlobalCounters.kernel_count:4d} {colored(spec.name, 'yellow' if spec.name.startswith('r') else 'cyan'):30s} "
             f"arg {len(si.bufs):2d} mem {GlobalCounters.mem_used/1e9:5.2f} GB tm {et*1e6:9.2f}us "

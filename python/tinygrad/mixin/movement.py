@@ -40,6 +40,7 @@ class MovementMixin:
     if len(shape) < self.ndim: raise RuntimeError(f"can't expand {self.shape} to {shape}: fewer dims")
     x = self.reshape((1,) * (len(shape) - self.ndim) + self.shape) if len(shape) > self.ndim else self
     new = tuple(o if s == -1 else s for s, o in zip(shape, x.shape))
+    if not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in new): raise ValueError(f"invalid expand shape {shape}")
     if any(o != 1 and o != s for s, o in zip(new, x.shape)): raise RuntimeError(f"can't expand {self.shape} to {shape}")
     return x if new == x.shape else x._mop(Ops.EXPAND, new)
   def _expand_to(self, shape:tuple[int, ...]):

@@ -8,6 +8,7 @@ import os
 try: import resource
 except ImportError: resource = None  # type: ignore[assignment]   # not on Windows
 import tempfile
+import threading
 import time
 import weakref
 from concurrent.futures import ThreadPoolExecutor
@@ -26,45 +27,74 @@ class CPUBuffer:
     self.mv, self.addr, self.size, self.base, self.fd, self.cow = mv, addr, size, base, fd, []
   def __repr__(self): return f"<CPUBuffer {self.size} bytes at 0x{self.addr:x}>"
   def __del__(self):
-    global _live_memfds
     if self.fd is not None:
       os.close(self.fd)   # the mappings made from it stay valid
-      _live_memfds -= 1
+      _release_fds(1)
 
 COW_MIN_BYTES = 1 << 20   # buffers this big get a memfd so numpy() can share their pages; smaller ones are cheaper to copy
-# each memfd is an open file descriptor: use at most a quarter of the process's limit, so the program's own files never run out
-MAX_MEMFDS = max(0, min(1024, resource.getrlimit(resource.RLIMIT_NOFILE)[0] // 4)) if resource is not None else 0
-_live_memfds = 0
+# Every memfd costs file descriptors: the memfd itself, the duplicate Python's mmap keeps of it for the buffer's mapping (released when
+# the last view of that mapping goes), and one more per copy-on-write numpy() view alive. Buffers use memfds while all of those together
+# stay under a quarter of the process's soft limit (read at each allocation: a program may lower it), so the rest is left to the
+# program, kernels being loaded, sqlite and the compiler; past it they are plain memory and numpy() copies.
+MAX_FD_SHARE, MAX_FDS = 4, 2048
+_fds_held = 0
+_fd_lock = threading.Lock()
+
+def fd_budget() -> int:
+  """How many file descriptors CPU buffers may hold now."""
+  if resource is None: return 0
+  soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+  return MAX_FDS if soft == resource.RLIM_INFINITY else min(MAX_FDS, soft // MAX_FD_SHARE)
+
+def _reserve_fds(n:int) -> bool:
+  global _fds_held
+  with _fd_lock:
+    if _fds_held + n > fd_budget(): return False
+    _fds_held += n
+    return True
+
+def _release_fds(n:int) -> None:
+  global _fds_held
+  with _fd_lock: _fds_held -= n
+
+def _count_mapping_fd(mm:mmap.mmap) -> mmap.mmap:
+  # the mmap holds its own dup of the memfd until it is closed or freed (after every memoryview/numpy array of it is gone)
+  weakref.finalize(mm, _release_fds, 1)
+  return mm
 
 def _root(buf:CPUBuffer) -> CPUBuffer:
   while buf.base is not None: buf = buf.base
   return buf
 
 class CPUAllocator(LRUAllocator['CPUDevice']):
+  host_memory = True
   def _alloc(self, size:int, options:BufferSpec) -> CPUBuffer:
     if options.external_ptr is not None: return CPUBuffer(to_mv(options.external_ptr, size), options.external_ptr, size)
     # page aligned (so any vector access is aligned to its element), zero filled lazily by the OS, unmapped when unreferenced
-    global _live_memfds
-    if size >= COW_MIN_BYTES and _live_memfds < MAX_MEMFDS and hasattr(os, "memfd_create"):
-      fd = None
+    if size >= COW_MIN_BYTES and hasattr(os, "memfd_create") and _reserve_fds(2):
+      fd = mm = None
       try:
         fd = os.memfd_create("tinygrad", os.MFD_CLOEXEC)
         os.ftruncate(fd, size)
-        mv = memoryview(mmap.mmap(fd, size))
-        _live_memfds += 1
+        mv = memoryview(_count_mapping_fd(mm := mmap.mmap(fd, size)))
         return CPUBuffer(mv, mv_address(mv), size, fd=fd)
       except OSError:   # out of file descriptors, or no memfd here: plain anonymous memory (numpy() then copies)
         if fd is not None: os.close(fd)
+        _release_fds(1 if mm is not None else 2)   # a mapping that was made gives its fd back when it is freed
     mv = memoryview(mmap.mmap(-1, size))
     return CPUBuffer(mv, mv_address(mv), size)
   def _private_view(self, buf:CPUBuffer) -> memoryview|None:
     """A writable copy-on-write mapping of the buffer's pages (a private mmap of its memfd), or None if it has no memfd: reading it
     copies nothing, writing to it copies only the pages written and never changes the buffer."""
     root = _root(buf)
-    if root.fd is None: return None
+    if root.fd is None or not _reserve_fds(1): return None
     off = buf.addr - root.addr
     start = off - off % mmap.ALLOCATIONGRANULARITY
-    mm = mmap.mmap(root.fd, buf.size + off - start, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE, offset=start)
+    try: mm = _count_mapping_fd(mmap.mmap(root.fd, buf.size + off - start, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE,
+                                          offset=start))
+    except OSError:
+      _release_fds(1)
+      return None
     root.cow = [ref for ref in root.cow if ref() is not None] + [weakref.ref(mm)]
     return memoryview(mm)[off - start:off - start + buf.size]
   def _before_write(self, buf:CPUBuffer) -> None:
@@ -91,9 +121,11 @@ def _load_shared_object(lib:bytes) -> ctypes.CDLL:
   for d in (None, cache_dir):
     try:
       if d is not None: os.makedirs(d, exist_ok=True)
-      with tempfile.NamedTemporaryFile(suffix=".so", dir=d, delete=False) as f: f.write(lib)
-      try: return ctypes.CDLL(f.name)
-      finally: os.unlink(f.name)
+      fd, path = tempfile.mkstemp(suffix=".so", prefix="tinygrad-", dir=d)
+      try:   # removed whatever happens (a failed write, a failed dlopen, an interrupt)
+        with os.fdopen(fd, "wb") as f: f.write(lib)
+        return ctypes.CDLL(path)
+      finally: os.unlink(path)
     except OSError as e: errors.append(f"{d or tempfile.gettempdir()}: {e}")
   raise RuntimeError("could not load the compiled kernel: " + "; ".join(errors))
 

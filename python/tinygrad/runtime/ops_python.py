@@ -9,6 +9,7 @@ from tinygrad.device import Compiled, Allocator, BufferSpec, Program
 from tinygrad.renderer.python import PythonRenderer, HELPERS
 
 class PythonAllocator(Allocator['PythonDevice']):
+  host_memory = True
   def _alloc(self, size:int, options:BufferSpec) -> memoryview: return memoryview(bytearray(size))
   def _as_buffer(self, src:memoryview) -> memoryview: return src
   def _copyin(self, dest:memoryview, src:memoryview): dest[:len(src)] = src

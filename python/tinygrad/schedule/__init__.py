@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass, field
 import itertools
+import threading
 import weakref
 from tinygrad.uop.ops import UOp, Ops, GroupOp, ParamArg, AxisType
 from tinygrad.dtype import dtypes, DType
@@ -338,8 +339,15 @@ def _normalize(targets:list[UOp], devices:list[str]) -> tuple[UOp, list[UOp], di
   key = UOp(Ops.SINK, dtypes.void, tuple(_normalize_into(t, norm, inputs) for t in targets), (tuple(devices), NOOPT.value))
   return key, inputs, norm
 
+# one schedule at a time: the cache is an LRU shared by every thread, and a schedule recognizes the buffers it made by their numbers
+# (first_new below), which another thread's schedule must not interleave with
+_schedule_lock = threading.RLock()
+
 def create_schedule(targets:list[UOp], devices:list[str]) -> tuple[list[ScheduleItem], dict[UOp, UOp]]:
   """The kernels that compute `targets` (tensor-graph UOps) on `devices` (one each), in run order, and {target: BUFFER}."""
+  with _schedule_lock: return _create_schedule_cached(targets, devices)
+
+def _create_schedule_cached(targets:list[UOp], devices:list[str]) -> tuple[list[ScheduleItem], dict[UOp, UOp]]:
   if not SCACHE: return _create_schedule(targets, devices)
   key, inputs, norm = _normalize(targets, devices)
   if (hit := _schedule_cache.get(key)) is not None:

@@ -8,11 +8,12 @@ from __future__ import annotations
 import atexit
 import functools
 import importlib
+import json
 import linecache
 import marshal
 import os
-import pickle
 import sys
+import tempfile
 import types
 import weakref
 from typing import Any, Callable
@@ -20,7 +21,7 @@ from tinygrad import _core
 from tinygrad._core import UOp, UPat, PatternMatcher, graph_rewrite
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.dtype import DType, dtypes, ConstType, PyConst, Invalid, InvalidType, AddrSpace, least_upper_dtype, least_upper_float, truncate
-from tinygrad.helpers import TRACK_MATCH_STATS, temp, argfix, partition, cdiv, cmod, floordiv, floormod
+from tinygrad.helpers import TRACK_MATCH_STATS, argfix, partition, cdiv, cmod, floordiv, floormod
 
 __all__ = ["UOp", "UPat", "PatternMatcher", "graph_rewrite", "BottomUpGate", "Ops", "GroupOp", "print_uop_graph", "track_rewrites_log",
            "AxisType", "ParamArg", "Variable", "sint", "resolve", "smax", "smin", "ssimplify", "sym_infer", "srender", "exec_alu", "python_alu"]
@@ -129,10 +130,36 @@ def match_stats_table() -> list[str]:
   lines.append(f"{len(rows)} rules, {sum(r[1] > 0 for r in rows)} matched once")
   return lines
 
+REWRITE_LOG_FORMAT = "tinygrad-rewrite-log"   # the header line of every log (read by tinygrad.viz.cli)
+
+def write_rewrite_log(f, log:list[dict]) -> None:
+  """The rewrite log as JSON lines (text only, so reading it back runs nothing from the file): a header, every node once, sources first,
+  as {"node": [id, op, dtype, [source ids], arg, tag]}, and a {"rewrite": {...}} per graph_rewrite call naming nodes by id."""
+  ids: dict[UOp, int] = {}
+  def node_id(root:UOp) -> int:
+    # iterative, and it stops at nodes already written: each node costs once however many matches share it
+    stack = [(root, False)]
+    while stack:
+      u, srcs_done = stack.pop()
+      if u in ids: continue
+      if srcs_done:
+        ids[u] = len(ids)
+        f.write(json.dumps({"node": [ids[u], str(u.op), str(u.dtype), [ids[x] for x in u.src], u.argstr(),
+                                     None if u.tag is None else repr(u.tag)]}) + "\n")
+      else: stack.extend([(u, True)] + [(x, False) for x in u.src if x not in ids])
+    return ids[root]
+  f.write(json.dumps({"format": REWRITE_LOG_FORMAT, "version": 1}) + "\n")
+  for rec in log:
+    f.write(json.dumps({"rewrite": {"name": str(rec["name"]), "location": [str(rec["location"][0]), int(rec["location"][1])],
+      "bottom_up": bool(rec["bottom_up"]), "walk": bool(rec["walk"]), "depth": int(rec["depth"]), "sink": node_id(rec["sink"]),
+      "result": node_id(rec["result"]) if isinstance(rec["result"], UOp) else None,
+      "matches": [[node_id(b), node_id(a), [str(loc[0]), int(loc[1])], float(t)] for b, a, loc, t in rec["matches"]]}}) + "\n")
+
 def _at_exit() -> None:
   if TRACK_MATCH_STATS.value >= 2:
-    fn = temp("rewrites.pkl", append_user=True)
-    with open(fn, "wb") as f: pickle.dump(track_rewrites_log, f)
+    # a fresh file with an unpredictable name (created 0600), never a fixed path another user could have planted in /tmp
+    fd, fn = tempfile.mkstemp(prefix="tinygrad-rewrites-", suffix=".jsonl")
+    with os.fdopen(fd, "w") as f: write_rewrite_log(f, track_rewrites_log)
     print(f"rewrote {len(track_rewrites_log)} graphs and matched {sum(len(r['matches']) for r in track_rewrites_log)} times, saved to {fn}")
     print(f"view with: python -m tinygrad.viz.cli {fn}")
   for line in match_stats_table(): print(line)
