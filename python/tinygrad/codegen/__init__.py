@@ -2,6 +2,7 @@
 
 Before the passes, tinygrad/codegen/opt.py optimizes the AST for the device (threading, unrolling, upcasting).
 Passes, in order (each a module-level PatternMatcher run by graph_rewrite, except the final ordering):
+  pm_index_dtype  the scheduler's index arithmetic (weakint, floor division) -> int with C division (see below)
   pm_decomp       THREEFRY(x, key) (uint64) -> Threefry-2x32 in uint32 ADD/XOR/SHL/SHR (no renderer has a THREEFRY op)
   pm_const_fold   ALU/CAST of constants -> the constant (so `full(1) + full(2)` stores 3)
   pm_end_loops    STORE of the SINK -> END(...END(STORE, innermost LOOP range)..., outermost range)
@@ -14,12 +15,37 @@ Passes, in order (each a module-level PatternMatcher run by graph_rewrite, excep
                   the RANGE (loop-invariant code motion falls out of this), then the RANGE, the body and its END.
 """
 from __future__ import annotations
+import dataclasses
 from dataclasses import dataclass, field
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, GroupOp, ParamArg, AxisType, exec_alu
 from tinygrad.dtype import dtypes, AddrSpace
 from tinygrad.helpers import SPEC
-from tinygrad.schedule.indexing import iconst
 from tinygrad.schedule import reduce_identity as _identity
+
+def iconst(v:int) -> UOp: return UOp.const(v, dtypes.int)
+
+# ***** index dtype *****
+# Kernel ASTs index with weakint expressions in floor division (FLOORDIV/FLOORMOD), which no renderer has. This pass commits them to
+# int and C's truncating division; a dividend that may be negative (only where a PAD's gate makes the index unused) is first shifted
+# by a multiple of the divisor, which keeps the floor result exact. Replaced by the index64 helper's late pass (int32 or int64 from
+# the bounds).
+
+def _floor_to_c(x:UOp, a:UOp, d:UOp) -> UOp|None:
+  if d.arg <= 0: raise ValueError(f"index division by {d.arg} in {x.render(simplify=False)}")
+  k = (-a.vmin + d.arg - 1) // d.arg if a.vmin < 0 else 0   # a + k*d >= 0
+  if k: a = UOp(Ops.ADD, dtypes.int, (a, iconst(k * d.arg)))
+  if x.op is Ops.FLOORMOD: return UOp(Ops.CMOD, dtypes.int, (a, iconst(d.arg)))
+  q = UOp(Ops.CDIV, dtypes.int, (a, iconst(d.arg)))
+  return UOp(Ops.ADD, dtypes.int, (q, iconst(-k))) if k else q
+
+def _param_to_int(x:UOp) -> UOp:
+  return x.replace(dtype=dtypes.int, arg=dataclasses.replace(x.arg, dtype=dtypes.int) if isinstance(x.arg, ParamArg) else x.arg)
+
+pm_index_dtype = PatternMatcher([
+  (UPat((Ops.FLOORDIV, Ops.FLOORMOD), dtypes.weakint, src=(UPat.var("a"), UPat.cvar("d")), name="x"), _floor_to_c),
+  (UPat(tuple(GroupOp.ALU) + (Ops.RANGE, Ops.SPECIAL), dtypes.weakint, name="x"), lambda x: x.replace(dtype=dtypes.int)),
+  (UPat(Ops.PARAM, dtypes.weakint, name="x"), _param_to_int),   # a weakint Variable (the core_id of a threaded kernel)
+])
 
 def _u(op:Ops, a:UOp, b:UOp|int) -> UOp: return UOp(op, a.dtype, (a, b if isinstance(b, UOp) else UOp.const(b, a.dtype)))
 def _cast(x:UOp, dt) -> UOp: return UOp(Ops.CAST, dt, (x,), dt)
@@ -148,7 +174,7 @@ class LoweredKernel:
 def lower_ast(ast:UOp, device:str|None=None) -> LoweredKernel:
   """Lowers a kernel AST; with a device, the optimizations of tinygrad/codegen/opt.py for it are applied first (not under NOOPT=1)."""
   from tinygrad.codegen.opt import optimize_ast
-  ast = optimize_ast(ast, device)
+  ast = graph_rewrite(optimize_ast(ast, device), pm_index_dtype, name="index dtype")
   sink = graph_rewrite(ast, pm_decomp, name="decompositions")
   sink = graph_rewrite(sink, pm_const_fold, name="constant folding")
   sink = graph_rewrite(sink, pm_end_loops, name="end loops")

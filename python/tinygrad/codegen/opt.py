@@ -29,7 +29,39 @@ from tinygrad.codegen import _combine
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import NOOPT, NUM_CPU_THREADS, prod
 from tinygrad.schedule import KernelInfo
-from tinygrad.schedule.indexing import iconst, iadd, imul, _terms, _from_terms
+
+# ***** index sums (weakint, as the scheduler builds them): what the optimizations below need, kept here until the typed-ranges
+# rewrite of this file replaces them *****
+
+def iconst(v:int) -> UOp: return UOp.const(v)
+
+def _terms(u:UOp) -> list[tuple[UOp|None, int]]:
+  """u as a sum of (expression, coefficient); expression None is the constant term."""
+  out: list[tuple[UOp|None, int]] = []
+  stack = [(u, 1)]
+  while stack:
+    x, k = stack.pop()
+    if x.op is Ops.CONST: out.append((None, x.arg * k))
+    elif x.op is Ops.ADD: stack.extend(((x.src[1], k), (x.src[0], k)))
+    elif x.op is Ops.MUL and x.src[1].op is Ops.CONST: stack.append((x.src[0], k * x.src[1].arg))
+    else: out.append((x, k))
+  return out
+
+def _from_terms(terms:list[tuple[UOp|None, int]]) -> UOp:
+  const, merged = 0, {}
+  for x, k in terms:
+    if x is None: const += k
+    else: merged[x] = merged.get(x, 0) + k
+  ret: UOp|None = None
+  for x, k in merged.items():
+    if k == 0: continue
+    t = x if k == 1 else UOp(Ops.MUL, x.dtype, (x, UOp.const(k)))
+    ret = t if ret is None else UOp(Ops.ADD, ret.dtype, (ret, t))
+  if ret is None: return iconst(const)
+  return ret if const == 0 else UOp(Ops.ADD, ret.dtype, (ret, UOp.const(const)))
+
+def iadd(*xs:UOp) -> UOp: return _from_terms([t for x in xs for t in _terms(x)])
+def imul(a:UOp, c:int) -> UOp: return _from_terms([(x, k*c) for x, k in _terms(a)])
 
 THREAD_MIN_WORK = 1 << 16     # elements of work (output elements times reduce trip count) before a kernel is threaded
 THREAD_MAX = 32               # at most this many launches

@@ -35,5 +35,8 @@ def _compute(u:UOp) -> tuple[int, ...]:
 
 def shape_of(u:UOp) -> tuple[int, ...]:
   """The shape of a tensor-graph UOp (cached while the UOp is alive)."""
-  if (ret := _shapes.get(u)) is None: _shapes[u] = ret = _compute(u)
+  if (ret := _shapes.get(u)) is None:
+    # the unknown part of the graph children first, without recursion (graphs can be deep): _compute then only looks one level down
+    for n in u.toposort(gate=lambda n: n not in _shapes): _shapes[n] = _compute(n)
+    ret = _shapes[u]
   return ret
