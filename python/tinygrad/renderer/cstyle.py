@@ -54,6 +54,9 @@ static inline float tg_rbf(float f) { return tg_bf2f(tg_f2bf(f)); }
 #endif"""
 
 _INLINE_OPS = frozenset(GroupOp.ALU - {Ops.WHERE}) | {Ops.CAST, Ops.BITCAST, Ops.STACK, Ops.INDEX}
+# a longer expression gets a name even when used once: a chain of thousands of single-use ops would otherwise be one expression
+# nested past the C compiler's limits, and every prefix of it a string of its own (memory quadratic in the chain)
+MAX_INLINE_CHARS = 512
 
 def _fsuffix(dt:DType) -> str: return "" if dt is dtypes.float64 else "f"
 
@@ -246,7 +249,7 @@ class _CWriter:
     if u.op is Ops.STORE: return self.emit(self.store(u))
     expr, reads_mem, prefix = self.value(u)
     self.note_dtype(u.dtype)
-    if self.inline(u, reads_mem):
+    if len(expr) <= MAX_INLINE_CHARS and self.inline(u, reads_mem):
       self.r[u] = expr
       if reads_mem: self.reads_mem.add(u)
       return

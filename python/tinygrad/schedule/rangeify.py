@@ -102,7 +102,8 @@ class KernelContext:
   reduce_dims: dict[UOp, list[int]] = field(default_factory=dict)   # REDUCE range -> its dims in the kernel name
   uses: dict[UOp, int] = field(default_factory=dict)
   extra: dict[UOp, UOp] = field(default_factory=dict)    # nodes this kernel gave a buffer (MAX_INDEX_USES) -> BUFFER
-  merge_possible: bool = False
+  out_merge_possible: bool = False
+  reduce_merge_possible: bool = False
 
   def param(self, buf:UOp) -> UOp:
     if (p := self.params.get(buf)) is None:
@@ -130,7 +131,30 @@ def _from_buffer(ctx:KernelContext, x:UOp) -> UOp|None:
 
 def _elementwise(x:UOp, u:UOp) -> UOp: return UOp(u.op, u.dtype, tuple(at(s, x.src[1], x.src[2:]) for s in u.src), u.arg)
 
-def _reshape(x:UOp, u:UOp) -> UOp: return at(u.src[0], x.src[1], unflatten(flat_index(x.src[2:], u.arg), shape_of(u.src[0])))
+def _reshape(x:UOp, u:UOp) -> UOp:
+  in_shape, idx = shape_of(u.src[0]), x.src[2:]
+  if 0 in in_shape: return at(u.src[0], x.src[1], unflatten(flat_index(idx, u.arg), in_shape))
+  # the dims that are not 1 fall into groups of equal size on both sides (a split, a merge, or the same dim): a dim kept as it is
+  # keeps its index, the others are recomputed within their group only, all in one simplification
+  new = [UOp.const(0)] * len(in_shape)
+  ins = [d for d, s in enumerate(in_shape) if s != 1]
+  outs = [(i, s) for i, s in zip(idx, u.arg) if s != 1]
+  exprs, dims, a, b = [], [], 0, 0
+  while a < len(ins):
+    gi, go = [ins[a]], [outs[b]]
+    pi, po, a, b = in_shape[ins[a]], outs[b][1], a + 1, b + 1
+    while pi != po:
+      if pi < po: gi, pi, a = gi + [ins[a]], pi * in_shape[ins[a]], a + 1
+      else: go, po, b = go + [outs[b]], po * outs[b][1], b + 1
+    if len(gi) == 1 and len(go) == 1:
+      new[gi[0]] = go[0][0]
+      continue
+    flat = sum((i * st for (i, _), st in zip(go, strides_for(tuple(s for _, s in go)))), UOp.const(0))
+    for d, st in zip(gi, strides_for(tuple(in_shape[d] for d in gi))):
+      exprs.append((flat // st) % in_shape[d])
+      dims.append(d)
+  for d, e in zip(dims, simp(*exprs) if exprs else ()): new[d] = e
+  return at(u.src[0], x.src[1], new)
 
 def _expand(x:UOp, u:UOp) -> UOp:
   return at(u.src[0], x.src[1], tuple(UOp.const(0) if s == 1 else i for s, i in zip(shape_of(u.src[0]), x.src[2:])))
@@ -168,7 +192,7 @@ def _reduce(ctx:KernelContext, x:UOp, u:UOp) -> UOp:
   for a in axes:
     if in_shape[a] == 1: idx[a] = UOp.const(0)
   if not (red := [a for a in axes if in_shape[a] != 1]): return at(src, valid, idx)
-  if len(red) > 1: ctx.merge_possible = True
+  if len(red) > 1: ctx.reduce_merge_possible = True
   if (ctx.merge_reduce and len(red) > 1) or len(red) == 1:
     sub = tuple(in_shape[a] for a in red)
     total = prod(sub)
@@ -222,7 +246,7 @@ def build_kernel(root:UOp, out:UOp, bufs:dict[UOp, UOp], realized_buffer, merge_
   if merge_out and len(dims) > 1:
     idx, out_dims = unflatten(UOp.range(prod(dims), next(ctx.axis), AxisType.LOOP), shape), [prod(dims)]
   else: idx, out_dims = tuple(UOp.const(0) if s == 1 else UOp.range(s, next(ctx.axis), AxisType.LOOP) for s in shape), dims
-  ctx.merge_possible = len(dims) > 1
+  ctx.out_merge_possible = len(dims) > 1
   value = graph_rewrite(at(root, _TRUE, idx), pm_index, ctx=ctx, bottom_up=True, name="schedule: value at index")
   store = UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, out.dtype, (ctx.params[out], flat_index(idx, shape))), value))
   red_dims = [d for r in sorted(ctx.reduce_dims, key=lambda r: r.arg[0]) for d in ctx.reduce_dims[r]]
@@ -234,10 +258,14 @@ def divmods(ast:UOp) -> int: return sum(1 for x in ast.toposort() if x.op in (Op
 def best_kernel(root:UOp, out:UOp, bufs:dict[UOp, UOp], realized_buffer) -> tuple[UOp, KernelContext]:
   """The loop structure with the fewest divisions (index arithmetic), the most merged one on a tie."""
   best: tuple[int, UOp, KernelContext]|None = None
+  built: set[tuple[bool, bool]] = set()
   for mo, mr in ((False, False),) if NOOPT else ((True, True), (True, False), (False, True), (False, False)):
+    # a candidate that merges nothing more than one already built gives the same AST
+    if best is not None and (mo and best[2].out_merge_possible, mr and best[2].reduce_merge_possible) in built: continue
     ast, ctx = build_kernel(root, out, bufs, realized_buffer, mo, mr)
-    if best is None or (n := divmods(ast)) < best[0]: best = (divmods(ast) if best is None else n, ast, ctx)
-    if best[0] == 0 or not ctx.merge_possible: break
+    built.add((mo and ctx.out_merge_possible, mr and ctx.reduce_merge_possible))
+    if best is None or (n := divmods(ast)) < best[0]: best = (divmods(ast), ast, ctx)
+    if best[0] == 0: break
   assert best is not None
   return best[1], best[2]
 
