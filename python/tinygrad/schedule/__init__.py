@@ -84,7 +84,7 @@ def _create_schedule(targets:list[UOp], devices:list[str]) -> tuple[list[Schedul
   for t in todo: ret[t] = bufs[t]
   # kernels, built from a worklist: a kernel may give a value a buffer of its own (MAX_INDEX_USES), which then needs its kernel too
   items: dict[UOp, ScheduleItem] = {}
-  work = list(roots)
+  work, memo = list(roots), {}
   while work:
     u = work.pop()
     out = bufs[u]
@@ -92,7 +92,7 @@ def _create_schedule(targets:list[UOp], devices:list[str]) -> tuple[list[Schedul
     if u.op is Ops.COPY:
       items[out] = _copy_item(u, out, bufs)
       continue
-    ast, ctx = best_kernel(u, out, bufs, _realized_buffer)
+    ast, ctx = best_kernel(u, out, bufs, _realized_buffer, memo)
     for x, b in ctx.extra.items():
       if x not in bufs:
         bufs[x] = b

@@ -97,6 +97,7 @@ class KernelContext:
   bufs: dict[UOp, UOp]                      # node -> BUFFER holding it (this schedule's roots; input BUFFERs are their own)
   realized_buffer: object                   # u -> BUFFER of an already realized node, or None
   merge_reduce: bool
+  memo: dict                                # index arithmetic already simplified in this schedule
   params: dict[UOp, UOp] = field(default_factory=dict)   # BUFFER -> PARAM, in slot order
   axis: itertools.count = field(default_factory=itertools.count)
   reduce_dims: dict[UOp, list[int]] = field(default_factory=dict)   # REDUCE range -> its dims in the kernel name
@@ -127,18 +128,23 @@ def _from_buffer(ctx:KernelContext, x:UOp) -> UOp|None:
       ctx.uses[u] = n
       return None
     ctx.extra[u] = b = new_buffer(ctx.out.arg.device, prod(shape_of(u)), u.dtype)
-  return ctx.load(b, flat_index(idx, shape_of(u)), valid)
+  if (flat := ctx.memo.get(key := (idx, shape_of(u)))) is None: flat = ctx.memo[key] = flat_index(*key)
+  return ctx.load(b, flat, valid)
 
 def _elementwise(x:UOp, u:UOp) -> UOp: return UOp(u.op, u.dtype, tuple(at(s, x.src[1], x.src[2:]) for s in u.src), u.arg)
 
-def _reshape(x:UOp, u:UOp) -> UOp:
-  in_shape, idx = shape_of(u.src[0]), x.src[2:]
-  if 0 in in_shape: return at(u.src[0], x.src[1], unflatten(flat_index(idx, u.arg), in_shape))
+def _reshape(ctx:KernelContext, x:UOp, u:UOp) -> UOp:
+  # the same reshape of the same index recurs (a reshape/permute pattern repeated down a chain): simplified once per schedule
+  if (new := ctx.memo.get(key := (x.src[2:], shape_of(u.src[0]), u.arg))) is None: new = ctx.memo[key] = _reshape_index(*key)
+  return at(u.src[0], x.src[1], new)
+
+def _reshape_index(idx:tuple[UOp, ...], in_shape:tuple[int, ...], out_shape:tuple[int, ...]) -> tuple[UOp, ...]:
+  if 0 in in_shape: return unflatten(flat_index(idx, out_shape), in_shape)
   # the dims that are not 1 fall into groups of equal size on both sides (a split, a merge, or the same dim): a dim kept as it is
   # keeps its index, the others are recomputed within their group only, all in one simplification
   new = [UOp.const(0)] * len(in_shape)
   ins = [d for d, s in enumerate(in_shape) if s != 1]
-  outs = [(i, s) for i, s in zip(idx, u.arg) if s != 1]
+  outs = [(i, s) for i, s in zip(idx, out_shape) if s != 1]
   exprs, dims, a, b = [], [], 0, 0
   while a < len(ins):
     gi, go = [ins[a]], [outs[b]]
@@ -154,7 +160,7 @@ def _reshape(x:UOp, u:UOp) -> UOp:
       exprs.append((flat // st) % in_shape[d])
       dims.append(d)
   for d, e in zip(dims, simp(*exprs) if exprs else ()): new[d] = e
-  return at(u.src[0], x.src[1], new)
+  return tuple(new)
 
 def _expand(x:UOp, u:UOp) -> UOp:
   return at(u.src[0], x.src[1], tuple(UOp.const(0) if s == 1 else i for s, i in zip(shape_of(u.src[0]), x.src[2:])))
@@ -236,10 +242,11 @@ class KernelInfo:
   name: str
   def __repr__(self): return f"KernelInfo({self.name!r})"
 
-def build_kernel(root:UOp, out:UOp, bufs:dict[UOp, UOp], realized_buffer, merge_out:bool, merge_reduce:bool) -> tuple[UOp, KernelContext]:
+def build_kernel(root:UOp, out:UOp, bufs:dict[UOp, UOp], realized_buffer, merge_out:bool, merge_reduce:bool,
+                 memo:dict|None=None) -> tuple[UOp, KernelContext]:
   """The kernel AST computing root into the BUFFER out. With merge_out (merge_reduce) the output (reduced) dims are one loop,
   split again by index arithmetic where a buffer needs that."""
-  ctx = KernelContext(root, out, bufs, realized_buffer, merge_reduce)
+  ctx = KernelContext(root, out, bufs, realized_buffer, merge_reduce, {} if memo is None else memo)
   shape = shape_of(root)
   ctx.param(out)
   dims = [s for s in shape if s != 1]
@@ -255,14 +262,14 @@ def build_kernel(root:UOp, out:UOp, bufs:dict[UOp, UOp], realized_buffer, merge_
 
 def divmods(ast:UOp) -> int: return sum(1 for x in ast.toposort() if x.op in (Ops.FLOORDIV, Ops.FLOORMOD))
 
-def best_kernel(root:UOp, out:UOp, bufs:dict[UOp, UOp], realized_buffer) -> tuple[UOp, KernelContext]:
+def best_kernel(root:UOp, out:UOp, bufs:dict[UOp, UOp], realized_buffer, memo:dict|None=None) -> tuple[UOp, KernelContext]:
   """The loop structure with the fewest divisions (index arithmetic), the most merged one on a tie."""
   best: tuple[int, UOp, KernelContext]|None = None
   built: set[tuple[bool, bool]] = set()
   for mo, mr in ((False, False),) if NOOPT else ((True, True), (True, False), (False, True), (False, False)):
     # a candidate that merges nothing more than one already built gives the same AST
     if best is not None and (mo and best[2].out_merge_possible, mr and best[2].reduce_merge_possible) in built: continue
-    ast, ctx = build_kernel(root, out, bufs, realized_buffer, mo, mr)
+    ast, ctx = build_kernel(root, out, bufs, realized_buffer, mo, mr, memo)
     built.add((mo and ctx.out_merge_possible, mr and ctx.reduce_merge_possible))
     if best is None or (n := divmods(ast)) < best[0]: best = (divmods(ast), ast, ctx)
     if best[0] == 0: break
