@@ -54,9 +54,9 @@ static inline float tg_rbf(float f) { return tg_bf2f(tg_f2bf(f)); }
 #endif"""
 
 _INLINE_OPS = frozenset(GroupOp.ALU - {Ops.WHERE}) | {Ops.CAST, Ops.BITCAST, Ops.STACK, Ops.INDEX}
-# a longer expression gets a name even when used once: a chain of thousands of single-use ops would otherwise be one expression
-# nested past the C compiler's limits, and every prefix of it a string of its own (memory quadratic in the chain)
-MAX_INLINE_CHARS = 512
+# an expression nested deeper gets a name even when used once: a chain of thousands of single-use ops would otherwise be one
+# expression nested past the C compiler's limits, and every prefix of it a string of its own (memory quadratic in the chain)
+MAX_INLINE_DEPTH = 64
 
 def _fsuffix(dt:DType) -> str: return "" if dt is dtypes.float64 else "f"
 
@@ -148,6 +148,7 @@ class _CWriter:
     self.emulated: set[DType] = set()
     self.open_names: list[str] = []
     self.first_use: dict[UOp, int] = {}
+    self.nesting: dict[UOp, int] = {}                       # how deep an inlined expression nests
     for i, u in enumerate(k.uops):
       for s in u.src: self.first_use.setdefault(s, i)
     # side_effects[i]: how many statements with side effects (stores, block edges) come before position i
@@ -249,8 +250,9 @@ class _CWriter:
     if u.op is Ops.STORE: return self.emit(self.store(u))
     expr, reads_mem, prefix = self.value(u)
     self.note_dtype(u.dtype)
-    if len(expr) <= MAX_INLINE_CHARS and self.inline(u, reads_mem):
+    if (depth := 1 + max((self.nesting.get(s, 0) for s in u.src), default=0)) <= MAX_INLINE_DEPTH and self.inline(u, reads_mem):
       self.r[u] = expr
+      self.nesting[u] = depth
       if reads_mem: self.reads_mem.add(u)
       return
     self.r[u] = self.fresh(prefix)

@@ -53,9 +53,13 @@ def strides_for(shape:tuple[int, ...]) -> tuple[int, ...]:
     acc *= s
   return tuple(reversed(ret))
 
+def scaled_sum(idx, strides) -> UOp:
+  """sum(i * st), each sum i distributed term by term: (a + x//4)*4 + x%4 then meets its recombination rule as a*4 + x."""
+  return sum((t * st for i, st in zip(idx, strides) for t in i.split_uop(Ops.ADD)), UOp.const(0))
+
 def flat_index(idx:tuple[UOp, ...], shape:tuple[int, ...]) -> UOp:
   """The row-major flat position of idx in shape (simplified)."""
-  return simp(sum((i * st for i, s, st in zip(idx, shape, strides_for(shape)) if s != 1), UOp.const(0)))[0]
+  return simp(scaled_sum([i for i, s in zip(idx, shape) if s != 1], [st for s, st in zip(shape, strides_for(shape)) if s != 1]))[0]
 
 def unflatten(flat:UOp, shape:tuple[int, ...]) -> tuple[UOp, ...]:
   return simp(*[0 if s == 1 else (flat // st) % s for s, st in zip(shape, strides_for(shape))])
@@ -155,7 +159,7 @@ def _reshape_index(idx:tuple[UOp, ...], in_shape:tuple[int, ...], out_shape:tupl
     if len(gi) == 1 and len(go) == 1:
       new[gi[0]] = go[0][0]
       continue
-    flat = sum((i * st for (i, _), st in zip(go, strides_for(tuple(s for _, s in go)))), UOp.const(0))
+    flat = scaled_sum([i for i, _ in go], strides_for(tuple(s for _, s in go)))
     for d, st in zip(gi, strides_for(tuple(in_shape[d] for d in gi))):
       exprs.append((flat // st) % in_shape[d])
       dims.append(d)
@@ -271,7 +275,8 @@ def best_kernel(root:UOp, out:UOp, bufs:dict[UOp, UOp], realized_buffer, memo:di
     if best is not None and (mo and best[2].out_merge_possible, mr and best[2].reduce_merge_possible) in built: continue
     ast, ctx = build_kernel(root, out, bufs, realized_buffer, mo, mr, memo)
     built.add((mo and ctx.out_merge_possible, mr and ctx.reduce_merge_possible))
-    if best is None or (n := divmods(ast)) < best[0]: best = (divmods(ast), ast, ctx)
+    n = divmods(ast)
+    if best is None or n < best[0]: best = (n, ast, ctx)
     if best[0] == 0: break
   assert best is not None
   return best[1], best[2]
