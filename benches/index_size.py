@@ -48,7 +48,10 @@ def pytest_unconfigure(config):
   with open(config.getoption("--index-size-out"), "w") as f: json.dump(_records, f, indent=0)
 
 def compare(before_path:str, after_path:str) -> None:
-  before, after = json.load(open(before_path)), json.load(open(after_path))
+  # tests are matched by their id from "tests/" on (the two checkouts may live in different directories)
+  def load(path:str) -> dict:
+    with open(path) as f: return {k[k.split("::")[0].rfind("tests/"):]: v for k, v in json.load(f).items()}
+  before, after = load(before_path), load(after_path)
   tb = ta = n = 0
   larger, smaller, other = [], 0, 0
   for test, ks in after.items():
@@ -61,6 +64,7 @@ def compare(before_path:str, after_path:str) -> None:
       n, tb, ta = n + 1, tb + b, ta + a
       if a > b: larger.append((test, name, b, a))
       elif a < b: smaller += 1
+  print(f"tests compared: {len(set(before) & set(after))}")
   print(f"kernels compared: {n} (tests with other kernel names/counts: {other})")
   print(f"index ops total: before {tb}, after {ta}; kernels smaller after: {smaller}, larger after: {len(larger)}")
   for t, name, b, a in larger: print(f"  larger: {t} {name}: {b} -> {a}")

@@ -62,7 +62,13 @@ def flat_index(idx:tuple[UOp, ...], shape:tuple[int, ...]) -> UOp:
   return simp(scaled_sum([i for i, s in zip(idx, shape) if s != 1], [st for s, st in zip(shape, strides_for(shape)) if s != 1]))[0]
 
 def unflatten(flat:UOp, shape:tuple[int, ...]) -> tuple[UOp, ...]:
-  return simp(*[0 if s == 1 else (flat // st) % s for s, st in zip(shape, strides_for(shape))])
+  return simp(*_unflatten(flat, shape))
+
+def _unflatten(flat:UOp, shape:tuple[int, ...]) -> list[UOp|int]:
+  # the outermost dim needs no `% s`: where the index is valid (inside every PAD around it) flat < prod(shape), and elsewhere the
+  # load it feeds is gated off
+  outer = next((d for d, s in enumerate(shape) if s != 1), None)
+  return [0 if s == 1 else flat // st if d == outer else (flat // st) % s for d, (s, st) in enumerate(zip(shape, strides_for(shape)))]
 
 def at(x:UOp, valid:UOp, idx) -> UOp: return UOp(Ops.INDEX, x.dtype, (x, valid, *idx), AT)
 
@@ -160,9 +166,8 @@ def _reshape_index(idx:tuple[UOp, ...], in_shape:tuple[int, ...], out_shape:tupl
       new[gi[0]] = go[0][0]
       continue
     flat = scaled_sum([i for i, _ in go], strides_for(tuple(s for _, s in go)))
-    for d, st in zip(gi, strides_for(tuple(in_shape[d] for d in gi))):
-      exprs.append((flat // st) % in_shape[d])
-      dims.append(d)
+    exprs.extend(_unflatten(flat, tuple(in_shape[d] for d in gi)))
+    dims.extend(gi)
   for d, e in zip(dims, simp(*exprs) if exprs else ()): new[d] = e
   return tuple(new)
 
