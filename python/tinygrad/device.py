@@ -386,7 +386,7 @@ class Compiled:
     prg = self.get_program(spec)
     for slot, b in zip(spec.globals, bufs):
       if slot in spec.outs: b.ensure_allocated().before_write()
-    return prg(*[b.ensure_allocated()._buf for b in bufs], global_size=spec.global_size, local_size=spec.local_size,
-               vals=spec.vals(var_vals), wait=wait)
+    global_size, local_size = spec.launch_dims(var_vals)
+    return prg(*[b.ensure_allocated()._buf for b in bufs], global_size=global_size, local_size=local_size, vals=spec.vals(var_vals), wait=wait)
   def synchronize(self) -> None: pass
   def finalize(self) -> None: pass

@@ -250,10 +250,11 @@ class TestThread:
   """Kernels with enough work split their outermost output loop over the cores (core_id launches); NOOPT=1 keeps one launch."""
   def test_big_elementwise_is_threaded(self, monkeypatch):
     import tinygrad.codegen.opt as opt
+    import tinygrad.renderer.cstyle as cstyle
     import tinygrad.engine.realize as realize
     monkeypatch.setattr(realize, "_specs", {})  # specs are cached per (AST, device): these tests change the core count
     monkeypatch.setattr(opt, "THREAD_MAX", 4)
-    monkeypatch.setattr(opt.os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(cstyle.os, "cpu_count", lambda: 4)  # the thread count is ClangRenderer.global_max[0]
     with Context(NUM_CPU_THREADS=4):
       a, b, c = (Tensor(np.random.default_rng(i).standard_normal(1 << 16).astype(np.float32)).realize() for i in range(3))
       items, _ = (a * b + c).schedule()
@@ -262,10 +263,10 @@ class TestThread:
       assert "core_id" in spec.src and spec.name == "E_4_4096_4"  # threaded, then upcast by 4
       np.testing.assert_allclose((a * b + c).numpy(), a.numpy() * b.numpy() + c.numpy(), rtol=1e-6)
   def test_threaded_reduce_over_outer_axis(self, monkeypatch):
-    import tinygrad.codegen.opt as opt
+    import tinygrad.renderer.cstyle as cstyle
     import tinygrad.engine.realize as realize
     monkeypatch.setattr(realize, "_specs", {})
-    monkeypatch.setattr(opt.os, "cpu_count", lambda: 3)
+    monkeypatch.setattr(cstyle.os, "cpu_count", lambda: 3)  # the thread count is ClangRenderer.global_max[0]
     with Context(NUM_CPU_THREADS=3):
       x = np.random.default_rng(0).standard_normal((600, 700)).astype(np.float32)
       t = Tensor(x).realize()

@@ -87,3 +87,51 @@ def test_variable_names():
   src = ClangRenderer().render(uops)
   assert "const int var0, const int var1, const int ok, const int var3)" in src
   assert "def kernel(buf0, var0, var1, ok, var3):" in PythonRenderer().render(uops)
+
+def SP(name, n): return UOp(Ops.SPECIAL, dtypes.int, (n if isinstance(n, UOp) else UOp.const(n, dtypes.int),), name)
+
+def test_specials_and_launch_size():
+  out = P(0, dtypes.float, 64)
+  g0, g1, l0 = SP("gidx0", 4), SP("gidx1", 2), SP("lidx0", 8)
+  st = out.index(g0 + l0 + g1).store(UOp.const(1.0, dtypes.float))
+  k = check_linear([out, g0, g1, l0, *[u for u in st.src[0].src[1].toposort() if u.op is Ops.ADD], st.src[0], st])
+  assert set(k.specials) == {"gidx0", "gidx1", "lidx0"} and not k.vars
+  from tinygrad.renderer import launch_size
+  assert launch_size(k) == ((4, 2, 1), (8, 1, 1))
+
+def test_special_errors():
+  out = P(0)
+  def chk(*uops): return check_linear([out, *uops])
+  with pytest.raises(KernelContractError, match="SPECIAL name must be one of"): chk(SP("gidx3", 4))
+  with pytest.raises(KernelContractError, match="SPECIAL gidx0 appears twice"): chk(SP("gidx0", 4), SP("gidx0", 8))
+  r = R(4)
+  with pytest.raises(KernelContractError, match="a launch dimension must be at the top level, not inside the Ops.RANGE"):
+    chk(r, SP("lidx0", 4), END(UOp(Ops.NOOP), r))
+  ld = out.index(UOp.const(0, dtypes.int)).load().cast(dtypes.int)
+  with pytest.raises(KernelContractError, match="a launch size .* may only use CONSTs, variable PARAMs"):
+    chk(out.index(UOp.const(0, dtypes.int)), ld.src[0], ld, SP("gidx0", ld))
+  with pytest.raises(KernelContractError, match=r"SPECIAL core_id can't be mixed with GPU dims \['gidx0'\]"): chk(SP("core_id", 4), SP("gidx0", 4))
+  v = UOp.variable("core_id", 0, 3, dtypes.int, param=True)
+  with pytest.raises(KernelContractError, match="SPECIAL core_id and a variable named core_id"): chk(v, SP("core_id", 4))
+
+def test_core_id_special_is_the_last_argument():
+  out, n = P(0), UOp.variable("n", 1, 8, dtypes.int, param=True)
+  core = SP("core_id", n)
+  st = out.index(core).store(UOp.const(1.0, dtypes.float))
+  uops = [out, n, core, st.src[0], st]
+  k = check_linear(uops)
+  assert k.vars == [n, core]
+  src = ClangRenderer().render(uops)
+  assert "(float* restrict data0_4, const int n, const int core_id) {" in src and "data0_4[core_id] = 1.0f;" in src
+  assert "def kernel(buf0, n, core_id):" in PythonRenderer().render(uops)
+  spec = PythonRenderer().to_program(uops)
+  assert spec.global_size == (n, 1, 1) and spec.launch_dims({"n": 5}) == ((5, 1, 1), None) and spec.vals({"n": 5}) == (5, 0)
+
+def test_spec_checks_specials():
+  from tinygrad.uop.spec import verify_linear
+  out = P(0)
+  g = SP("gidx0", 4)
+  st = out.index(g).store(UOp.const(1.0, dtypes.float))
+  verify_linear([out, g, st.src[0], st])
+  bad = UOp(Ops.SPECIAL, dtypes.float, (UOp.const(4, dtypes.int),), "gidx0")
+  with pytest.raises(RuntimeError, match="SPEC: the linear program is invalid"): verify_linear([out, bad])

@@ -1,27 +1,33 @@
 """Codegen: a kernel AST (from tinygrad.schedule) becomes a linear list of UOps for a renderer, then a ProgramSpec.
 
-Before the passes, tinygrad/codegen/opt.py optimizes the AST for the device (threading, unrolling, upcasting).
-Passes, in order (each a module-level PatternMatcher run by graph_rewrite, except the final ordering):
+`full_rewrite_to_sink` runs the list PASSES: each a (name, PatternMatcher or function, ctx factory) entry, a PatternMatcher run by
+one graph_rewrite with that name (so TRACK_MATCH_STATS and the rewrite log show it). lower_ast adds the ordering and the SPEC checks.
+  optimize      tinygrad/codegen/opt.py shapes the AST for the renderer's capabilities (threading, unrolling, upcasting; NOOPT=1: off)
   pm_index_dtype  the scheduler's index arithmetic (weakint, floor division) -> int with C division (see below)
   pm_decomp       THREEFRY(x, key) (uint64) -> Threefry-2x32 in uint32 ADD/XOR/SHL/SHR (no renderer has a THREEFRY op)
   pm_const_fold   ALU/CAST of constants -> the constant (so `full(1) + full(2)` stores 3)
+  pm_add_specials THREAD/GLOBAL/LOCAL ranges -> SPECIAL launch dims: "core_id" for THREAD, "gidx<i>"/"lidx<i>" for the i-th
+                  GLOBAL/LOCAL range by axis id (the renderer contract, tinygrad/renderer/__init__.py); they get no loop and no END
   pm_end_loops    STORE of the SINK -> END(...END(STORE, innermost LOOP range)..., outermost range)
   pm_reduce       REDUCE(x, *ranges, arg=(op,)) -> a register accumulator slot i:
                     acc = BUFFER(REG); STORE(INDEX(AFTER(acc, *loop ranges), i), identity)
                     in the loop: STORE(INDEX(AFTER(acc, init, *reduce ranges), i), op(LOAD(that), x)), closed by END per range
                     the value: LOAD(INDEX(AFTER(acc, END), i))
                   REDUCEs over the same ranges (an upcast reduce kernel's lanes) share the loop: their updates are one GROUP.
-  linearize       orders the graph into blocks: everything a loop body needs that does not depend on the loop is placed before
-                  the RANGE (loop-invariant code motion falls out of this), then the RANGE, the body and its END.
+  linearize       orders the graph into blocks (PARAMs and BUFFERs first, then the SPECIALs): everything a loop body needs that
+                  does not depend on the loop is placed before the RANGE (loop-invariant code motion falls out of this), then the
+                  RANGE, the body and its END.
 """
 from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable, TYPE_CHECKING
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, GroupOp, ParamArg, AxisType, exec_alu
 from tinygrad.dtype import dtypes, AddrSpace
 from tinygrad.helpers import SPEC
 from tinygrad.schedule import reduce_identity as _identity
+if TYPE_CHECKING:
+  from tinygrad.renderer import Renderer
 
 def iconst(v:int) -> UOp: return UOp.const(v, dtypes.int)
 
@@ -45,7 +51,7 @@ def _param_to_int(x:UOp) -> UOp:
 pm_index_dtype = PatternMatcher([
   (UPat((Ops.FLOORDIV, Ops.FLOORMOD), dtypes.weakint, src=(UPat.var("a"), UPat.cvar("d")), name="x"), _floor_to_c),
   (UPat(tuple(GroupOp.ALU) + (Ops.RANGE, Ops.SPECIAL), dtypes.weakint, name="x"), lambda x: x.replace(dtype=dtypes.int)),
-  (UPat(Ops.PARAM, dtypes.weakint, name="x"), _param_to_int),   # a weakint Variable (the core_id of a threaded kernel)
+  (UPat(Ops.PARAM, dtypes.weakint, name="x"), _param_to_int),   # a weakint Variable
 ])
 
 def _u(op:Ops, a:UOp, b:UOp|int) -> UOp: return UOp(op, a.dtype, (a, b if isinstance(b, UOp) else UOp.const(b, a.dtype)))
@@ -89,6 +95,25 @@ def _end_loops(sink:UOp) -> UOp|None:
   return sink.replace(src=(ret,))
 
 pm_end_loops = PatternMatcher([(UPat(Ops.SINK, name="sink"), _end_loops)])
+
+# ***** GPU dims and threads *****
+
+_SPECIAL_PREFIX = {AxisType.GLOBAL: "gidx", AxisType.LOCAL: "lidx"}
+
+def launch_dims(sink:UOp) -> dict[UOp, UOp]:
+  """RANGE -> SPECIAL for the ranges that become launch dimensions instead of loops."""
+  ret: dict[UOp, UOp] = {}
+  ranges = sorted([u for u in sink.toposort() if u.op is Ops.RANGE and u.arg[-1] in (AxisType.THREAD, *_SPECIAL_PREFIX)], key=lambda r: r.arg)
+  if len(threads := [r for r in ranges if r.arg[-1] is AxisType.THREAD]) > 1:
+    raise ValueError(f"kernel {getattr(sink.arg, 'name', sink.arg)} has {len(threads)} THREAD ranges, at most one is launched")
+  for kind, prefix in _SPECIAL_PREFIX.items():
+    if len(rs := [r for r in ranges if r.arg[-1] is kind]) > 3:
+      raise ValueError(f"kernel {getattr(sink.arg, 'name', sink.arg)} has {len(rs)} {kind} ranges, more than the 3 launch dims")
+    ret.update({r: UOp(Ops.SPECIAL, r.dtype, (r.src[0],), f"{prefix}{i}") for i, r in enumerate(rs)})
+  ret.update({r: UOp(Ops.SPECIAL, r.dtype, (r.src[0],), "core_id") for r in threads})
+  return ret
+
+pm_add_specials = PatternMatcher([(UPat(Ops.RANGE, name="r"), lambda ctx, r: ctx.get(r))])
 
 @dataclass
 class ReduceContext:
@@ -152,6 +177,8 @@ def linearize(sink:UOp) -> list[UOp]:
     done.add(p); out.append(p)
   # frames: ("visit", u), ("hoist", (x, r)): visit x if it can go before r opens, ("open", r), ("close", r), ("finish", u)
   stack: list[tuple[str, Any]] = [("visit", s) for s in reversed(sink.src)]
+  # launch dims are defined once, at the top level, first
+  stack.extend(("visit", sp) for sp in reversed(sorted([u for u in sink.toposort() if u.op is Ops.SPECIAL], key=lambda u: u.arg)))
   while stack:
     kind, u = stack.pop()
     if kind == "visit":
@@ -181,14 +208,42 @@ class LoweredKernel:
   sink: UOp                      # after the graph passes
   uops: list[UOp] = field(default_factory=list)
 
-def lower_ast(ast:UOp, device:str|None=None) -> LoweredKernel:
-  """Lowers a kernel AST; with a device, the optimizations of tinygrad/codegen/opt.py for it are applied first (not under NOOPT=1)."""
+# (name, PatternMatcher or function sink -> sink, ctx factory (sink, renderer) -> ctx or None): the codegen, in order
+Pass = tuple[str, "PatternMatcher|Callable[[UOp, Any], UOp]", "Callable[[UOp, Any], Any]|None"]
+
+def _optimize(ast:UOp, ren:Renderer|None) -> UOp:
   from tinygrad.codegen.opt import optimize_ast
-  ast = graph_rewrite(optimize_ast(ast, device), pm_index_dtype, name="index dtype")
-  sink = graph_rewrite(ast, pm_decomp, name="decompositions")
-  sink = graph_rewrite(sink, pm_const_fold, name="constant folding")
-  sink = graph_rewrite(sink, pm_end_loops, name="end loops")
-  sink = graph_rewrite(sink, pm_reduce, ctx=ReduceContext(_loop_ranges(ast)), name="reduce to accumulator")
+  return optimize_ast(ast, ren)
+
+PASSES: list[Pass] = [
+  ("optimize", _optimize, None),
+  ("index dtype", pm_index_dtype, None),
+  ("decompositions", pm_decomp, None),
+  ("constant folding", pm_const_fold, None),
+  ("launch dims", pm_add_specials, lambda sink, ren: launch_dims(sink)),
+  ("end loops", pm_end_loops, None),
+  ("reduce to accumulator", pm_reduce, lambda sink, ren: ReduceContext(_loop_ranges(sink))),
+]
+
+def full_rewrite_to_sink(ast:UOp, ren:Renderer|None=None, passes:list[Pass]|None=None) -> UOp:
+  """The kernel AST after every codegen pass (PASSES unless given), ready to linearize. `ren` is the target: its capabilities steer
+  the optimizer and its extra_matcher (if any) runs last. Without one, the AST is not optimized."""
+  sink = ast
+  for name, pm, ctx in (PASSES if passes is None else passes) + ([("renderer", ren.extra_matcher, None)] if ren is not None and
+                                                                   ren.extra_matcher is not None else []):
+    if isinstance(pm, PatternMatcher): sink = graph_rewrite(sink, pm, ctx=None if ctx is None else ctx(sink, ren), name=name)
+    else: sink = pm(sink, ren)
+  return sink
+
+def _renderer(device:str|Renderer|None) -> Renderer|None:
+  if device is None or not isinstance(device, str): return device
+  from tinygrad.device import Device
+  return Device[device].renderer
+
+def lower_ast(ast:UOp, device:str|Renderer|None=None) -> LoweredKernel:
+  """Lowers a kernel AST; with a device (or its renderer), the optimizations of tinygrad/codegen/opt.py for the renderer's capabilities
+  are applied first (not under NOOPT=1)."""
+  sink = full_rewrite_to_sink(ast, _renderer(device))
   if SPEC:  # SPEC hook: the lowered kernel (tinygrad/uop/spec.py)
     from tinygrad.uop.spec import type_verify, spec_lowered
     type_verify(sink, spec_lowered, f"lowered kernel {sink.arg.name}")
@@ -200,5 +255,5 @@ def lower_ast(ast:UOp, device:str|None=None) -> LoweredKernel:
 
 def get_program(ast:UOp, renderer):
   """ProgramSpec for a kernel AST on a renderer."""
-  k = lower_ast(ast, renderer.device)
+  k = lower_ast(ast, renderer)
   return renderer.to_program(k.uops)

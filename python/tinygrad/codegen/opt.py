@@ -22,12 +22,11 @@
 Last, every memory index is summed up again (pm_norm_index): the substitutions above leave terms like (r*64)+(0*4)+1.
 """
 from __future__ import annotations
-import os
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, AxisType
-from tinygrad.renderer import mem_root
+from tinygrad.renderer import Renderer, mem_root
 from tinygrad.codegen import _combine
 from tinygrad.dtype import dtypes
-from tinygrad.helpers import NOOPT, NUM_CPU_THREADS, prod
+from tinygrad.helpers import NOOPT, prod
 from tinygrad.schedule import KernelInfo
 
 # ***** index sums (weakint, as the scheduler builds them): what the optimizations below need, kept here until the typed-ranges
@@ -65,7 +64,6 @@ def imul(a:UOp, c:int) -> UOp: return _from_terms([(x, k*c) for x, k in _terms(a
 
 THREAD_MIN_WORK = 1 << 16     # elements of work (output elements times reduce trip count) before a kernel is threaded
 THREAD_MAX = 32               # at most this many launches
-THREADED_DEVICES = {"CPU"}    # runtimes that run core_id launches in parallel (PYTHON runs them one after another: no gain)
 
 def _size(r:UOp) -> int|None: return r.src[0].arg if r.src and r.src[0].op is Ops.CONST else None
 
@@ -195,17 +193,19 @@ def _norm_index(x:UOp) -> UOp|None:
 
 pm_norm_index = PatternMatcher([(UPat((Ops.INDEX, Ops.SHRINK), name="x"), _norm_index)])
 
-def optimize_ast(ast:UOp, device:str|None=None) -> UOp:
-  if NOOPT or ast.op is not Ops.SINK or device is None: return ast
+def optimize_ast(ast:UOp, ren:Renderer|None=None) -> UOp:
+  """The AST shaped for a renderer's declared capabilities: has_threads (and global_max[0], the thread count), supports_float4."""
+  if NOOPT or ast.op is not Ops.SINK or ren is None: return ast
   # threading decides on the work before upcasting hides a factor of it; upcast then splits the (threaded) innermost loop
   threaded = False
-  if device.split(":")[0] in THREADED_DEVICES:
-    threaded = (ret := thread(ast, min(NUM_CPU_THREADS.value, os.cpu_count() or 1, THREAD_MAX))) is not ast
+  if ren.has_threads and ren.global_max:
+    threaded = (ret := thread(ast, min(ren.global_max[0], THREAD_MAX))) is not ast
     ast = ret
   # the name lists the output dims (the threaded one as two) and then the reduce dims: the innermost output dim is the last of the
   # first group, in an E kernel simply the last
   reduce = any(u.op is Ops.REDUCE for u in ast.toposort())
   n_loops = len(_ranges(ast, AxisType.LOOP))
-  ast = upcast(unroll(ast), n_loops - 1 + threaded if reduce else -1)
+  ast = unroll(ast)
+  if ren.supports_float4: ast = upcast(ast, n_loops - 1 + threaded if reduce else -1)
   ast = upcast_outer(ast, n_loops - 1 + threaded, n_loops)
   return graph_rewrite(ast, pm_norm_index, name="normalize indices")

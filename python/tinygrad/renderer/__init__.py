@@ -14,11 +14,24 @@ Kernel arguments and storage
                                                  `T* restrict data{slot}_{size}` in C. `size` (element count) is a CONST.
   PARAM    int   src: (STACK(),) or ()           arg: ParamArg(slot, T, name=, vmin_vmax=, addrspace=ALU): an integer
                                                  variable argument (`UOp.variable(..., param=True)`), `const int name`.
-  BUFFER   T     src: (size CONST,)              arg: ParamArg(slot, T, addrspace=REG or LOCAL): a kernel-local array
-                                                 (accumulators: `float acc0[1];`).
-  Call order: buffer PARAMs by slot, then variable PARAMs by slot (slot -1 last, by name). A ProgramSpec records both lists.
-  A variable named `core_id` with range [0, n-1] is set by the runtime: the kernel runs n times (on n threads on CPU) with
-  core_id = 0..n-1, and ProgramSpec.global_size is (n, 1, 1). Each launch must touch its own part of the outputs.
+  BUFFER   T     src: (size CONST,)              arg: ParamArg(slot, T, addrspace=REG): a per-thread array (accumulators:
+                                                 `float acc0[1];`); addrspace=LOCAL: an array shared by the threads of a
+                                                 workgroup (`__shared__ float temp0[256];` in CUDA, a plain array in C).
+  Call order: buffer PARAMs by slot, then variable PARAMs by slot (slot -1 last, by name), then SPECIAL core_id. A
+  ProgramSpec records the buffers and `vars` (the variables and core_id, in call order).
+
+Launch dimensions (SPECIAL: at the top level, before any block; each name at most once)
+  SPECIAL  int   src: (end,)                     arg: "gidx0".."gidx2" (workgroup index in dim 0..2, 0 <= gidx_i < end),
+                                                 "lidx0".."lidx2" (thread index inside the workgroup), or "core_id".
+           `end` is a CONST or an int expression of CONSTs and variable PARAMs (no loads): the launch size, which may be
+           symbolic. ProgramSpec.global_size[i] is the end of gidx_i, local_size[i] the end of lidx_i (None without lidx);
+           `ProgramSpec.launch_dims(var_vals)` evaluates them. A renderer without GPU dims (code_for_workitem) rejects gidx/lidx.
+           "core_id" is the CPU thread index: a kernel argument the runtime sets, the kernel runs `end` times (in parallel on
+           CPU) with core_id = 0..end-1, ProgramSpec.global_size = (end, 1, 1). It can't be mixed with gidx/lidx, and each
+           launch must touch its own part of the outputs. (The older spelling, a variable PARAM named `core_id` with range
+           [0, n-1], means the same with n launches.)
+  BARRIER  void  src: (anything)                 every thread of the workgroup reaches it before any goes on (local memory
+                                                 written before it is visible after it). Rendered as `Renderer.barrier`.
 
 Constants
   CONST    T     src: ()                         arg: the value. Rendered inline as a literal. A weak CONST (weakint,
@@ -31,7 +44,7 @@ Control flow (blocks nest: RANGE..END, IF..ENDIF)
   END      void  src: (body, range)              closes `range`, which must be the innermost open block.
   END      void  src: (body, range, cond:bool)   same, but only loops again while `cond` holds (do-while).
   IF       void  src: (cond:bool, *order_deps)   `if (cond) {`        ENDIF  void  src: (if,)  closes it.
-  AFTER    (x)   src: (x, *deps)                 x itself; the deps only order it. NOOP, GROUP, BARRIER: no code.
+  AFTER    (x)   src: (x, *deps)                 x itself; the deps only order it. NOOP, GROUP: no code.
 
 Memory
   INDEX    T     src: (buf, idx:int)             element idx of buf (a PARAM/BUFFER, possibly through AFTER).
@@ -73,6 +86,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Renderer", "ProgramSpec", "Estimates", "LinearKernel", "KernelContractError", "check_linear"]
 
+sint = Any  # int | UOp: a size that may depend on symbolic variables
+
 class KernelContractError(ValueError):
   """A linear kernel that breaks the contract above (bad order, bad srcs, an op or dtype the renderer has no form for)."""
 
@@ -104,6 +119,14 @@ def mem_root(u:UOp) -> UOp|None:
 
 _VECTOR_WIDTHS = (2, 4, 8, 16)
 CORE_ID = "core_id"  # the Variable a runtime sets to the thread index
+GPU_DIMS = ("gidx0", "gidx1", "gidx2", "lidx0", "lidx1", "lidx2")
+SPECIAL_NAMES = frozenset(GPU_DIMS) | {CORE_ID}
+# what a launch size may be computed from: the host evaluates it before the launch
+_LAUNCH_OPS = frozenset({Ops.CONST, Ops.CAST, Ops.ADD, Ops.SUB, Ops.MUL, Ops.CDIV, Ops.CMOD, Ops.MAX, Ops.SHL, Ops.SHR, Ops.AND, Ops.STACK})
+
+def var_name(v:UOp) -> str|None:
+  """The name of a kernel variable: a variable PARAM's, or "core_id" for the SPECIAL."""
+  return v.arg if v.op is Ops.SPECIAL else v.arg.name
 # ops that open/close a block or touch memory: an expression that reads memory may not move across them
 SIDE_EFFECTS = {Ops.STORE, Ops.RANGE, Ops.END, Ops.IF, Ops.ENDIF, Ops.BARRIER}
 
@@ -118,6 +141,7 @@ class LinearKernel:
   lanes: dict[UOp, int]              # vector width of every value (1 for scalars)
   uses: Counter                      # how many later srcs refer to each UOp
   position: dict[UOp, int] = field(default_factory=dict)
+  specials: dict[str, UOp] = field(default_factory=dict)  # SPECIAL name -> UOp (launch dimensions)
 
 def _lanes_of(u:UOp, lanes:dict[UOp, int], i:int) -> int:
   if u.op is Ops.SHRINK:
@@ -155,6 +179,11 @@ def _check_srcs(i:int, u:UOp, lanes:dict[UOp, int]) -> None:
   elif op is Ops.END: need(n in (2, 3) and u.src[1].op is Ops.RANGE, "END takes (body, RANGE) or (body, RANGE, cond)")
   elif op is Ops.IF: need(n >= 1 and u.src[0].dtype is dtypes.bool, "IF takes (cond:bool, ...)")
   elif op is Ops.ENDIF: need(n == 1 and u.src[0].op is Ops.IF, "ENDIF takes (IF,)")
+  elif op is Ops.SPECIAL:
+    need(n == 1 and dtypes.is_int(u.src[0].dtype) and dtypes.is_int(u.dtype) and u.dtype is not dtypes.bool, "SPECIAL takes (end:int,)")
+    need(u.arg in SPECIAL_NAMES, f"SPECIAL name must be one of {sorted(SPECIAL_NAMES)}")
+    need(all(x.op in _LAUNCH_OPS or is_variable(x) for x in u.src[0].toposort()),
+         "a launch size (SPECIAL end) may only use CONSTs, variable PARAMs and integer arithmetic")
   elif op is Ops.STACK:
     need(n in _VECTOR_WIDTHS or (n == 0 and u.dtype is dtypes.void), f"STACK must have {_VECTOR_WIDTHS} srcs, got {n}")
     need(all(lanes.get(s, 1) == 1 for s in u.src), "STACK of vectors is not supported")
@@ -172,6 +201,7 @@ def value_srcs(u:UOp) -> tuple[UOp, ...]:
   if u.op in (Ops.AFTER, Ops.RANGE, Ops.IF): return u.src[:1]
   if u.op is Ops.END: return u.src[2:]
   if u.op in (Ops.SINK, Ops.GROUP, Ops.NOOP, Ops.BARRIER, Ops.ENDIF): return ()
+  if u.op is Ops.SPECIAL: return ()  # its end is evaluated by the host, not by the kernel
   return u.src
 
 def check_linear(uops:Sequence[UOp], supported_ops:set[Ops]|frozenset[Ops]|None=None, name:str|None=None,
@@ -189,6 +219,7 @@ def check_linear(uops:Sequence[UOp], supported_ops:set[Ops]|frozenset[Ops]|None=
   scope_of: dict[UOp, UOp|None] = {}
   closed_at: dict[UOp, int] = {}
   kname, bufs, vars_, writable = "test", [], [], set()
+  specials: dict[str, UOp] = {}
   for i, u in enumerate(uops):
     if not isinstance(u, UOp): raise KernelContractError(f"item {i} of the linear list is a {type(u).__name__}, not a UOp")
     if u in position: raise KernelContractError(f"{_desc(i, u)} appears twice (first at {position[u]})")
@@ -211,6 +242,11 @@ def check_linear(uops:Sequence[UOp], supported_ops:set[Ops]|frozenset[Ops]|None=
     if u.op is Ops.SINK:
       if u.arg is not None and (n := u.arg if isinstance(u.arg, str) else getattr(u.arg, "name", None)) is not None: kname = n
     elif is_variable(u): vars_.append(u)
+    elif u.op is Ops.SPECIAL:
+      if u.arg in specials: raise KernelContractError(f"{_desc(i, u)}: SPECIAL {u.arg} appears twice (first at uop {position[specials[u.arg]]})")
+      if blocks: raise KernelContractError(f"{_desc(i, u)}: a launch dimension must be at the top level, not inside the {blocks[-1].op} "
+                                           f"of uop {position[blocks[-1]]}")
+      specials[u.arg] = u
     elif u.op is Ops.PARAM:
       if not hasattr(u.arg, "slot"): raise KernelContractError(f"{_desc(i, u)}: a buffer PARAM needs a ParamArg(slot, dtype) arg")
       bufs.append(u)
@@ -233,10 +269,14 @@ def check_linear(uops:Sequence[UOp], supported_ops:set[Ops]|frozenset[Ops]|None=
   if dup := [s for s, c in slots.items() if c > 1]: raise KernelContractError(f"buffer PARAM slot(s) {dup} are used by more than one PARAM")
   bufs.sort(key=lambda b: b.arg.slot)
   vars_.sort(key=lambda v: (v.arg.slot == -1, v.arg.slot, v.arg.name or ""))
-  return LinearKernel(uops, to_function_name(name if name is not None else kname), bufs, vars_, writable, lanes, uses, position)
+  if CORE_ID in specials:
+    if gpu := sorted(n for n in specials if n != CORE_ID): raise KernelContractError(f"SPECIAL {CORE_ID} can't be mixed with GPU dims {gpu}")
+    if any(v.arg.name == CORE_ID for v in vars_): raise KernelContractError(f"SPECIAL {CORE_ID} and a variable named {CORE_ID} in one kernel")
+    vars_.append(specials[CORE_ID])
+  return LinearKernel(uops, to_function_name(name if name is not None else kname), bufs, vars_, writable, lanes, uses, position, specials)
 
 _ACCEPTED = {Ops.SINK, Ops.PARAM, Ops.BUFFER, Ops.CONST, Ops.CAST, Ops.BITCAST, Ops.RANGE, Ops.END, Ops.IF, Ops.ENDIF, Ops.AFTER, Ops.INDEX,
-             Ops.SHRINK, Ops.LOAD, Ops.STORE, Ops.STACK, Ops.NOOP, Ops.GROUP, Ops.BARRIER}
+             Ops.SHRINK, Ops.LOAD, Ops.STORE, Ops.STACK, Ops.NOOP, Ops.GROUP, Ops.BARRIER, Ops.SPECIAL}
 
 # ***** evaluating int expressions (range ends, sizes) for estimates *****
 
@@ -245,15 +285,17 @@ _INT_EVAL: dict[Ops, Callable] = {Ops.ADD: lambda a, b: a+b, Ops.SUB: lambda a, 
                                   Ops.SHL: lambda a, b: a << b, Ops.SHR: lambda a, b: a >> b, Ops.AND: lambda a, b: a & b,
                                   Ops.CMPLT: lambda a, b: a < b, Ops.WHERE: lambda c, a, b: a if c else b}
 
-def eval_int(u:UOp, var_vals:dict[str, int]) -> int|None:
-  """The value of an int expression over CONSTs and Variables; None when it depends on anything else (a load, a loop)."""
+def eval_int(u:UOp, var_vals:dict[str, int], strict:bool=False) -> int|None:
+  """The value of an int expression over CONSTs and Variables; None when it depends on anything else (a load, a loop). A Variable
+  without a value counts as its upper bound, or raises (strict: a launch size must be exact)."""
   if (v := const_value(u)) is not None: return v
   if is_variable(u):
     if (name := u.arg.name) in var_vals: return var_vals[name]
+    if strict: raise RuntimeError(f"the launch size {u.arg.name!r} needs a value, got values for {sorted(var_vals)}")
     return u.arg.vmin_vmax[1] if u.arg.vmin_vmax is not None else None  # unknown value: its upper bound
-  if u.op in (Ops.CAST, Ops.AFTER) and u.src: return eval_int(u.src[0], var_vals)
+  if u.op in (Ops.CAST, Ops.AFTER) and u.src: return eval_int(u.src[0], var_vals, strict)
   if (fxn := _INT_EVAL.get(u.op)) is None: return None
-  args = [eval_int(s, var_vals) for s in u.src]
+  args = [eval_int(s, var_vals, strict) for s in u.src]
   return None if any(a is None for a in args) else fxn(*args)
 
 # ***** estimates and the program description *****
@@ -286,6 +328,7 @@ class Estimates:
         stack_m.append(mults)
         if u.dtype is not dtypes.void and (trip := eval_int(u.src[0], vv)) is not None: mults *= max(trip, 0)
       elif u.op is Ops.END and stack_m: mults = stack_m.pop()
+      elif u.op is Ops.SPECIAL and (n := eval_int(u.src[0], vv)) is not None: mults *= max(n, 0)  # every launch runs the kernel
       elif u.op in (Ops.LOAD, Ops.STORE) and (root := mem_root(u.src[0].src[0])) is not None and root.op is Ops.PARAM:
         width = (const_value(u.src[0].src[2]) if u.src[0].op is Ops.SHRINK else 1) * root.dtype.itemsize
         lds += width * mults
@@ -306,14 +349,14 @@ class ProgramSpec:
   buf_dtypes: tuple[DType, ...]       # the element dtype of each buffer argument
   outs: tuple[int, ...]               # slots that are stored to
   ins: tuple[int, ...]                # slots that are only read
-  vars: tuple[UOp, ...]               # variable PARAMs, in call order
-  global_size: tuple[int, ...] = (1, 1, 1)
-  local_size: tuple[int, ...]|None = None
+  vars: tuple[UOp, ...]               # variable PARAMs (and SPECIAL core_id), in call order
+  global_size: tuple[sint, ...] = (1, 1, 1)   # launches (workgroups) per dim: an int, or an int UOp of the variables
+  local_size: tuple[sint, ...]|None = None    # threads per workgroup (None: no lidx dims)
 
   @property
   def function_name(self) -> str: return to_function_name(self.name)
   @property
-  def var_names(self) -> tuple[str, ...]: return tuple(v.arg.name or f"var{i}" for i, v in enumerate(self.vars))
+  def var_names(self) -> tuple[str, ...]: return tuple(var_name(v) or f"var{i}" for i, v in enumerate(self.vars))
   @property
   def core_id(self) -> int|None:
     """The position among the variables of `core_id`, which the runtime sets itself: the kernel runs global_size[0] times, in
@@ -328,7 +371,7 @@ class ProgramSpec:
     if missing := [n for n in self.var_names if n not in vv]:
       raise RuntimeError(f"kernel {self.name} needs values for the variable(s) {missing}, got {sorted(vv)}")
     for v, n in zip(self.vars, self.var_names):
-      if (b := v.arg.vmin_vmax) is not None and not b[0] <= vv[n] <= b[1]:
+      if (b := getattr(v.arg, "vmin_vmax", None)) is not None and not b[0] <= vv[n] <= b[1]:
         raise ValueError(f"variable {n}={vv[n]} is outside its range [{b[0]}, {b[1]}] in kernel {self.name}")
     return tuple(int(vv[n]) for n in self.var_names)
   @functools.cached_property
@@ -337,24 +380,34 @@ class ProgramSpec:
     return Estimates.from_uops(self.uops)
   def estimate(self, var_vals:dict[str, int]|None=None) -> Estimates:
     return self.estimates if not var_vals else Estimates.from_uops(self.uops, var_vals)
-  def launch_dims(self, var_vals:dict[str, int]|None=None) -> tuple[tuple[int, ...], tuple[int, ...]|None]:
-    return self.global_size, self.local_size
+  def launch_dims(self, var_vals:dict|None=None) -> tuple[tuple[int, ...], tuple[int, ...]|None]:
+    """global_size and local_size with the symbolic sizes evaluated at var_vals ({name or Variable: value})."""
+    vv = {(k.arg.name if hasattr(k, "arg") else k): v for k, v in (var_vals or {}).items()}
+    def ev(s:sint) -> int:
+      if isinstance(s, int): return s
+      if (v := eval_int(s, vv, strict=True)) is None: raise RuntimeError(f"kernel {self.name}: launch size {s} can't be evaluated")
+      return v
+    return tuple(ev(s) for s in self.global_size), None if self.local_size is None else tuple(ev(s) for s in self.local_size)
 
 # ***** the renderer base *****
 
 class Renderer:
   """Turns a linear kernel into source code for one device. Subclasses set `code_for_op` (the ALU ops they render natively; the
-  codegen decomposes the others), `compiler`, and implement `render`."""
+  codegen decomposes the others), `compiler`, and implement `render`.
+
+  The capabilities below are what the codegen (tinygrad/codegen/opt.py) reads to shape a kernel for the device; no pass tests device
+  names. They describe what the optimizer should target, which can be less than what the renderer accepts (the PYTHON renderer runs
+  gidx/lidx kernels by looping over the grid, but the optimizer does not make them for it)."""
   device: str = ""
   suffix: str = ""
-  supports_float4: bool = True
-  has_local: bool = True
-  has_threads: bool = False
-  has_shared: bool = True
-  global_max: tuple[int, ...]|None = (0x8FFFFFFF,) * 3
-  local_max: tuple[int, ...]|None = (0x8FFFFFFF,) * 3
-  shared_max: int = 32768
-  tensor_cores: list = []
+  supports_float4: bool = True                    # vector loads/stores (SHRINK of 2..16 lanes) are worth making
+  has_local: bool = True                          # GPU dims: the optimizer may make GLOBAL/LOCAL ranges (SPECIAL gidx/lidx)
+  has_threads: bool = False                       # CPU threads: the optimizer may make a THREAD range (SPECIAL core_id)
+  has_shared: bool = True                         # local (workgroup-shared) BUFFERs and BARRIERs
+  global_max: tuple[int, ...]|None = (0x8FFFFFFF,) * 3  # largest launch size per dim (with has_threads: [0] is the thread count)
+  local_max: tuple[int, ...]|None = (0x8FFFFFFF,) * 3   # largest workgroup size per dim
+  shared_max: int = 32768                         # bytes of local memory per workgroup
+  tensor_cores: list = []                         # matrix units the optimizer may target (none yet)
   extra_matcher: Any = None
   code_for_op: dict[Ops, Callable] = {}
   compiler: Compiler
@@ -374,11 +427,23 @@ class Renderer:
     k = self.check(uops, name)
     src = self.render(k, name)
     outs = tuple(b.arg.slot for b in k.bufs if b in k.writable)
-    if (core := next((v for v in k.vars if v.arg.name == CORE_ID), None)) is not None and (core.arg.vmin_vmax or (None,))[0] != 0:
-      raise KernelContractError(f"the {CORE_ID} variable must have the range [0, threads-1], got {core.arg.vmin_vmax}")
+    global_size, local_size = launch_size(k)
     return ProgramSpec(k.name, src, self.target.device or self.device, tuple(k.uops), tuple(b.arg.slot for b in k.bufs),
                        tuple(b.dtype for b in k.bufs), outs, tuple(b.arg.slot for b in k.bufs if b not in k.writable), tuple(k.vars),
-                       (int(core.arg.vmin_vmax[1]) + 1 if core is not None else 1, 1, 1))
+                       global_size, local_size)
+
+def _size_of(end:UOp) -> sint: return v if isinstance(v := const_value(end), int) else end
+
+def launch_size(k:LinearKernel) -> tuple[tuple[sint, ...], tuple[sint, ...]|None]:
+  """(global_size, local_size) from the SPECIALs of a checked kernel (or its core_id variable PARAM)."""
+  if (core := k.specials.get(CORE_ID)) is not None: return (_size_of(core.src[0]), 1, 1), None
+  if (var := next((v for v in k.vars if v.arg.name == CORE_ID), None)) is not None:
+    if (var.arg.vmin_vmax or (None,))[0] != 0:
+      raise KernelContractError(f"the {CORE_ID} variable must have the range [0, threads-1], got {var.arg.vmin_vmax}")
+    return (int(var.arg.vmin_vmax[1]) + 1, 1, 1), None
+  gs = tuple(_size_of(k.specials[f"gidx{i}"].src[0]) if f"gidx{i}" in k.specials else 1 for i in range(3))
+  ls = tuple(_size_of(k.specials[f"lidx{i}"].src[0]) if f"lidx{i}" in k.specials else 1 for i in range(3))
+  return gs, ls if any(n.startswith("lidx") for n in k.specials) else None
 
 # names the renderers make up; a Variable called like one of these (or a keyword) is renamed var<N>
 _GENERATED_NAME = re.compile(r"^((data|ridx|alu|val|cast|vec|acc|temp|var|bidx|buf|size)\d|tg_|_)")
@@ -387,7 +452,7 @@ def variable_names(k:LinearKernel, keywords:frozenset[str]) -> list[str]:
   """Argument names for the kernel's Variables: their own names where they are safe identifiers, else var<N>."""
   ret: list[str] = []
   for i, v in enumerate(k.vars):
-    nm = v.arg.name
+    nm = var_name(v)
     if not (isinstance(nm, str) and nm.isidentifier() and nm.isascii() and nm not in keywords and not _GENERATED_NAME.match(nm) and nm not in ret):
       nm = f"var{i}"
     ret.append(nm)

@@ -1,13 +1,16 @@
-# C renderers: a linear kernel (see the contract in tinygrad/renderer/__init__.py) becomes one C function. CStyleLanguage holds the
-# C-family logic; ClangRenderer is the CPU flavour (compiled by the system C compiler into a shared object).
+# C renderers: a linear kernel (see the contract in tinygrad/renderer/__init__.py) becomes one C function. The text of each op comes
+# from a rule of `base_rewrite` (a PatternMatcher of string templates); CStyleLanguage holds the C-family spelling as class attributes
+# that a dialect overrides (types, qualifiers, GPU dims, barrier, literals, code_for_op), and its `string_rewrite` puts a dialect's own
+# rules in front of the base ones. ClangRenderer is the CPU flavour (compiled by the system C compiler into a shared object).
 from __future__ import annotations
 import math
+import os
 from typing import Callable, Sequence
-from tinygrad.helpers import strip_parens
+from tinygrad.helpers import strip_parens, NUM_CPU_THREADS
 from tinygrad.dtype import DType, dtypes, truncate, Invalid
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp
-from tinygrad.renderer import Renderer, LinearKernel, KernelContractError, SIDE_EFFECTS, const_value, is_literal, is_variable, mem_root
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher
+from tinygrad.renderer import Renderer, LinearKernel, KernelContractError, SIDE_EFFECTS, CORE_ID, const_value, is_literal, is_variable, mem_root
 from tinygrad.renderer import buffer_size, literal_dtype, variable_names, operand_dtype, range_name, _addrspace
 from tinygrad.dtype import AddrSpace
 
@@ -57,17 +60,109 @@ _INLINE_OPS = frozenset(GroupOp.ALU - {Ops.WHERE}) | {Ops.CAST, Ops.BITCAST, Ops
 # an expression nested deeper gets a name even when used once: a chain of thousands of single-use ops would otherwise be one
 # expression nested past the C compiler's limits, and every prefix of it a string of its own (memory quadratic in the chain)
 MAX_INLINE_DEPTH = 64
+# name prefixes of the values a kernel declares
+_PREFIX = {Ops.LOAD: "val", Ops.STACK: "vec", Ops.CAST: "cast", Ops.BITCAST: "cast"}
+# ops that are statements: their rule's string is emitted as lines (RANGE/IF open a block, END/ENDIF close one)
+_STATEMENTS = frozenset({Ops.RANGE, Ops.END, Ops.IF, Ops.ENDIF, Ops.STORE, Ops.BUFFER, Ops.BARRIER})
 
 def _fsuffix(dt:DType) -> str: return "" if dt is dtypes.float64 else "f"
 
+# ***** the rules: one per op (and form), each returning the C text of one UOp *****
+# ctx is the _CWriter of one rendering: ctx[x] is the text of an earlier UOp as an operand of the one being rendered (literals are typed
+# by their context), ctx.ren the renderer whose attributes spell the language. A subclass puts its own rules in front:
+#   string_rewrite = PatternMatcher([...]) + base_rewrite
+
+def _render_range(ctx:_CWriter, x:UOp) -> str:
+  return f"for ({ctx.ren.value_type(x.dtype)} {ctx.r[x]} = 0; {ctx.r[x]} < {strip_parens(ctx.opnd(x, x.src[0]))}; {ctx.r[x]}++) {{"
+
+def _render_access(ctx:_CWriter, x:UOp, buf:UOp, idx:UOp) -> str|None:
+  """A memory INDEX/SHRINK: the lvalue of the element (or of the n-lane vector) that a LOAD reads and a STORE writes."""
+  if mem_root(buf) is None: return None  # an INDEX of a vector value: a lane (below)
+  lanes, i = ctx.k.lanes[x], strip_parens(ctx.opnd(x, idx))
+  if lanes == 1: return f"{ctx.r[buf]}[{i}]"
+  return f"*(({ctx.vector(x.dtype, lanes)}*)({ctx.r[buf]}+{i}))"
+
+def _render_load(ctx:_CWriter, x:UOp, idx:UOp) -> str:
+  e = ctx.r[idx]
+  if ctx.k.lanes[x] == 1 and mem_root(idx.src[0]).op is Ops.PARAM and x.dtype in _EMULATED: e = f"{_EMULATED[x.dtype][0]}({e})"
+  return e
+
+def _render_store(ctx:_CWriter, x:UOp, idx:UOp, val:UOp) -> str:
+  v, root = ctx.opnd(x, val), mem_root(idx.src[0])
+  if ctx.k.lanes[idx] == 1 and root.op is Ops.PARAM and root.dtype in _EMULATED:
+    # the value is rounded by the conversion to half/bfloat16 bits anyway: store the unrounded float of an inlined op
+    if ctx.r.get(val) is not None and val in ctx.unrounded and not ctx.r[val].isidentifier(): v = ctx.unrounded[val]
+    v = f"{_EMULATED[root.dtype][1]}({strip_parens(v)})"
+  return f"{ctx.r[idx]} = {strip_parens(v)};"
+
+def _render_lane(ctx:_CWriter, vec:UOp, i:UOp) -> str:
+  v = ctx.r[vec]
+  return f"{v}[{const_value(i)}]" if v.isidentifier() else f"({v})[{const_value(i)}]"
+
+def _render_special(ctx:_CWriter, x:UOp) -> str:
+  if (fxn := ctx.ren.code_for_workitem.get(x.arg[0])) is None:
+    raise KernelContractError(f"{ctx.where(x)}: {type(ctx.ren).__name__} has no GPU dims (code_for_workitem) for SPECIAL {x.arg}")
+  return fxn(x.arg[-1])
+
+def _render_buffer(ctx:_CWriter, x:UOp) -> str:
+  if (size := buffer_size(x)) is None or size <= 0: raise KernelContractError(f"{ctx.where(x)}: a BUFFER needs a literal size > 0")
+  pre = f"{ctx.ren.smem_align}{ctx.ren.smem_prefix}" if _addrspace(x) is AddrSpace.LOCAL else ""
+  return f"{pre}{ctx.ren.value_type(x.dtype)} {ctx.r[x]}[{size}];"
+
+def _render_alu(ctx:_CWriter, x:UOp) -> str:
+  if (fxn := ctx.ren.code_for_op.get(x.op)) is None: raise KernelContractError(f"{ctx.where(x)}: {type(ctx.ren).__name__} has no code for {x.op}")
+  srcs = [ctx.opnd(x, s) for s in x.src]
+  # (a+b)+c reads as a+b+c; only on the left, where C's left-to-right order keeps the float rounding the same
+  if x.src and x.src[0].op is x.op and x.op in (Ops.ADD, Ops.MUL, Ops.AND, Ops.OR, Ops.XOR): srcs[0] = strip_parens(srcs[0])
+  return ctx.wrap(x, fxn(*srcs, dtype=operand_dtype(x)))
+
+base_rewrite = PatternMatcher([
+  # storage and GPU dims
+  (UPat(Ops.BUFFER, name="x"), _render_buffer),
+  (UPat(Ops.SPECIAL, name="x"), _render_special),
+  (UPat(Ops.BARRIER), lambda ctx: ctx.ren.barrier),
+  # blocks
+  (UPat(Ops.RANGE, dtypes.void), lambda ctx: "for (;;) {"),
+  (UPat(Ops.RANGE, name="x"), _render_range),
+  (UPat(Ops.END, src=(UPat(), UPat(), UPat(name="c")), name="x"), lambda ctx, x, c: f"  if (!{ctx.opnd(x, c)}) break;\n}}"),
+  (UPat((Ops.END, Ops.ENDIF)), lambda ctx: "}"),
+  (UPat(Ops.IF, src=(UPat(name="c"),), allow_any_len=True, name="x"), lambda ctx, x, c: f"if ({strip_parens(ctx.opnd(x, c))}) {{"),
+  # memory
+  (UPat((Ops.INDEX, Ops.SHRINK), src=(UPat(name="buf"), UPat(name="idx")), allow_any_len=True, name="x"), _render_access),
+  (UPat(Ops.LOAD, src=(UPat(name="idx"),), name="x"), _render_load),
+  (UPat(Ops.LOAD, src=(UPat(name="idx"), UPat(name="alt"), UPat(name="gate")), name="x"),
+   lambda ctx, x, idx, alt, gate: f"({ctx.opnd(x, gate)}?{_render_load(ctx, x, idx)}:{ctx.opnd(x, alt)})"),
+  (UPat(Ops.STORE, src=(UPat(name="idx"), UPat(name="val")), name="x"), _render_store),
+  (UPat(Ops.STORE, src=(UPat(name="idx"), UPat(name="val"), UPat(name="gate")), name="x"),
+   lambda ctx, x, idx, val, gate: f"if ({strip_parens(ctx.opnd(x, gate))}) {_render_store(ctx, x, idx, val)}"),
+  # values
+  (UPat(Ops.INDEX, src=(UPat(name="vec"), UPat(name="i"))), _render_lane),
+  (UPat(Ops.STACK, name="x"),
+   lambda ctx, x: f"({ctx.vector(x.dtype, len(x.src))}){{{','.join(strip_parens(ctx.opnd(x, s)) for s in x.src)}}}"),
+  (UPat(Ops.CAST, name="x"), lambda ctx, x: ctx.ren.render_cast(ctx, x)),
+  (UPat(Ops.BITCAST, name="x"), lambda ctx, x: ctx.ren.render_bitcast(ctx, x)),
+  (UPat(tuple(GroupOp.ALU), name="x"), _render_alu),
+])
+
 class CStyleLanguage(Renderer):
-  kernel_typedef: str = "void"
-  buffer_prefix: str = ""
-  buffer_suffix: str = " restrict"
-  var_prefix: str = "const "
+  """The C family. What a dialect changes is in the class attributes and `string_rewrite` (per-op rules, see base_rewrite); a CUDA or
+  OpenCL renderer is a subclass that overrides a few of them."""
+  kernel_typedef: str = "void"              # written before the kernel's name
+  buffer_prefix: str = ""                   # before a buffer argument's type (OpenCL: "__global ")
+  buffer_suffix: str = " restrict"          # after its `T*`
+  var_prefix: str = "const "                # before a variable argument's type
+  smem_align: str = ""                      # before a local BUFFER's declaration
+  smem_prefix: str = ""                     # the local memory qualifier (CUDA: "__shared__ ", OpenCL: "__local ")
+  barrier: str = ""                         # the workgroup barrier statement (CUDA: "__syncthreads();"); "" writes nothing
+  code_for_workitem: dict[str, Callable[[str], str]] = {}  # "g"/"l" -> dim digit -> the workgroup/thread index expression
   infinity: str = "__builtin_inff()"
   nan: str = '__builtin_nanf("")'
+  double_infinity: str = "__builtin_inf()"
+  double_nan: str = '__builtin_nan("")'
+  float_suffix: str = "f"                   # after a float (and half/bfloat16: computed as float) literal; doubles have none
+  int_suffix: dict[DType, str] = {dtypes.int64: "l", dtypes.uint64: "ul", dtypes.uint32: "u"}
   type_map: dict[DType, str] = {dtypes.bool: "_Bool"}
+  string_rewrite: PatternMatcher = base_rewrite
   # operands arrive rendered; dtype is the op's result dtype (the operand dtype for everything but comparisons)
   code_for_op: dict[Ops, Callable] = {
     Ops.NEG: lambda x, dtype: f"(-{x})", Ops.RECIPROCAL: lambda x, dtype: f"(1/{x})",
@@ -84,6 +179,7 @@ class CStyleLanguage(Renderer):
     Ops.WHERE: lambda a, b, c, dtype: f"({a}?{b}:{c})",
     # half/bfloat16 round the product too: every op rounds to the dtype
     Ops.MULACC: lambda a, b, c, dtype: f"({_EMULATED[dtype][2]}({a}*{b})+{c})" if dtype in _EMULATED else f"(({a}*{b})+{c})"}
+
 
   def duplicated_operands(self, op:Ops) -> frozenset[int]:
     """Positions of the operands that op's template writes more than once (MAX is `a<b?b:a`). An operand inlined there would be
@@ -115,17 +211,40 @@ class CStyleLanguage(Renderer):
     if v is Invalid: raise KernelContractError("an Invalid constant reached the renderer: the codegen must turn it into a gate")
     if dt is dtypes.bool: return "1" if v else "0"
     if dtypes.is_float(dt):
-      fv = float(dt.const(v))
-      if math.isnan(fv): return self.nan if dt is not dtypes.float64 else '__builtin_nan("")'
-      if math.isinf(fv): return ("" if fv > 0 else "-") + (self.infinity if dt is not dtypes.float64 else "__builtin_inf()")
-      s = float.__repr__(fv) + _fsuffix(dt)
+      fv, double = float(dt.const(v)), dt is dtypes.float64
+      if math.isnan(fv): return self.double_nan if double else self.nan
+      if math.isinf(fv): return ("" if fv > 0 else "-") + (self.double_infinity if double else self.infinity)
+      s = float.__repr__(fv) + ("" if double else self.float_suffix)
       return f"({s})" if fv < 0 or s.startswith("-") else s
     iv = truncate[dt](int(v)) if dt in truncate else int(v)
-    if dt in (dtypes.int32, dtypes.int64) and iv == dt.min: return f"({iv+1}{'l' if dt is dtypes.int64 else ''}-1)"
-    s = str(iv) + {dtypes.int64: "l", dtypes.uint64: "ul", dtypes.uint32: "u"}.get(dt, "")
+    if dt in (dtypes.int32, dtypes.int64) and iv == dt.min: return f"({iv+1}{self.int_suffix.get(dt, '')}-1)"
+    s = str(iv) + self.int_suffix.get(dt, "")
     return f"({s})" if iv < 0 else s
 
+  def render_cast(self, ctx:_CWriter, u:UOp) -> str:
+    src, dt = u.src[0], u.dtype
+    x = ctx.opnd(u, src)
+    if dt is src.dtype: return x
+    if dt in _EMULATED:
+      ctx.unrounded[u] = x if src.dtype in _EMULATED or src.dtype is dtypes.float32 else f"(float){x}"
+      return f"{_EMULATED[dt][2]}({strip_parens(ctx.unrounded[u])})"
+    return f"(({self.value_type(dt)}){x})"
+
+  def render_bitcast(self, ctx:_CWriter, u:UOp) -> str:
+    src, dt = u.src[0], u.dtype
+    x = ctx.opnd(u, src)
+    if src.dtype in _EMULATED:
+      ctx.note_dtype(src.dtype)
+      x, sdt = f"{_EMULATED[src.dtype][1]}({strip_parens(x)})", dtypes.uint16
+    else: sdt = src.dtype
+    if dt in _EMULATED: return f"{_EMULATED[dt][0]}((unsigned short){x})"
+    if sdt is dtypes.uint16 and src.dtype in _EMULATED: return x if dt is dtypes.uint16 else f"(({self.value_type(dt)}){x})"
+    return f"((union {{ {self.value_type(sdt)} a; {self.value_type(dt)} b; }}){{.a = {strip_parens(x)}}}).b"
+
   # ** the kernel **
+  def render_buffer_param(self, name:str, dt:DType, writable:bool) -> str:
+    return f"{'' if writable else 'const '}{self.buffer_prefix}{self.memory_type(dt)}*{self.buffer_suffix} {name}"
+  def render_var_param(self, name:str, dt:DType) -> str: return f"{self.var_prefix}{self.value_type(dt)} {name}"
   def render(self, uops:Sequence[UOp], name:str|None=None) -> str:
     k = uops if isinstance(uops, LinearKernel) else self.check(uops, name)
     return _CWriter(self, k).write()
@@ -134,11 +253,11 @@ class CStyleLanguage(Renderer):
     return "\n".join(prefix + [sig] + body + ["}"]) + "\n"
 
 class _CWriter:
-  """One rendering: walks the linear list once, naming values, inlining single-use pure expressions, emitting statements."""
+  """One rendering: walks the linear list once, asks the renderer's rules for each UOp's text, names values and inlines single-use
+  pure expressions, and emits statements. The language lives in the rules and the renderer's attributes; this is only SSA to C."""
   def __init__(self, ren:CStyleLanguage, k:LinearKernel):
     self.ren, self.k = ren, k
     self.r: dict[UOp, str] = {}
-    self.access: dict[UOp, tuple[str, str, int, UOp]] = {}  # memory INDEX/SHRINK -> (buffer name, index expr, lanes, root)
     self.reads_mem: set[UOp] = set()                        # values whose (inlined) expression reads memory
     self.unrounded: dict[UOp, str] = {}                     # half/bfloat16 ALU results before their final rounding
     self.lines: list[str] = []
@@ -155,12 +274,18 @@ class _CWriter:
     self.side_effects = [0]
     for u in k.uops: self.side_effects.append(self.side_effects[-1] + (u.op in SIDE_EFFECTS))
 
-  def emit(self, line:str): self.lines.append("  " * self.depth + line)
+  def emit(self, text:str):
+    for line in text.split("\n"): self.lines.append("  " * self.depth + line)
   def fresh(self, prefix:str) -> str:
     n = self.counters.get(prefix, 0)
     self.counters[prefix] = n + 1
     return f"{prefix}{n}"
   def where(self, u:UOp) -> str: return f"uop {self.k.position[u]} ({u.op}, {u.dtype})"
+  def vector(self, dt:DType, lanes:int) -> str:
+    """The vector type of `lanes` dt (raises for element types without vectors), declared once before the kernel."""
+    ret = self.ren.vector_type(dt, lanes)
+    self.vectors[(dt, lanes)] = None
+    return ret
 
   def opnd(self, consumer:UOp, s:UOp) -> str:
     """A src as it appears in consumer's expression: literals are typed by their context."""
@@ -177,10 +302,10 @@ class _CWriter:
       size = buffer_size(b)
       self.r[b] = f"data{b.arg.slot}" + (f"_{size}" if size is not None else "")
       self.note_dtype(b.dtype)
-      params.append(f"{'' if b in k.writable else 'const '}{ren.buffer_prefix}{ren.memory_type(b.dtype)}*{ren.buffer_suffix} {self.r[b]}")
+      params.append(ren.render_buffer_param(self.r[b], b.dtype, b in k.writable))
     for v, nm in zip(k.vars, variable_names(k, _C_KEYWORDS)):
       self.r[v] = nm
-      params.append(f"{ren.var_prefix}{ren.value_type(v.dtype)} {nm}")
+      params.append(ren.render_var_param(nm, v.dtype))
     for u in k.uops: self.step(u)
     prefix = [ren.render_vector_prefix(dt, n) for dt, n in self.vectors]
     if dtypes.half in self.emulated: prefix.append(_HALF_HELPERS)
@@ -194,106 +319,55 @@ class _CWriter:
     consumer = self.k.uops[self.first_use[u]]
     if consumer.op in self.ren.code_for_op and any(consumer.src[i] is u for i in self.ren.duplicated_operands(consumer.op)): return False
     if u.op is Ops.LOAD:
-      if self.k.lanes[u] != 1 or self.access[u.src[0]][3].op is not Ops.BUFFER: return False
+      if self.k.lanes[u] != 1 or mem_root(u.src[0].src[0]).op is not Ops.BUFFER: return False
     elif u.op not in _INLINE_OPS: return False
     if not reads_mem: return True
     pos, use = self.k.position[u], self.first_use[u]
     return self.side_effects[use] == self.side_effects[pos + 1]
 
+  def render_op(self, u:UOp) -> str:
+    if (text := self.ren.string_rewrite.rewrite(u, self)) is None:
+      raise KernelContractError(f"{self.where(u)}: {type(self.ren).__name__} has no rendering for {u.op}")
+    return text
+
   def step(self, u:UOp):
-    k, ren, op = self.k, self.ren, self.op_of(u)
-    if op is None: return
-    if u.op is Ops.AFTER:
-      if (src := u.src[0]) in self.access: self.access[u] = self.access[src]
-      if src in self.r: self.r[u] = self.r[src]
+    k, op = self.k, u.op
+    # no code: kernel arguments (named in the signature), literals (written where used), ordering-only ops
+    if op in (Ops.SINK, Ops.NOOP, Ops.GROUP, Ops.PARAM) or is_literal(u) or (op is Ops.STACK and not u.src) or is_variable(u): return
+    if op is Ops.SPECIAL and u.arg == CORE_ID: return  # a kernel argument the runtime sets
+    if op is Ops.AFTER:
+      if (src := u.src[0]) in self.r: self.r[u] = self.r[src]
       if src in self.reads_mem: self.reads_mem.add(u)
       return
-    if u.op is Ops.PARAM: return  # named in the signature
-    if u.op is Ops.BUFFER:
-      if (size := buffer_size(u)) is None or size <= 0: raise KernelContractError(f"{self.where(u)}: a BUFFER needs a literal size > 0")
-      self.r[u] = self.fresh("acc" if _addrspace(u) is AddrSpace.REG else "temp")
-      self.emit(f"{ren.value_type(u.dtype)} {self.r[u]}[{size}];")
-      return
-    if u.op is Ops.RANGE:
-      if u.dtype is dtypes.void:
-        self.emit("for (;;) {")
-        self.open_names.append("")
-      else:
+    if op in _STATEMENTS:
+      if op is Ops.BUFFER: self.r[u] = self.fresh("acc" if _addrspace(u) is AddrSpace.REG else "temp")
+      elif op is Ops.RANGE:
         # a sibling loop may reuse a name, a nested one may not (it would shadow the outer variable)
-        self.r[u] = nm = range_name(u, set(self.open_names))
+        self.r[u] = nm = "" if u.dtype is dtypes.void else range_name(u, set(self.open_names))
         self.open_names.append(nm)
-        self.emit(f"for ({ren.value_type(u.dtype)} {nm} = 0; {nm} < {strip_parens(self.opnd(u, u.src[0]))}; {nm}++) {{")
-      self.depth += 1
+      elif op in (Ops.END, Ops.ENDIF):
+        self.depth -= 1
+        if op is Ops.END: self.open_names.pop()
+      if text := self.render_op(u): self.emit(text)
+      if op in (Ops.RANGE, Ops.IF): self.depth += 1
       return
-    if u.op is Ops.END:
-      if len(u.src) == 3: self.emit(f"if (!{self.opnd(u, u.src[2])}) break;")
-      self.depth -= 1
-      self.open_names.pop()
-      self.emit("}")
+    reads_mem = op is Ops.LOAD or any(s in self.reads_mem for s in u.src)
+    if op in (Ops.INDEX, Ops.SHRINK) and mem_root(u.src[0]) is not None:
+      # an access is written where it's used (as buf[i] or a vector lvalue)
+      self.r[u] = self.render_op(u)
+      if reads_mem: self.reads_mem.add(u)
       return
-    if u.op is Ops.IF:
-      self.emit(f"if ({strip_parens(self.opnd(u, u.src[0]))}) {{")
-      self.depth += 1
-      return
-    if u.op is Ops.ENDIF:
-      self.depth -= 1
-      self.emit("}")
-      return
-    if u.op in (Ops.INDEX, Ops.SHRINK) and (root := mem_root(u.src[0])) is not None:
-      lanes = k.lanes[u]
-      if lanes > 1:
-        ren.vector_type(u.dtype, lanes)  # raises for element types without vectors
-        self.vectors[(u.dtype, lanes)] = None
-      self.access[u] = (self.r[u.src[0]], self.opnd(u, u.src[1]), lanes, root)
-      if any(s in self.reads_mem for s in u.src[1:]): self.reads_mem.add(u)
-      return
-    if u.op is Ops.STORE: return self.emit(self.store(u))
-    expr, reads_mem, prefix = self.value(u)
+    expr = self.render_op(u)
     self.note_dtype(u.dtype)
-    if (depth := 1 + max((self.nesting.get(s, 0) for s in u.src), default=0)) <= MAX_INLINE_DEPTH and self.inline(u, reads_mem):
+    depth = 1 + max((self.nesting.get(s, 0) for s in u.src), default=0)
+    if op is not Ops.SPECIAL and depth <= MAX_INLINE_DEPTH and self.inline(u, reads_mem):
       self.r[u] = expr
       self.nesting[u] = depth
       if reads_mem: self.reads_mem.add(u)
       return
-    self.r[u] = self.fresh(prefix)
+    self.r[u] = u.arg if op is Ops.SPECIAL else self.fresh(_PREFIX.get(op, "alu"))
     lanes = k.lanes[u]
-    ctype = ren.vector_type(u.dtype, lanes) if lanes > 1 else ren.value_type(u.dtype)
-    if lanes > 1: self.vectors[(u.dtype, lanes)] = None
-    self.emit(f"{ctype} {self.r[u]} = {strip_parens(expr)};")
-
-  def op_of(self, u:UOp) -> Ops|None:
-    """The op to render, or None for UOps that produce no code here."""
-    if u.op in (Ops.SINK, Ops.NOOP, Ops.GROUP, Ops.BARRIER) or is_literal(u) or (u.op is Ops.STACK and not u.src): return None
-    if is_variable(u): return None
-    return u.op
-
-  def value(self, u:UOp) -> tuple[str, bool, str]:
-    """(expression, whether it reads memory, name prefix) of a value UOp."""
-    ren, op = self.ren, u.op
-    reads = any(s in self.reads_mem for s in u.src)
-    if op is Ops.LOAD:
-      buf, idx, lanes, root = self.access[u.src[0]]
-      if lanes > 1: e = f"*(({ren.vector_type(u.dtype, lanes)}*)({buf}+{strip_parens(idx)}))"
-      else:
-        e = f"{buf}[{strip_parens(idx)}]"
-        if root.op is Ops.PARAM and u.dtype in _EMULATED: e = f"{_EMULATED[u.dtype][0]}({e})"
-      if len(u.src) == 3: e = f"({self.opnd(u, u.src[2])}?{e}:{self.opnd(u, u.src[1])})"
-      return e, True, "val"
-    if op is Ops.INDEX:  # a lane of a vector
-      vec = self.r[u.src[0]]
-      return (f"{vec}[{const_value(u.src[1])}]" if vec.isidentifier() else f"({vec})[{const_value(u.src[1])}]"), reads, "alu"
-    if op is Ops.STACK:
-      self.vectors[(u.dtype, len(u.src))] = None
-      return f"({ren.vector_type(u.dtype, len(u.src))}){{{','.join(strip_parens(self.opnd(u, s)) for s in u.src)}}}", reads, "vec"
-    if op is Ops.CAST: return self.cast(u), reads, "cast"
-    if op is Ops.BITCAST: return self.bitcast(u), reads, "cast"
-    if op in GroupOp.ALU:
-      if (fxn := ren.code_for_op.get(op)) is None: raise KernelContractError(f"{self.where(u)}: {type(ren).__name__} has no code for {op}")
-      srcs = [self.opnd(u, s) for s in u.src]
-      # (a+b)+c reads as a+b+c; only on the left, where C's left-to-right order keeps the float rounding the same
-      if u.src and u.src[0].op is op and op in (Ops.ADD, Ops.MUL, Ops.AND, Ops.OR, Ops.XOR): srcs[0] = strip_parens(srcs[0])
-      return self.wrap(u, fxn(*srcs, dtype=operand_dtype(u))), reads, "alu"
-    raise KernelContractError(f"{self.where(u)}: {type(ren).__name__} has no rendering for {op}")
+    self.emit(f"{self.vector(u.dtype, lanes) if lanes > 1 else self.ren.value_type(u.dtype)} {self.r[u]} = {strip_parens(expr)};")
 
   def wrap(self, u:UOp, e:str) -> str:
     """Rounds/wraps an ALU result to its dtype: C computes small ints as int and emulated floats as float."""
@@ -307,45 +381,17 @@ class _CWriter:
     if dt in (dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16): return f"(({self.ren.value_type(dt)}){e})"
     return e
 
-  def cast(self, u:UOp) -> str:
-    src, dt = u.src[0], u.dtype
-    x = self.opnd(u, src)
-    if dt is src.dtype or (dt in _EMULATED and src.dtype is dt): return x
-    if dt in _EMULATED:
-      self.unrounded[u] = x if src.dtype in _EMULATED or src.dtype is dtypes.float32 else f"(float){x}"
-      return f"{_EMULATED[dt][2]}({strip_parens(self.unrounded[u])})"
-    return f"(({self.ren.value_type(dt)}){x})"
-
-  def bitcast(self, u:UOp) -> str:
-    src, dt, ren = u.src[0], u.dtype, self.ren
-    x = self.opnd(u, src)
-    if src.dtype in _EMULATED:
-      self.note_dtype(src.dtype)
-      x, sdt = f"{_EMULATED[src.dtype][1]}({strip_parens(x)})", dtypes.uint16
-    else: sdt = src.dtype
-    if dt in _EMULATED: return f"{_EMULATED[dt][0]}((unsigned short){x})"
-    if sdt is dtypes.uint16 and src.dtype in _EMULATED: return x if dt is dtypes.uint16 else f"(({ren.value_type(dt)}){x})"
-    return f"((union {{ {ren.value_type(sdt)} a; {ren.value_type(dt)} b; }}){{.a = {strip_parens(x)}}}).b"
-
-  def store(self, u:UOp) -> str:
-    buf, idx, lanes, root = self.access[u.src[0]]
-    val = self.opnd(u, u.src[1])
-    if lanes > 1: lhs = f"*(({self.ren.vector_type(u.src[0].dtype, lanes)}*)({buf}+{strip_parens(idx)}))"
-    else:
-      lhs = f"{buf}[{strip_parens(idx)}]"
-      if root.op is Ops.PARAM and root.dtype in _EMULATED:
-        if self.r.get(u.src[1]) is not None and u.src[1] in self.unrounded and not self.r[u.src[1]].isidentifier(): val = self.unrounded[u.src[1]]
-        val = f"{_EMULATED[root.dtype][1]}({strip_parens(val)})"
-    stmt = f"{lhs} = {strip_parens(val)};"
-    return f"if ({strip_parens(self.opnd(u, u.src[2]))}) {stmt}" if len(u.src) == 3 else stmt
-
 class ClangRenderer(CStyleLanguage):
   """C for the CPU device: one function per kernel, compiled by clang or gcc (CC overrides) into a shared object."""
   device = "CPU"
   has_local = False
   has_shared = False
-  global_max = None
+  has_threads = True   # the CPU runtime runs a core_id kernel's launches on a thread pool
   local_max = None
+  @property
+  def global_max(self) -> tuple[int, ...]:  # type: ignore[override]
+    """(threads, 0, 0): launches of a threaded kernel that run at once."""
+    return (min(NUM_CPU_THREADS.value, os.cpu_count() or 1), 0, 0)
   def __init__(self, target=None):
     super().__init__(target)
     from tinygrad.runtime.support.compiler_cpu import ClangCompiler

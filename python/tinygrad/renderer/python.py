@@ -1,6 +1,9 @@
 # The PYTHON renderer: a linear kernel (the contract in tinygrad/renderer/__init__.py) becomes a Python function, one statement per
 # UOp, with C's semantics spelled out (ints wrap, floats round to their dtype after every op, division by zero gives inf/nan).
 # The PYTHON device execs it: the reference that needs no compiler. Accesses are bounds-checked and raise IndexError naming the buffer.
+# GPU kernels (SPECIAL gidx/lidx, local BUFFERs, BARRIERs) take keyword arguments `_gid`, `_lid` (the thread's indices) and `_shared`
+# (a dict the threads of one workgroup share, holding its local buffers); a BARRIER is a `yield`, so the runtime can run the threads
+# of a workgroup in lock-step, each to its next barrier, and threads communicate through local memory as on a GPU.
 from __future__ import annotations
 import keyword
 import math
@@ -10,7 +13,7 @@ from tinygrad.dtype import DType, dtypes, truncate, Invalid, bitcast, float_to_f
 from tinygrad.helpers import cdiv, cmod, strip_parens
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp
-from tinygrad.renderer import Renderer, LinearKernel, KernelContractError, const_value, is_literal, is_variable, mem_root, buffer_size
+from tinygrad.renderer import Renderer, LinearKernel, KernelContractError, CORE_ID, const_value, is_literal, is_variable, mem_root, buffer_size
 from tinygrad.renderer import literal_dtype, variable_names, operand_dtype, range_name, _addrspace
 from tinygrad.dtype import AddrSpace
 
@@ -66,7 +69,8 @@ def _is_float(dt:DType) -> bool: return dtypes.is_float(dt)
 def _div(a, b, dtype): return f"_fdiv({a}, {b})" if _is_float(dtype) else f"_cdiv({a}, {b})"
 
 class PythonRenderer(Renderer):
-  """Renders the same op set as the C renderer, as Python."""
+  """Renders the same op set as the C renderer, as Python. It accepts GPU dims, local buffers and barriers (the runtime loops over the
+  launch grid), but the optimizer is not asked to make them (has_local/has_shared are False: looping in Python gains nothing)."""
   device = "PYTHON"
   has_local = False
   has_shared = False
@@ -102,14 +106,16 @@ class PythonRenderer(Renderer):
     return _PyWriter(self, k).write()
 
 def int_bounds(u:UOp, known:dict[UOp, tuple[int, int]]) -> tuple[int, int]|None:
-  """A cheap interval for an int value (loop counters, Variables, literals and + - * of them); None when unknown. `known` caches."""
+  """A cheap interval for an int value (loop counters, launch dims, Variables, literals and + - * of them); None when unknown.
+  `known` caches."""
   if u in known: return known[u]
   ret: tuple[int, int]|None = None
   if isinstance(v := const_value(u), int) and not isinstance(v, bool):
     v = truncate[u.dtype](v) if u.dtype in truncate else v  # the literal is rendered wrapped
     ret = (v, v)
   elif is_variable(u) and u.arg.vmin_vmax is not None: ret = (int(u.arg.vmin_vmax[0]), int(u.arg.vmin_vmax[1]))
-  elif u.op is Ops.RANGE and u.dtype is not dtypes.void and (e := int_bounds(u.src[0], known)) is not None: ret = (0, max(e[1] - 1, 0))
+  elif u.op in (Ops.RANGE, Ops.SPECIAL) and u.dtype is not dtypes.void and (e := int_bounds(u.src[0], known)) is not None:
+    ret = (0, max(e[1] - 1, 0))
   elif u.op in (Ops.ADD, Ops.SUB, Ops.MUL) and (a := int_bounds(u.src[0], known)) is not None and (b := int_bounds(u.src[1], known)) is not None:
     if u.op is Ops.ADD: ret = (a[0] + b[0], a[1] + b[1])
     elif u.op is Ops.SUB: ret = (a[0] - b[1], a[1] - b[0])
@@ -171,6 +177,11 @@ class _PyWriter:
     for v, nm in zip(k.vars, variable_names(k, frozenset(keyword.kwlist) | frozenset(HELPERS))):
       self.r[v] = nm
       params.append(nm)
+    # a GPU kernel gets its thread's indices and its workgroup's local memory from the runtime
+    if any(n != CORE_ID for n in k.specials) or any(u.op is Ops.BARRIER or (u.op is Ops.BUFFER and _addrspace(u) is AddrSpace.LOCAL)
+                                                   for u in k.uops):
+      params += ["*", "_gid=(0, 0, 0)", "_lid=(0, 0, 0)", "_shared=None"]
+      pre.append("if _shared is None: _shared = {}")
     for line in pre: self.emit(line)
     for u in k.uops: self.step(u)
     if not self.lines: self.emit("pass")
@@ -178,8 +189,12 @@ class _PyWriter:
 
   def step(self, u:UOp):
     k, op = self.k, u.op
-    if op in (Ops.SINK, Ops.NOOP, Ops.GROUP, Ops.BARRIER) or is_literal(u) or (op is Ops.STACK and not u.src) or is_variable(u): return
-    if op is Ops.PARAM: return
+    if op in (Ops.SINK, Ops.NOOP, Ops.GROUP) or is_literal(u) or (op is Ops.STACK and not u.src) or is_variable(u): return
+    if op is Ops.PARAM or (op is Ops.SPECIAL and u.arg == CORE_ID): return  # arguments
+    if op is Ops.SPECIAL:
+      self.r[u] = u.arg
+      return self.emit(f"{u.arg} = {'_gid' if u.arg[0] == 'g' else '_lid'}[{u.arg[-1]}]")
+    if op is Ops.BARRIER: return self.emit("yield")  # the runtime resumes the workgroup's threads once all of them got here
     if op is Ops.AFTER:
       if u.src[0] in self.access: self.access[u] = self.access[u.src[0]]
       if u.src[0] in self.r: self.r[u] = self.r[u.src[0]]
@@ -187,7 +202,9 @@ class _PyWriter:
     if op is Ops.BUFFER:
       if (size := buffer_size(u)) is None or size <= 0: raise KernelContractError(f"uop {k.position[u]}: a BUFFER needs a literal size > 0")
       self.r[u] = self.fresh("acc" if _addrspace(u) is AddrSpace.REG else "temp")
-      self.emit(f"{self.r[u]} = [{self.ren.render_literal(0, u.dtype)}] * {size}")
+      init = f"[{self.ren.render_literal(0, u.dtype)}] * {size}"
+      # local memory is one list per workgroup: the first of its threads to get here makes it
+      self.emit(f"{self.r[u]} = _shared.setdefault({self.r[u]!r}, {init})" if _addrspace(u) is AddrSpace.LOCAL else f"{self.r[u]} = {init}")
       return
     if op is Ops.RANGE:
       if u.dtype is dtypes.void: return self.open_block("while True:")

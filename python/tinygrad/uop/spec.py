@@ -10,7 +10,8 @@ raises a RuntimeError naming the stage and the offending UOp: its position, op, 
                 REDUCE(x, *reduce RANGEs, arg=(op,)). No movement ops, no BUFFER: every access is index arithmetic on a PARAM.
                 (A copy between devices is scheduled as the AST COPY(arg=KernelInfo), with no srcs.)
   spec_lowered  the kernel after the codegen's graph passes, before linearizing: REDUCE became a register accumulator
-                (BUFFER(REG), AFTER, STORE/LOAD), every loop is closed by an END. An upcast kernel (codegen/opt.py) adds SHRINK
+                (BUFFER(REG), AFTER, STORE/LOAD), every loop is closed by an END, THREAD/GLOBAL/LOCAL ranges became SPECIALs;
+                local BUFFERs and BARRIERs may appear. An upcast kernel (codegen/opt.py) adds SHRINK
                 vector loads/stores, STACK, INDEX of a lane and a GROUP of stores; a threaded one the core_id variable PARAM.
   spec_linear   the per-UOp dtype rules of the linear program; `verify_linear` adds tinygrad.renderer.check_linear (order,
                 scopes, src shapes of the linear-UOp contract) so that part is written once, in the renderer.
@@ -25,7 +26,7 @@ from tinygrad.uop.ops import PatternMatcher, UPat, UOp, Ops, GroupOp, ParamArg, 
 from tinygrad.dtype import DType, dtypes, AddrSpace
 from tinygrad.helpers import prod
 from tinygrad.schedule.shape import shape_of
-from tinygrad.renderer import check_linear, KernelContractError, is_literal
+from tinygrad.renderer import check_linear, KernelContractError, is_literal, SPECIAL_NAMES
 
 __all__ = ["spec_tensor", "spec_kernel", "spec_lowered", "spec_linear", "type_verify", "verify_linear"]
 
@@ -208,7 +209,13 @@ def _after_ok(x:UOp) -> bool:
   """AFTER(buf, *deps): the buffer, once deps ran (stores, loops and the ranges it is used in)."""
   return len(x.src) >= 1 and buf_root(x.src[0]).op in (Ops.PARAM, Ops.BUFFER) and x.dtype is x.src[0].dtype
 
+def _special_ok(x:UOp) -> bool:
+  """SPECIAL(end, arg=name): a launch dimension (gidx/lidx) or the CPU thread index (core_id), an int below its int end."""
+  return is_int(x.dtype) and len(x.src) == 1 and fits(x.src[0], x.dtype) and x.arg in SPECIAL_NAMES
+
 spec_lowered = PatternMatcher([
+  (UPat(Ops.SPECIAL, name="x"), _special_ok),
+  (UPat(Ops.BARRIER, dtypes.void), lambda: True),
   (UPat(Ops.SINK, dtypes.void, name="x"),
    lambda x: len(x.src) >= 1 and all(s.op in (Ops.STORE, Ops.END, Ops.GROUP) for s in x.src) and hasattr(x.arg, "name")),
   (UPat(Ops.INDEX, name="x"), lambda x: _index_ok(x, (Ops.PARAM, Ops.BUFFER))),
@@ -270,6 +277,7 @@ spec_linear = PatternMatcher([
   (UPat(Ops.CONST, src=(), name="x"), _linear_const_ok),
   (UPat(Ops.PARAM, name="x"), _param_ok),
   (UPat(Ops.BUFFER, name="x"), _local_buffer_ok),
+  (UPat(Ops.SPECIAL, name="x"), _special_ok),
   (UPat(Ops.RANGE, dtypes.void, name="x"), lambda x: len(x.src) >= 1),  # an endless loop, left by END(body, range, cond)
   (UPat(Ops.RANGE, name="x"), range_ok),
   (UPat(Ops.END, name="x"), lambda x: x.dtype is dtypes.void and len(x.src) in (2, 3) and (len(x.src) == 2 or x.src[2].dtype is dtypes.bool)),
