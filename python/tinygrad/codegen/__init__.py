@@ -3,7 +3,6 @@
 `full_rewrite_to_sink` runs the list PASSES: each a (name, PatternMatcher or function, ctx factory) entry, a PatternMatcher run by
 one graph_rewrite with that name (so TRACK_MATCH_STATS and the rewrite log show it). lower_ast adds the ordering and the SPEC checks.
   optimize      tinygrad/codegen/opt.py shapes the AST for the renderer's capabilities (threading, unrolling, upcasting; NOOPT=1: off)
-  pm_index_dtype  the scheduler's index arithmetic (weakint, floor division) -> int with C division (see below)
   pm_decomp       THREEFRY(x, key) (uint64) -> Threefry-2x32 in uint32 ADD/XOR/SHL/SHR (no renderer has a THREEFRY op)
   pm_const_fold   ALU/CAST of constants -> the constant (so `full(1) + full(2)` stores 3)
   pm_add_specials THREAD/GLOBAL/LOCAL ranges -> SPECIAL launch dims: "core_id" for THREAD, "gidx<i>"/"lidx<i>" for the i-th
@@ -14,45 +13,24 @@ one graph_rewrite with that name (so TRACK_MATCH_STATS and the rewrite log show 
                     in the loop: STORE(INDEX(AFTER(acc, init, *reduce ranges), i), op(LOAD(that), x)), closed by END per range
                     the value: LOAD(INDEX(AFTER(acc, END), i))
                   REDUCEs over the same ranges (an upcast reduce kernel's lanes) share the loop: their updates are one GROUP.
+  pm_lower_index  (codegen/index_dtype.py) every weakint UOp (index math, RANGE, SPECIAL, sizes, variables) -> int32, or int64
+                  where its bounds need it; FLOORDIV/FLOORMOD -> CDIV/CMOD (shifts/masks by powers of two), exact for negative dividends.
   linearize       orders the graph into blocks (PARAMs and BUFFERs first, then the SPECIALs): everything a loop body needs that
                   does not depend on the loop is placed before the RANGE (loop-invariant code motion falls out of this), then the
                   RANGE, the body and its END.
 """
 from __future__ import annotations
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable, TYPE_CHECKING
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, GroupOp, ParamArg, AxisType, exec_alu
 from tinygrad.dtype import dtypes, AddrSpace
 from tinygrad.helpers import SPEC
 from tinygrad.schedule import reduce_identity as _identity
+from tinygrad.codegen.index_dtype import pm_lower_index
 if TYPE_CHECKING:
   from tinygrad.renderer import Renderer
 
-def iconst(v:int) -> UOp: return UOp.const(v, dtypes.int)
-
-# ***** index dtype *****
-# Kernel ASTs index with weakint expressions in floor division (FLOORDIV/FLOORMOD), which no renderer has. This pass commits them to
-# int and C's truncating division; a dividend that may be negative (only where a PAD's gate makes the index unused) is first shifted
-# by a multiple of the divisor, which keeps the floor result exact. Replaced by the index64 helper's late pass (int32 or int64 from
-# the bounds).
-
-def _floor_to_c(x:UOp, a:UOp, d:UOp) -> UOp|None:
-  if d.arg <= 0: raise ValueError(f"index division by {d.arg} in {x.render(simplify=False)}")
-  k = (-a.vmin + d.arg - 1) // d.arg if a.vmin < 0 else 0   # a + k*d >= 0
-  if k: a = UOp(Ops.ADD, dtypes.int, (a, iconst(k * d.arg)))
-  if x.op is Ops.FLOORMOD: return UOp(Ops.CMOD, dtypes.int, (a, iconst(d.arg)))
-  q = UOp(Ops.CDIV, dtypes.int, (a, iconst(d.arg)))
-  return UOp(Ops.ADD, dtypes.int, (q, iconst(-k))) if k else q
-
-def _param_to_int(x:UOp) -> UOp:
-  return x.replace(dtype=dtypes.int, arg=dataclasses.replace(x.arg, dtype=dtypes.int) if isinstance(x.arg, ParamArg) else x.arg)
-
-pm_index_dtype = PatternMatcher([
-  (UPat((Ops.FLOORDIV, Ops.FLOORMOD), dtypes.weakint, src=(UPat.var("a"), UPat.cvar("d")), name="x"), _floor_to_c),
-  (UPat(tuple(GroupOp.ALU) + (Ops.RANGE, Ops.SPECIAL), dtypes.weakint, name="x"), lambda x: x.replace(dtype=dtypes.int)),
-  (UPat(Ops.PARAM, dtypes.weakint, name="x"), _param_to_int),   # a weakint Variable
-])
+def iconst(v:int) -> UOp: return UOp.const(v)   # weakint: pm_lower_index gives it a width
 
 def _u(op:Ops, a:UOp, b:UOp|int) -> UOp: return UOp(op, a.dtype, (a, b if isinstance(b, UOp) else UOp.const(b, a.dtype)))
 def _cast(x:UOp, dt) -> UOp: return UOp(Ops.CAST, dt, (x,), dt)
@@ -217,12 +195,12 @@ def _optimize(ast:UOp, ren:Renderer|None) -> UOp:
 
 PASSES: list[Pass] = [
   ("optimize", _optimize, None),
-  ("index dtype", pm_index_dtype, None),
   ("decompositions", pm_decomp, None),
   ("constant folding", pm_const_fold, None),
   ("launch dims", pm_add_specials, lambda sink, ren: launch_dims(sink)),
   ("end loops", pm_end_loops, None),
   ("reduce to accumulator", pm_reduce, lambda sink, ren: ReduceContext(_loop_ranges(sink))),
+  ("lower index dtype", pm_lower_index, None),
 ]
 
 def full_rewrite_to_sink(ast:UOp, ren:Renderer|None=None, passes:list[Pass]|None=None) -> UOp:

@@ -35,11 +35,14 @@ Launch dimensions (SPECIAL: at the top level, before any block; each name at mos
 
 Constants
   CONST    T     src: ()                         arg: the value. Rendered inline as a literal. A weak CONST (weakint,
-                                                 weakfloat) takes the dtype of the op it feeds.
+                                                 weakfloat) takes the dtype of the op it feeds (an index: int, or int64 when
+                                                 it needs 64 bits). No other UOp may have a weak dtype, and there is no
+                                                 FLOORDIV/FLOORMOD: codegen/index_dtype.py lowers both.
   CAST     T     src: (CONST,)                   arg: T. tinygrad 0.14's spelling of a typed literal: also a literal.
 
 Control flow (blocks nest: RANGE..END, IF..ENDIF)
-  RANGE    int   src: (end, *order_deps)         arg: (axis_id, AxisType, ...). `for (int ridx{axis_id} = 0; ...; ++)`.
+  RANGE    int   src: (end, *order_deps)         arg: (axis_id, AxisType, ...). `for (int ridx{axis_id} = 0; ...; ++)`
+                                                 (int32 or int64: `long` in C, as the end's dtype).
   RANGE    void  src: (anything,)                an endless loop `for (;;) {`, left by an END with a condition.
   END      void  src: (body, range)              closes `range`, which must be the innermost open block.
   END      void  src: (body, range, cond:bool)   same, but only loops again while `cond` holds (do-while).
@@ -47,7 +50,7 @@ Control flow (blocks nest: RANGE..END, IF..ENDIF)
   AFTER    (x)   src: (x, *deps)                 x itself; the deps only order it. NOOP, GROUP: no code.
 
 Memory
-  INDEX    T     src: (buf, idx:int)             element idx of buf (a PARAM/BUFFER, possibly through AFTER).
+  INDEX    T     src: (buf, idx:int)             element idx of buf (a PARAM/BUFFER, possibly through AFTER); idx int32 or int64.
   SHRINK   T     src: (buf, idx:int, CONST n)    n consecutive elements from idx: an n-lane vector access (n = 2,4,8,16).
   LOAD     T     src: (index,)                   the element(s); a SHRINK load is an n-lane vector.
   LOAD     T     src: (index, alt, gate:bool)    `gate ? load : alt` (nothing is read when gate is false).
@@ -232,6 +235,12 @@ def check_linear(uops:Sequence[UOp], supported_ops:set[Ops]|frozenset[Ops]|None=
                                   f" which closed at uop {closed_at[blk]}")
       uses[s] += 1
     if u.op not in _ACCEPTED and u.op not in GroupOp.ALU: raise KernelContractError(f"{_desc(i, u)}: {u.op} is not part of the linear-UOp contract")
+    if u.dtype in dtypes.weaks and u.op is not Ops.CONST:
+      raise KernelContractError(f"{_desc(i, u)}: weak dtypes must be committed before rendering (tinygrad/codegen/index_dtype.py lowers "
+                                "index math to int32/int64)")
+    if u.op in (Ops.FLOORDIV, Ops.FLOORMOD):
+      raise KernelContractError(f"{_desc(i, u)}: no renderer has floor division; the codegen lowers {u.op} to CDIV/CMOD "
+                                "(tinygrad/codegen/index_dtype.py)")
     if u.op in GroupOp.ALU and supported_ops is not None and u.op not in supported_ops:
       raise KernelContractError(f"{_desc(i, u)}: {renderer} has no code for {u.op}; the codegen must decompose it")
     if u.dtype in dtypes.fp8s or u.dtype in (dtypes._uint128, dtypes._uint256):
@@ -482,7 +491,7 @@ def literal_dtype(consumer:UOp, s:UOp) -> DType:
   """The dtype a literal `s` takes where `consumer` uses it: a weak CONST (a Python number) adopts the dtype of what it meets."""
   if s.dtype not in dtypes.weaks: return s.dtype
   op, i = consumer.op, consumer.src.index(s)
-  if op in (Ops.INDEX, Ops.SHRINK): ret = dtypes.int
+  if op in (Ops.INDEX, Ops.SHRINK): ret = dtypes.int if dtypes.int.min <= s.arg <= dtypes.int.max else dtypes.int64
   elif op in GroupOp.Comparison: ret = next((x.dtype for x in consumer.src if x.dtype not in dtypes.weaks), s.dtype)
   elif op is Ops.STORE: ret = consumer.src[0].dtype if i == 1 else dtypes.bool
   else: ret = consumer.dtype  # ALU, WHERE, a LOAD's alt, a RANGE's end, STACK

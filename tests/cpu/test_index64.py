@@ -1,0 +1,79 @@
+# Indices wider than 32 bits through the whole pipeline: the rendered types (NULL and PYTHON render without running, so no memory is
+# needed) and, on CPU, the values of uint8 tensors just past 2**31 elements (2 GB each: marked slow, deselect with -m 'not slow').
+import pytest
+from conftest import DEVICES
+from tinygrad import Tensor, dtypes, Device
+from tinygrad.device import Buffer
+from tinygrad.uop.ops import UOp, Ops, ParamArg
+from tinygrad.codegen import lower_ast
+from tinygrad.schedule import KernelInfo
+from tinygrad.engine.realize import get_spec
+
+def specs(t:Tensor, device:str) -> list:
+  items, _ = t.schedule()
+  return [get_spec(si, device) for si in items if si.ast.op is Ops.SINK]
+
+def loop_dtypes(spec) -> set: return {u.dtype for u in spec.uops if u.op is Ops.RANGE}
+def offset_dtypes(spec) -> set: return {u.src[1].dtype for u in spec.uops if u.op is Ops.INDEX and u.src[0].op is Ops.PARAM}
+
+class TestRenderedTypes:
+  def test_small_kernels_stay_int(self):
+    for t in (Tensor.empty(100, 100, device="NULL").sum(axis=1), Tensor.empty(16, 16, device="NULL").pad(((1, 1), (2, 2))).flip(0) + 1):
+      for sp in specs(t, "NULL"):
+        assert "long" not in sp.src and "for (int ridx0 = 0;" in sp.src, sp.src
+  def test_loop_past_2_33(self):
+    (sp,) = specs(Tensor.ones(2**33 + 7, device="NULL").sum(), "NULL")
+    assert "for (long ridx0 = 0; ridx0 < 8589934599l; ridx0++) {" in sp.src, sp.src
+  def test_offset_past_2_31(self):
+    (sp,) = specs(Tensor.empty(65539, 32773, dtype=dtypes.uint8, device="NULL")[-1, -1], "NULL")
+    # the offset is 65538*32773 + 32772 = 2147909646: an int64 literal, not int32's -2147057650
+    assert "const unsigned char* restrict data1_2147909647" in sp.src and "data1_2147909647[2147909646l]" in sp.src, sp.src
+    assert "-2147057650" not in sp.src
+  def test_only_wide_expressions_widen(self):
+    (sp,) = specs(Tensor.empty(2**31 + 4, dtype=dtypes.uint8, device="NULL").reshape(4, -1).permute(1, 0).contiguous(), "NULL")
+    # the loop counter and the offsets below 2**31 stay int; the last row's offset is computed in long
+    assert "for (int ridx0 = 0; ridx0 < 536870913; ridx0++)" in sp.src and "data1_2147483652[ridx0+1073741826]" in sp.src, sp.src
+    assert "long cast0 = (long)ridx0;" in sp.src and "data1_2147483652[cast0+1610612739l]" in sp.src, sp.src
+  def test_python_device(self):
+    (sp,) = specs(Tensor.ones(2**33 + 7, device="PYTHON").sum(), "PYTHON")
+    assert loop_dtypes(sp) == {dtypes.int64} and "range(8589934599)" in sp.src
+    (sp,) = specs(Tensor.empty(65539, 32773, dtype=dtypes.uint8, device="PYTHON")[-1, -1], "PYTHON")
+    assert offset_dtypes(sp) == {dtypes.int64, dtypes.int32} and "[2147909646]" in sp.src   # the load's offset and the store's 0
+    assert not any(u.dtype is dtypes.weakint for u in sp.uops)
+    (sp,) = specs(Tensor.empty(100, 100, device="PYTHON").sum(axis=1), "PYTHON")
+    assert loop_dtypes(sp) == offset_dtypes(sp) == {dtypes.int32}
+
+@pytest.mark.cpu
+def test_threading_split_past_2_31():
+  # the CPU kernel runs once per core: core_id*(N/n) is computed in long, the per-thread loop stays int
+  (sp,) = specs(Tensor.empty(2**32 + 8, dtype=dtypes.uint8, device="CPU") + 1, "CPU")
+  assert sp.global_size[0] > 1 and sp.var_dtypes == (dtypes.int32,) and "const int core_id" in sp.src, sp.src
+  assert "for (int ridx0 = 0;" in sp.src and "((long)core_id)*" in sp.src, sp.src
+
+@pytest.mark.cpu
+@pytest.mark.slow
+class TestCPUValues:
+  def test_sum_uint8_past_2_31(self):
+    s = Tensor.ones(2**31 + 5, dtype=dtypes.uint8).sum()
+    assert s.dtype is dtypes.uint32 and s.item() == 2**31 + 5       # tinygrad 0.14 sums uint8 in uint32
+  def test_sum_of_a_buffer_past_2_31(self):
+    # realized first: the sum reads 2**31 + 8 bytes of memory, not a constant
+    assert Tensor.ones(2**31 + 8, dtype=dtypes.uint8).contiguous().sum().item() == 2**31 + 8
+  def test_last_element_past_2_31(self):
+    t = Tensor.ones(65540, 32772, dtype=dtypes.uint8).contiguous()
+    assert t[-1, -1].item() == 1 and t[0, 0].item() == 1
+    assert Tensor.ones(65539, 32773, dtype=dtypes.uint8)[-1, -1].item() == 1   # the issue's example (it segfaulted)
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_variable_wider_than_int32(device):
+  # a kernel argument whose declared range needs 64 bits is passed as int64 (C `const long`, a ctypes c_int64)
+  n = UOp.variable("n", 0, 2**40, param=True)
+  out = UOp(Ops.PARAM, dtypes.float, (UOp.const(1),), ParamArg(0, dtypes.float))
+  value = UOp(Ops.CAST, dtypes.float, (n + (-2**33),), dtypes.float)
+  ast = UOp(Ops.SINK, dtypes.void, (UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, dtypes.float, (out, UOp.const(0))), value)),), KernelInfo("E_n"))
+  spec = Device[device].renderer.to_program(lower_ast(ast).uops)
+  assert spec.var_dtypes == (dtypes.int64,)
+  if device == "CPU": assert "const long n" in spec.src and "8589934592l" in spec.src, spec.src
+  buf = Buffer(device, 1, dtypes.float).ensure_allocated()
+  Device[device].run(spec, [buf], {"n": 2**33 + 5})
+  assert buf.numpy().tolist() == [5.0]
