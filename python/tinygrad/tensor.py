@@ -1,4 +1,4 @@
-"""Tensor: a lazy n-d array. Operations build a tensor graph of UOps (see tinygrad/schedule/shape.py for its conventions);
+"""Tensor: a lazy n-d array. Operations build a tensor graph of UOps (see tinygrad/uop/shape.py for its conventions);
 realize() schedules the graph into kernels (tinygrad.schedule), which are lowered, rendered, compiled and run (tinygrad.engine)."""
 from __future__ import annotations
 import hashlib
@@ -6,24 +6,19 @@ import math
 import time
 from typing import Any
 from tinygrad.uop.ops import UOp, Ops
-from tinygrad.mixin.mathtraits import OperatorMixin
-from tinygrad.dtype import DType, DTypeLike, dtypes, to_dtype, least_upper_dtype, strong_dtype, sum_acc_dtype, _to_np_dtype, _from_np_dtype, bitcast
+from tinygrad.mixin.mathtraits import MathTrait, _weak
+from tinygrad.mixin.movement import MovementMixin
+from tinygrad.mixin.reduce import ReduceMixin
+from tinygrad.dtype import DType, DTypeLike, dtypes, to_dtype, least_upper_dtype, strong_dtype, _to_np_dtype, _from_np_dtype, bitcast
 from tinygrad.helpers import prod, argfix, make_tuple, ceildiv
 from tinygrad.device import Device
 from tinygrad.schedule import create_schedule, schedule_to_linear
 from tinygrad.schedule.buffers import new_buffer, buffer_view, buffer_of, as_buffer, mark_realized
-from tinygrad.schedule.shape import shape_of
 from tinygrad.engine.realize import run_schedule
 
 __all__ = ["Tensor"]
 
 def _canon_device(device:str|None) -> str: return Device.canonicalize(device) if device is not None else Device.DEFAULT
-
-def _weak(x) -> DType:
-  if isinstance(x, bool): return dtypes.bool
-  if isinstance(x, int): return dtypes.weakint
-  if isinstance(x, float): return dtypes.weakfloat
-  raise TypeError(f"can't use {type(x).__name__} {x!r} in a Tensor operation")
 
 def _broadcast_shape(*shapes:tuple[int, ...]) -> tuple[int, ...]:
   n = max(len(s) for s in shapes)
@@ -35,7 +30,7 @@ def _broadcast_shape(*shapes:tuple[int, ...]) -> tuple[int, ...]:
     ret.append(non1.pop() if non1 else 1)
   return tuple(ret)
 
-class Tensor(OperatorMixin):
+class Tensor(MathTrait, MovementMixin, ReduceMixin):
   __slots__ = ("uop", "_device", "requires_grad")
 
   def __init__(self, data:Any, device:str|None=None, dtype:DTypeLike|None=None, requires_grad:bool|None=None):
@@ -70,14 +65,11 @@ class Tensor(OperatorMixin):
 
   # ***** properties *****
   @property
-  def shape(self) -> tuple[int, ...]: return shape_of(self.uop)
+  def shape(self) -> tuple[int, ...]: return self.uop.shape
   @property
   def dtype(self) -> DType: return self.uop.dtype
   @property
   def device(self) -> str: return self._device
-  @property
-  def ndim(self) -> int: return len(self.shape)
-  def numel(self) -> int: return prod(self.shape)
   def element_size(self) -> int: return self.dtype.itemsize
   def nbytes(self) -> int: return self.numel() * self.dtype.itemsize
   def __len__(self):
@@ -312,233 +304,48 @@ class Tensor(OperatorMixin):
     std = (2 / (1 + a ** 2) / prod(argfix(*shape)[1:])) ** 0.5
     return Tensor.normal(*shape, mean=0.0, std=std, **kwargs)
 
-  # ***** elementwise *****
-  def _alu(self, op:Ops, *srcs:Tensor, dtype:DType|None=None) -> Tensor:
-    return self._new(UOp(op, dtype or self.dtype, (self.uop,) + tuple(s.uop for s in srcs)))
-  def cast(self, dtype:DTypeLike) -> Tensor:
-    dt = to_dtype(dtype)
-    return self if dt is self.dtype else self._new(UOp(Ops.CAST, dt, (self.uop,), dt))
+  # ***** the primitives of the mixins (tinygrad/mixin): movement, reductions and elementwise ops are written there, once *****
+  def _mop(self, op:Ops, arg) -> Tensor: return self._new(self.uop._mop(op, arg))
+  def _rop(self, op:Ops, axes:tuple[int, ...]) -> Tensor: return self._new(self.uop._rop(op, axes))
+  def alu(self, op:Ops, *srcs:Tensor) -> Tensor: return self._new(self.uop.alu(op, *[s.uop for s in srcs]))
+  def cast(self, dtype:DTypeLike) -> Tensor: return self._new(self.uop.cast(dtype))
   def bitcast(self, dtype:DTypeLike) -> Tensor:
-    dt = to_dtype(dtype)
-    if dt.itemsize != self.dtype.itemsize: raise RuntimeError(f"bitcast from {self.dtype} to {dt} needs the same itemsize")
-    return self if dt is self.dtype else self._new(UOp(Ops.BITCAST, dt, (self.uop,), dt))
+    # a kernel may reinterpret across itemsizes (the linear contract checks it), a tensor element can't
+    if (dt := to_dtype(dtype)).itemsize != self.dtype.itemsize: raise RuntimeError(f"bitcast from {self.dtype} to {dt} needs the same itemsize")
+    return self._new(self.uop.bitcast(dt))
+  def _broadcasted(self, y, reverse:bool=False, match_dtype:bool=True) -> tuple[Tensor, Tensor]:
+    """self and y (a Tensor or a Python value) as two operands of one dtype (unless match_dtype=False) and one shape. The dtypes
+    and the constant a Python value becomes are UOp's rule for tensor-level nodes (so Tensor and UOp build the same nodes); only
+    the device check and broadcasting two shapes are Tensor's own."""
+    if not isinstance(y, Tensor):
+      a, b = self.uop._broadcasted(y, reverse, match_dtype)
+      return self._new(a), self._new(b)
+    self._same_device(y)
+    x, y = (self._new(u) for u in self.uop._broadcasted(y.uop, reverse, match_dtype))
+    if x.shape == y.shape: return x, y
+    shape = _broadcast_shape(x.shape, y.shape)
+    return x._expand_to(shape), y._expand_to(shape)
+  def _same_device(self, *others:Tensor) -> None:
+    if bad := [t.device for t in others if t.device != self.device]:
+      raise RuntimeError(f"expected all tensors on the same device, got {self.device} and {bad[0]} (shapes {self.shape} and "
+                         f"{[t.shape for t in others if t.device != self.device][0]}); move them with .to()")
   def float(self) -> Tensor: return self.cast(dtypes.float32)
   def half(self) -> Tensor: return self.cast(dtypes.float16)
   def int(self) -> Tensor: return self.cast(dtypes.int32)
   def bool(self) -> Tensor: return self.cast(dtypes.bool)
 
-  def _const_like(self, x, dtype:DType) -> Tensor:
-    return Tensor(dtype.const(x), device=self.device, dtype=dtype).reshape((1,) * self.ndim).expand(self.shape) if self.ndim else \
-      Tensor(dtype.const(x), device=self.device, dtype=dtype)
-  def _same_device(self, *others:Tensor) -> None:
-    if bad := [t.device for t in others if t.device != self.device]:
-      raise RuntimeError(f"expected all tensors on the same device, got {self.device} and {bad[0]} (shapes {self.shape} and "
-                         f"{[t.shape for t in others if t.device != self.device][0]}); move them with .to()")
-  def _broadcasted(self, y, reverse:bool=False, match_dtype:bool=True) -> tuple[Tensor, Tensor]:
-    x = self
-    if isinstance(y, Tensor): x._same_device(y)
-    if not isinstance(y, Tensor):
-      out = strong_dtype(least_upper_dtype(x.dtype, _weak(y))) if match_dtype else strong_dtype(_weak(y))
-      x, y = x.cast(out), x._const_like(y, out)
-    elif match_dtype and x.dtype is not y.dtype:
-      out = least_upper_dtype(x.dtype, y.dtype)
-      x, y = x.cast(out), y.cast(out)
-    if reverse: x, y = y, x
-    shape = _broadcast_shape(x.shape, y.shape)
-    return x._expand_to(shape), y._expand_to(shape)
-  def _expand_to(self, shape:tuple[int, ...]) -> Tensor:
-    if self.shape == shape: return self
-    return self.reshape((1,) * (len(shape) - self.ndim) + self.shape).expand(shape)
-
-  def add(self, x, reverse=False) -> Tensor:
-    a, b = self._broadcasted(x, reverse)
-    return a._alu(Ops.OR if a.dtype is dtypes.bool else Ops.ADD, b)
-  def sub(self, x, reverse=False) -> Tensor:
-    a, b = self._broadcasted(x, reverse)
-    if a.dtype is dtypes.bool: raise RuntimeError("subtraction of bool tensors is not supported, use logical_xor")
-    return a._alu(Ops.SUB, b)
-  def mul(self, x, reverse=False) -> Tensor:
-    a, b = self._broadcasted(x, reverse)
-    return a._alu(Ops.AND if a.dtype is dtypes.bool else Ops.MUL, b)
-  def div(self, x, reverse=False) -> Tensor:
-    a, b = self._broadcasted(x, reverse)
-    if not dtypes.is_float(a.dtype): a, b = a.cast(dtypes.default_float), b.cast(dtypes.default_float)
-    return a._alu(Ops.FDIV, b)
-  def neg(self) -> Tensor: return self.logical_not() if self.dtype is dtypes.bool else self._alu(Ops.NEG)
-  def logical_not(self) -> Tensor: return self.cast(dtypes.bool)._alu(Ops.CMPNE, self._const_like(True, dtypes.bool), dtype=dtypes.bool)
-  def _cmp(self, op:Ops, x, reverse=False) -> Tensor:
-    a, b = self._broadcasted(x, reverse)
-    return a._alu(op, b, dtype=dtypes.bool)
-  def __lt__(self, x) -> Tensor: return self._cmp(Ops.CMPLT, x)
-  def __gt__(self, x) -> Tensor: return self._cmp(Ops.CMPLT, x, True)
-  def __ge__(self, x) -> Tensor: return (self < x).logical_not()
-  def __le__(self, x) -> Tensor: return (self > x).logical_not()
-  def __eq__(self, x) -> Tensor: return self._cmp(Ops.CMPEQ, x)  # type: ignore[override]
-  def __ne__(self, x) -> Tensor: return self._cmp(Ops.CMPNE, x)  # type: ignore[override]
+  # ***** elementwise (beyond tinygrad/mixin/mathtraits.py) *****
+  def __eq__(self, x) -> Tensor: return self.eq(x)  # type: ignore[override]
   __hash__ = object.__hash__
-  def maximum(self, x) -> Tensor:
-    a, b = self._broadcasted(x)
-    return a._alu(Ops.MAX, b)
-  def minimum(self, x) -> Tensor:
-    a, b = self._broadcasted(x)
-    return (a < b).where(a, b)
-  def where(self, x, y) -> Tensor:
-    self._same_device(*[t for t in (x, y) if isinstance(t, Tensor)])
-    cond = self.cast(dtypes.bool)
-    if isinstance(x, Tensor) and isinstance(y, Tensor): x, y = x._broadcasted(y)
-    elif isinstance(x, Tensor): x, y = x._broadcasted(y)
-    elif isinstance(y, Tensor): y, x = y._broadcasted(x)
-    else:
-      dt = strong_dtype(least_upper_dtype(_weak(x), _weak(y)))
-      x, y = Tensor(x, device=self.device, dtype=dt), Tensor(y, device=self.device, dtype=dt)
-    shape = _broadcast_shape(cond.shape, x.shape, y.shape)
-    cond, x, y = cond._expand_to(shape), x._expand_to(shape), y._expand_to(shape)
-    return cond._alu(Ops.WHERE, x, y, dtype=x.dtype)
-  def bitwise_and(self, x, reverse=False) -> Tensor: return self._bitwise(Ops.AND, x, reverse)
-  def bitwise_or(self, x, reverse=False) -> Tensor: return self._bitwise(Ops.OR, x, reverse)
-  def bitwise_xor(self, x, reverse=False) -> Tensor: return self._bitwise(Ops.XOR, x, reverse)
-  def _bitwise(self, op:Ops, x, reverse) -> Tensor:
-    a, b = self._broadcasted(x, reverse)
-    if not (dtypes.is_int(a.dtype) or a.dtype is dtypes.bool): raise RuntimeError(f"{op} needs int or bool tensors, got {a.dtype}")
-    return a._alu(op, b)
-  def bitwise_not(self) -> Tensor:
-    if self.dtype is dtypes.bool: return self.logical_not()
-    if not dtypes.is_int(self.dtype): raise RuntimeError(f"bitwise_not needs an int or bool tensor, got {self.dtype}")
-    return self._alu(Ops.XOR, self._const_like(-1 if not dtypes.is_unsigned(self.dtype) else self.dtype.max, self.dtype))
-
-  def lshift(self, x, reverse=False) -> Tensor:
-    """`self << x` on int tensors (bits shifted out are lost; the dtype wraps). A shift outside [0, bits) is undefined."""
-    return self._shift(Ops.SHL, x, reverse)
-  def rshift(self, x, reverse=False) -> Tensor:
-    """`self >> x` on int tensors: logical for unsigned dtypes, arithmetic (sign-filling) for signed ones."""
-    return self._shift(Ops.SHR, x, reverse)
-  def _shift(self, op:Ops, x, reverse) -> Tensor:
-    a, b = self._broadcasted(x, reverse)
-    if not dtypes.is_int(a.dtype): raise RuntimeError(f"{'<<' if op is Ops.SHL else '>>'} needs int tensors, got {a.dtype} (shapes {a.shape})")
-    return a._alu(op, b)
   def threefry(self, key:Tensor) -> Tensor:
     """Threefry-2x32 (20 rounds) of the uint64 counters in self under the uint64 key: a counter-based random bit generator. The
     kernel AST keeps it as one THREEFRY op; the codegen decomposes it into uint32 adds, xors and rotations."""
     a, b = self._broadcasted(key)
     if a.dtype is not dtypes.uint64: raise RuntimeError(f"threefry needs uint64 tensors, got {self.dtype} and {key.dtype}")
-    return a._alu(Ops.THREEFRY, b)
-
-  # unary math (ints compute in the default float)
-  def _float_unary(self, op:Ops) -> Tensor:
-    x = self if dtypes.is_float(self.dtype) else self.cast(dtypes.default_float)
-    return x._alu(op)
-  def sqrt(self) -> Tensor: return self._float_unary(Ops.SQRT)
-  def exp2(self) -> Tensor: return self._float_unary(Ops.EXP2)
-  def log2(self) -> Tensor: return self._float_unary(Ops.LOG2)
-  def sin(self) -> Tensor: return self._float_unary(Ops.SIN)
-  def reciprocal(self) -> Tensor: return self._float_unary(Ops.RECIPROCAL)
-  def exp(self) -> Tensor: return (self if dtypes.is_float(self.dtype) else self.cast(dtypes.default_float)).mul(1 / math.log(2)).exp2()
-  def log(self) -> Tensor: return self.log2().mul(math.log(2))
-  def cos(self) -> Tensor: return (self if dtypes.is_float(self.dtype) else self.cast(dtypes.default_float)).sub(math.pi / 2, True).sin()
-  def relu(self) -> Tensor: return (self > 0).where(self, 0)
-  def abs(self) -> Tensor: return (self < 0).where(-self, self)
-  def square(self) -> Tensor: return self * self
+    return a.alu(Ops.THREEFRY, b)
 
   def __matmul__(self, x): return self.matmul(x)
   def __rmatmul__(self, x): return Tensor(x, device=self.device).matmul(self) if not isinstance(x, Tensor) else x.matmul(self)
-
-  # ***** reductions *****
-  def _axes(self, axis) -> tuple[int, ...]:
-    if axis is None: return tuple(range(self.ndim))
-    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
-    return tuple(sorted({self._norm_axis(a) for a in axes}))
-  def _norm_axis(self, a:int, extra:int=0) -> int:
-    n = self.ndim + extra
-    if not -max(n, 1) <= a < max(n, 1): raise IndexError(f"dimension {a} is out of range for a tensor of shape {self.shape} "
-                                                          f"(expected to be in [{-max(n, 1)}, {max(n, 1) - 1}])")
-    return a + n if a < 0 else a
-  def _reduce(self, op:Ops, axis=None, keepdim:bool=False) -> Tensor:
-    axes = tuple(a for a in self._axes(axis) if a < self.ndim)
-    ret = self._new(UOp(Ops.REDUCE, self.dtype, (self.uop,), (op, axes))) if axes else self
-    if keepdim: return ret
-    return ret.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
-  def sum(self, axis=None, keepdim=False, dtype:DTypeLike|None=None) -> Tensor:
-    acc = to_dtype(dtype) if dtype is not None else sum_acc_dtype(self.dtype)
-    ret = self.cast(acc)._reduce(Ops.ADD, axis, keepdim)
-    return ret.cast(self.dtype) if dtype is None and self.dtype in (dtypes.float16, dtypes.bfloat16) else ret
-  def prod(self, axis=None, keepdim=False, dtype:DTypeLike|None=None) -> Tensor:
-    return self.cast(to_dtype(dtype) if dtype is not None else self.dtype)._reduce(Ops.MUL, axis, keepdim)
-  def max(self, axis=None, keepdim=False) -> Tensor: return self._reduce(Ops.MAX, axis, keepdim)
-  def _inverse(self) -> Tensor:
-    if dtypes.is_float(self.dtype): return -self
-    return self.logical_not() if self.dtype is dtypes.bool else ~self
-  def min(self, axis=None, keepdim=False) -> Tensor: return self._inverse().max(axis, keepdim)._inverse()
-  def mean(self, axis=None, keepdim=False) -> Tensor:
-    x = self if dtypes.is_float(self.dtype) else self.cast(dtypes.default_float)
-    cnt = prod(s for i, s in enumerate(self.shape) if i in self._axes(axis))
-    ret = x.sum(axis, keepdim)
-    return ret.div(cnt) if cnt > 0 else ret.mul(float("nan"))
-
-  # ***** movement *****
-  def reshape(self, shape, *args) -> Tensor:
-    shape = tuple(argfix(shape, *args))
-    if shape.count(-1) > 1: raise RuntimeError(f"only one dimension can be inferred, got {shape}")
-    if -1 in shape:
-      rest = prod(s for s in shape if s != -1)
-      if rest == 0 or self.numel() % rest: raise RuntimeError(f"shape {shape} is invalid for input of shape {self.shape}")
-      shape = tuple(self.numel() // rest if s == -1 else s for s in shape)
-    if any(not isinstance(s, int) or s < 0 for s in shape): raise RuntimeError(f"invalid shape {shape}")
-    if prod(shape) != self.numel(): raise RuntimeError(f"shape {shape} is invalid for input of shape {self.shape} ({self.numel()} elements)")
-    return self if shape == self.shape else self._new(UOp(Ops.RESHAPE, self.dtype, (self.uop,), shape))
-  def permute(self, order, *args) -> Tensor:
-    order = tuple(self._norm_axis(a) for a in argfix(order, *args))
-    if sorted(order) != list(range(self.ndim)): raise RuntimeError(f"permute order {order} is not a permutation of the dims of {self.shape}")
-    return self if order == tuple(range(self.ndim)) else self._new(UOp(Ops.PERMUTE, self.dtype, (self.uop,), order))
-  def expand(self, shape, *args) -> Tensor:
-    shape = tuple(argfix(shape, *args))
-    if len(shape) < self.ndim: raise RuntimeError(f"can't expand {self.shape} to {shape}: fewer dims")
-    x = self.reshape((1,) * (len(shape) - self.ndim) + self.shape) if len(shape) > self.ndim else self
-    new = tuple(o if s == -1 else s for s, o in zip(shape, x.shape))
-    if any(o != 1 and o != s for s, o in zip(new, x.shape)): raise RuntimeError(f"can't expand {self.shape} to {shape}")
-    return x if new == x.shape else x._new(UOp(Ops.EXPAND, self.dtype, (x.uop,), new))
-  def pad(self, padding, value:float=0.0) -> Tensor:
-    if all(isinstance(p, int) for p in padding):  # torch style: (left, right) pairs from the last dim
-      if len(padding) % 2 or len(padding) // 2 > self.ndim: raise ValueError(f"invalid padding {padding} for shape {self.shape}")
-      pairs = [(0, 0)] * self.ndim
-      for i in range(len(padding) // 2): pairs[self.ndim - 1 - i] = (padding[2*i], padding[2*i+1])
-    else:
-      if len(padding) != self.ndim: raise ValueError(f"padding {padding} needs one entry per dim of {self.shape}")
-      pairs = [(0, 0) if p is None else tuple(p) for p in padding]
-    x = self.shrink(tuple((-min(b, 0), s + min(a, 0)) for s, (b, a) in zip(self.shape, pairs)))
-    pos = tuple((max(b, 0), max(a, 0)) for b, a in pairs)
-    if all(p == (0, 0) for p in pos): return x
-    ret = x._new(UOp(Ops.PAD, x.dtype, (x.uop,), pos))
-    if value == 0: return ret
-    mask = x._new(UOp(Ops.PAD, dtypes.bool, (x._const_like(True, dtypes.bool).uop,), pos))
-    return mask.where(ret, value)
-  def shrink(self, arg) -> Tensor:
-    if len(arg) != self.ndim: raise ValueError(f"shrink {arg} needs one entry per dim of {self.shape}")
-    arg = tuple((0, s) if a is None else tuple(a) for a, s in zip(arg, self.shape))
-    if any(not 0 <= b <= e <= s for (b, e), s in zip(arg, self.shape)): raise ValueError(f"invalid shrink {arg} for shape {self.shape}")
-    if all(a == (0, s) for a, s in zip(arg, self.shape)): return self
-    return self._new(UOp(Ops.SHRINK, self.dtype, (self.uop,), arg))
-  def flip(self, axis, *args) -> Tensor:
-    axes = {self._norm_axis(a) for a in argfix(axis, *args)}
-    flips = tuple(i in axes and s > 1 for i, s in enumerate(self.shape))
-    return self if not any(flips) else self._new(UOp(Ops.FLIP, self.dtype, (self.uop,), flips))
-  def transpose(self, dim0:int=1, dim1:int=0) -> Tensor:
-    order = list(range(self.ndim))
-    d0, d1 = self._norm_axis(dim0), self._norm_axis(dim1)
-    order[d0], order[d1] = order[d1], order[d0]
-    return self.permute(order)
-  @property
-  def T(self) -> Tensor: return self.transpose() if self.ndim >= 2 else self
-  def flatten(self, start_dim:int=0, end_dim:int=-1) -> Tensor:
-    if self.ndim == 0: return self.reshape(1)
-    s, e = self._norm_axis(start_dim), self._norm_axis(end_dim)
-    return self.reshape(self.shape[:s] + (prod(self.shape[s:e+1]),) + self.shape[e+1:])
-  def squeeze(self, dim:int|None=None) -> Tensor:
-    if dim is None: return self.reshape(tuple(s for s in self.shape if s != 1))
-    d = self._norm_axis(dim)
-    return self if self.shape[d] != 1 else self.reshape(self.shape[:d] + self.shape[d+1:])
-  def unsqueeze(self, dim:int) -> Tensor:
-    d = self._norm_axis(dim, extra=1)
-    return self.reshape(self.shape[:d] + (1,) + self.shape[d:])
 
   def __getitem__(self, indices) -> Tensor:
     idx = list(indices) if isinstance(indices, tuple) else [indices]
@@ -599,7 +406,7 @@ class Tensor(OperatorMixin):
     total, off, ret = sum(t.shape[d] for t in tensors), 0, None
     for t in tensors:
       p = t.cast(dt).pad(tuple((off, total - off - t.shape[d]) if i == d else None for i in range(self.ndim)))
-      ret = p if ret is None else ret._alu(Ops.OR if dt is dtypes.bool else Ops.ADD, p)
+      ret = p if ret is None else ret + p
       off += t.shape[d]
     return ret
   @staticmethod

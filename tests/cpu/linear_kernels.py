@@ -19,6 +19,7 @@ class Linear:
   def var(self, name:str, lo:int, hi:int, slot:int=-1) -> UOp:
     v = UOp.variable(name, lo, hi, dtypes.int, param=True)
     return self.add(v if slot == -1 else v.replace(arg=ParamArg(slot, dtypes.int, (lo, hi), 1, name, AddrSpace.ALU)))
+  def special(self, n:int, name:str="core_id") -> UOp: return self.add(UOp.special(n, name, dtypes.int))
   def acc(self, slot:int, dt:DType, size:int=1) -> UOp:
     return self.add(UOp(Ops.BUFFER, dt, (UOp.const(size, dtypes.int),), ParamArg(slot, dt, addrspace=AddrSpace.REG)))
   def range(self, end:int|UOp, axis:int, *deps:UOp, axis_type=AxisType.LOOP) -> UOp:

@@ -102,14 +102,16 @@ print(sorted({r['name'] for r in track_rewrites_log}))
   for name in ("decompositions", "constant folding", "launch dims", "end loops", "reduce to accumulator"): assert repr(name) in out, out
 
 def test_optimizer_reads_renderer_capabilities():
-  from tinygrad.codegen.opt import optimize_ast
+  from tinygrad.codegen.opt import optimize_ast, ranges_of
   from tinygrad.renderer.cstyle import ClangRenderer
   class Serial(ClangRenderer): has_threads = False
   class NoVectors(ClangRenderer): supports_float4 = False
   class TwoCores(ClangRenderer): global_max = (2, 0, 0)
   ast = _ast((AxisType.LOOP, AxisType.LOOP), (256, 1024))
-  def names(ren): return {u.arg.name for u in optimize_ast(ast, ren).toposort() if u.op is Ops.PARAM and u.arg.name}
-  def ops(ren): return {u.op for u in optimize_ast(ast, ren).toposort()}
-  assert "core_id" in names(TwoCores()) and "core_id" not in names(Serial())
-  assert optimize_ast(ast, TwoCores()).arg.name.startswith("k") and Ops.SHRINK in ops(TwoCores()) and Ops.SHRINK not in ops(NoVectors())
+  def kinds(ren): return [(u.arg[-1], u.src[0].arg) for u in ranges_of(optimize_ast(ast, ren))]
+  # threads: a THREAD range of at most global_max[0] launches; vectors: an UPCAST range (its lanes become SHRINK accesses)
+  assert kinds(TwoCores()) == [(AxisType.THREAD, 2), (AxisType.LOOP, 128), (AxisType.LOOP, 256), (AxisType.UPCAST, 4)]
+  assert kinds(Serial()) == [(AxisType.LOOP, 256), (AxisType.LOOP, 256), (AxisType.UPCAST, 4)]
+  assert AxisType.UPCAST not in [k for k, _ in kinds(NoVectors())]
+  assert optimize_ast(ast, TwoCores()).arg.name == "E_2_128_256_4"   # read off the ranges
   assert optimize_ast(ast, None) is ast

@@ -130,10 +130,10 @@ def test_kernel_writes_through_a_view(device):
   np.testing.assert_array_equal(base.numpy(), [9, 9, 9, 9, 0, 2, 4, 6, 9, 9, 9, 9])
 
 def threaded_kernel(threads:int, per:int) -> list[UOp]:
-  """out[t*per + i] = a[t*per + i] * 2 + t: launch t of `threads` (core_id) does its own slice."""
+  """out[t*per + i] = a[t*per + i] * 2 + t: launch t of `threads` (SPECIAL core_id) does its own slice."""
   k = Linear()
   out, a = k.param(0, dtypes.int, threads*per), k.param(1, dtypes.int, threads*per)
-  t = k.var("core_id", 0, threads - 1)
+  t = k.special(threads)
   r = k.range(per, 0)
   idx = k.add(t * c(per) + r)
   return k.sink("E_threads", k.end(k.store(out, idx, k.add(k.load(a, idx) * c(2) + t)), r))
@@ -146,6 +146,19 @@ def test_core_id_launches(device):
   a = np.arange(4000, dtype=np.int32)
   out, = run(device, threaded_kernel(4, 1000), [a], [dtypes.int])
   np.testing.assert_array_equal(out, a * 2 + np.arange(4000) // 1000)
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_core_id_after_variables(device):
+  # the launch index is passed after the kernel's Variables, and set per launch by the runtime
+  k = Linear()
+  out = k.param(0, dtypes.int, 6)
+  t, v = k.special(3), k.var("n", 0, 9)
+  uops = k.sink("E_mixed", k.store(out, k.add(t * c(2)), k.add(k.add(v * c(10)) + t)))
+  spec = Device[device].renderer.to_program(uops)
+  assert spec.global_size == (3, 1, 1) and spec.core_id == 1 and spec.var_names == ("n", "core_id") and spec.vals({"n": 4}) == (4, 0)
+  out_buf = Buffer(device, 6, dtypes.int).allocate()
+  Device[device].run(spec, [out_buf], {"n": 4})
+  assert out_buf.numpy().tolist()[::2] == [40, 41, 42]
 
 def test_python_device_checks_bounds():
   k = Linear()

@@ -44,6 +44,17 @@ class TestRefcounting:
     gc.collect()
     assert sys.getallocatedblocks() - before < 1000
 
+  def test_instance_dict_freed_with_node(self):
+    # pyo3 0.28 emptied a dying node's __dict__ but kept a reference to it: every node whose cached properties were
+    # used leaked its dict
+    import sys
+    u = UOp(Ops.CONST, dtypes.int, arg=987_654_321) + 1
+    _ = u.vmin
+    d = u.__dict__
+    held = sys.getrefcount(d)
+    del u
+    assert sys.getrefcount(d) == held - 1
+
   def test_instance_dict_is_created_on_first_use(self):
     u = c(10**12 + 7)
     assert u.__dict__ == {}
@@ -187,3 +198,17 @@ class TestRSS:
     grown = rss_bytes() - before
     assert grown < 32 * 1024 * 1024, f"RSS grew by {grown / 1e6:.1f} MB over {n} graphs"
     if IS_OURS: assert elapsed < 20, f"{n} graphs took {elapsed:.1f}s"
+
+  @pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc")
+  @pytest.mark.parametrize("use,n", [(lambda u: u.vmin, 60_000), (lambda u: (u.vmin, u.vmax), 60_000),
+                                     (lambda u: u.simplify(), 20_000), (lambda u: u.render(), 20_000)])
+  def test_nodes_with_cached_properties_rss_flat(self, use, n):
+    # each new node gets an instance dict holding its cached properties; a leaked dict was ~250 bytes per node
+    x = UOp.variable("gc_rss_x", 0, 100)
+    for i in range(2000): use(x * 2 + (10**9 + i))
+    gc.collect()
+    before = rss_bytes()
+    for i in range(n): use(x * 2 + (2 * 10**9 + i))
+    gc.collect()
+    grown = rss_bytes() - before
+    assert grown < 3 * 1024 * 1024, f"RSS grew by {grown / 1e6:.1f} MB over {n} nodes with cached properties"

@@ -279,11 +279,42 @@ class TestEndless:
       graph_rewrite(sink(c(0)), pm, bottom_up=bottom_up)
     assert f"{THIS_FILE}:{line}" in str(ei.value) + "\n".join(getattr(ei.value, "__notes__", []))
 
+  @ours_only
+  @pytest.mark.parametrize("bottom_up", [False, True])
+  @pytest.mark.parametrize("grow", ["deeper", "wider", "bigger_arg"])
+  def test_growth_detected_fast(self, grow, bottom_up):
+    # rules that never reach a fixed point because every replacement brings new nodes to rewrite: before the limits on
+    # nested replacements and produced nodes these ran for 40-90s and took 4-8 GB
+    import resource
+    import time
+    line = inspect.currentframe().f_lineno + 1
+    pm = PatternMatcher([(UPat(Ops.CONST, name="k") if grow != "wider" else UPat(Ops.SPECIAL, name="k"), _GROW[grow])])
+    root = sink(var("w") if grow == "wider" else c(0))
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    st = time.perf_counter()
+    with time_limit(60), pytest.raises(RuntimeError, match="endless rewrite") as ei:
+      graph_rewrite(root, pm, bottom_up=bottom_up)
+    assert time.perf_counter() - st < 10
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss < 512 * 1024  # KiB
+    assert f"{THIS_FILE}:{line}" in str(ei.value)
+
+  @ours_only
+  def test_legit_large_expansion_is_not_growth(self):
+    # one rule expanding a single node into 300,000 new nodes is a big rewrite, not an endless one
+    out = graph_rewrite(sink(var("big")), PatternMatcher([(UPat(Ops.SPECIAL, arg="big"), _expand)]))
+    assert len(out.src[0].src) == 300_000
+
   def test_usable_after_endless(self):
     pm = PatternMatcher([(UPat(Ops.SPECIAL, name="x"), _swap_ab)])
     with time_limit(60), pytest.raises(RuntimeError):
       graph_rewrite(sink(var("A")), pm)
     assert graph_rewrite(add(c(1), c(2)), fold) is c(3)
+
+def _deeper(k): return add(c(k.arg + 1), var("z"))
+def _wider(k): return add(var(k.arg + "a"), var(k.arg + "b"))
+def _bigger_arg(k): return c((k.arg,))
+_GROW = {"deeper": _deeper, "wider": _wider, "bigger_arg": _bigger_arg}
+def _expand(): return UOp(Ops.SINK, dtypes.void, tuple(c(10**9 + i) for i in range(300_000)))
 
 # ***** deep graphs *****
 

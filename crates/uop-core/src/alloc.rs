@@ -25,6 +25,40 @@ use crate::node::UOp;
 /// layout); the first node created records it.
 static PAYLOAD_OFFSET: AtomicUsize = AtomicUsize::new(usize::MAX);
 
+/// `tp_dictoffset` and `tp_weaklistoffset` of the UOp type (0 until the first node is created).
+static DICT_OFFSET: AtomicUsize = AtomicUsize::new(0);
+static WEAKLIST_OFFSET: AtomicUsize = AtomicUsize::new(0);
+
+/// Releases what a dying node's Python object holds besides the Rust value: its weak references (cleared first, so no
+/// callback run below can reach the dying node) and its instance dict.
+///
+/// pyo3 0.28 only empties the dict of a `dict` class when an instance is freed and never releases the dict itself, so
+/// every node whose `__dict__` was used (cached properties such as `vmin`, or `simplify()`) leaked it. Setting the slot
+/// to NULL here leaves nothing for pyo3 to do, and stays correct with a pyo3 that releases the dict itself.
+///
+/// # Safety
+/// `payload` must be the value of a live UOp object that is being deallocated (its reference count reached zero), and
+/// the GIL must be held.
+pub unsafe fn release_object_slots(payload: &UOp) {
+  let (dict, weak) = (DICT_OFFSET.load(Relaxed), WEAKLIST_OFFSET.load(Relaxed));
+  if dict == 0 || weak == 0 {
+    return;
+  }
+  let obj = object_of(payload);
+  // SAFETY: the offsets are the type's own `tp_weaklistoffset`/`tp_dictoffset`, read once the payload offset was known,
+  // so both slots lie inside this object; it is being deallocated, so nothing else reads or writes them meanwhile.
+  unsafe {
+    if !(*(obj as *mut u8).add(weak).cast::<*mut ffi::PyObject>()).is_null() {
+      ffi::PyObject_ClearWeakRefs(obj);
+    }
+    let slot = (obj as *mut u8).add(dict).cast::<*mut ffi::PyObject>();
+    let d = std::ptr::replace(slot, std::ptr::null_mut());
+    if !d.is_null() {
+      ffi::Py_DECREF(d);
+    }
+  }
+}
+
 /// Whether the layout allows [`new_object`]'s direct allocation (checked once, after the first node).
 static DIRECT: OnceLock<bool> = OnceLock::new();
 
@@ -65,6 +99,12 @@ pub fn new_object(py: Python<'_>, node: UOp) -> PyResult<Bound<'_, UOp>> {
     let obj = Bound::new(py, node)?;
     let (payload, object) = (obj.get() as *const UOp as usize, obj.as_ptr() as usize);
     PAYLOAD_OFFSET.store(payload - object, Relaxed);
+    // SAFETY: `ty` is the live UOp type object; plain reads of fields CPython set when the type was created.
+    let (dict, weak) = unsafe { ((*ty).tp_dictoffset, (*ty).tp_weaklistoffset) };
+    if let (Ok(d), Ok(w)) = (usize::try_from(dict), usize::try_from(weak)) {
+      WEAKLIST_OFFSET.store(w, Relaxed);
+      DICT_OFFSET.store(d, Relaxed);
+    }
     return Ok(obj);
   }
   // SAFETY: `layout_allows_direct` checked that the type has a `tp_alloc`.
@@ -73,6 +113,15 @@ pub fn new_object(py: Python<'_>, node: UOp) -> PyResult<Bound<'_, UOp>> {
   // header (type, reference count) set, or NULL with an exception set.
   let obj = unsafe { alloc(ty, 0) };
   if obj.is_null() {
+    let node = std::mem::ManuallyDrop::new(node);
+    // SAFETY: `node` never lived in an object, so its `Drop` (which finds the node's object) must not run; its fields
+    // are read out once each and released, and `node` is not used again.
+    unsafe {
+      drop(std::ptr::read(&node.dtype));
+      drop(std::ptr::read(&node.src));
+      drop(std::ptr::read(&node.arg));
+      drop(std::ptr::read(&node.tag));
+    }
     return Err(PyErr::fetch(py));
   }
   // SAFETY: the object is `tp_basicsize` bytes, and the layout check showed the payload occupies

@@ -54,9 +54,17 @@ pub fn arg_hash(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<u64> {
     return Ok(mix(ty, float_bits(f.value())));
   }
   if let Ok(t) = obj.cast_exact::<PyTuple>() {
+    // nested tuples are walked on an explicit stack (an arg may nest arbitrarily deep): every value in pre-order
+    // contributes its leaf hash, or its type and length for a tuple, which determines the structure
     let mut h = mix(ty, t.len() as u64);
-    for item in t.iter_borrowed() {
-      h = mix(h, arg_hash(&item, field)?);
+    let mut stack: Vec<Bound<'_, PyAny>> = t.iter().rev().collect();
+    while let Some(item) = stack.pop() {
+      if let Ok(t) = item.cast_exact::<PyTuple>() {
+        h = mix(h, mix(item.get_type_ptr() as u64, t.len() as u64));
+        stack.extend(t.iter().rev());
+      } else {
+        h = mix(h, arg_hash(&item, field)?);
+      }
     }
     return Ok(h);
   }
@@ -84,8 +92,29 @@ pub fn arg_eq_native(a: Borrowed<'_, '_, PyAny>, b: Borrowed<'_, '_, PyAny>) -> 
 }
 
 /// The comparison behind [`arg_eq`] and [`arg_eq_native`]; `Ok(None)` only when `native_only` and deciding would run
-/// Python code.
+/// Python code. Nested tuples are compared on an explicit stack, in the order a recursive walk would compare them.
 fn compare(a: Borrowed<'_, '_, PyAny>, b: Borrowed<'_, '_, PyAny>, native_only: bool) -> PyResult<Option<bool>> {
+  let mut stack: Vec<(Bound<'_, PyAny>, Bound<'_, PyAny>)> = Vec::new();
+  let first = compare_one(a, b, native_only, &mut stack)?;
+  if first != Some(true) {
+    return Ok(first);
+  }
+  while let Some((x, y)) = stack.pop() {
+    match compare_one(x.as_borrowed(), y.as_borrowed(), native_only, &mut stack)? {
+      Some(true) => {}
+      other => return Ok(other),
+    }
+  }
+  Ok(Some(true))
+}
+
+/// Compares one pair; for two tuples of the same length, pushes their item pairs (to compare later) and says "equal".
+fn compare_one<'py>(
+  a: Borrowed<'_, 'py, PyAny>,
+  b: Borrowed<'_, 'py, PyAny>,
+  native_only: bool,
+  pending: &mut Vec<(Bound<'py, PyAny>, Bound<'py, PyAny>)>,
+) -> PyResult<Option<bool>> {
   if a.is(b) {
     return Ok(Some(true));
   }
@@ -115,12 +144,7 @@ fn compare(a: Borrowed<'_, '_, PyAny>, b: Borrowed<'_, '_, PyAny>, native_only: 
     if ta.len() != tb.len() {
       return Ok(Some(false));
     }
-    for (x, y) in ta.iter_borrowed().zip(tb.iter_borrowed()) {
-      match compare(x, y, native_only)? {
-        Some(true) => {}
-        other => return Ok(other),
-      }
-    }
+    pending.extend(ta.iter().zip(tb.iter()).rev());
     return Ok(Some(true));
   }
   if native_only {

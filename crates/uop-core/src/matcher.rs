@@ -263,6 +263,7 @@ impl PatternMatcher {
     let level = stats::level();
     let node_any = node.as_any();
     let mut caps: Captures<'py> = Vec::new();
+    let mut lease = None;
     for &ri in bucket {
       let rule = &self.rules[ri as usize];
       let start = if level > 0 { Some(Instant::now()) } else { None };
@@ -274,10 +275,16 @@ impl PatternMatcher {
       }
       caps.clear();
       caps.resize(rule.slots, None);
-      let found = match_node(&rule.pat, node_any, &mut caps, &mut |caps: &mut Captures<'py>| {
-        let r = self.call_rule(rule, caps, ctx)?;
-        Ok(if r.is_none() { None } else { Some(r) })
-      });
+      let found = match_node(
+        &rule.pat,
+        node_any,
+        &mut caps,
+        &mut |caps: &mut Captures<'py>| {
+          let r = self.call_rule(rule, caps, ctx)?;
+          Ok(if r.is_none() { None } else { Some(r) })
+        },
+        &mut lease,
+      );
       let found = match found {
         Ok(f) => f,
         Err(e) => {

@@ -4,7 +4,7 @@
 //! Field equality follows [`crate::arg`] for `arg` and `tag`, pointer identity for `dtype` (DTypes are interned in
 //! Python) and for sources (they are interned UOps already).
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::ffi;
@@ -31,6 +31,8 @@ use crate::toposort::toposort;
 pub struct UOp {
   /// The op's integer value (index into the registered `Ops` table).
   pub op: u8,
+  /// Creation order, wrapping (graph_rewrite tells the nodes it created by this); it fits in the padding after `op`.
+  pub serial: u32,
   /// The DType object.
   pub dtype: Py<PyAny>,
   /// The sources, a tuple of UOps.
@@ -47,9 +49,20 @@ pub struct UOp {
   pub slot: AtomicUsize,
 }
 
+/// The serial of the next node created.
+static NEXT_SERIAL: AtomicU32 = AtomicU32::new(0);
+
+/// The serial the next node created will get. Serials wrap: a node was created in a window `[a, b)` of serials when
+/// `serial.wrapping_sub(a) < b.wrapping_sub(a)`.
+pub fn next_serial() -> u32 {
+  NEXT_SERIAL.load(Relaxed)
+}
+
 impl Drop for UOp {
   fn drop(&mut self) {
     intern::remove(self.hash, object_of(self));
+    // SAFETY: `Drop` runs only from the deallocation of the node's Python object (see `alloc`), with the GIL held.
+    unsafe { crate::alloc::release_object_slots(self) };
   }
 }
 
@@ -151,6 +164,7 @@ impl UOp {
     };
     let node = UOp {
       op,
+      serial: NEXT_SERIAL.fetch_add(1, Relaxed),
       dtype: dtype.clone().unbind(),
       src: tuple.unbind(),
       arg: arg.clone().unbind(),

@@ -10,6 +10,13 @@ impl OpSet {
   pub fn insert(&mut self, op: u8) {
     self.0[(op >> 6) as usize] |= 1u64 << (op & 63);
   }
+  /// Adds every op of `other`.
+  #[inline]
+  pub fn insert_all(&mut self, other: &OpSet) {
+    for (a, b) in self.0.iter_mut().zip(other.0.iter()) {
+      *a |= b;
+    }
+  }
   /// Whether `op` is in the set.
   #[inline]
   pub fn contains(&self, op: u8) -> bool {

@@ -6,12 +6,15 @@
 //! match is handed to a continuation (which runs the rule's callback), and the search goes on to the next match when
 //! the continuation declines — the semantics of trying each match in turn.
 
+use std::cell::RefCell;
 use std::sync::Arc;
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyFrozenSet, PyList, PySet, PyString, PyTuple};
 
+use crate::hashing::AddrMap;
 use crate::node::UOp;
 use crate::opset::OpSet;
 use crate::registry::{self, safe_repr, type_name};
@@ -76,6 +79,41 @@ pub struct UPat {
   pub early_reject: OpSet,
   /// Counters for TRACK_MATCH_STATS.
   pub stats: Arc<RuleStats>,
+}
+
+thread_local! {
+  /// Sources of dropped UPats waiting to be released (see `Drop for UPat`), and whether a drop is releasing them.
+  static DROP_QUEUE: RefCell<(Vec<Py<PyAny>>, bool)> = const { RefCell::new((Vec::new(), false)) };
+}
+
+/// Dropping a UPat releases its sources, which may drop their own sources, and so on: for a deep pattern that nesting
+/// would overflow the native stack. The first UPat dropped on a thread releases, in a loop, the sources that it and every
+/// UPat freed meanwhile hand over; nested drops only queue theirs.
+impl Drop for UPat {
+  fn drop(&mut self) {
+    let src = std::mem::replace(&mut self.src, SrcSpec::Unchecked);
+    // SAFETY: a UPat is only dropped by its Python object's deallocation, which runs attached to the interpreter.
+    let py = unsafe { Python::assume_attached() };
+    let in_src = std::mem::replace(&mut self.in_src, py.None());
+    let releasing = DROP_QUEUE.with(|q| {
+      let mut q = q.borrow_mut();
+      q.0.push(in_src);
+      match src {
+        SrcSpec::Unchecked => {}
+        SrcSpec::Seq(v) | SrcSpec::Perm(v) => q.0.extend(v.into_iter().map(Py::into_any)),
+        SrcSpec::Repeat(p) => q.0.push(p.into_any()),
+      }
+      std::mem::replace(&mut q.1, true)
+    });
+    if releasing {
+      return;
+    }
+    // the borrow is released before each drop: dropping runs deallocations that queue more
+    while let Some(obj) = DROP_QUEUE.with(|q| q.borrow_mut().0.pop()) {
+      drop(obj);
+    }
+    DROP_QUEUE.with(|q| q.borrow_mut().1 = false);
+  }
 }
 
 fn ops_from(py: Python<'_>, obj: &Bound<'_, PyAny>, field: &str) -> PyResult<(Py<PyTuple>, OpSet)> {
@@ -311,22 +349,25 @@ fn bad_dtype(d: &Bound<'_, PyAny>) -> PyErr {
 
 // ***** compiled patterns *****
 
-/// How a compiled pattern constrains sources.
-pub enum CSrc {
+/// Index of a node in a [`CPat`] program.
+type PatId = u32;
+
+/// How a compiled pattern node constrains sources (children are indices into the program).
+enum CSrc {
   /// No constraint.
   Unchecked,
   /// In order (prefix if not strict).
-  Seq(Vec<CPat>),
+  Seq(Vec<PatId>),
   /// Each listed permutation of the patterns, in itertools.permutations order.
-  Perms(Vec<CPat>, Vec<Vec<usize>>),
+  Perms(Vec<PatId>, Vec<Vec<usize>>),
   /// Every source matches this.
-  Repeat(Box<CPat>),
+  Repeat(PatId),
   /// The node matches any of these.
-  Any(Vec<CPat>),
+  Any(Vec<PatId>),
 }
 
-/// A compiled pattern: like [`UPat`], with the capture name replaced by a slot index.
-pub struct CPat {
+/// One node of a compiled pattern: like [`UPat`], with the capture name replaced by a slot index.
+struct CNode {
   ops: Option<OpSet>,
   dtypes: Option<Vec<usize>>,
   arg: Option<Py<PyAny>>,
@@ -335,6 +376,13 @@ pub struct CPat {
   strict: bool,
   required_len: usize,
   src: CSrc,
+}
+
+/// A compiled pattern: a flat program of nodes referring to each other by index, the root first. Flat so that neither
+/// compiling, matching nor dropping a pattern recurses (patterns may be nested arbitrarily deep), and a UPat used in
+/// several places of one rule is compiled once.
+pub struct CPat {
+  nodes: Vec<CNode>,
 }
 
 fn permutations(n: usize) -> Vec<Vec<usize>> {
@@ -351,60 +399,99 @@ fn permutations(n: usize) -> Vec<Vec<usize>> {
   out
 }
 
+/// Most sources a `src=[...]` (any order) pattern may list: its permutations are enumerated, so this bounds their
+/// number (8! = 40320).
+const MAX_PERM_LEN: usize = 8;
+
 impl CPat {
   /// Compiles `upat`, assigning capture slots in `names` (shared across one rule so a repeated name is one slot).
+  /// Slots are numbered in the pre-order in which names are first met, as a recursive compiler would number them.
   pub fn compile(py: Python<'_>, upat: &Bound<'_, UPat>, names: &mut Vec<String>) -> PyResult<CPat> {
-    let u = upat.get();
-    let slot = match &u.name {
-      Some(n) => {
-        let n = n.bind(py).to_str()?.to_string();
-        Some(match names.iter().position(|x| *x == n) {
-          Some(i) => i,
-          None => {
-            names.push(n);
-            names.len() - 1
-          }
-        })
+    // pre-order walk: number every distinct UPat and its name; sources are resolved once all are numbered
+    let mut ids: AddrMap<usize, PatId> = AddrMap::default();
+    let mut order: Vec<Bound<'_, UPat>> = vec![];
+    let mut nodes: Vec<CNode> = vec![];
+    let mut stack: Vec<Bound<'_, UPat>> = vec![upat.clone()];
+    while let Some(b) = stack.pop() {
+      let key = b.as_ptr() as usize;
+      if ids.contains_key(&key) {
+        continue;
       }
-      None => None,
-    };
-    let sub = |v: &Vec<Py<UPat>>, names: &mut Vec<String>| v.iter().map(|p| CPat::compile(py, p.bind(py), names)).collect::<PyResult<Vec<_>>>();
-    let src = match &u.src {
-      SrcSpec::Unchecked => CSrc::Unchecked,
-      SrcSpec::Seq(v) if u.is_any => CSrc::Any(sub(v, names)?),
-      SrcSpec::Seq(v) => CSrc::Seq(sub(v, names)?),
-      SrcSpec::Perm(v) => {
-        let all_same = v.windows(2).all(|w| w[0].is(&w[1]));
-        let perms = if all_same { vec![(0..v.len()).collect()] } else { permutations(v.len()) };
-        CSrc::Perms(sub(v, names)?, perms)
+      ids.insert(key, order.len() as PatId);
+      let u = b.get();
+      let slot = match &u.name {
+        Some(n) => {
+          let n = n.bind(py).to_str()?;
+          Some(match names.iter().position(|x| x == n) {
+            Some(i) => i,
+            None => {
+              names.push(n.to_string());
+              names.len() - 1
+            }
+          })
+        }
+        None => None,
+      };
+      let kids: &[Py<UPat>] = match &u.src {
+        SrcSpec::Unchecked => &[],
+        SrcSpec::Seq(v) | SrcSpec::Perm(v) => v,
+        SrcSpec::Repeat(p) => std::slice::from_ref(p),
+      };
+      if let SrcSpec::Perm(v) = &u.src {
+        if v.len() > MAX_PERM_LEN && !v.windows(2).all(|w| w[0].is(&w[1])) {
+          return Err(PyValueError::new_err(format!(
+            "UPat src=[...] (any order) lists {} patterns; at most {MAX_PERM_LEN} are allowed (their permutations are tried)",
+            v.len()
+          )));
+        }
       }
-      SrcSpec::Repeat(p) => CSrc::Repeat(Box::new(CPat::compile(py, p.bind(py), names)?)),
-    };
-    Ok(CPat {
-      ops: u.ops,
-      dtypes: u.match_dtype.as_ref().map(|t| t.bind(py).iter().map(|d| d.as_ptr() as usize).collect()),
-      arg: if u.arg.is_none(py) { None } else { Some(u.arg.clone_ref(py)) },
-      tags: u.match_tag.as_ref().map(|t| t.bind(py).iter().map(|x| x.unbind()).collect()),
-      slot,
-      strict: u.strict_length,
-      required_len: u.required_len,
-      src,
-    })
+      stack.extend(kids.iter().rev().map(|k| k.bind(py).clone()));
+      nodes.push(CNode {
+        ops: u.ops,
+        dtypes: u.match_dtype.as_ref().map(|t| t.bind(py).iter().map(|d| d.as_ptr() as usize).collect()),
+        arg: if u.arg.is_none(py) { None } else { Some(u.arg.clone_ref(py)) },
+        tags: u.match_tag.as_ref().map(|t| t.bind(py).iter().map(|x| x.unbind()).collect()),
+        slot,
+        strict: u.strict_length,
+        required_len: u.required_len,
+        src: CSrc::Unchecked,
+      });
+      order.push(b);
+    }
+    for (node, b) in nodes.iter_mut().zip(&order) {
+      let u = b.get();
+      let id = |p: &Py<UPat>| ids[&(p.as_ptr() as usize)];
+      node.src = match &u.src {
+        SrcSpec::Unchecked => CSrc::Unchecked,
+        SrcSpec::Seq(v) if u.is_any => CSrc::Any(v.iter().map(id).collect()),
+        SrcSpec::Seq(v) => CSrc::Seq(v.iter().map(id).collect()),
+        SrcSpec::Perm(v) => {
+          let all_same = v.windows(2).all(|w| w[0].is(&w[1]));
+          let perms = if all_same { vec![(0..v.len()).collect()] } else { permutations(v.len()) };
+          CSrc::Perms(v.iter().map(id).collect(), perms)
+        }
+        SrcSpec::Repeat(p) => CSrc::Repeat(id(p)),
+      };
+    }
+    Ok(CPat { nodes })
   }
 
   /// Ops a node must have to possibly match (None: any op). For alternations, the union of the alternatives.
   pub fn root_ops(&self) -> Option<OpSet> {
-    if let CSrc::Any(alts) = &self.src {
-      let mut s = OpSet::default();
-      for a in alts {
-        let o = a.root_ops()?;
-        for op in o.iter() {
-          s.insert(op);
-        }
+    let mut s = OpSet::default();
+    let mut seen = vec![false; self.nodes.len()];
+    let mut stack: Vec<PatId> = vec![0];
+    while let Some(i) = stack.pop() {
+      if std::mem::replace(&mut seen[i as usize], true) {
+        continue;
       }
-      return Some(s);
+      let n = &self.nodes[i as usize];
+      match &n.src {
+        CSrc::Any(alts) => stack.extend(alts.iter().copied()),
+        _ => s.insert_all(&n.ops?),
+      }
     }
-    self.ops
+    Some(s)
   }
 }
 
@@ -413,112 +500,256 @@ pub type Captures<'py> = Vec<Option<Bound<'py, PyAny>>>;
 /// What a continuation returns: `Some` stops the search with that value.
 pub type Found<'py> = PyResult<Option<Bound<'py, PyAny>>>;
 
+/// "No next goal".
+const NIL: u32 = u32::MAX;
+
+/// A pending (pattern node, graph node) pair; goals form linked lists in [`Machine::goals`].
+#[derive(Clone, Copy)]
+struct Goal {
+  pat: PatId,
+  node: *mut ffi::PyObject,
+  next: u32,
+}
+
+/// A point the search returns to when a branch fails: the goals and captures as they were, and the next alternative.
+struct Choice {
+  /// The Any or Perms pattern node with alternatives left, and the graph node it is matched against.
+  pat: PatId,
+  node: *mut ffi::PyObject,
+  /// The next alternative (alternation member or permutation) to try.
+  next: usize,
+  head: u32,
+  goals_len: usize,
+  trail_len: usize,
+}
+
+/// The matcher's working memory, reused across matches (see [`MACHINES`]).
+#[derive(Default)]
+struct Machine {
+  /// Goal cells: a goal list is a chain of cells; a choice keeps its list by remembering its head, and cells made after
+  /// a choice are discarded when the search returns to it.
+  goals: Vec<Goal>,
+  choices: Vec<Choice>,
+  /// Capture slots bound so far, in order, to unbind on backtracking.
+  trail: Vec<usize>,
+}
+
+impl Machine {
+  #[inline]
+  fn push(&mut self, pat: PatId, node: *mut ffi::PyObject, next: u32) -> u32 {
+    self.goals.push(Goal { pat, node, next });
+    (self.goals.len() - 1) as u32
+  }
+
+  /// Pushes goals matching `kids[i]` against `pat_at(i)` for `i < len`, the first on top; returns the new head.
+  #[inline]
+  fn push_seq(&mut self, mut head: u32, len: usize, kids: &[Bound<'_, PyAny>], pat_at: impl Fn(usize) -> PatId) -> u32 {
+    for i in (0..len).rev() {
+      head = self.push(pat_at(i), kids[i].as_ptr(), head);
+    }
+    head
+  }
+
+  fn unbind_to(&mut self, len: usize, caps: &mut Captures<'_>) {
+    for s in self.trail.drain(len..) {
+      caps[s] = None;
+    }
+  }
+}
+
+thread_local! {
+  /// Idle machines: matches nest (a callback may rewrite), each takes one and gives it back.
+  static MACHINES: RefCell<Vec<Machine>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A matcher's working memory taken from a per-thread pool, given back (emptied) when dropped. A caller matching
+/// several patterns in a row takes it once (see [`match_node`]).
+pub struct Lease(Machine);
+
+impl Lease {
+  fn take() -> Lease {
+    Lease(MACHINES.with(|m| m.borrow_mut().pop()).unwrap_or_default())
+  }
+}
+
+impl Drop for Lease {
+  fn drop(&mut self) {
+    let mut m = std::mem::take(&mut self.0);
+    m.goals.clear();
+    m.choices.clear();
+    m.trail.clear();
+    MACHINES.with(|p| p.borrow_mut().push(m));
+  }
+}
+
 /// Matches `pat` against `node`, calling `k` with the captures for every complete match until it returns `Some`.
+///
+/// Matches are tried in the order a recursive matcher would find them: depth first, sources left to right, alternatives
+/// and permutations in order. The search runs on explicit goal and choice stacks, so pattern depth is not limited by
+/// the native stack. `caps` is left as it was on entry.
+/// `lease` is the working memory, taken on first need and kept for the caller's next match.
 pub fn match_node<'py>(
   pat: &CPat,
   node: &Bound<'py, PyAny>,
   caps: &mut Captures<'py>,
   k: &mut dyn FnMut(&mut Captures<'py>) -> Found<'py>,
+  lease: &mut Option<Lease>,
 ) -> Found<'py> {
-  if let CSrc::Any(alts) = &pat.src {
-    for a in alts {
-      if let Some(r) = match_node(a, node, caps, k)? {
-        return Ok(Some(r));
+  let py = node.py();
+  // most attempts fail on the root's op or dtype: decide those before taking a machine
+  let root = &pat.nodes[0];
+  if !matches!(root.src, CSrc::Any(_)) {
+    // SAFETY: only UOps are ever matched (graph nodes and their sources, which the constructor checks are UOps).
+    let n = unsafe { node.cast_unchecked::<UOp>() }.get();
+    if root.ops.is_some_and(|ops| !ops.contains(n.op)) || root.dtypes.as_ref().is_some_and(|d| !d.contains(&(n.dtype.as_ptr() as usize))) {
+      return Ok(None);
+    }
+  }
+  let m = &mut lease.get_or_insert_with(Lease::take).0;
+  let mut head = m.push(0, node.as_ptr(), NIL);
+  let result = 'search: loop {
+    // run the goal list until it is empty (a match) or a goal fails
+    let matched = loop {
+      if head == NIL {
+        break true;
       }
-    }
-    return Ok(None);
-  }
-  // SAFETY: only UOps are ever matched (graph nodes and their sources, which the constructor checks are UOps).
-  let n = unsafe { node.cast_unchecked::<UOp>() }.get();
-  if let Some(ops) = &pat.ops {
-    if !ops.contains(n.op) {
-      return Ok(None);
-    }
-  }
-  let mut bound_here = None;
-  if let Some(s) = pat.slot {
-    match &caps[s] {
-      Some(b) if b.as_ptr() != node.as_ptr() => return Ok(None),
-      Some(_) => {}
-      None => {
-        caps[s] = Some(node.clone());
-        bound_here = Some(s);
+      let g = m.goals[head as usize];
+      head = g.next;
+      let p = &pat.nodes[g.pat as usize];
+      if let CSrc::Any(alts) = &p.src {
+        // an alternation matches the node itself; its own fields are not checked (as the recursive matcher did)
+        let Some(&first) = alts.first() else { break false };
+        if alts.len() > 1 {
+          m.choices.push(Choice {
+            pat: g.pat,
+            node: g.node,
+            next: 1,
+            head,
+            goals_len: m.goals.len(),
+            trail_len: m.trail.len(),
+          });
+        }
+        head = m.push(first, g.node, head);
+        continue;
       }
-    }
-  }
-  let r = match_rest(pat, n, node.py(), caps, k);
-  if let Some(s) = bound_here {
-    caps[s] = None;
-  }
-  r
-}
-
-fn match_rest<'py>(
-  pat: &CPat,
-  n: &UOp,
-  py: Python<'py>,
-  caps: &mut Captures<'py>,
-  k: &mut dyn FnMut(&mut Captures<'py>) -> Found<'py>,
-) -> Found<'py> {
-  if let Some(dts) = &pat.dtypes {
-    let d = n.dtype.as_ptr() as usize;
-    if !dts.contains(&d) {
-      return Ok(None);
-    }
-  }
-  if let Some(a) = &pat.arg {
-    if a.bind(py).ne(n.arg.bind(py))? {
-      return Ok(None);
-    }
-  }
-  if let Some(tags) = &pat.tags {
-    let t = n.tag.bind(py);
-    let mut ok = false;
-    for x in tags {
-      if x.bind(py).is(t) || x.bind(py).eq(t)? {
-        ok = true;
-        break;
-      }
-    }
-    if !ok {
-      return Ok(None);
-    }
-  }
-  let kids = n.children(py);
-  if kids.len() < pat.required_len || (pat.strict && kids.len() != pat.required_len) {
-    return Ok(None);
-  }
-  match &pat.src {
-    CSrc::Unchecked => k(caps),
-    CSrc::Seq(pats) => match_seq(&|i| &pats[i], pats.len().min(kids.len()), kids, 0, caps, k),
-    CSrc::Perms(pats, perms) => {
-      for perm in perms {
-        if let Some(r) = match_seq(&|i| &pats[perm[i]], pats.len().min(kids.len()), kids, 0, caps, k)? {
-          return Ok(Some(r));
+      // SAFETY: goal nodes are `node` and sources of goal nodes, all kept alive by `node` (which the caller holds) for
+      // the whole search; only UOps are ever matched (sources are checked to be UOps by the constructor).
+      let b = unsafe { Borrowed::from_ptr(py, g.node).cast_unchecked::<UOp>() };
+      let n = b.get();
+      if let Some(ops) = &p.ops {
+        if !ops.contains(n.op) {
+          break false;
         }
       }
-      Ok(None)
+      if let Some(s) = p.slot {
+        match &caps[s] {
+          Some(c) if c.as_ptr() != g.node => break false,
+          Some(_) => {}
+          None => {
+            caps[s] = Some(b.to_owned().into_any());
+            m.trail.push(s);
+          }
+        }
+      }
+      if let Some(dts) = &p.dtypes {
+        if !dts.contains(&(n.dtype.as_ptr() as usize)) {
+          break false;
+        }
+      }
+      if let Some(a) = &p.arg {
+        match a.bind(py).ne(n.arg.bind(py)) {
+          Ok(true) => break false,
+          Ok(false) => {}
+          Err(e) => break 'search Err(e),
+        }
+      }
+      if let Some(tags) = &p.tags {
+        let t = n.tag.bind(py);
+        let mut ok = false;
+        for x in tags {
+          let x = x.bind(py);
+          if x.is(t) {
+            ok = true;
+            break;
+          }
+          match x.eq(t) {
+            Ok(true) => {
+              ok = true;
+              break;
+            }
+            Ok(false) => {}
+            Err(e) => break 'search Err(e),
+          }
+        }
+        if !ok {
+          break false;
+        }
+      }
+      let kids = n.children(py);
+      if kids.len() < p.required_len || (p.strict && kids.len() != p.required_len) {
+        break false;
+      }
+      match &p.src {
+        CSrc::Unchecked => {}
+        CSrc::Seq(pats) => head = m.push_seq(head, pats.len().min(kids.len()), kids, |i| pats[i]),
+        CSrc::Perms(pats, perms) => {
+          if perms.len() > 1 {
+            m.choices.push(Choice {
+              pat: g.pat,
+              node: g.node,
+              next: 1,
+              head,
+              goals_len: m.goals.len(),
+              trail_len: m.trail.len(),
+            });
+          }
+          let perm = &perms[0];
+          head = m.push_seq(head, pats.len().min(kids.len()), kids, |i| pats[perm[i]]);
+        }
+        CSrc::Repeat(r) => head = m.push_seq(head, kids.len(), kids, |_| *r),
+        CSrc::Any(_) => unreachable!("alternations are handled above"),
+      }
+    };
+    if matched {
+      match k(caps) {
+        Ok(Some(r)) => break 'search Ok(Some(r)),
+        Ok(None) => {}
+        Err(e) => break 'search Err(e),
+      }
     }
-    CSrc::Repeat(p) => match_seq(&|_| &**p, kids.len(), kids, 0, caps, k),
-    CSrc::Any(_) => unreachable!("alternations are handled in match_node"),
-  }
-}
-
-/// Matches sources `i..len` against `pat_at(i)` in order, then calls `k`.
-fn match_seq<'a, 'py>(
-  pat_at: &dyn Fn(usize) -> &'a CPat,
-  len: usize,
-  kids: &[Bound<'py, PyAny>],
-  i: usize,
-  caps: &mut Captures<'py>,
-  k: &mut dyn FnMut(&mut Captures<'py>) -> Found<'py>,
-) -> Found<'py> {
-  if i == len {
-    return k(caps);
-  }
-  match_node(pat_at(i), &kids[i], caps, &mut |caps: &mut Captures<'py>| {
-    match_seq(pat_at, len, kids, i + 1, caps, k)
-  })
+    // go back to the latest choice with an alternative left
+    let Some(c) = m.choices.last_mut() else { break 'search Ok(None) };
+    let (cpat, cnode, i) = (c.pat, c.node, c.next);
+    c.next += 1;
+    head = c.head;
+    let (goals_len, trail_len) = (c.goals_len, c.trail_len);
+    let p = &pat.nodes[cpat as usize];
+    let last = match &p.src {
+      CSrc::Any(alts) => alts.len() == i + 1,
+      CSrc::Perms(_, perms) => perms.len() == i + 1,
+      _ => unreachable!("only alternations and permutations leave choices"),
+    };
+    if last {
+      m.choices.pop();
+    }
+    m.goals.truncate(goals_len);
+    m.unbind_to(trail_len, caps);
+    match &p.src {
+      CSrc::Any(alts) => head = m.push(alts[i], cnode, head),
+      CSrc::Perms(pats, perms) => {
+        // SAFETY: as above, `cnode` is a live UOp reachable from `node`.
+        let b = unsafe { Borrowed::from_ptr(py, cnode).cast_unchecked::<UOp>() };
+        let kids = b.get().children(py);
+        let perm = &perms[i];
+        head = m.push_seq(head, pats.len().min(kids.len()), kids, |j| pats[perm[j]]);
+      }
+      _ => unreachable!("only alternations and permutations leave choices"),
+    }
+  };
+  m.unbind_to(0, caps);
+  m.goals.clear();
+  m.choices.clear();
+  result
 }
 
 #[cfg(test)]

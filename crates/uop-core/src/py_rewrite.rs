@@ -34,6 +34,8 @@ struct PyHost<'a, 'py> {
   epoch: Epoch,
   /// ...except for nodes whose slot another running traversal holds.
   elsewhere: AddrMap<PyNode, State<PyNode>>,
+  /// Nodes with a serial from this one up to (not including) the next serial were created during the rewrite.
+  first_serial: u32,
 }
 
 /// Slot encoding of a node's state: 1 is "in progress", anything else the address of the result.
@@ -109,6 +111,10 @@ impl<'a, 'py> Host for PyHost<'a, 'py> {
       Err(e) if e.is_instance(self.py, registry::get(self.py)?.bottom_up_gate.bind(self.py)) => Ok(BottomUp::Gate),
       Err(e) => Err(e),
     }
+  }
+  fn is_new(&self, n: &PyNode) -> bool {
+    let age = self.bound(*n).get().serial.wrapping_sub(self.first_serial);
+    age < crate::node::next_serial().wrapping_sub(self.first_serial)
   }
   fn endless(&self, what: &str) -> PyErr {
     let rule = match self.last_rule {
@@ -230,6 +236,7 @@ pub fn graph_rewrite<'py>(
     keep: Vec::new(),
     epoch: Epoch::begin(),
     elsewhere: AddrMap::default(),
+    first_serial: crate::node::next_serial(),
   };
   let mut engine = Engine::new(host, Limits::default());
   let root = PyNode(sink.as_ptr());

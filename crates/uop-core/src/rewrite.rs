@@ -9,8 +9,10 @@
 //! run on a node before its sources, repeatedly until they no longer match. Walk mode makes one pass and does not
 //! revisit replacements.
 //!
-//! Endless rewrites fail instead of hanging: reaching a node that is still being rewritten (a cycle), a chain of more
-//! than `chain_limit` successive rewrites of one node, or a stack deeper than `stack_limit` is an error.
+//! Endless rewrites fail instead of hanging: reaching a node that is still being rewritten (a cycle), or exceeding one of
+//! the [`Limits`]: replacements nested inside replacements (every successive rewrite of one node, or a replacement
+//! whose new parts are rewritten in turn, nests one level deeper; a rule that keeps producing new nodes nests without
+//! end), nodes produced by the rules in one call relative to the input graph, or work-stack frames.
 
 use std::hash::Hash;
 
@@ -53,6 +55,10 @@ pub trait Host {
   fn top_down(&mut self, n: &Self::Node) -> Result<Option<Self::Node>, Self::Error>;
   /// Applies the bottom-up rules once.
   fn bottom_up(&mut self, n: &Self::Node) -> Result<BottomUp<Self::Node>, Self::Error>;
+  /// Whether `n` was created during this rewrite (the default, "yes", only makes the limits stricter).
+  fn is_new(&self, _n: &Self::Node) -> bool {
+    true
+  }
   /// The error for an endless rewrite, described by `what`.
   fn endless(&self, what: &str) -> Self::Error;
   /// This rewrite's state for `n` (None: not met yet).
@@ -63,16 +69,33 @@ pub trait Host {
 
 /// Work items. `aliases` are the nodes a bottom-up fixpoint walked through from `n`: they rewrite to what `n` does.
 enum Frame<N> {
+  /// A node to rewrite, and the chain of successive rewrites it is in.
   Enter(N, u32),
-  Rebuild { n: N, aliases: Vec<N>, cur: N, chain: u32 },
-  Link { n: N, aliases: Vec<N>, r: N },
+  Rebuild {
+    n: N,
+    aliases: Vec<N>,
+    cur: N,
+    chain: u32,
+  },
+  Link {
+    n: N,
+    aliases: Vec<N>,
+    r: N,
+  },
 }
 
 /// Limits that turn endless rewrites into errors.
 #[derive(Clone, Copy)]
 pub struct Limits {
-  /// Successive rewrites of one node.
+  /// Successive rewrites of one node; bottom-up, successive rewrites of one node into nodes created by this rewrite
+  /// (rewrites into nodes that existed before walk the finite input, e.g. down a deep chain, and are not limited).
   pub chain: u32,
+  /// Replacements being rewritten inside one another at once.
+  pub nested: usize,
+  /// Nodes the rules (and rebuilds) may produce in one call: `growth_base + growth_factor * input nodes`.
+  pub growth_base: usize,
+  /// See `growth_base`.
+  pub growth_factor: usize,
   /// Frames on the work stack.
   pub stack: usize,
 }
@@ -80,7 +103,10 @@ pub struct Limits {
 impl Default for Limits {
   fn default() -> Self {
     Limits {
-      chain: 1_000_000,
+      chain: 10_000,
+      nested: 10_000,
+      growth_base: 1_000_000,
+      growth_factor: 64,
       stack: 16_000_000,
     }
   }
@@ -91,12 +117,58 @@ pub struct Engine<H: Host> {
   /// The host.
   pub host: H,
   limits: Limits,
+  /// Nodes produced so far by rules and rebuilds (not necessarily new ones).
+  pub produced: usize,
+  /// Distinct nodes reached so far that existed before the rewrite (see [`Host::is_new`]).
+  pub input_nodes: usize,
+  /// `Link` frames on the stack: replacements being rewritten inside one another.
+  nested: usize,
+  /// Deepest `nested` reached.
+  pub max_nested: usize,
 }
 
 impl<H: Host> Engine<H> {
   /// A fresh engine.
   pub fn new(host: H, limits: Limits) -> Self {
-    Engine { host, limits }
+    Engine {
+      host,
+      limits,
+      produced: 0,
+      input_nodes: 0,
+      nested: 0,
+      max_nested: 0,
+    }
+  }
+
+  /// Starts rewriting a replacement inside the replacements being rewritten, failing when they nest deeper than
+  /// [`Limits::nested`] plus the input nodes reached so far (a deep input may legitimately nest once per level).
+  #[inline]
+  fn enter_nested(&mut self) -> Result<(), H::Error> {
+    if self.nested >= self.limits.nested + self.input_nodes {
+      return Err(self.host.endless(&format!(
+        "{} replacements nested in one another, more than {} + the {} input nodes reached (new nodes keep being rewritten into new nodes)",
+        self.nested + 1,
+        self.limits.nested,
+        self.input_nodes
+      )));
+    }
+    self.nested += 1;
+    self.max_nested = self.max_nested.max(self.nested);
+    Ok(())
+  }
+
+  /// Counts a node produced by a rule or a rebuild, failing once the rewrite has produced far more nodes than its input
+  /// graph has (see [`Limits::growth_base`]).
+  #[inline]
+  fn count_produced(&mut self) -> Result<(), H::Error> {
+    self.produced += 1;
+    if self.produced > self.limits.growth_base && self.produced > self.limits.growth_base + self.limits.growth_factor * self.input_nodes {
+      return Err(self.host.endless(&format!(
+        "the rules produced {} nodes from an input graph of {} nodes, more than {} + {} per input node (the graph keeps growing)",
+        self.produced, self.input_nodes, self.limits.growth_base, self.limits.growth_factor
+      )));
+    }
+    Ok(())
   }
 
   /// Records that `n` (and the nodes its bottom-up fixpoint went through) rewrite to `v`.
@@ -144,13 +216,19 @@ impl<H: Host> Engine<H> {
             Some(State::InProgress) => return Err(self.host.endless("a node was rewritten into a graph that contains it (a rewrite cycle)")),
             None => self.host.set_state(&n, State::InProgress),
           }
+          self.input_nodes += usize::from(!self.host.is_new(&n));
           let mut cur = n.clone();
           let mut aliases: Vec<H::Node> = Vec::new();
           if self.host.has_bottom_up() {
             // apply the bottom-up rules to a fixed point; every node on the way rewrites to the same result as `n`
             let mut finished = None;
+            let mut fresh: u32 = 0;
             loop {
-              match self.host.bottom_up(&cur)? {
+              let step = self.host.bottom_up(&cur)?;
+              if matches!(step, BottomUp::Replace(_)) {
+                self.count_produced()?;
+              }
+              match step {
                 BottomUp::Keep => break,
                 BottomUp::Gate => {
                   finished = Some(cur.clone());
@@ -163,7 +241,8 @@ impl<H: Host> Engine<H> {
                   }
                   Some(State::InProgress) => return Err(self.host.endless("bottom-up rules rewrote a node back into itself (a rewrite cycle)")),
                   None => {
-                    if aliases.len() >= self.limits.chain as usize {
+                    fresh += u32::from(self.host.is_new(&r));
+                    if fresh > self.limits.chain {
                       return Err(
                         self
                           .host
@@ -183,6 +262,10 @@ impl<H: Host> Engine<H> {
             }
           }
           let k = self.host.n_src(&cur);
+          if !aliases.is_empty() {
+            // a bottom-up replacement's sources are rewritten before it is done: one level deeper
+            self.enter_nested()?;
+          }
           stack.push(Frame::Rebuild {
             n,
             aliases,
@@ -194,6 +277,9 @@ impl<H: Host> Engine<H> {
           }
         }
         Frame::Rebuild { n, aliases, cur, chain } => {
+          if !aliases.is_empty() {
+            self.nested -= 1;
+          }
           let (new_src, changed) = self.rewritten_src(&cur);
           let next = if changed {
             Some(self.host.rebuild(&cur, new_src)?)
@@ -205,6 +291,7 @@ impl<H: Host> Engine<H> {
           match next {
             None => self.finish(n, aliases, cur),
             Some(r) => {
+              self.count_produced()?;
               if chain >= self.limits.chain {
                 return Err(
                   self
@@ -212,12 +299,14 @@ impl<H: Host> Engine<H> {
                     .endless(&format!("more than {} successive rewrites of one node", self.limits.chain)),
                 );
               }
+              self.enter_nested()?;
               stack.push(Frame::Link { n, aliases, r: r.clone() });
               stack.push(Frame::Enter(r, chain + 1));
             }
           }
         }
         Frame::Link { n, aliases, r } => {
+          self.nested -= 1;
           let v = self.done(&r).unwrap_or(r);
           self.finish(n, aliases, v);
         }
@@ -280,6 +369,7 @@ mod tests {
     let limits = Limits {
       chain: 300_000,
       stack: 4_000_000,
+      ..Limits::default()
     };
     let mut e = Engine::new(ToyHost::new(g, rules, bottom_up), limits);
     let r = if walk { e.walk(root) } else { e.unified(root) };
@@ -337,6 +427,17 @@ mod tests {
       assert!(run(&mut g, root, Rules::Flip, bottom_up, false).0.unwrap_err().contains("cycle"));
     }
     assert!(run(&mut g, root, Rules::Grow, false, false).0.unwrap_err().contains("cycle"));
+  }
+
+  #[test]
+  fn deepening_rewrites_fail_on_nesting() {
+    let mut g = Graph::default();
+    let c = g.node(Kind::Const(0), vec![]);
+    let root = g.node(Kind::Neg, vec![c]);
+    for bottom_up in [false, true] {
+      let err = run(&mut g, root, Rules::Deepen, bottom_up, false).0.unwrap_err();
+      assert!(err.contains("nested"), "{err}");
+    }
   }
 
   #[test]

@@ -107,6 +107,8 @@ pub enum Rules {
   Flip,
   /// `Neg(x) -> Neg(Neg(Neg(x)))`: the replacement contains the node being rewritten.
   Grow,
+  /// `Const(c) -> Neg(Const(c+1))`: every replacement holds a new node to rewrite, an endlessly deepening graph.
+  Deepen,
 }
 
 /// A [`Host`] over a [`Graph`] with one of the [`Rules`], counting rule applications per node.
@@ -157,6 +159,10 @@ impl<'g> ToyHost<'g> {
       (Rules::AddToMul, Kind::Add) => Some(self.g.node(Kind::Mul, src)),
       (Rules::Increment, Kind::Const(c)) => Some(self.g.node(Kind::Const(c + 1), vec![])),
       (Rules::Flip, Kind::Var(v)) if v < 2 => Some(self.g.node(Kind::Var(1 - v), vec![])),
+      (Rules::Deepen, Kind::Const(c)) => {
+        let k = self.g.node(Kind::Const(c + 1), vec![]);
+        Some(self.g.node(Kind::Neg, vec![k]))
+      }
       (Rules::Grow, Kind::Neg) => {
         let a = self.g.node(Kind::Neg, vec![n]);
         Some(self.g.node(Kind::Neg, vec![a]))

@@ -3,6 +3,12 @@
 `full_rewrite_to_sink` runs the list PASSES: each a (name, PatternMatcher or function, ctx factory) entry, a PatternMatcher run by
 one graph_rewrite with that name (so TRACK_MATCH_STATS and the rewrite log show it). lower_ast adds the ordering and the SPEC checks.
   optimize      tinygrad/codegen/opt.py shapes the AST for the renderer's capabilities (threading, unrolling, upcasting; NOOPT=1: off)
+                  by splitting its RANGEs into THREAD/LOOP/UPCAST/REDUCE/UNROLL ranges
+  pm_expand       UNROLL and UPCAST ranges -> their lanes (tinygrad/codegen/expander.py): vector loads/stores, per-lane REDUCEs
+  pm_render_forms the one spelling the tensor graph has for each op (tinygrad/mixin/mathtraits.py) back to the ops renderers print
+                  directly: x*-1 -> NEG, a+NEG(b) -> SUB, a*RECIPROCAL(b) -> FDIV (before constant folding could turn 1/3 into
+                  0.333..., so a/3 rounds once, as written), CMPNE(CMPNE(a, b), True) -> CMPEQ, minimum's max of negations -> a
+                  WHERE over CMPLT. Value dtypes only: index arithmetic (weak ints) keeps its form for the symbolic rules.
   pm_decomp       THREEFRY(x, key) (uint64) -> Threefry-2x32 in uint32 ADD/XOR/SHL/SHR (no renderer has a THREEFRY op)
   pm_const_fold   ALU/CAST of constants -> the constant (so `full(1) + full(2)` stores 3)
   pm_add_specials THREAD/GLOBAL/LOCAL ranges -> SPECIAL launch dims: "core_id" for THREAD, "gidx<i>"/"lidx<i>" for the i-th
@@ -50,6 +56,25 @@ def _threefry2x32(x:UOp, key:UOp) -> UOp:
     a, b = _u(Ops.ADD, a, ks[i % 3]), _u(Ops.ADD, _u(Ops.ADD, b, ks[(i + 1) % 3]), i + 1)
   return _u(Ops.OR, _u(Ops.SHL, _cast(b, u64), 32), _cast(a, u64))
 
+def _neg(m:UOp) -> UOp|None:
+  if m.dtype in dtypes.weaks or m.dtype is dtypes.bool: return None
+  for x, c in (m.src, m.src[::-1]):
+    if c.op is Ops.CONST and c.arg == -1: return UOp(Ops.NEG, m.dtype, (x,))
+  return None
+
+def _min(m:UOp, a:UOp, b:UOp) -> UOp: return UOp(Ops.WHERE, m.dtype, (UOp(Ops.CMPLT, dtypes.bool, (b, a)), b, a))
+
+pm_render_forms = PatternMatcher([
+  (UPat(Ops.MUL, name="m"), _neg),
+  (UPat(Ops.ADD, src=[UPat.var("a"), UPat(Ops.NEG, src=(UPat.var("b"),))], name="s"), lambda s, a, b: UOp(Ops.SUB, s.dtype, (a, b))),
+  (UPat(Ops.MUL, src=[UPat.var("a"), UPat(Ops.RECIPROCAL, src=(UPat.var("b"),))], name="m"), lambda m, a, b: UOp(Ops.FDIV, m.dtype, (a, b))),
+  (UPat(Ops.CMPNE, src=[UPat(Ops.CMPNE, src=(UPat.var("a"), UPat.var("b"))), UPat.const(True)]), lambda a, b: UOp(Ops.CMPEQ, dtypes.bool, (a, b))),
+  # minimum: -max(-a, -b) (floats) and k^max(k^a, k^b) (ints, k the dtype's min+max) are b<a ? b : a, bit for bit (NaN and -0.0 too)
+  (UPat(Ops.NEG, src=(UPat(Ops.MAX, src=[UPat(Ops.NEG, src=(UPat.var("a"),)), UPat(Ops.NEG, src=(UPat.var("b"),))]),), name="m"), _min),
+  (UPat(Ops.XOR, src=[UPat(Ops.MAX, src=[UPat(Ops.XOR, src=[UPat.var("a"), UPat.cvar("k")]), UPat(Ops.XOR, src=[UPat.var("b"), UPat.cvar("k")])]),
+                      UPat.cvar("k")], name="m"), lambda m, a, b, k: _min(m, a, b) if k.arg == m.dtype.min + m.dtype.max else None),
+])
+
 pm_decomp = PatternMatcher([(UPat(Ops.THREEFRY, dtype=dtypes.uint64, src=(UPat.var("x"), UPat.var("key"))), _threefry2x32)])
 
 def _fold(x:UOp) -> UOp|None:
@@ -62,8 +87,10 @@ def _fold(x:UOp) -> UOp|None:
 
 pm_const_fold = PatternMatcher([(UPat(tuple(GroupOp.ALU | {Ops.CAST, Ops.BITCAST}), name="x"), _fold)])
 
-def _loop_ranges(sink:UOp) -> list[UOp]: return sorted([u for u in sink.toposort() if u.op is Ops.RANGE and u.arg[1] is AxisType.LOOP],
-                                                         key=lambda r: r.arg[0])
+def _loop_ranges(sink:UOp) -> list[UOp]:
+  """The LOOP ranges, outermost first (by axis id, a split's outer part first: tinygrad/codegen/opt.py range_key)."""
+  loops = [u for u in sink.toposort() if u.op is Ops.RANGE and u.arg[-1] is AxisType.LOOP]
+  return sorted(loops, key=lambda r: r.arg[:-1])
 
 def _end_loops(sink:UOp) -> UOp|None:
   if not sink.src or any(s.op is not Ops.STORE for s in sink.src): return None
@@ -193,8 +220,14 @@ def _optimize(ast:UOp, ren:Renderer|None) -> UOp:
   from tinygrad.codegen.opt import optimize_ast
   return optimize_ast(ast, ren)
 
+def _expand(ast:UOp, ren:Renderer|None) -> UOp:
+  from tinygrad.codegen.expander import pm_expand
+  return graph_rewrite(ast, pm_expand, name="expand upcast and unroll")
+
 PASSES: list[Pass] = [
   ("optimize", _optimize, None),
+  ("expand upcast and unroll", _expand, None),
+  ("render forms", pm_render_forms, None),
   ("decompositions", pm_decomp, None),
   ("constant folding", pm_const_fold, None),
   ("launch dims", pm_add_specials, lambda sink, ren: launch_dims(sink)),

@@ -28,8 +28,7 @@ Launch dimensions (SPECIAL: at the top level, before any block; each name at mos
            `ProgramSpec.launch_dims(var_vals)` evaluates them. A renderer without GPU dims (code_for_workitem) rejects gidx/lidx.
            "core_id" is the CPU thread index: a kernel argument the runtime sets, the kernel runs `end` times (in parallel on
            CPU) with core_id = 0..end-1, ProgramSpec.global_size = (end, 1, 1). It can't be mixed with gidx/lidx, and each
-           launch must touch its own part of the outputs. (The older spelling, a variable PARAM named `core_id` with range
-           [0, n-1], means the same with n launches.)
+           launch must touch its own part of the outputs. (The optimizer's THREAD range becomes this SPECIAL.)
   BARRIER  void  src: (anything)                 every thread of the workgroup reaches it before any goes on (local memory
                                                  written before it is visible after it). Rendered as `Renderer.barrier`.
 
@@ -121,7 +120,7 @@ def mem_root(u:UOp) -> UOp|None:
   return u if is_buffer_param(u) else None
 
 _VECTOR_WIDTHS = (2, 4, 8, 16)
-CORE_ID = "core_id"  # the Variable a runtime sets to the thread index
+CORE_ID = "core_id"  # the SPECIAL a runtime sets to the thread index
 GPU_DIMS = ("gidx0", "gidx1", "gidx2", "lidx0", "lidx1", "lidx2")
 SPECIAL_NAMES = frozenset(GPU_DIMS) | {CORE_ID}
 # what a launch size may be computed from: the host evaluates it before the launch
@@ -328,10 +327,7 @@ class Estimates:
           if (x := stack.pop()) not in indexing and x.op in GroupOp.ALU: indexing.add(x); stack.extend(x.src)
     ops = lds = 0
     mem: dict[tuple[UOp, Ops], int] = {}
-    # a kernel with core_id runs once per thread
     mults, stack_m = 1, []
-    for u in uops:
-      if is_variable(u) and u.arg.name == CORE_ID and u.arg.vmin_vmax is not None: mults *= int(u.arg.vmin_vmax[1]) + 1
     for u in uops:
       if u.op is Ops.RANGE:
         stack_m.append(mults)
@@ -368,9 +364,9 @@ class ProgramSpec:
   def var_names(self) -> tuple[str, ...]: return tuple(var_name(v) or f"var{i}" for i, v in enumerate(self.vars))
   @property
   def core_id(self) -> int|None:
-    """The position among the variables of `core_id`, which the runtime sets itself: the kernel runs global_size[0] times, in
-    parallel where the device can, with core_id = 0, 1, ... (tinygrad 0.14's CPU threading)."""
-    return self.var_names.index(CORE_ID) if CORE_ID in self.var_names else None
+    """The position among the variables of the SPECIAL `core_id`, which the runtime sets itself: the kernel runs global_size[0]
+    times, in parallel where the device can, with core_id = 0, 1, ... (tinygrad 0.14's CPU threading)."""
+    return next((i for i, v in enumerate(self.vars) if v.op is Ops.SPECIAL and v.arg == CORE_ID), None)
   @property
   def var_dtypes(self) -> tuple[DType, ...]: return tuple(v.dtype for v in self.vars)
   def vals(self, var_vals:dict|None=None) -> tuple[int, ...]:
@@ -444,12 +440,8 @@ class Renderer:
 def _size_of(end:UOp) -> sint: return v if isinstance(v := const_value(end), int) else end
 
 def launch_size(k:LinearKernel) -> tuple[tuple[sint, ...], tuple[sint, ...]|None]:
-  """(global_size, local_size) from the SPECIALs of a checked kernel (or its core_id variable PARAM)."""
+  """(global_size, local_size) from the SPECIALs of a checked kernel."""
   if (core := k.specials.get(CORE_ID)) is not None: return (_size_of(core.src[0]), 1, 1), None
-  if (var := next((v for v in k.vars if v.arg.name == CORE_ID), None)) is not None:
-    if (var.arg.vmin_vmax or (None,))[0] != 0:
-      raise KernelContractError(f"the {CORE_ID} variable must have the range [0, threads-1], got {var.arg.vmin_vmax}")
-    return (int(var.arg.vmin_vmax[1]) + 1, 1, 1), None
   gs = tuple(_size_of(k.specials[f"gidx{i}"].src[0]) if f"gidx{i}" in k.specials else 1 for i in range(3))
   ls = tuple(_size_of(k.specials[f"lidx{i}"].src[0]) if f"lidx{i}" in k.specials else 1 for i in range(3))
   return gs, ls if any(n.startswith("lidx") for n in k.specials) else None

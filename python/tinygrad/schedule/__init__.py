@@ -3,8 +3,9 @@
 `create_schedule(targets)` returns an ordered list of ScheduleItems. Each kernel's AST is
   SINK(STORE(INDEX(PARAM 0, out_idx), value), arg=KernelInfo)
 where `value` is built from LOAD(INDEX(PARAM i, idx)) (gated by `valid` where a PAD makes the index invalid), CONST, CAST and ALU
-ops, and REDUCE(x, *reduce_ranges, arg=(op,)). Indices are int expressions over RANGE UOps (AxisType.LOOP for the output,
-AxisType.REDUCE for reductions): movement ops never make kernels, they become index arithmetic here.
+ops, and REDUCE(x, *reduce_ranges, arg=(op,)). Indices are weakint expressions over RANGE UOps (AxisType.LOOP for the output,
+AxisType.REDUCE for reductions, an inner AxisType.UNROLL of 4 in a long reduce): movement ops never make kernels, they become
+index arithmetic here.
 
 Inspecting a schedule from Python (nothing runs until asked):
   Tensor.schedule(*others)          -> ([ScheduleItem, ...] in run order, {tensor uop: BUFFER}); the tensors are left unchanged.
@@ -26,7 +27,6 @@ from tinygrad.uop.ops import UOp, Ops
 from tinygrad.dtype import dtypes, DType
 from tinygrad.helpers import prod, NOOPT, SPEC, SCACHE
 from tinygrad.device import Buffer
-from tinygrad.schedule.shape import shape_of
 from tinygrad.schedule.buffers import new_buffer, buffer_of, has_buffer, as_buffer, realized_view, next_buffer_id
 from tinygrad.schedule.rangeify import KernelInfo, reduce_identity, plan_buffers, best_kernel, order_items
 
@@ -64,7 +64,7 @@ def _realized_buffer(u:UOp) -> UOp|None: return as_buffer(u) if realized_view(u)
 
 def _copy_item(u:UOp, out:UOp, bufs:dict[UOp, UOp]) -> ScheduleItem:
   src, (src_dev, dst_dev) = u.src[0], u.arg
-  n = prod(shape_of(u))
+  n = prod(u.shape)
   sb = b if (b := as_buffer(src)) is not None and b.src[0].arg == n else bufs[src]
   ast = UOp(Ops.COPY, u.dtype, (), KernelInfo(f"copy {n * u.dtype.itemsize:8d}, {dst_dev} <- {src_dev}"))
   return ScheduleItem(ast, [buffer_of(out), buffer_of(sb)], [u], [out, sb])
@@ -77,10 +77,10 @@ def _create_schedule(targets:list[UOp], devices:list[str]) -> tuple[list[Schedul
   ret: dict[UOp, UOp] = {}
   todo: dict[UOp, str] = {}
   for t, d in zip(targets, devices):
-    if (b := as_buffer(t)) is not None and prod(shape_of(t)) == b.src[0].arg: ret[t] = b
+    if (b := as_buffer(t)) is not None and prod(t.shape) == b.src[0].arg: ret[t] = b
     else: todo.setdefault(t, d)
   roots = plan_buffers(todo, _is_realized)
-  bufs = {u: new_buffer(d, prod(shape_of(u)), u.dtype) for u, d in roots.items()}
+  bufs = {u: new_buffer(d, prod(u.shape), u.dtype) for u, d in roots.items()}
   for t in todo: ret[t] = bufs[t]
   # kernels, built from a worklist: a kernel may give a value a buffer of its own (MAX_INDEX_USES), which then needs its kernel too
   items: dict[UOp, ScheduleItem] = {}
@@ -88,7 +88,7 @@ def _create_schedule(targets:list[UOp], devices:list[str]) -> tuple[list[Schedul
   while work:
     u = work.pop()
     out = bufs[u]
-    if prod(shape_of(u)) == 0: continue
+    if prod(u.shape) == 0: continue
     if u.op is Ops.COPY:
       items[out] = _copy_item(u, out, bufs)
       continue

@@ -16,7 +16,6 @@ import weakref
 from tinygrad.uop.ops import UOp, Ops, ParamArg
 from tinygrad.dtype import dtypes, DType
 from tinygrad.device import Buffer
-from tinygrad.schedule.shape import shape_of
 
 __all__ = ["new_buffer", "buffer_of", "has_buffer", "buffer_view", "mark_realized", "realized_view", "as_buffer", "next_buffer_id"]
 
@@ -40,7 +39,7 @@ def buffer_of(buf:UOp) -> Buffer:
 def has_buffer(u:UOp) -> bool: return u.op is Ops.BUFFER and u in _buffers
 
 def buffer_view(buf:UOp, shape:tuple[int, ...]) -> UOp:
-  return buf if shape == shape_of(buf) else UOp(Ops.RESHAPE, buf.dtype, (buf,), tuple(shape))
+  return buf if shape == buf.shape else UOp(Ops.RESHAPE, buf.dtype, (buf,), tuple(shape))
 
 def mark_realized(u:UOp, view:UOp) -> None:
   if view is not u: _realized[u] = view

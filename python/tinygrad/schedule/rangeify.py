@@ -24,10 +24,9 @@ from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, Grou
 from tinygrad.uop.symbolic import symbolic
 from tinygrad.dtype import dtypes, DType
 from tinygrad.helpers import prod, NOOPT
-from tinygrad.schedule.shape import shape_of
 from tinygrad.schedule.buffers import new_buffer, as_buffer
 
-MAX_INDEX_USES = 16  # distinct indices of one value in a kernel before it gets a buffer (an unrolled reduce needs UNROLL)
+MAX_INDEX_USES = 16  # distinct indices of one value in a kernel before it gets a buffer (an UNROLL range's lanes count once)
 UNROLL = 4           # reduce elements per loop iteration (a power of two)
 AT = "at"            # the arg of INDEX(x, valid, *idx): the value of tensor-graph node x at index idx
 
@@ -86,10 +85,10 @@ def plan_buffers(targets:dict[UOp, str], is_realized) -> dict[UOp, str]:
     if u not in reached or u.op is Ops.BUFFER: continue
     is_top = top.get(u, True)
     if u not in roots and (u.op in (Ops.CONTIGUOUS, Ops.COPY) or (u.op is Ops.REDUCE and not is_top)): roots[u] = dev[u]
-    if u in roots and prod(shape_of(u)) == 0: continue   # an empty buffer: nothing to compute
-    if u.op is Ops.REDUCE and any(shape_of(u.src[0])[a] == 0 for a in u.arg[1]): continue  # a reduce of nothing is a constant
+    if u in roots and prod(u.shape) == 0: continue   # an empty buffer: nothing to compute
+    if u.op is Ops.REDUCE and any(u.src[0].shape[a] == 0 for a in u.arg[1]): continue  # a reduce of nothing is a constant
     if u.op is Ops.COPY:
-      if (b := as_buffer(u.src[0])) is None or b.src[0].arg != prod(shape_of(u)): roots.setdefault(u.src[0], u.arg[0])
+      if (b := as_buffer(u.src[0])) is None or b.src[0].arg != prod(u.shape): roots.setdefault(u.src[0], u.arg[0])
     child_top = (u in roots or is_top) and u.op not in (Ops.EXPAND, Ops.REDUCE)
     child_dev = u.arg[0] if u.op is Ops.COPY else roots.get(u) or dev[u]
     for s in u.src:
@@ -137,15 +136,15 @@ def _from_buffer(ctx:KernelContext, x:UOp) -> UOp|None:
     if (n := ctx.uses.get(u, 0) + 1) <= MAX_INDEX_USES:
       ctx.uses[u] = n
       return None
-    ctx.extra[u] = b = new_buffer(ctx.out.arg.device, prod(shape_of(u)), u.dtype)
-  if (flat := ctx.memo.get(key := (idx, shape_of(u)))) is None: flat = ctx.memo[key] = flat_index(*key)
+    ctx.extra[u] = b = new_buffer(ctx.out.arg.device, prod(u.shape), u.dtype)
+  if (flat := ctx.memo.get(key := (idx, u.shape))) is None: flat = ctx.memo[key] = flat_index(*key)
   return ctx.load(b, flat, valid)
 
 def _elementwise(x:UOp, u:UOp) -> UOp: return UOp(u.op, u.dtype, tuple(at(s, x.src[1], x.src[2:]) for s in u.src), u.arg)
 
 def _reshape(ctx:KernelContext, x:UOp, u:UOp) -> UOp:
   # the same reshape of the same index recurs (a reshape/permute pattern repeated down a chain): simplified once per schedule
-  if (new := ctx.memo.get(key := (x.src[2:], shape_of(u.src[0]), u.arg))) is None: new = ctx.memo[key] = _reshape_index(*key)
+  if (new := ctx.memo.get(key := (x.src[2:], u.src[0].shape, u.arg))) is None: new = ctx.memo[key] = _reshape_index(*key)
   return at(u.src[0], x.src[1], new)
 
 def _reshape_index(idx:tuple[UOp, ...], in_shape:tuple[int, ...], out_shape:tuple[int, ...]) -> tuple[UOp, ...]:
@@ -172,7 +171,7 @@ def _reshape_index(idx:tuple[UOp, ...], in_shape:tuple[int, ...], out_shape:tupl
   return tuple(new)
 
 def _expand(x:UOp, u:UOp) -> UOp:
-  return at(u.src[0], x.src[1], tuple(UOp.const(0) if s == 1 else i for s, i in zip(shape_of(u.src[0]), x.src[2:])))
+  return at(u.src[0], x.src[1], tuple(UOp.const(0) if s == 1 else i for s, i in zip(u.src[0].shape, x.src[2:])))
 
 def _permute(x:UOp, u:UOp) -> UOp:
   new = [UOp.const(0)] * len(u.arg)
@@ -182,10 +181,10 @@ def _permute(x:UOp, u:UOp) -> UOp:
 def _shrink(x:UOp, u:UOp) -> UOp: return at(u.src[0], x.src[1], simp(*[i + b if b else i for i, (b, _) in zip(x.src[2:], u.arg)]))
 
 def _flip(x:UOp, u:UOp) -> UOp:
-  return at(u.src[0], x.src[1], simp(*[(s - 1) - i if f else i for i, s, f in zip(x.src[2:], shape_of(u.src[0]), u.arg)]))
+  return at(u.src[0], x.src[1], simp(*[(s - 1) - i if f else i for i, s, f in zip(x.src[2:], u.src[0].shape, u.arg)]))
 
 def _pad(x:UOp, u:UOp) -> UOp:
-  xs, idx = shape_of(u.src[0]), x.src[2:]
+  xs, idx = u.src[0].shape, x.src[2:]
   new = simp(*[i - b if b else i for i, (b, _) in zip(idx, u.arg)])
   conds = [c for i, s, (b, a) in zip(idx, xs, u.arg) if b or a for c in (UOp.const(b - 1) < i, i < b + s)]
   cond = simp(_and(conds))[0] if conds else _TRUE
@@ -202,7 +201,7 @@ def _and(conds:list[UOp]) -> UOp:
 
 def _reduce(ctx:KernelContext, x:UOp, u:UOp) -> UOp:
   (rop, axes), src, valid = u.arg, u.src[0], x.src[1]
-  in_shape, idx = shape_of(src), list(x.src[2:])
+  in_shape, idx = src.shape, list(x.src[2:])
   if any(in_shape[a] == 0 for a in axes): return reduce_identity(rop, u.dtype)
   for a in axes:
     if in_shape[a] == 1: idx[a] = UOp.const(0)
@@ -211,18 +210,14 @@ def _reduce(ctx:KernelContext, x:UOp, u:UOp) -> UOp:
   if (ctx.merge_reduce and len(red) > 1) or len(red) == 1:
     sub = tuple(in_shape[a] for a in red)
     total = prod(sub)
-    # UNROLL consecutive elements per iteration, combined as a tree before they meet the accumulator (more ILP, and the C compiler
-    # can vectorize the loads)
+    # UNROLL consecutive elements per iteration: an inner UNROLL range the codegen expands into lanes combined as a tree before they
+    # meet the accumulator (more ILP, and the C compiler can vectorize the loads)
     unroll = UNROLL if not NOOPT and total % UNROLL == 0 and total >= 2 * UNROLL else 1
     r = UOp.range(total // unroll, next(ctx.axis), AxisType.REDUCE)
     ctx.reduce_dims[r] = [total // unroll, unroll] if unroll > 1 else [total]
-    parts = []
-    for j in range(unroll):
-      pos = r * unroll + j if unroll > 1 else r
-      for a, v in zip(red, unflatten(pos, sub)): idx[a] = v
-      parts.append(at(src, valid, tuple(idx)))
-    while len(parts) > 1: parts = [UOp(rop, u.dtype, (parts[i], parts[i+1])) for i in range(0, len(parts), 2)]
-    return UOp(Ops.REDUCE, u.dtype, (parts[0], r), (rop,))
+    ranges = [r] if unroll == 1 else [r, UOp.range(unroll, next(ctx.axis), AxisType.UNROLL)]
+    for a, v in zip(red, unflatten(r if unroll == 1 else r * unroll + ranges[1], sub)): idx[a] = v
+    return UOp(Ops.REDUCE, u.dtype, (at(src, valid, tuple(idx)), *ranges), (rop,))
   ranges = []
   for a in red:
     ranges.append(r := UOp.range(in_shape[a], next(ctx.axis), AxisType.REDUCE))
@@ -249,14 +244,15 @@ pm_index = PatternMatcher([
 @dataclass(frozen=True)
 class KernelInfo:
   name: str
-  def __repr__(self): return f"KernelInfo({self.name!r})"
+  opts: tuple = ()   # the optimizations applied to the kernel (tinygrad/codegen/opt.py's Opt), in order
+  def __repr__(self): return f"KernelInfo({self.name!r}{f', opts={self.opts!r}' if self.opts else ''})"
 
 def build_kernel(root:UOp, out:UOp, bufs:dict[UOp, UOp], realized_buffer, merge_out:bool, merge_reduce:bool,
                  memo:dict|None=None) -> tuple[UOp, KernelContext]:
   """The kernel AST computing root into the BUFFER out. With merge_out (merge_reduce) the output (reduced) dims are one loop,
   split again by index arithmetic where a buffer needs that."""
   ctx = KernelContext(root, out, bufs, realized_buffer, merge_reduce, {} if memo is None else memo)
-  shape = shape_of(root)
+  shape = root.shape
   ctx.param(out)
   dims = [s for s in shape if s != 1]
   if merge_out and len(dims) > 1:

@@ -160,8 +160,13 @@ def _attach(cls:type, mixin:type) -> None:
     setattr(cls, name, value)
     if hasattr(value, "__set_name__"): value.__set_name__(cls, name)
 
+# levels of src printed nested in one another; a deeper subtree is printed by reference and defined after the root's
+# text, so a repr is linear in the graph (indenting every level of a deep chain would make it quadratic)
+REPR_MAX_DEPTH = 64
+
 def pretty_print(root:UOp) -> str:
-  """tinygrad-style multi-line repr; a subtree used more than once is printed once as `xN:=` and referenced as `xN`."""
+  """tinygrad-style multi-line repr; a subtree used more than once is printed once as `xN:=` and referenced as `xN`.
+  Subtrees more than REPR_MAX_DEPTH levels deep are referenced too, and defined after the root as `xN:=...`."""
   # number shared nodes in the order a pre-order walk over the edges first reaches them
   refs: dict[UOp, list[int]] = {}
   walk = [iter(root.src)]
@@ -173,20 +178,25 @@ def pretty_print(root:UOp) -> str:
     if e[1] == 1: walk.append(iter(s.src))
   out: list[str] = []
   printed: set[UOp] = set()
-  work: list = [(root, 0)]
-  while work:
-    if isinstance(item:=work.pop(), str):
-      out.append(item)
-      continue
-    x, d = item
-    idx, cnt = refs.get(x, (0, 0))
-    if x in printed:
-      out.append(f"{' '*d}x{idx}")
-      continue
-    printed.add(x)
-    out.append(f"{' '*d}{f'x{idx}:=' if cnt > 1 else ''}{type(x).__name__}({x.op}, {x.dtype}, arg={x.argstr()}{x.tagstr()}, src=(")
-    work.append("))")
-    for s in reversed(x.src): work.extend([",", (s, d+2), "\n"])
+  tops: list[UOp] = [root]
+  for top in tops:  # grows while it is walked: the deep subtrees cut off below
+    if top is not root: out.append("\n")
+    work: list = [(top, 0)]
+    while work:
+      if isinstance(item:=work.pop(), str):
+        out.append(item)
+        continue
+      x, d = item
+      idx, cnt = refs.get(x, (0, 0))
+      if x is not top and (x in printed or (d >= 2*REPR_MAX_DEPTH and x.src)):
+        if x not in printed: printed.add(x); tops.append(x)
+        out.append(f"{' '*d}x{idx}")
+        continue
+      printed.add(x)
+      name = f"x{idx}:=" if cnt > 1 or (x is top and top is not root) else ""
+      out.append(f"{' '*d}{name}{type(x).__name__}({x.op}, {x.dtype}, arg={x.argstr()}{x.tagstr()}, src=(")
+      work.append("))")
+      for s in reversed(x.src): work.extend([",", (s, d+2), "\n"])
   return "".join(out)
 
 class _UOpMethods:
@@ -726,7 +736,26 @@ def _do_unbind(ctx:dict[UOp, int], x:UOp) -> UOp|None:
   return v
 pm_unbind = PatternMatcher([(UPat(Ops.AFTER, name="x"), _do_unbind)])
 
-# the operators (tinygrad/mixin/mathtraits.py); attached base class first so the subclass overrides win
+# ***** the tensor graph: shapes, and the movement/reduce primitives of tinygrad/mixin *****
+
+class _UOpTensorLevel:
+  def _mop(self:UOp, op:Ops, arg:Any) -> UOp: return UOp(op, self.dtype, (self,), arg)
+  def _rop(self:UOp, op:Ops, axes:tuple[int, ...]) -> UOp: return UOp(_REDUCE, self.dtype, (self,), (op, axes))
+  def full_like(self:UOp, fill_value:ConstType, dtype:DType|None=None) -> UOp:
+    """fill_value with self's shape: a CONST, reshaped to ones and expanded (as Tensor.full_like builds it)."""
+    dt = dtype or self.dtype
+    ret = UOp(_CONST, dt, (), dt.const(fill_value))
+    if not (shape := self.shape): return ret
+    ret = UOp(_RESHAPE, dt, (ret,), (1,) * len(shape))
+    return ret if all(s == 1 for s in shape) else UOp(_EXPAND, dt, (ret,), shape)
+_REDUCE, _RESHAPE, _EXPAND = Ops.REDUCE, Ops.RESHAPE, Ops.EXPAND
+
+# the operations (tinygrad/mixin); attached base class first so the subclass overrides win
+from tinygrad.uop.shape import _Shape  # noqa: E402
 from tinygrad.mixin.mathtraits import OperatorMixin, MathTrait, UOpMathTrait, UPatMathTrait  # noqa: E402
-for _cls, _mixins in ((UOp, (OperatorMixin, MathTrait, UOpMathTrait)), (UPat, (OperatorMixin, MathTrait, UPatMathTrait))):
+from tinygrad.mixin.movement import MovementMixin  # noqa: E402
+from tinygrad.mixin.reduce import ReduceMixin  # noqa: E402
+UOp.shape = _Shape()
+for _cls, _mixins in ((UOp, (OperatorMixin, MathTrait, MovementMixin, ReduceMixin, UOpMathTrait, _UOpTensorLevel)),
+                      (UPat, (OperatorMixin, MathTrait, UPatMathTrait))):
   for _m in _mixins: _attach(_cls, _m)

@@ -4,15 +4,16 @@ Each stage is a module-level PatternMatcher whose rules return True (the UOp is 
 rule does not decide; the next one is tried). A UOp that no rule accepts is invalid. `type_verify` walks a graph (or a list) and
 raises a RuntimeError naming the stage and the offending UOp: its position, op, dtype, arg and srcs, and the rule it broke.
 
-  spec_tensor   the tensor graph that tinygrad.tensor builds and the scheduler reads (conventions: tinygrad/schedule/shape.py):
-                BUFFER, CONST, movement ops, REDUCE(x, arg=(op, axes)), CONTIGUOUS, COPY, ALU/CAST/BITCAST, with shapes that agree.
+  spec_tensor   the tensor graph that tinygrad.tensor builds and the scheduler reads (conventions: tinygrad/uop/shape.py):
+                BUFFER, CONST, movement ops, REDUCE(x, arg=(op, axes)), CONTIGUOUS, COPY, ALU/CAST/BITCAST, with shapes that agree;
+                no SUB/NEG/FDIV/CMPEQ (one spelling per op, see tinygrad/mixin/mathtraits.py).
   spec_kernel   a kernel AST from the scheduler: SINK(STORE(INDEX(PARAM, idx), value)...) with LOAD/ALU/CAST/CONST, RANGE and
                 REDUCE(x, *reduce RANGEs, arg=(op,)). No movement ops, no BUFFER: every access is index arithmetic on a PARAM.
                 (A copy between devices is scheduled as the AST COPY(arg=KernelInfo), with no srcs.)
   spec_lowered  the kernel after the codegen's graph passes, before linearizing: REDUCE became a register accumulator
                 (BUFFER(REG), AFTER, STORE/LOAD), every loop is closed by an END, THREAD/GLOBAL/LOCAL ranges became SPECIALs;
                 local BUFFERs and BARRIERs may appear. An upcast kernel (codegen/opt.py) adds SHRINK
-                vector loads/stores, STACK, INDEX of a lane and a GROUP of stores; a threaded one the core_id variable PARAM.
+                vector loads/stores, STACK, INDEX of a lane and a GROUP of stores.
   spec_linear   the per-UOp dtype rules of the linear program; `verify_linear` adds tinygrad.renderer.check_linear (order,
                 scopes, src shapes of the linear-UOp contract) so that part is written once, in the renderer.
 
@@ -145,6 +146,9 @@ spec_tensor = PatternMatcher([
   # COPY(x, arg=(src device, dst device)) moves x to another device (Tensor.to)
   (UPat(Ops.COPY, src=(UPat(name="s"),), name="x"),
    lambda x, s: s.dtype is x.dtype and isinstance(x.arg, tuple) and len(x.arg) == 2 and all(isinstance(d, str) for d in x.arg)),
+  # one spelling per op (tinygrad/mixin/mathtraits.py): a - b is ADD(a, MUL(b, -1)), a / b is MUL(a, RECIPROCAL(b)), a == b is a negated
+  # CMPNE, so rules over the tensor graph (autograd) never meet these; the codegen prints them again
+  (UPat((Ops.SUB, Ops.NEG, Ops.FDIV, Ops.CMPEQ)), lambda: False),
   (UPat(tuple(GroupOp.ALU), name="x"), _tensor_alu_ok),
   *_values,
 ])
@@ -182,7 +186,7 @@ def _kernel_sink_ok(x:UOp) -> bool: return len(x.src) >= 1 and all(s.op is Ops.S
 def _reduce_ok(x:UOp) -> bool:
   """REDUCE(x, *ranges, arg=(op,)): reduces x over the REDUCE ranges, in x's dtype."""
   return len(x.src) >= 2 and x.src[0].dtype is x.dtype and x.dtype is not dtypes.void and isinstance(x.arg, tuple) and len(x.arg) == 1 and \
-    x.arg[0] in GroupOp.Reduce and all(r.op is Ops.RANGE and range_ok(r, (AxisType.REDUCE,)) for r in x.src[1:])
+    x.arg[0] in GroupOp.Reduce and all(r.op is Ops.RANGE and range_ok(r, (AxisType.REDUCE, AxisType.UNROLL)) for r in x.src[1:])
 
 spec_kernel = PatternMatcher([
   (UPat(Ops.SINK, dtypes.void, name="x"), _kernel_sink_ok),

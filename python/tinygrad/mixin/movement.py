@@ -1,0 +1,95 @@
+"""The movement operations (reshape, expand, permute, pad, shrink, flip and what is built from them), written once for Tensor and UOp.
+
+Primitives each class provides: `shape`, `_mop(op, arg)` (the movement node, arg already checked) and `full_like(value, dtype)` (a
+constant of self's shape: CONST, reshaped to ones and expanded). A movement that changes nothing returns self, so Tensor and UOp
+build exactly the same nodes; bad arguments raise the errors torch would (RuntimeError/ValueError/IndexError naming the shapes).
+"""
+from __future__ import annotations
+from tinygrad.uop import Ops
+from tinygrad.dtype import dtypes
+from tinygrad.helpers import prod, argfix
+
+class MovementMixin:
+  @property
+  def ndim(self) -> int: return len(self.shape)
+  def numel(self) -> int: return prod(self.shape)
+  def _norm_axis(self, a:int, extra:int=0) -> int:
+    """Axis a (negative counts from the end) of self, or of self with `extra` more dims."""
+    n = self.ndim + extra
+    if not -max(n, 1) <= a < max(n, 1): raise IndexError(f"dimension {a} is out of range for a tensor of shape {self.shape} "
+                                                          f"(expected to be in [{-max(n, 1)}, {max(n, 1) - 1}])")
+    return a + n if a < 0 else a
+
+  def reshape(self, shape, *args):
+    shape = tuple(argfix(shape, *args))
+    if shape.count(-1) > 1: raise RuntimeError(f"only one dimension can be inferred, got {shape}")
+    if -1 in shape:
+      rest = prod(s for s in shape if s != -1)
+      if rest == 0 or self.numel() % rest: raise RuntimeError(f"shape {shape} is invalid for input of shape {self.shape}")
+      shape = tuple(self.numel() // rest if s == -1 else s for s in shape)
+    if any(not isinstance(s, int) or s < 0 for s in shape): raise RuntimeError(f"invalid shape {shape}")
+    if prod(shape) != self.numel(): raise RuntimeError(f"shape {shape} is invalid for input of shape {self.shape} ({self.numel()} elements)")
+    return self if shape == self.shape else self._mop(Ops.RESHAPE, shape)
+  def permute(self, order, *args):
+    order = tuple(self._norm_axis(a) for a in argfix(order, *args))
+    if sorted(order) != list(range(self.ndim)): raise RuntimeError(f"permute order {order} is not a permutation of the dims of {self.shape}")
+    return self if order == tuple(range(self.ndim)) else self._mop(Ops.PERMUTE, order)
+  def expand(self, shape, *args):
+    """self broadcast to shape (-1 keeps a dim; new dims are added in front)."""
+    shape = tuple(argfix(shape, *args))
+    if len(shape) < self.ndim: raise RuntimeError(f"can't expand {self.shape} to {shape}: fewer dims")
+    x = self.reshape((1,) * (len(shape) - self.ndim) + self.shape) if len(shape) > self.ndim else self
+    new = tuple(o if s == -1 else s for s, o in zip(shape, x.shape))
+    if any(o != 1 and o != s for s, o in zip(new, x.shape)): raise RuntimeError(f"can't expand {self.shape} to {shape}")
+    return x if new == x.shape else x._mop(Ops.EXPAND, new)
+  def _expand_to(self, shape:tuple[int, ...]):
+    if self.shape == shape: return self
+    return self.reshape((1,) * (len(shape) - self.ndim) + self.shape).expand(shape)
+  def pad(self, padding, value:float=0.0):
+    """Pads with `value`: torch style (left, right) pairs from the last dim, or one (before, after) pair (or None) per dim. Negative
+    amounts cut (a SHRINK); the padded region of a nonzero value is a WHERE over a padded mask."""
+    if all(isinstance(p, int) for p in padding):
+      if len(padding) % 2 or len(padding) // 2 > self.ndim: raise ValueError(f"invalid padding {padding} for shape {self.shape}")
+      pairs = [(0, 0)] * self.ndim
+      for i in range(len(padding) // 2): pairs[self.ndim - 1 - i] = (padding[2*i], padding[2*i+1])
+    else:
+      if len(padding) != self.ndim: raise ValueError(f"padding {padding} needs one entry per dim of {self.shape}")
+      pairs = [(0, 0) if p is None else tuple(p) for p in padding]
+    x = self.shrink(tuple((-min(b, 0), s + min(a, 0)) for s, (b, a) in zip(self.shape, pairs)))
+    pos = tuple((max(b, 0), max(a, 0)) for b, a in pairs)
+    if all(p == (0, 0) for p in pos): return x
+    ret = x._mop(Ops.PAD, pos)
+    if value == 0: return ret
+    return x.full_like(True, dtypes.bool)._mop(Ops.PAD, pos).where(ret, value)
+  def shrink(self, arg):
+    """The slice [start, end) of each dim (None keeps a dim)."""
+    if len(arg) != self.ndim: raise ValueError(f"shrink {arg} needs one entry per dim of {self.shape}")
+    arg = tuple((0, s) if a is None else tuple(a) for a, s in zip(arg, self.shape))
+    if any(not 0 <= b <= e <= s for (b, e), s in zip(arg, self.shape)): raise ValueError(f"invalid shrink {arg} for shape {self.shape}")
+    if all(a == (0, s) for a, s in zip(arg, self.shape)): return self
+    return self._mop(Ops.SHRINK, arg)
+  def flip(self, axis, *args):
+    axes = {self._norm_axis(a) for a in argfix(axis, *args)}
+    flips = tuple(i in axes and s > 1 for i, s in enumerate(self.shape))
+    return self if not any(flips) else self._mop(Ops.FLIP, flips)
+
+  def transpose(self, dim0:int=1, dim1:int=0):
+    order = list(range(self.ndim))
+    d0, d1 = self._norm_axis(dim0), self._norm_axis(dim1)
+    order[d0], order[d1] = order[d1], order[d0]
+    return self.permute(order)
+  @property
+  def T(self): return self.transpose() if self.ndim >= 2 else self
+  def flatten(self, start_dim:int=0, end_dim:int=-1):
+    if self.ndim == 0: return self.reshape(1)
+    s, e = self._norm_axis(start_dim), self._norm_axis(end_dim)
+    return self.reshape(self.shape[:s] + (prod(self.shape[s:e+1]),) + self.shape[e+1:])
+  def squeeze(self, dim:int|None=None):
+    if dim is None: return self.reshape(tuple(s for s in self.shape if s != 1))
+    d = self._norm_axis(dim)
+    return self if self.shape[d] != 1 else self.reshape(self.shape[:d] + self.shape[d+1:])
+  def unsqueeze(self, dim:int):
+    d = self._norm_axis(dim, extra=1)
+    return self.reshape(self.shape[:d] + (1,) + self.shape[d:])
+
+__all__ = ["MovementMixin"]

@@ -1,0 +1,40 @@
+"""The reductions (sum, prod, max, min, mean), written once for Tensor and UOp.
+
+Primitive each class provides: `_rop(op, axes)`, the REDUCE node over sorted distinct axes, which keeps them as size-1 dims (see
+tinygrad/uop/shape.py). A reduction is that node, then a reshape dropping the reduced dims unless keepdim; reducing no axis is the
+identity. Also needs the movement and elementwise mixins (reshape, cast, neg, ~, div).
+"""
+from __future__ import annotations
+from tinygrad.uop import Ops
+from tinygrad.dtype import dtypes, DTypeLike, sum_acc_dtype, to_dtype
+from tinygrad.helpers import prod
+
+class ReduceMixin:
+  def _axes(self, axis) -> tuple[int, ...]:
+    if axis is None: return tuple(range(self.ndim))
+    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    return tuple(sorted({self._norm_axis(a) for a in axes}))
+  def _reduce(self, op:Ops, axis=None, keepdim:bool=False):
+    axes = tuple(a for a in self._axes(axis) if a < self.ndim)
+    ret = self._rop(op, axes) if axes else self
+    if keepdim: return ret
+    return ret.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
+  def sum(self, axis=None, keepdim=False, dtype:DTypeLike|None=None):
+    """Sums in sum_acc_dtype (bools and small ints in the default int, half/bfloat16 in float32, cast back) unless dtype is given."""
+    acc = to_dtype(dtype) if dtype is not None else sum_acc_dtype(self.dtype)
+    ret = self.cast(acc)._reduce(Ops.ADD, axis, keepdim)
+    return ret.cast(self.dtype) if dtype is None and self.dtype in (dtypes.float16, dtypes.bfloat16) else ret
+  def prod(self, axis=None, keepdim=False, dtype:DTypeLike|None=None):
+    return self.cast(to_dtype(dtype) if dtype is not None else self.dtype)._reduce(Ops.MUL, axis, keepdim)
+  def max(self, axis=None, keepdim=False): return self._reduce(Ops.MAX, axis, keepdim)
+  def _inverse(self):
+    """An order-reversing map onto the same dtype (its own inverse): min is _inverse(max(_inverse(x)))."""
+    if dtypes.is_float(self.dtype): return -self
+    return self.logical_not() if self.dtype is dtypes.bool else ~self
+  def min(self, axis=None, keepdim=False): return self._inverse().max(axis, keepdim)._inverse()
+  def mean(self, axis=None, keepdim=False):
+    cnt = prod(s for i, s in enumerate(self.shape) if i in self._axes(axis))
+    ret = self._to_float().sum(axis, keepdim)
+    return ret.div(cnt) if cnt > 0 else ret.mul(float("nan"))
+
+__all__ = ["ReduceMixin"]

@@ -1,0 +1,109 @@
+"""UOp.shape: the shape of a tensor-level UOp, computed once per node from its op, sources and arg, and kept on the node.
+
+Tensor-level conventions (what Tensor and the UOp mixins build, what the scheduler reads):
+  BUFFER   src: (CONST size,)  arg: ParamArg(uid, dtype, device=...)   a flat device buffer, shape (size,)
+  CONST    src: ()             arg: value                               shape ()
+  RESHAPE/EXPAND arg: the new shape; PERMUTE arg: the order; PAD arg: ((before, after), ...) (>= 0); SHRINK arg: ((start, end), ...);
+  FLIP arg: a tuple of bools (one per dim)
+  REDUCE   src: (x,)           arg: (op, axes)                          keeps the reduced dims as size 1
+  ALU / CAST / BITCAST / CONTIGUOUS / COPY / DETACH                     the shape of their sources, which agree (Tensor broadcasts
+                                                                        first; COPY's arg is (src device, dst device))
+Kernel-level UOps (RANGE, PARAM, INDEX, LOAD, a Variable, ...) have shape None, and so does everything computed from one: a shape
+is never a property of index arithmetic. An ill-formed tensor-level node raises a RuntimeError naming its op, its arg and the shapes
+of its sources when its shape is first asked for.
+
+The rules are a PatternMatcher whose callbacks return the shape (no rule: None). Sources are done first without recursion, so the
+shape of a deep graph costs one pass over the nodes not seen before.
+"""
+from __future__ import annotations
+from tinygrad.uop import Ops, GroupOp
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher, _fill_children_first
+from tinygrad.helpers import prod
+
+def _ints(t, lo:int=0) -> bool: return isinstance(t, tuple) and all(type(i) is int and i >= lo for i in t)
+
+def _bad(u:UOp, s, why:str):
+  raise RuntimeError(f"ill-formed {u.op} with arg {u.arg!r} on a source of shape {s}: {why}")
+
+def _reshape(u:UOp, x:UOp):
+  if (s := x.shape) is None: return None
+  if not _ints(u.arg): _bad(u, s, "the new shape must be a tuple of ints >= 0")
+  if prod(u.arg) != prod(s): _bad(u, s, f"{prod(s)} elements can't become {prod(u.arg)}")
+  return u.arg
+
+def _expand(u:UOp, x:UOp):
+  if (s := x.shape) is None: return None
+  if not _ints(u.arg) or len(u.arg) != len(s): _bad(u, s, "the new shape needs one int >= 0 per dim")
+  if any(o != n and o != 1 for o, n in zip(s, u.arg)): _bad(u, s, "only dims of size 1 can expand")
+  return u.arg
+
+def _permute(u:UOp, x:UOp):
+  if (s := x.shape) is None: return None
+  if not _ints(u.arg) or sorted(u.arg) != list(range(len(s))): _bad(u, s, f"the order must be a permutation of range({len(s)})")
+  return tuple(s[i] for i in u.arg)
+
+def _pairs_ok(u:UOp, s:tuple) -> bool: return isinstance(u.arg, tuple) and len(u.arg) == len(s) and all(_ints(p) and len(p) == 2 for p in u.arg)
+
+def _pad(u:UOp, x:UOp):
+  if (s := x.shape) is None: return None
+  if not _pairs_ok(u, s): _bad(u, s, "the padding needs one (before, after) pair of ints >= 0 per dim")
+  return tuple(n + b + a for n, (b, a) in zip(s, u.arg))
+
+def _shrink(u:UOp, x:UOp):
+  if (s := x.shape) is None: return None
+  if not _pairs_ok(u, s) or any(not b <= e <= n for (b, e), n in zip(u.arg, s)):
+    _bad(u, s, "needs one (start, end) per dim, 0 <= start <= end <= size")
+  return tuple(e - b for b, e in u.arg)
+
+def _flip(u:UOp, x:UOp):
+  if (s := x.shape) is None: return None
+  if not (isinstance(u.arg, tuple) and len(u.arg) == len(s) and all(isinstance(f, bool) for f in u.arg)): _bad(u, s, "needs one bool per dim")
+  return s
+
+def _reduce(u:UOp, x:UOp):
+  if (s := x.shape) is None: return None
+  op, axes = u.arg
+  if op not in GroupOp.Reduce or not _ints(axes) or list(axes) != sorted(set(axes)) or any(a >= len(s) for a in axes):
+    _bad(u, s, "needs (op, sorted distinct axes of the source)")
+  return tuple(1 if i in axes else n for i, n in enumerate(s))
+
+def _elementwise(u:UOp):
+  shapes = [s.shape for s in u.src]
+  if not shapes or any(s is None for s in shapes): return None
+  if any(s != shapes[0] for s in shapes[1:]):
+    raise RuntimeError(f"ill-formed {u.op}: its sources have the shapes {', '.join(map(str, shapes))} (elementwise ops need one shape)")
+  return shapes[0]
+
+_ELEMENTWISE = tuple(GroupOp.ALU | {Ops.CAST, Ops.BITCAST, Ops.CONTIGUOUS, Ops.CONTIGUOUS_BACKWARD, Ops.DETACH, Ops.COPY})
+shape_rules = PatternMatcher([
+  (UPat(Ops.CONST), lambda: ()),
+  (UPat(Ops.BUFFER, src=(UPat(Ops.CONST, name="n"),)), lambda n: (n.arg,) if type(n.arg) is int else None),
+  (UPat(Ops.RESHAPE, src=(UPat.var("x"),), name="u"), _reshape),
+  (UPat(Ops.EXPAND, src=(UPat.var("x"),), name="u"), _expand),
+  (UPat(Ops.PERMUTE, src=(UPat.var("x"),), name="u"), _permute),
+  (UPat(Ops.PAD, src=(UPat.var("x"),), name="u"), _pad),
+  (UPat(Ops.SHRINK, src=(UPat.var("x"),), name="u"), _shrink),
+  (UPat(Ops.FLIP, src=(UPat.var("x"),), name="u"), _flip),
+  # the tensor-level REDUCE (op, axes) on one source; a kernel's REDUCE(x, *ranges, arg=(op,)) has no shape
+  (UPat(Ops.REDUCE, src=(UPat.var("x"),), name="u"), lambda u, x: _reduce(u, x) if isinstance(u.arg, tuple) and len(u.arg) == 2 else None),
+  (UPat(_ELEMENTWISE, name="u"), _elementwise),
+])
+
+# the ops whose shape is read from their sources: a walk to fill in shapes only descends through these
+_FROM_SRC = frozenset(GroupOp.Movement | {Ops.REDUCE} | set(_ELEMENTWISE))
+_NO_SRC = frozenset(set(Ops) - _FROM_SRC)
+
+def _store_shape(u:UOp) -> None: u.__dict__["shape"] = shape_rules.rewrite(u)
+
+class _Shape:
+  """UOp.shape: computed on first access (sources first, without recursion) and stored in the node's __dict__, which this non-data
+  descriptor lets win from then on: the same tuple object every time."""
+  def __get__(self, u, owner=None):
+    if u is None: return self
+    if u.op in _FROM_SRC:
+      for s in u.src:
+        if "shape" not in s.__dict__:
+          _fill_children_first(u, "shape", _store_shape, _NO_SRC)
+          return u.__dict__["shape"]
+    ret = u.__dict__["shape"] = shape_rules.rewrite(u)
+    return ret
