@@ -20,7 +20,7 @@ as a tree.
 from __future__ import annotations
 from dataclasses import dataclass, field
 import itertools
-from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, GroupOp, ParamArg, AxisType
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, GroupOp, ParamArg, AxisType, BottomUpGate
 from tinygrad.uop.symbolic import symbolic
 from tinygrad.dtype import dtypes, DType
 from tinygrad.helpers import prod, NOOPT
@@ -241,6 +241,14 @@ pm_index = PatternMatcher([
   (_at(Ops.CONTIGUOUS), lambda x, u: at(u.src[0], x.src[1], x.src[2:])),   # the kernel's root (elsewhere it has a buffer)
 ])
 
+def _gate(ctx:KernelContext, x:UOp) -> None:
+  # the walk stops at nodes this kernel loads from a buffer: the graph below them belongs to other kernels (or was realized)
+  if x is not ctx.root and (x.op is Ops.BUFFER or x in ctx.bufs or ctx.realized_buffer(x) is not None): raise BottomUpGate()
+
+# run before a node's sources are visited
+pm_kernel_region = PatternMatcher([(UPat(tuple(GroupOp.Movement) + tuple(GroupOp.ALU) + (Ops.REDUCE, Ops.CONTIGUOUS, Ops.COPY, Ops.BUFFER,
+                                         Ops.CAST, Ops.BITCAST), name="x"), _gate)])
+
 @dataclass(frozen=True)
 class KernelInfo:
   name: str
@@ -259,7 +267,9 @@ def build_kernel(root:UOp, out:UOp, bufs:dict[UOp, UOp], realized_buffer, merge_
     idx, out_dims = unflatten(UOp.range(prod(dims), next(ctx.axis), AxisType.LOOP), shape), [prod(dims)]
   else: idx, out_dims = tuple(UOp.const(0) if s == 1 else UOp.range(s, next(ctx.axis), AxisType.LOOP) for s in shape), dims
   ctx.out_merge_possible = len(dims) > 1
-  value = graph_rewrite(at(root, _TRUE, idx), pm_index, ctx=ctx, bottom_up=True, name="schedule: value at index")
+  # children first: the kernel's region of the tensor graph is walked (not below its loads, pm_kernel_region), then the value at the
+  # output index is pushed down it; the rewrite engine's limits on nested replacements grow with the region walked
+  value = graph_rewrite(at(root, _TRUE, idx), pm_index, ctx=ctx, bpm=pm_kernel_region, name="schedule: value at index")
   store = UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, out.dtype, (ctx.params[out], flat_index(idx, shape))), value))
   red_dims = [d for r in sorted(ctx.reduce_dims, key=lambda r: r.arg[0]) for d in ctx.reduce_dims[r]]
   name = "_".join(["r" if red_dims else "E"] + [str(s) for s in (out_dims or ([] if red_dims else [1]))] + [str(s) for s in red_dims])
