@@ -14,7 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 from typing import Any, Generic, Iterator, Sequence, TypeVar, TYPE_CHECKING
 from tinygrad.helpers import DEBUG, LRU, CCACHE, ALLOW_DEVICE_USAGE, MAX_BUFFER_SIZE, DEV, GlobalCounters, diskcache_get, diskcache_put
-from tinygrad.helpers import select_by_name, select_first_inited, flat_mv, size_to_str, suppress_finalizing
+from tinygrad.helpers import select_by_name, select_first_inited, flat_mv, size_to_str, suppress_finalizing, BoundedCache
 from tinygrad.dtype import DType, dtypes, _to_np_dtype, from_storage_scalar, storage_fmt_for_dtype
 if TYPE_CHECKING:
   from tinygrad.renderer import Renderer, ProgramSpec
@@ -292,7 +292,7 @@ class Compiler:
   CCACHE=0 turn the disk cache off). The base class is the identity: the "binary" is the source's bytes."""
   def __init__(self, cachekey:str|None=None):
     self.cachekey = cachekey
-    self._mem: dict[str, bytes] = {}
+    self._mem: dict[str, bytes] = BoundedCache(4096)   # source hash -> binary
     self.stats = {"compiled": 0, "mem_hits": 0, "disk_hits": 0}
   def cache_id(self) -> str:
     """What besides the source determines the binary (compiler path, flags); part of the cache key."""
@@ -308,19 +308,22 @@ class Compiler:
     keys = [self.cache_key(src) for src in srcs]
     use_disk = self.cachekey is not None and CCACHE
     missing: dict[str, str] = {}   # key -> source, each distinct source once
+    found: dict[str, bytes] = {}     # this call's results (the bounded memory cache may drop some of them before the end)
     for src, key in zip(srcs, keys):
-      if key in self._mem: self.stats["mem_hits"] += 1
-      elif key in missing: pass   # the same source twice in this call: compiled once
+      if key in found or key in missing: continue   # the same source twice in this call: looked up or compiled once
+      if (lib := self._mem.get(key)) is not None:
+        self.stats["mem_hits"] += 1
+        found[key] = lib
       elif use_disk and isinstance(lib := diskcache_get(self.cachekey, key), bytes):
         self.stats["disk_hits"] += 1
-        self._mem[key] = lib
+        found[key] = self._mem[key] = lib
       else: missing[key] = src
     if missing:
       for key, lib in zip(missing, self.compile_many(list(missing.values()))):
         self.stats["compiled"] += 1
         if use_disk: diskcache_put(self.cachekey, key, lib)
-        self._mem[key] = lib
-    return [self._mem[key] for key in keys]
+        found[key] = self._mem[key] = lib
+    return [found[key] for key in keys]
   def disassemble(self, lib:bytes): pass
 
 def numbered_source(src:str) -> str: return "\n".join(f"{i+1:4d}  {line}" for i, line in enumerate(src.splitlines()))
@@ -346,12 +349,16 @@ class Program(Generic[DeviceType]):
 class Compiled:
   """A device: its allocator, its renderers (the first that can be built is used; DEV=CPU:<RENDERER> picks one), the compiler of the
   chosen renderer, and its runtime (a Program class)."""
-  def __init__(self, device:str, allocator:Allocator, renderers:Sequence[type[Renderer]], runtime:type[Program]|None, graph:Any=None,
-               arch:str|None=None):
-    self.device, self.allocator, self.runtime_t, self.graph, self.renderers, self.arch = device, allocator, runtime, graph, list(renderers), arch
+  def __init__(self, device:str, allocator:Allocator, renderers:Sequence[type[Renderer]|tuple[type[Renderer], type[Compiler]]],
+               runtime:type[Program]|None, graph:Any=None, arch:str|None=None):
+    # a renderer comes with the compiler this device builds its source with: the pairing lives here, in the runtime, so renderers
+    # (a lower layer) never import a compiler; a renderer given alone keeps its own (the base Compiler, which builds nothing)
+    pairs = [r if isinstance(r, tuple) else (r, None) for r in renderers]
+    self.renderers, self._compiler_for = [r for r, _ in pairs], {r: c for r, c in pairs if c is not None}
+    self.device, self.allocator, self.runtime_t, self.graph, self.arch = device, allocator, runtime, graph, arch
     self.device_id = int(idx) if ":" in device and (idx := device.split(":")[1]).isdigit() else 0
     self.cached_renderer: dict[Any, Renderer] = {}
-    self._programs: dict[tuple[str, str], Program] = {}
+    self._programs: dict[tuple[str, str], Program] = BoundedCache(4096)
   def __repr__(self): return f"<{type(self).__name__} {self.device}>"
   def _renderer_name(self, r:type[Renderer]) -> str:
     devname = self.device.split(":")[0].upper()
@@ -361,7 +368,12 @@ class Compiled:
     if not self.renderers: raise RuntimeError(f"{self.device} has no renderer")
     t = DEV.target(self.device.split(":")[0], **({"arch": self.arch} if self.arch else {}))
     cands = select_by_name(self.renderers, self._renderer_name, t.renderer, f"{self.device} has no renderer {t.renderer!r}")
-    return select_first_inited(cands, f"No renderer for {self.device}", self.cached_renderer, t)
+    key = (tuple(cands), t)
+    if (ren := self.cached_renderer.get(key)) is None:
+      ren = select_first_inited(cands, f"No renderer for {self.device}", None, t)
+      if (comp := self._compiler_for.get(type(ren))) is not None: ren.compiler = comp()
+      self.cached_renderer[key] = ren
+    return ren
   @property
   def compiler(self) -> Compiler: return self.renderer.compiler
   def runtime(self, name:str, lib:bytes, spec:ProgramSpec|None=None) -> Program:

@@ -120,11 +120,30 @@ def polyN(x:T, p:list[float]) -> T:
   """Horner evaluation of p[0]*x**(N-1) + ... + p[-1]."""
   return functools.reduce(lambda acc, c: acc*x+c, p, 0.0)  # type: ignore
 
-@functools.cache
+class BoundedCache(dict):
+  """A dict that keeps at most `maxsize` entries, dropping the least recently used: for caches whose keys (kernel ASTs, sources)
+  would otherwise pile up for the life of a process. `get` counts as a use. Safe to share between threads (a racing eviction is a
+  miss, never an error)."""
+  def __init__(self, maxsize:int):
+    super().__init__()
+    self.maxsize = maxsize
+  def get(self, key, default=None):
+    try: val = self.pop(key)
+    except KeyError: return default
+    super().__setitem__(key, val)   # re-inserted at the end: dicts keep insertion order, so the front is the least recent
+    return val
+  def __setitem__(self, key, val):
+    super().pop(key, None)
+    super().__setitem__(key, val)
+    while len(self) > self.maxsize:
+      try: super().pop(next(iter(self)))
+      except (KeyError, StopIteration, RuntimeError): break
+
+@functools.lru_cache(maxsize=4096)
 def canonicalize_strides(shape:tuple[T, ...], strides:tuple[T, ...]) -> tuple[T, ...]:
   # a size-1 dim never moves, so its stride is irrelevant; zero it so equal views compare equal
   return tuple(cast(T, 0) if s == 1 else st for s, st in zip(shape, strides))
-@functools.cache
+@functools.lru_cache(maxsize=4096)
 def strides_for_shape(shape:tuple[T, ...]) -> tuple[T, ...]:
   """Contiguous row-major strides for shape."""
   if not shape: return ()
@@ -207,7 +226,7 @@ def strip_parens(fst:str) -> str:
   """Drops one pair of outer parentheses, only if they enclose the whole string."""
   return fst[1:-1] if fst[:1] == "(" and fst[-1:] == ")" and _parens_balanced(fst[1:-1]) else fst
 _IDENT_CHARS = frozenset(string.ascii_letters + string.digits + "_")
-@functools.cache
+@functools.lru_cache(maxsize=4096)
 def to_function_name(s:str) -> str:
   """A C identifier from any string: non-identifier characters become their hex code, colors are dropped."""
   return "".join(c if c in _IDENT_CHARS else f"{ord(c):02X}" for c in ansistrip(s))

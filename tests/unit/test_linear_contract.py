@@ -128,7 +128,7 @@ def test_core_id_special_is_the_last_argument():
   assert spec.global_size == (n, 1, 1) and spec.launch_dims({"n": 5}) == ((5, 1, 1), None) and spec.vals({"n": 5}) == (5, 0)
 
 def test_spec_checks_specials():
-  from tinygrad.uop.spec import verify_linear
+  from tinygrad.renderer import verify_linear
   out = P(0)
   g = SP("gidx0", 4)
   st = out.index(g).store(UOp.const(1.0, dtypes.float))

@@ -7,7 +7,8 @@ import pytest
 from tinygrad.dtype import dtypes, AddrSpace
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, ParamArg, AxisType
-from tinygrad.uop.spec import spec_tensor, spec_kernel, spec_lowered, spec_linear, type_verify, verify_linear
+from tinygrad.uop.spec import spec_tensor, spec_kernel, spec_lowered, spec_linear, type_verify
+from tinygrad.renderer import verify_linear
 
 def ic(v): return UOp.const(v, dtypes.int)
 

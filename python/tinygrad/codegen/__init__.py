@@ -260,7 +260,7 @@ def lower_ast(ast:UOp, device:str|Renderer|None=None) -> LoweredKernel:
     type_verify(sink, spec_lowered, f"lowered kernel {sink.arg.name}")
   uops = linearize(sink)
   if SPEC:  # SPEC hook: the linear program (tinygrad/uop/spec.py)
-    from tinygrad.uop.spec import verify_linear
+    from tinygrad.renderer import verify_linear
     verify_linear(uops, f"linear program of {sink.arg.name}")
   return LoweredKernel(ast, sink, uops)
 

@@ -82,6 +82,7 @@ from typing import Any, Callable, Sequence, TYPE_CHECKING
 from tinygrad.helpers import Target, to_function_name, cdiv, cmod
 from tinygrad.dtype import DType, dtypes, AddrSpace
 from tinygrad.uop import Ops, GroupOp
+from tinygrad.uop.ops import const_value, is_literal, CORE_ID, GPU_DIMS, SPECIAL_NAMES  # noqa: F401  (part of the contract's vocabulary)
 if TYPE_CHECKING:
   from tinygrad.uop.ops import UOp
   from tinygrad.device import Compiler
@@ -97,13 +98,6 @@ class KernelContractError(ValueError):
 
 def _desc(i:int, u:UOp) -> str: return f"uop {i} ({u.op}, {u.dtype}{'' if u.arg is None else f', arg={u.arg!r}'})"
 
-def const_value(u:UOp) -> Any:
-  """The value of a literal: a CONST, or a CAST of a CONST (tinygrad 0.14's typed literal). None for anything else."""
-  if u.op is Ops.CONST: return u.arg
-  if u.op is Ops.CAST and len(u.src) == 1 and u.src[0].op is Ops.CONST: return u.dtype.const(u.src[0].arg)
-  return None
-
-def is_literal(u:UOp) -> bool: return u.op is Ops.CONST or (u.op is Ops.CAST and len(u.src) == 1 and u.src[0].op is Ops.CONST)
 
 def _addrspace(u:UOp) -> AddrSpace|None: return getattr(u.arg, "addrspace", None)
 
@@ -120,9 +114,6 @@ def mem_root(u:UOp) -> UOp|None:
   return u if is_buffer_param(u) else None
 
 _VECTOR_WIDTHS = (2, 4, 8, 16)
-CORE_ID = "core_id"  # the SPECIAL a runtime sets to the thread index
-GPU_DIMS = ("gidx0", "gidx1", "gidx2", "lidx0", "lidx1", "lidx2")
-SPECIAL_NAMES = frozenset(GPU_DIMS) | {CORE_ID}
 # what a launch size may be computed from: the host evaluates it before the launch
 _LAUNCH_OPS = frozenset({Ops.CONST, Ops.CAST, Ops.ADD, Ops.SUB, Ops.MUL, Ops.CDIV, Ops.CMOD, Ops.MAX, Ops.SHL, Ops.SHR, Ops.AND, Ops.STACK})
 
@@ -489,3 +480,11 @@ def literal_dtype(consumer:UOp, s:UOp) -> DType:
   else: ret = consumer.dtype  # ALU, WHERE, a LOAD's alt, a RANGE's end, STACK
   if ret in dtypes.weaks or ret is dtypes.void: ret = dtypes.default_int if s.dtype is dtypes.weakint else dtypes.default_float
   return ret
+
+def verify_linear(uops:Sequence[UOp], stage:str="linear program") -> None:
+  """SPEC check of a linear program: this contract (check_linear: order, scopes, srcs), then the dtype rules of uop/spec.py's
+  spec_linear. Raises RuntimeError naming the stage."""
+  from tinygrad.uop.spec import type_verify, spec_linear
+  try: check_linear(uops)
+  except KernelContractError as e: raise RuntimeError(f"SPEC: the {stage} is invalid: {e}") from e
+  type_verify(uops, spec_linear, stage)

@@ -392,7 +392,3 @@ class ClangRenderer(CStyleLanguage):
   def global_max(self) -> tuple[int, ...]:  # type: ignore[override]
     """(threads, 0, 0): launches of a threaded kernel that run at once."""
     return (min(NUM_CPU_THREADS.value, os.cpu_count() or 1), 0, 0)
-  def __init__(self, target=None):
-    super().__init__(target)
-    from tinygrad.runtime.support.compiler_cpu import ClangCompiler
-    self.compiler = ClangCompiler()

@@ -15,6 +15,7 @@ from tinygrad.device import Compiled, LRUAllocator, BufferSpec, Program
 from tinygrad.dtype import DType, dtypes
 from tinygrad.helpers import to_mv, mv_address, cache_dir, NUM_CPU_THREADS
 from tinygrad.renderer.cstyle import ClangRenderer
+from tinygrad.runtime.support.compiler_cpu import ClangCompiler
 
 class CPUBuffer:
   """A span of host memory: `mv` is a byte view of it, `addr` its address. Views keep their base alive through `base`. `fd` is the
@@ -121,7 +122,7 @@ class CPUProgram(Program['CPUDevice']):
     return time.perf_counter() - st if wait else None
 
 class CPUDevice(Compiled):
-  def __init__(self, device:str="CPU"): super().__init__(device, CPUAllocator(self), [ClangRenderer], CPUProgram)
+  def __init__(self, device:str="CPU"): super().__init__(device, CPUAllocator(self), [(ClangRenderer, ClangCompiler)], CPUProgram)
   @functools.cached_property
   def pool(self) -> ThreadPoolExecutor: return ThreadPoolExecutor(max_workers=NUM_CPU_THREADS.value, thread_name_prefix="tinygrad-cpu")
   def finalize(self):

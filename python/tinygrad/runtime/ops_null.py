@@ -5,6 +5,7 @@ from __future__ import annotations
 from tinygrad.device import Compiled, Allocator, BufferSpec, Compiler, Program
 from tinygrad.helpers import NULL_ALLOW_COPYOUT
 from tinygrad.renderer.cstyle import CStyleLanguage, ClangRenderer
+from tinygrad.runtime.support.compiler_cpu import ClangCompiler
 
 class NullRenderer(CStyleLanguage):
   device = "NULL"
@@ -32,4 +33,4 @@ class NullProgram(Program['NullDevice']):
     return 1e-3 if wait else None
 
 class NullDevice(Compiled):
-  def __init__(self, device:str="NULL"): super().__init__(device, NullAllocator(self), [NullRenderer, ClangRenderer], NullProgram)
+  def __init__(self, device:str="NULL"): super().__init__(device, NullAllocator(self), [NullRenderer, (ClangRenderer, ClangCompiler)], NullProgram)

@@ -340,6 +340,19 @@ sint = int|UOp
 Variable = UOp
 ConstLike = ConstType|UOp|tuple[ConstType, ...]
 
+# the names a SPECIAL (a launch dimension the runtime sets) may have: GPU block/thread indices and the CPU thread index
+CORE_ID = "core_id"
+GPU_DIMS = ("gidx0", "gidx1", "gidx2", "lidx0", "lidx1", "lidx2")
+SPECIAL_NAMES = frozenset(GPU_DIMS) | {CORE_ID}
+
+def const_value(u:UOp) -> Any:
+  """The value of a literal: a CONST, or a CAST of a CONST (tinygrad 0.14's typed literal). None for anything else."""
+  if u.op is _CONST: return u.arg
+  if u.op is _CAST and len(u.src) == 1 and u.src[0].op is _CONST: return u.dtype.const(u.src[0].arg)
+  return None
+
+def is_literal(u:UOp) -> bool: return u.op is _CONST or (u.op is _CAST and len(u.src) == 1 and u.src[0].op is _CONST)
+
 def range_str(u:UOp) -> str: return '_'.join(str(x) if x >= 0 else "m"+str(-x) for x in u.arg[0:-1])
 
 # ** evaluating ops on Python values (constant folding) **

@@ -14,8 +14,8 @@ raises a RuntimeError naming the stage and the offending UOp: its position, op, 
                 (BUFFER(REG), AFTER, STORE/LOAD), every loop is closed by an END, THREAD/GLOBAL/LOCAL ranges became SPECIALs;
                 local BUFFERs and BARRIERs may appear. An upcast kernel (codegen/opt.py) adds SHRINK
                 vector loads/stores, STACK, INDEX of a lane and a GROUP of stores.
-  spec_linear   the per-UOp dtype rules of the linear program; `verify_linear` adds tinygrad.renderer.check_linear (order,
-                scopes, src shapes of the linear-UOp contract) so that part is written once, in the renderer.
+  spec_linear   the per-UOp dtype rules of the linear program; tinygrad.renderer.verify_linear runs them after the renderer's
+                check_linear (order, scopes, src shapes of the linear-UOp contract), so that part is written once, in the renderer.
 
 Value rules shared by all stages: every operand of an ALU has the dtype of its result, except comparisons (bool result, equal
 operands), WHERE (bool condition) and shifts (any int count). A weak CONST (a Python number, weakint/weakfloat) fits any
@@ -23,13 +23,11 @@ operand it can be converted to without changing kind.
 """
 from __future__ import annotations
 from typing import Any, Sequence
-from tinygrad.uop.ops import PatternMatcher, UPat, UOp, Ops, GroupOp, ParamArg, AxisType
+from tinygrad.uop.ops import PatternMatcher, UPat, UOp, Ops, GroupOp, ParamArg, AxisType, is_literal, SPECIAL_NAMES
 from tinygrad.dtype import DType, dtypes, AddrSpace
 from tinygrad.helpers import prod
-from tinygrad.schedule.shape import shape_of
-from tinygrad.renderer import check_linear, KernelContractError, is_literal, SPECIAL_NAMES
 
-__all__ = ["spec_tensor", "spec_kernel", "spec_lowered", "spec_linear", "type_verify", "verify_linear"]
+__all__ = ["spec_tensor", "spec_kernel", "spec_lowered", "spec_linear", "type_verify"]
 
 # ***** helpers *****
 
@@ -113,7 +111,7 @@ def _all_ints(t:Any, lo:int=0) -> bool: return isinstance(t, tuple) and all(type
 def _movement_ok(x:UOp) -> bool:
   """A movement op on one src of the same dtype, with an arg that fits the src's shape."""
   if len(x.src) != 1 or x.dtype is not x.src[0].dtype: return False
-  s, a = shape_of(x.src[0]), x.arg
+  s, a = x.src[0].shape, x.arg
   if x.op is Ops.RESHAPE: return _all_ints(a) and prod(a) == prod(s)
   if x.op is Ops.EXPAND: return _all_ints(a) and len(a) == len(s) and all(o == n or o == 1 for o, n in zip(s, a))
   if x.op is Ops.PERMUTE: return _all_ints(a) and sorted(a) == list(range(len(s)))
@@ -125,13 +123,13 @@ def _movement_ok(x:UOp) -> bool:
 def _tensor_alu_ok(x:UOp) -> bool:
   """ALU ops in the tensor graph also need srcs of one shape: the Tensor layer broadcasts before it builds them."""
   if not alu_ok(x): return False
-  shapes = {shape_of(s) for s in x.src}
+  shapes = {s.shape for s in x.src}
   return len(shapes) == 1
 
 def _reduce_arg_ok(x:UOp) -> bool:
   a = x.arg
   if not (isinstance(a, tuple) and len(a) == 2 and a[0] in GroupOp.Reduce and _all_ints(a[1])): return False
-  ndim = len(shape_of(x.src[0]))
+  ndim = len(x.src[0].shape)
   return len(a[1]) > 0 and list(a[1]) == sorted(set(a[1])) and a[1][-1] < ndim
 
 spec_tensor = PatternMatcher([
@@ -320,9 +318,3 @@ def type_verify(uops_or_sink:UOp|Sequence[UOp], spec:PatternMatcher, stage:str) 
     try: ok = spec.rewrite(u)
     except Exception: ok = False
     if ok is not True: raise RuntimeError(f"SPEC: the {stage} is invalid at {_describe(i, u)}: {_broken_rule(spec, u)}")
-
-def verify_linear(uops:Sequence[UOp], stage:str="linear program") -> None:
-  """The linear program: the renderer's contract (check_linear: order, scopes, srcs), then the dtype rules of spec_linear."""
-  try: check_linear(uops)
-  except KernelContractError as e: raise RuntimeError(f"SPEC: the {stage} is invalid: {e}") from e
-  type_verify(uops, spec_linear, stage)
