@@ -13,7 +13,8 @@ from tinygrad.mixin.reduce import ReduceMixin
 from tinygrad.dtype import DType, DTypeLike, dtypes, to_dtype, least_upper_dtype, strong_dtype, _to_np_dtype, _from_np_dtype, bitcast
 from tinygrad.helpers import prod, argfix, make_tuple, ceildiv, check_host_alloc
 from tinygrad.device import Device
-from tinygrad.schedule import new_buffer, buffer_view, buffers, realized, as_buffer, create_schedule, schedule_to_linear
+from tinygrad.schedule import create_schedule, schedule_to_linear
+from tinygrad.schedule.buffers import new_buffer, buffer_view, buffer_of, as_buffer, mark_realized
 from tinygrad.engine.realize import run_schedule
 
 __all__ = ["Tensor"]
@@ -63,7 +64,7 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin):
     else: raise TypeError(f"can't make a Tensor from {type(data).__name__}")
     arr = np.ascontiguousarray(arr).reshape(arr.shape)   # ascontiguousarray makes a 0-d array 1-d
     buf = new_buffer(self._device, arr.size, _from_np_dtype(arr.dtype))
-    buffers[buf].allocate().copyin(memoryview(arr.reshape(-1).view(np.uint8)))
+    buffer_of(buf).allocate().copyin(memoryview(arr.reshape(-1).view(np.uint8)))
     self.uop = buffer_view(buf, arr.shape)
     if buf.dtype is not dt: self.uop = UOp(Ops.CAST, dt, (self.uop,), dt)
 
@@ -115,7 +116,7 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin):
   def _buffer(self):
     t = self if (b := as_buffer(self.uop)) is not None and b.src[0].arg == self.numel() else self.contiguous()
     t.realize()
-    return buffers[as_buffer(t.uop)]
+    return buffer_of(as_buffer(t.uop))
   def numpy(self):
     import numpy as np
     if self.numel() == 0: return np.zeros(self.shape, dtype=_to_np_dtype(self.dtype) or np.float32)
@@ -149,7 +150,7 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin):
   def empty(*shape, device:str|None=None, dtype:DTypeLike|None=None) -> Tensor:
     shape, dt = Tensor._check_shape(shape, "empty"), to_dtype(dtype) if dtype is not None else dtypes.default_float
     buf = new_buffer(_canon_device(device), prod(shape), dt)
-    buffers[buf].allocate()
+    buffer_of(buf).allocate()
     return Tensor(buffer_view(buf, shape), device=device)
   @staticmethod
   def full(shape, fill_value, device:str|None=None, dtype:DTypeLike|None=None) -> Tensor:
@@ -458,7 +459,7 @@ def _bind_buffers(tensors:tuple[Tensor, ...], bufs:dict[UOp, UOp]) -> None:
     if (b := bufs.get(t.uop)) is None: continue
     view = buffer_view(b, t.shape)
     if view is not t.uop:
-      realized[t.uop] = view
+      mark_realized(t.uop, view)
       t.uop = view
 
 def _tensors(what:str, ts) -> tuple[Tensor, ...]:

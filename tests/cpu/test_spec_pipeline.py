@@ -102,12 +102,12 @@ class TestCorruptedStagesRaise:
       bad.realize()
 
   def test_kernel_ast(self, checked, x, monkeypatch):
-    build = schedule._KernelBuilder.build
-    def corrupt(self):
-      ast = build(self)
+    build = schedule.best_kernel
+    def corrupt(*args):
+      ast, ctx = build(*args)
       st = ast.src[0]
-      return ast.replace(src=(st.replace(src=(st.src[0], st.src[1].cast(dtypes.int32))),))  # stores an int into a float buffer
-    monkeypatch.setattr(schedule._KernelBuilder, "build", corrupt)
+      return ast.replace(src=(st.replace(src=(st.src[0], st.src[1].cast(dtypes.int32))),)), ctx  # stores an int into a float buffer
+    monkeypatch.setattr(schedule, "best_kernel", corrupt)
     with Context(SPEC=1), pytest.raises(RuntimeError, match=r"SPEC: the kernel AST of E_\w+ is invalid at UOp \d+: Ops.STORE dtypes.void"):
       (Tensor(x) + 1).realize()
 

@@ -31,11 +31,12 @@ from typing import Any, Callable, TYPE_CHECKING
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, GroupOp, ParamArg, AxisType, exec_alu
 from tinygrad.dtype import dtypes, AddrSpace
 from tinygrad.helpers import SPEC
-from tinygrad.schedule.indexing import iconst
 from tinygrad.schedule import reduce_identity as _identity
 from tinygrad.codegen.index_dtype import pm_lower_index
 if TYPE_CHECKING:
   from tinygrad.renderer import Renderer
+
+def iconst(v:int) -> UOp: return UOp.const(v)   # weakint: pm_lower_index gives it a width
 
 def _u(op:Ops, a:UOp, b:UOp|int) -> UOp: return UOp(op, a.dtype, (a, b if isinstance(b, UOp) else UOp.const(b, a.dtype)))
 def _cast(x:UOp, dt) -> UOp: return UOp(Ops.CAST, dt, (x,), dt)
@@ -163,36 +164,45 @@ pm_reduce = PatternMatcher([(UPat(Ops.SINK, name="sink"), _lower_reduces)])
 
 
 def linearize(sink:UOp) -> list[UOp]:
-  """The graph under sink in an order the renderer contract accepts (see tinygrad/renderer/__init__.py)."""
+  """The graph under sink in an order the renderer contract accepts (see tinygrad/renderer/__init__.py). An explicit stack instead of
+  recursion: a kernel can be an elementwise chain thousands of ops deep."""
   out: list[UOp] = [UOp(Ops.SINK, dtypes.void, (), sink.arg)]
   done: set[UOp] = set()
   open_ranges: set[UOp] = set()
-  slices: dict[UOp, set[UOp]] = {}
-  def deps(u:UOp) -> set[UOp]:
-    if (ret := slices.get(u)) is None: slices[u] = ret = set(u.backward_slice)
-    return ret
+  # the RANGEs each node depends on (a node without a new one shares its source's set: memory stays linear in a deep chain)
+  ranges: dict[UOp, frozenset[UOp]] = {}
+  empty: frozenset[UOp] = frozenset()
+  for u in sink.toposort():
+    rs = [ranges[s] | {s} if s.op is Ops.RANGE else ranges[s] for s in u.src]
+    ranges[u] = empty if not rs else rs[0] if all(r is rs[0] or r <= rs[0] for r in rs) else frozenset().union(*rs)
   def ready(x:UOp, r:UOp) -> bool:
     # x can be placed before RANGE r opens: it doesn't need r, and every loop it needs is already open
-    if x.op is Ops.RANGE or r in deps(x): return False
-    return all(d in open_ranges for d in deps(x) if d.op is Ops.RANGE)
-  def emit(u:UOp) -> None:
-    if u in done or u.op is Ops.CONST: return
-    if u.op is Ops.END:
-      body, r = u.src[0], u.src[1]
-      for x in body.toposort():
-        if x not in done and x.op is not Ops.CONST and ready(x, r): emit(x)
-      done.add(r); out.append(r); open_ranges.add(r)
-      emit(body)
-      open_ranges.discard(r)
-    else:
-      for s in u.src: emit(s)
-    done.add(u)
-    out.append(u)
+    return x.op is not Ops.RANGE and r not in ranges[x] and ranges[x] <= open_ranges
   for p in sorted([u for u in sink.toposort() if u.op in (Ops.PARAM, Ops.BUFFER)], key=lambda p: (p.op is Ops.BUFFER, p.arg.slot)):
     done.add(p); out.append(p)
-  # launch dims are defined once, at the top level
-  for sp in sorted([u for u in sink.toposort() if u.op is Ops.SPECIAL], key=lambda u: u.arg): emit(sp)
-  for s in sink.src: emit(s)
+  # frames: ("visit", u), ("hoist", (x, r)): visit x if it can go before r opens, ("open", r), ("close", r), ("finish", u)
+  stack: list[tuple[str, Any]] = [("visit", s) for s in reversed(sink.src)]
+  # launch dims are defined once, at the top level, first
+  stack.extend(("visit", sp) for sp in reversed(sorted([u for u in sink.toposort() if u.op is Ops.SPECIAL], key=lambda u: u.arg)))
+  while stack:
+    kind, u = stack.pop()
+    if kind == "visit":
+      if u in done or u.op is Ops.CONST: continue
+      stack.append(("finish", u))
+      if u.op is Ops.END:
+        body, r = u.src[0], u.src[1]
+        stack.extend([("close", r), ("visit", body), ("open", r)])
+        stack.extend(("hoist", (x, r)) for x in reversed(list(body.toposort())))
+      else: stack.extend(("visit", s) for s in reversed(u.src))
+    elif kind == "hoist":
+      x, r = u
+      if x not in done and x.op is not Ops.CONST and ready(x, r): stack.append(("visit", x))
+    elif kind == "open":
+      done.add(u); out.append(u); open_ranges.add(u)
+    elif kind == "close": open_ranges.discard(u)
+    elif u not in done:
+      done.add(u)
+      out.append(u)
   return out
 
 # ***** the whole codegen *****

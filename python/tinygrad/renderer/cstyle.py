@@ -57,6 +57,9 @@ static inline float tg_rbf(float f) { return tg_bf2f(tg_f2bf(f)); }
 #endif"""
 
 _INLINE_OPS = frozenset(GroupOp.ALU - {Ops.WHERE}) | {Ops.CAST, Ops.BITCAST, Ops.STACK, Ops.INDEX}
+# an expression nested deeper gets a name even when used once: a chain of thousands of single-use ops would otherwise be one
+# expression nested past the C compiler's limits, and every prefix of it a string of its own (memory quadratic in the chain)
+MAX_INLINE_DEPTH = 64
 # name prefixes of the values a kernel declares
 _PREFIX = {Ops.LOAD: "val", Ops.STACK: "vec", Ops.CAST: "cast", Ops.BITCAST: "cast"}
 # ops that are statements: their rule's string is emitted as lines (RANGE/IF open a block, END/ENDIF close one)
@@ -264,6 +267,7 @@ class _CWriter:
     self.emulated: set[DType] = set()
     self.open_names: list[str] = []
     self.first_use: dict[UOp, int] = {}
+    self.nesting: dict[UOp, int] = {}                       # how deep an inlined expression nests
     for i, u in enumerate(k.uops):
       for s in u.src: self.first_use.setdefault(s, i)
     # side_effects[i]: how many statements with side effects (stores, block edges) come before position i
@@ -355,8 +359,10 @@ class _CWriter:
       return
     expr = self.render_op(u)
     self.note_dtype(u.dtype)
-    if op is not Ops.SPECIAL and self.inline(u, reads_mem):
+    depth = 1 + max((self.nesting.get(s, 0) for s in u.src), default=0)
+    if op is not Ops.SPECIAL and depth <= MAX_INLINE_DEPTH and self.inline(u, reads_mem):
       self.r[u] = expr
+      self.nesting[u] = depth
       if reads_mem: self.reads_mem.add(u)
       return
     self.r[u] = u.arg if op is Ops.SPECIAL else self.fresh(_PREFIX.get(op, "alu"))

@@ -1,0 +1,313 @@
+"""Cutting a tensor graph into kernel ASTs with graph rewrites (no recursion in Python: graphs of any depth schedule).
+
+1. Which nodes get a buffer (`plan_buffers`, one pass over the graph in reverse toposort order, parents first): every target,
+   CONTIGUOUS and COPY, the source of a COPY, and every REDUCE that is not on the elementwise path from its kernel's output (one
+   reached through an EXPAND, or inside another reduce: a reduce there would be recomputed for every element). Each of them is
+   the root of one kernel (a COPY is a copy item, not a kernel).
+2. One kernel per root (`build_kernel`): its value at the output ranges is the node INDEX(root, valid, *idx, arg="at"), "root at
+   index idx, where valid holds", and `pm_index` (run bottom up, so a node is rewritten before anything below it is visited) pushes
+   that node down the graph: movement ops become index arithmetic (a PAD adds to valid and a WHERE), ALU ops and casts distribute,
+   a REDUCE opens new REDUCE ranges, and a node with a buffer (an input BUFFER, a realized node, another kernel's root) becomes a
+   LOAD of a PARAM at the flat index. Indices are weakint UOps simplified by uop/symbolic.py.
+   A value needed at more than MAX_INDEX_USES distinct indices of one kernel gets a buffer of its own instead (x + x.flip(0),
+   repeated, would otherwise grow the kernel exponentially).
+3. The kernels are ordered, dependencies first (`order_items`, an iterative post-order walk from the targets).
+
+Loops: the output dims become one loop (and a reduce's dims one loop) when the index arithmetic then costs no more divisions than
+nested loops do; NOOPT=1 keeps one loop per dim. A reduce of 4k elements (k >= 2) runs k iterations of UNROLL=4 elements, combined
+as a tree.
+"""
+from __future__ import annotations
+from dataclasses import dataclass, field
+import itertools
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, GroupOp, ParamArg, AxisType, BottomUpGate
+from tinygrad.uop.symbolic import symbolic
+from tinygrad.dtype import dtypes, DType
+from tinygrad.helpers import prod, NOOPT
+from tinygrad.schedule.buffers import new_buffer, as_buffer
+
+MAX_INDEX_USES = 16  # distinct indices of one value in a kernel before it gets a buffer (an UNROLL range's lanes count once)
+UNROLL = 4           # reduce elements per loop iteration (a power of two)
+AT = "at"            # the arg of INDEX(x, valid, *idx): the value of tensor-graph node x at index idx
+
+def reduce_identity(op:Ops, dt:DType) -> UOp:
+  """The value a reduce starts from (and the result of reducing nothing)."""
+  if op is Ops.ADD: return UOp.const(dt.const(0) if dt is not dtypes.bool else False, dt)
+  if op is Ops.MUL: return UOp.const(dt.const(1) if dt is not dtypes.bool else True, dt)
+  if op is Ops.MAX: return UOp.const(dt.min if dt is not dtypes.bool else False, dt)
+  raise ValueError(f"no identity for reduce op {op}")
+
+# ***** index arithmetic *****
+
+_TRUE = UOp.const(True)
+
+def simp(*xs:UOp|int) -> tuple[UOp, ...]:
+  """Index expressions (weakint) simplified by the symbolic rules, in one graph_rewrite."""
+  return graph_rewrite(UOp(Ops.SINK, dtypes.void, tuple(x if isinstance(x, UOp) else UOp.const(x) for x in xs)), symbolic, name="index").src
+
+def strides_for(shape:tuple[int, ...]) -> tuple[int, ...]:
+  ret, acc = [], 1
+  for s in reversed(shape):
+    ret.append(acc)
+    acc *= s
+  return tuple(reversed(ret))
+
+def scaled_sum(idx, strides) -> UOp:
+  """sum(i * st), each sum i distributed term by term: (a + x//4)*4 + x%4 then meets its recombination rule as a*4 + x."""
+  return sum((t * st for i, st in zip(idx, strides) for t in i.split_uop(Ops.ADD)), UOp.const(0))
+
+def flat_index(idx:tuple[UOp, ...], shape:tuple[int, ...]) -> UOp:
+  """The row-major flat position of idx in shape (simplified)."""
+  return simp(scaled_sum([i for i, s in zip(idx, shape) if s != 1], [st for s, st in zip(shape, strides_for(shape)) if s != 1]))[0]
+
+def unflatten(flat:UOp, shape:tuple[int, ...]) -> tuple[UOp, ...]:
+  return simp(*_unflatten(flat, shape))
+
+def _unflatten(flat:UOp, shape:tuple[int, ...]) -> list[UOp|int]:
+  # the outermost dim needs no `% s`: where the index is valid (inside every PAD around it) flat < prod(shape), and elsewhere the
+  # load it feeds is gated off
+  outer = next((d for d, s in enumerate(shape) if s != 1), None)
+  return [0 if s == 1 else flat // st if d == outer else (flat // st) % s for d, (s, st) in enumerate(zip(shape, strides_for(shape)))]
+
+def at(x:UOp, valid:UOp, idx) -> UOp: return UOp(Ops.INDEX, x.dtype, (x, valid, *idx), AT)
+
+# ***** 1. which nodes get a buffer *****
+
+def plan_buffers(targets:dict[UOp, str], is_realized) -> dict[UOp, str]:
+  """{kernel root: device of its buffer} for the graph under the targets ({target: device}, the targets without a buffer yet).
+  is_realized(u): u already has a buffer (the walk stops there)."""
+  roots = dict(targets)
+  top: dict[UOp, bool] = {}     # reached from its kernel's root only through elementwise/movement ops without an EXPAND
+  dev: dict[UOp, str] = {}
+  reached = set(roots)
+  topo = UOp(Ops.SINK, dtypes.void, tuple(roots)).toposort(gate=lambda n: not is_realized(n))
+  for u in reversed(topo):
+    if u not in reached or u.op is Ops.BUFFER: continue
+    is_top = top.get(u, True)
+    if u not in roots and (u.op in (Ops.CONTIGUOUS, Ops.COPY) or (u.op is Ops.REDUCE and not is_top)): roots[u] = dev[u]
+    if u in roots and prod(u.shape) == 0: continue   # an empty buffer: nothing to compute
+    if u.op is Ops.REDUCE and any(u.src[0].shape[a] == 0 for a in u.arg[1]): continue  # a reduce of nothing is a constant
+    if u.op is Ops.COPY:
+      if (b := as_buffer(u.src[0])) is None or b.src[0].arg != prod(u.shape): roots.setdefault(u.src[0], u.arg[0])
+    child_top = (u in roots or is_top) and u.op not in (Ops.EXPAND, Ops.REDUCE)
+    child_dev = u.arg[0] if u.op is Ops.COPY else roots.get(u) or dev[u]
+    for s in u.src:
+      reached.add(s)
+      top[s] = top.get(s, True) and child_top
+      dev.setdefault(s, child_dev)
+  return roots
+
+# ***** 2. one kernel: pushing "the value at an index" down the graph *****
+
+@dataclass
+class KernelContext:
+  root: UOp
+  out: UOp                                  # its BUFFER
+  bufs: dict[UOp, UOp]                      # node -> BUFFER holding it (this schedule's roots; input BUFFERs are their own)
+  realized_buffer: object                   # u -> BUFFER of an already realized node, or None
+  merge_reduce: bool
+  memo: dict                                # index arithmetic already simplified in this schedule
+  params: dict[UOp, UOp] = field(default_factory=dict)   # BUFFER -> PARAM, in slot order
+  axis: itertools.count = field(default_factory=itertools.count)
+  reduce_dims: dict[UOp, list[int]] = field(default_factory=dict)   # REDUCE range -> its dims in the kernel name
+  uses: dict[UOp, int] = field(default_factory=dict)
+  extra: dict[UOp, UOp] = field(default_factory=dict)    # nodes this kernel gave a buffer (MAX_INDEX_USES) -> BUFFER
+  out_merge_possible: bool = False
+  reduce_merge_possible: bool = False
+
+  def param(self, buf:UOp) -> UOp:
+    if (p := self.params.get(buf)) is None:
+      self.params[buf] = p = UOp(Ops.PARAM, buf.dtype, (UOp.const(buf.src[0].arg, dtypes.int),), ParamArg(len(self.params), buf.dtype))
+    return p
+
+  def load(self, buf:UOp, flat:UOp, valid:UOp) -> UOp:
+    index = UOp(Ops.INDEX, buf.dtype, (self.param(buf), flat))
+    if valid is _TRUE: return UOp(Ops.LOAD, buf.dtype, (index,))
+    return UOp(Ops.LOAD, buf.dtype, (index, UOp.const(False if buf.dtype is dtypes.bool else buf.dtype.const(0), buf.dtype), valid))
+
+def _from_buffer(ctx:KernelContext, x:UOp) -> UOp|None:
+  u, valid, idx = x.src[0], x.src[1], x.src[2:]
+  if u.op is Ops.BUFFER: return ctx.load(u, idx[0], valid)
+  if u is ctx.root: return None
+  if (b := ctx.bufs.get(u)) is None and (b := ctx.extra.get(u)) is None and (b := ctx.realized_buffer(u)) is None:
+    if u.op not in GroupOp.ALU: return None
+    # a value needed at many different indices (x + x.flip(0), repeated) is computed once into a buffer instead of recomputed for
+    # each: without this, the kernel grows exponentially with the depth of such a graph
+    if (n := ctx.uses.get(u, 0) + 1) <= MAX_INDEX_USES:
+      ctx.uses[u] = n
+      return None
+    ctx.extra[u] = b = new_buffer(ctx.out.arg.device, prod(u.shape), u.dtype)
+  if (flat := ctx.memo.get(key := (idx, u.shape))) is None: flat = ctx.memo[key] = flat_index(*key)
+  return ctx.load(b, flat, valid)
+
+def _elementwise(x:UOp, u:UOp) -> UOp: return UOp(u.op, u.dtype, tuple(at(s, x.src[1], x.src[2:]) for s in u.src), u.arg)
+
+def _reshape(ctx:KernelContext, x:UOp, u:UOp) -> UOp:
+  # the same reshape of the same index recurs (a reshape/permute pattern repeated down a chain): simplified once per schedule
+  if (new := ctx.memo.get(key := (x.src[2:], u.src[0].shape, u.arg))) is None: new = ctx.memo[key] = _reshape_index(*key)
+  return at(u.src[0], x.src[1], new)
+
+def _reshape_index(idx:tuple[UOp, ...], in_shape:tuple[int, ...], out_shape:tuple[int, ...]) -> tuple[UOp, ...]:
+  if 0 in in_shape: return unflatten(flat_index(idx, out_shape), in_shape)
+  # the dims that are not 1 fall into groups of equal size on both sides (a split, a merge, or the same dim): a dim kept as it is
+  # keeps its index, the others are recomputed within their group only, all in one simplification
+  new = [UOp.const(0)] * len(in_shape)
+  ins = [d for d, s in enumerate(in_shape) if s != 1]
+  outs = [(i, s) for i, s in zip(idx, out_shape) if s != 1]
+  exprs, dims, a, b = [], [], 0, 0
+  while a < len(ins):
+    gi, go = [ins[a]], [outs[b]]
+    pi, po, a, b = in_shape[ins[a]], outs[b][1], a + 1, b + 1
+    while pi != po:
+      if pi < po: gi, pi, a = gi + [ins[a]], pi * in_shape[ins[a]], a + 1
+      else: go, po, b = go + [outs[b]], po * outs[b][1], b + 1
+    if len(gi) == 1 and len(go) == 1:
+      new[gi[0]] = go[0][0]
+      continue
+    flat = scaled_sum([i for i, _ in go], strides_for(tuple(s for _, s in go)))
+    exprs.extend(_unflatten(flat, tuple(in_shape[d] for d in gi)))
+    dims.extend(gi)
+  for d, e in zip(dims, simp(*exprs) if exprs else ()): new[d] = e
+  return tuple(new)
+
+def _expand(x:UOp, u:UOp) -> UOp:
+  return at(u.src[0], x.src[1], tuple(UOp.const(0) if s == 1 else i for s, i in zip(u.src[0].shape, x.src[2:])))
+
+def _permute(x:UOp, u:UOp) -> UOp:
+  new = [UOp.const(0)] * len(u.arg)
+  for i, p in enumerate(u.arg): new[p] = x.src[2 + i]
+  return at(u.src[0], x.src[1], new)
+
+def _shrink(x:UOp, u:UOp) -> UOp: return at(u.src[0], x.src[1], simp(*[i + b if b else i for i, (b, _) in zip(x.src[2:], u.arg)]))
+
+def _flip(x:UOp, u:UOp) -> UOp:
+  return at(u.src[0], x.src[1], simp(*[(s - 1) - i if f else i for i, s, f in zip(x.src[2:], u.src[0].shape, u.arg)]))
+
+def _pad(x:UOp, u:UOp) -> UOp:
+  xs, idx = u.src[0].shape, x.src[2:]
+  new = simp(*[i - b if b else i for i, (b, _) in zip(idx, u.arg)])
+  conds = [c for i, s, (b, a) in zip(idx, xs, u.arg) if b or a for c in (UOp.const(b - 1) < i, i < b + s)]
+  cond = simp(_and(conds))[0] if conds else _TRUE
+  if cond.op is Ops.CONST and cond.arg is True: return at(u.src[0], x.src[1], new)
+  zero = UOp.const(False if u.dtype is dtypes.bool else u.dtype.const(0), u.dtype)
+  if cond.op is Ops.CONST: return zero
+  valid = cond if x.src[1] is _TRUE else simp(x.src[1] & cond)[0]
+  return UOp(Ops.WHERE, u.dtype, (cond, at(u.src[0], valid, new), zero))
+
+def _and(conds:list[UOp]) -> UOp:
+  ret = conds[0]
+  for c in conds[1:]: ret = ret & c
+  return ret
+
+def _reduce(ctx:KernelContext, x:UOp, u:UOp) -> UOp:
+  (rop, axes), src, valid = u.arg, u.src[0], x.src[1]
+  in_shape, idx = src.shape, list(x.src[2:])
+  if any(in_shape[a] == 0 for a in axes): return reduce_identity(rop, u.dtype)
+  for a in axes:
+    if in_shape[a] == 1: idx[a] = UOp.const(0)
+  if not (red := [a for a in axes if in_shape[a] != 1]): return at(src, valid, idx)
+  if len(red) > 1: ctx.reduce_merge_possible = True
+  if (ctx.merge_reduce and len(red) > 1) or len(red) == 1:
+    sub = tuple(in_shape[a] for a in red)
+    total = prod(sub)
+    # UNROLL consecutive elements per iteration: an inner UNROLL range the codegen expands into lanes combined as a tree before they
+    # meet the accumulator (more ILP, and the C compiler can vectorize the loads)
+    unroll = UNROLL if not NOOPT and total % UNROLL == 0 and total >= 2 * UNROLL else 1
+    r = UOp.range(total // unroll, next(ctx.axis), AxisType.REDUCE)
+    ctx.reduce_dims[r] = [total // unroll, unroll] if unroll > 1 else [total]
+    ranges = [r] if unroll == 1 else [r, UOp.range(unroll, next(ctx.axis), AxisType.UNROLL)]
+    for a, v in zip(red, unflatten(r if unroll == 1 else r * unroll + ranges[1], sub)): idx[a] = v
+    return UOp(Ops.REDUCE, u.dtype, (at(src, valid, tuple(idx)), *ranges), (rop,))
+  ranges = []
+  for a in red:
+    ranges.append(r := UOp.range(in_shape[a], next(ctx.axis), AxisType.REDUCE))
+    ctx.reduce_dims[r] = [in_shape[a]]
+    idx[a] = r
+  return UOp(Ops.REDUCE, u.dtype, (at(src, valid, idx), *ranges), (rop,))
+
+def _at(ops) -> UPat: return UPat(Ops.INDEX, arg=AT, src=(UPat(ops, name="u"),), allow_any_len=True, name="x")
+
+pm_index = PatternMatcher([
+  (UPat(Ops.INDEX, arg=AT, name="x"), _from_buffer),      # first: input BUFFERs, realized nodes and other kernels' roots are loaded
+  (_at(Ops.CONST), lambda x, u: u),
+  (_at(tuple(GroupOp.ALU) + (Ops.CAST, Ops.BITCAST)), _elementwise),
+  (_at(Ops.RESHAPE), _reshape),
+  (_at(Ops.EXPAND), _expand),
+  (_at(Ops.PERMUTE), _permute),
+  (_at(Ops.SHRINK), _shrink),
+  (_at(Ops.FLIP), _flip),
+  (_at(Ops.PAD), _pad),
+  (_at(Ops.REDUCE), _reduce),
+  (_at(Ops.CONTIGUOUS), lambda x, u: at(u.src[0], x.src[1], x.src[2:])),   # the kernel's root (elsewhere it has a buffer)
+])
+
+def _gate(ctx:KernelContext, x:UOp) -> None:
+  # the walk stops at nodes this kernel loads from a buffer: the graph below them belongs to other kernels (or was realized)
+  if x is not ctx.root and (x.op is Ops.BUFFER or x in ctx.bufs or ctx.realized_buffer(x) is not None): raise BottomUpGate()
+
+# run before a node's sources are visited
+pm_kernel_region = PatternMatcher([(UPat(tuple(GroupOp.Movement) + tuple(GroupOp.ALU) + (Ops.REDUCE, Ops.CONTIGUOUS, Ops.COPY, Ops.BUFFER,
+                                         Ops.CAST, Ops.BITCAST), name="x"), _gate)])
+
+@dataclass(frozen=True)
+class KernelInfo:
+  name: str
+  opts: tuple = ()   # the optimizations applied to the kernel (tinygrad/codegen/opt.py's Opt), in order
+  def __repr__(self): return f"KernelInfo({self.name!r}{f', opts={self.opts!r}' if self.opts else ''})"
+
+def build_kernel(root:UOp, out:UOp, bufs:dict[UOp, UOp], realized_buffer, merge_out:bool, merge_reduce:bool,
+                 memo:dict|None=None) -> tuple[UOp, KernelContext]:
+  """The kernel AST computing root into the BUFFER out. With merge_out (merge_reduce) the output (reduced) dims are one loop,
+  split again by index arithmetic where a buffer needs that."""
+  ctx = KernelContext(root, out, bufs, realized_buffer, merge_reduce, {} if memo is None else memo)
+  shape = root.shape
+  ctx.param(out)
+  dims = [s for s in shape if s != 1]
+  if merge_out and len(dims) > 1:
+    idx, out_dims = unflatten(UOp.range(prod(dims), next(ctx.axis), AxisType.LOOP), shape), [prod(dims)]
+  else: idx, out_dims = tuple(UOp.const(0) if s == 1 else UOp.range(s, next(ctx.axis), AxisType.LOOP) for s in shape), dims
+  ctx.out_merge_possible = len(dims) > 1
+  # children first: the kernel's region of the tensor graph is walked (not below its loads, pm_kernel_region), then the value at the
+  # output index is pushed down it; the rewrite engine's limits on nested replacements grow with the region walked
+  value = graph_rewrite(at(root, _TRUE, idx), pm_index, ctx=ctx, bpm=pm_kernel_region, name="schedule: value at index")
+  store = UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, out.dtype, (ctx.params[out], flat_index(idx, shape))), value))
+  red_dims = [d for r in sorted(ctx.reduce_dims, key=lambda r: r.arg[0]) for d in ctx.reduce_dims[r]]
+  name = "_".join(["r" if red_dims else "E"] + [str(s) for s in (out_dims or ([] if red_dims else [1]))] + [str(s) for s in red_dims])
+  return UOp(Ops.SINK, dtypes.void, (store,), KernelInfo(name)), ctx
+
+def divmods(ast:UOp) -> int: return sum(1 for x in ast.toposort() if x.op in (Ops.FLOORDIV, Ops.FLOORMOD))
+
+def best_kernel(root:UOp, out:UOp, bufs:dict[UOp, UOp], realized_buffer, memo:dict|None=None) -> tuple[UOp, KernelContext]:
+  """The loop structure with the fewest divisions (index arithmetic), the most merged one on a tie."""
+  best: tuple[int, UOp, KernelContext]|None = None
+  built: set[tuple[bool, bool]] = set()
+  for mo, mr in ((False, False),) if NOOPT else ((True, True), (True, False), (False, True), (False, False)):
+    # a candidate that merges nothing more than one already built gives the same AST
+    if best is not None and (mo and best[2].out_merge_possible, mr and best[2].reduce_merge_possible) in built: continue
+    ast, ctx = build_kernel(root, out, bufs, realized_buffer, mo, mr, memo)
+    built.add((mo and ctx.out_merge_possible, mr and ctx.reduce_merge_possible))
+    n = divmods(ast)
+    if best is None or n < best[0]: best = (n, ast, ctx)
+    if best[0] == 0: break
+  assert best is not None
+  return best[1], best[2]
+
+# ***** 3. run order *****
+
+def order_items(first:list[UOp], deps:dict[UOp, list[UOp]]) -> list[UOp]:
+  """Post-order over the item graph from the buffers in `first`: each buffer after the buffers its item reads (deps: buffer ->
+  the buffers its item reads, for buffers made by this schedule), without recursion."""
+  done: set[UOp] = set()
+  order: list[UOp] = []
+  for b0 in first:
+    stack = [(b0, False)]
+    while stack:
+      b, expanded = stack.pop()
+      if b in done or b not in deps: continue
+      if expanded:
+        done.add(b)
+        order.append(b)
+        continue
+      stack.append((b, True))
+      stack.extend((d, False) for d in reversed(deps[b]) if d not in done)
+  return order
