@@ -5,7 +5,6 @@ import pytest
 from tinygrad.dtype import dtypes
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, ParamArg, AxisType
-from tinygrad.schedule.shape import shape_of
 
 def buf(n=12, dt=dtypes.float, uid=0): return UOp(Ops.BUFFER, dt, (UOp.const(n, dtypes.int),), ParamArg(uid, dt, device="CPU"))
 def view(b, shape): return UOp(Ops.RESHAPE, b.dtype, (b,), shape)
@@ -111,6 +110,3 @@ class TestCaching:
     x = X
     for i in range(20000): x = UOp(Ops.ADD if i % 2 else Ops.MUL, dtypes.float, (x, X))
     assert x.shape == (3, 4)
-
-  def test_shape_of_is_an_alias(self):
-    assert shape_of(X) is X.shape and shape_of(UOp.const(1)) == ()

@@ -28,7 +28,8 @@ one graph_rewrite with that name (so TRACK_MATCH_STATS and the rewrite log show 
 from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, TYPE_CHECKING
-from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, GroupOp, ParamArg, AxisType, exec_alu
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, ParamArg, AxisType
+from tinygrad.uop.symbolic import pm_fold_values
 from tinygrad.dtype import dtypes, AddrSpace
 from tinygrad.helpers import SPEC
 from tinygrad.schedule import reduce_identity as _identity
@@ -77,15 +78,8 @@ pm_render_forms = PatternMatcher([
 
 pm_decomp = PatternMatcher([(UPat(Ops.THREEFRY, dtype=dtypes.uint64, src=(UPat.var("x"), UPat.var("key"))), _threefry2x32)])
 
-def _fold(x:UOp) -> UOp|None:
-  if not x.src or any(s.op is not Ops.CONST for s in x.src): return None
-  try:
-    if x.op is Ops.CAST: return UOp.const(x.dtype.const(x.src[0].arg), x.dtype)
-    if x.op is Ops.BITCAST: return None
-    return UOp.const(x.dtype.const(exec_alu(x.op, x.dtype, [s.arg for s in x.src])), x.dtype)
-  except (ArithmeticError, ValueError, TypeError, KeyError): return None  # e.g. an int division by zero stays for the device
-
-pm_const_fold = PatternMatcher([(UPat(tuple(GroupOp.ALU | {Ops.CAST, Ops.BITCAST}), name="x"), _fold)])
+# constant folding is the symbolic engine's (uop/symbolic.py), in its form for values: results wrapped/rounded as the device computes
+pm_const_fold = pm_fold_values
 
 def _loop_ranges(sink:UOp) -> list[UOp]:
   """The LOOP ranges, outermost first (by axis id, a split's outer part first: tinygrad/codegen/opt.py range_key)."""

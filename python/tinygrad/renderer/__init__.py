@@ -79,7 +79,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence, TYPE_CHECKING
-from tinygrad.helpers import Target, to_function_name, cdiv, cmod
+from tinygrad.helpers import Target, to_function_name
 from tinygrad.dtype import DType, dtypes, AddrSpace
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import const_value, is_literal, CORE_ID, GPU_DIMS, SPECIAL_NAMES  # noqa: F401  (part of the contract's vocabulary)
@@ -279,23 +279,23 @@ _ACCEPTED = {Ops.SINK, Ops.PARAM, Ops.BUFFER, Ops.CONST, Ops.CAST, Ops.BITCAST, 
 
 # ***** evaluating int expressions (range ends, sizes) for estimates *****
 
-_INT_EVAL: dict[Ops, Callable] = {Ops.ADD: lambda a, b: a+b, Ops.SUB: lambda a, b: a-b, Ops.MUL: lambda a, b: a*b, Ops.CDIV: cdiv,
-                                  Ops.CMOD: cmod, Ops.MAX: lambda a, b: b if a < b else a, Ops.NEG: lambda a: -a,
-                                  Ops.SHL: lambda a, b: a << b, Ops.SHR: lambda a, b: a >> b, Ops.AND: lambda a, b: a & b,
-                                  Ops.CMPLT: lambda a, b: a < b, Ops.WHERE: lambda c, a, b: a if c else b}
-
 def eval_int(u:UOp, var_vals:dict[str, int], strict:bool=False) -> int|None:
   """The value of an int expression over CONSTs and Variables; None when it depends on anything else (a load, a loop). A Variable
-  without a value counts as its upper bound, or raises (strict: a launch size must be exact)."""
-  if (v := const_value(u)) is not None: return v
-  if is_variable(u):
-    if (name := u.arg.name) in var_vals: return var_vals[name]
-    if strict: raise RuntimeError(f"the launch size {u.arg.name!r} needs a value, got values for {sorted(var_vals)}")
-    return u.arg.vmin_vmax[1] if u.arg.vmin_vmax is not None else None  # unknown value: its upper bound
-  if u.op in (Ops.CAST, Ops.AFTER) and u.src: return eval_int(u.src[0], var_vals, strict)
-  if (fxn := _INT_EVAL.get(u.op)) is None: return None
-  args = [eval_int(s, var_vals, strict) for s in u.src]
-  return None if any(a is None for a in args) else fxn(*args)
+  without a value counts as its upper bound, or raises (strict: a launch size must be exact). Ops are evaluated by uop/ops.py's
+  exec_alu, the one ALU evaluator, over the graph in order (no recursion)."""
+  from tinygrad.uop.ops import exec_alu, python_alu
+  vals: dict[UOp, Any] = {}
+  for x in u.toposort():
+    if (v := const_value(x)) is not None: vals[x] = v
+    elif is_variable(x):
+      if (name := x.arg.name) in var_vals: vals[x] = var_vals[name]
+      elif strict: raise RuntimeError(f"the launch size {x.arg.name!r} needs a value, got values for {sorted(var_vals)}")
+      else: vals[x] = x.arg.vmin_vmax[1] if x.arg.vmin_vmax is not None else None  # unknown value: its upper bound
+    elif x.op in (Ops.CAST, Ops.AFTER) and x.src: vals[x] = vals.get(x.src[0])
+    elif x.op in python_alu and x.src and all(vals.get(s) is not None for s in x.src):
+      vals[x] = exec_alu(x.op, x.dtype, [vals[s] for s in x.src], truncate_output=False)
+    else: vals[x] = None
+  return vals[u]
 
 # ***** estimates and the program description *****
 

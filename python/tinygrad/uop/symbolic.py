@@ -20,7 +20,8 @@ from tinygrad.helpers import dedup, flatten, unwrap
 _ADD, _CAST, _CMOD, _CONST, _FLOORDIV, _FLOORMOD = Ops.ADD, Ops.CAST, Ops.CMOD, Ops.CONST, Ops.FLOORDIV, Ops.FLOORMOD
 _INDEX, _MUL, _STACK = Ops.INDEX, Ops.MUL, Ops.STACK
 
-__all__ = ["symbolic_simple", "commutative", "symbolic", "pm_data_invalid", "invalid_pat", "invalid_gate", "const_folding_pat", "lt_folding",
+__all__ = ["pm_fold_values",
+           "symbolic_simple", "commutative", "symbolic", "pm_data_invalid", "invalid_pat", "invalid_gate", "const_folding_pat", "lt_folding",
            "canonicalize_simplex", "fold_add_divmod_recombine", "div_and_mod_symbolic"]
 
 # ******** constant folding ********
@@ -34,13 +35,25 @@ def const_arg(u:UOp) -> ConstType|tuple[ConstType, ...]|None:
   if u.op is _STACK and all(s.op is _CONST for s in u.src): return tuple(s.arg for s in u.src)
   return None
 
+def _divides_by_zero(a:UOp, vals:list) -> bool:
+  return a.op in _DIVMOD and any(v == 0 for v in (vals[1] if isinstance(vals[1], tuple) else (vals[1],)))
+
 def fold_const_alu(a:UOp) -> UOp|None:
   vals = [const_arg(s) for s in a.src]
   if any(v is None for v in vals): return None
-  if a.op in _DIVMOD and any(v == 0 for v in (vals[1] if isinstance(vals[1], tuple) else (vals[1],))):
+  if _divides_by_zero(a, vals):
     raise ZeroDivisionError(f"{'Mod' if a.op in (_FLOORMOD, _CMOD) else 'Division'} by zero in {a.render(simplify=False)}")
   # no truncation: a folded index constant keeps its mathematical value, emission decides the width
   return a.const_like(exec_alu(a.op, a.dtype, vals, False))
+
+def fold_value_alu(a:UOp) -> UOp|None:
+  """Constant folding of a kernel's values (the codegen's pass): the same evaluation, but the result is what the device computes
+  (ints wrap, floats round to their dtype), and what the device leaves undefined (an int division by a zero constant, a shift out
+  of range) is left to it instead of raising."""
+  vals = [const_arg(s) for s in a.src]
+  if any(v is None for v in vals) or _divides_by_zero(a, vals): return None
+  try: return a.const_like(exec_alu(a.op, a.dtype, vals))
+  except (ArithmeticError, ValueError, TypeError): return None
 
 def divide_by_const_zero(d:UOp) -> UOp|None:
   raise ZeroDivisionError(f"{'Mod' if d.op in (_FLOORMOD, _CMOD) else 'Division'} by zero in {d.render(simplify=False)}")
@@ -366,3 +379,11 @@ symbolic = symbolic_simple + commutative + PatternMatcher([
   (UPat(Ops.AFTER, name="x"), _clean_after),
   (UPat((Ops.AFTER, Ops.END), src=(UPat.var("s"),)), lambda s: s),
 ]) + div_and_mod_symbolic
+
+# constant folding of kernel values (the codegen's "constant folding" pass): CAST of a constant and any ALU of constants
+pm_fold_values = PatternMatcher([
+  (UPat(Ops.CAST, dtypes.all, name="root", src=(UPat.cvar("c"),)), lambda root, c: root.const_like(c.arg)),
+  (UPat(GroupOp.Unary, src=(const_folding_pat,), name="a"), fold_value_alu),
+  (UPat(GroupOp.Binary - {Ops.THREEFRY}, src=(const_folding_pat,)*2, name="a"), fold_value_alu),
+  (UPat(GroupOp.Ternary, src=(const_folding_pat,)*3, name="a"), fold_value_alu),
+])
