@@ -13,7 +13,7 @@ import re
 import threading
 from collections import defaultdict
 from dataclasses import dataclass, replace
-from typing import Any, Generic, Iterator, Sequence, TypeVar, TYPE_CHECKING
+from typing import Any, Callable, Generic, Iterator, Sequence, TypeVar, TYPE_CHECKING
 from tinygrad.helpers import DEBUG, LRU, CCACHE, ALLOW_DEVICE_USAGE, MAX_BUFFER_SIZE, DEV, GlobalCounters, diskcache_get, diskcache_put
 from tinygrad.helpers import select_by_name, select_first_inited, flat_mv, size_to_str, suppress_finalizing, check_host_alloc, BoundedCache
 from tinygrad.dtype import DType, dtypes, _to_np_dtype, from_storage_scalar, storage_fmt_for_dtype
@@ -364,9 +364,9 @@ class Program(Generic[DeviceType]):
 class Compiled:
   """A device: its allocator, its renderers (the first that can be built is used; DEV=CPU:<RENDERER> picks one), the compiler of the
   chosen renderer, and its runtime (a Program class)."""
-  def __init__(self, device:str, allocator:Allocator, renderers:Sequence[type[Renderer]|tuple[type[Renderer], type[Compiler]]],
+  def __init__(self, device:str, allocator:Allocator, renderers:Sequence[type[Renderer]|tuple[type[Renderer], Callable[[], Compiler]]],
                runtime:type[Program]|None, graph:Any=None, arch:str|None=None):
-    # a renderer comes with the compiler this device builds its source with: the pairing lives here, in the runtime, so renderers
+    # a renderer comes with (a factory of) the compiler this device builds its source with: the pairing lives here, in the runtime, so renderers
     # (a lower layer) never import a compiler; a renderer given alone keeps its own (the base Compiler, which builds nothing)
     pairs = [r if isinstance(r, tuple) else (r, None) for r in renderers]
     self.renderers, self._compiler_for = [r for r, _ in pairs], {r: c for r, c in pairs if c is not None}

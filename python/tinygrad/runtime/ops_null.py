@@ -5,7 +5,6 @@ from __future__ import annotations
 from tinygrad.device import Compiled, Allocator, BufferSpec, Compiler, Program
 from tinygrad.helpers import NULL_ALLOW_COPYOUT
 from tinygrad.renderer.cstyle import CStyleLanguage, ClangRenderer
-from tinygrad.runtime.support.compiler_cpu import ClangCompiler
 
 class NullRenderer(CStyleLanguage):
   device = "NULL"
@@ -32,5 +31,10 @@ class NullProgram(Program['NullDevice']):
     self.check_args(bufs, vals)
     return 1e-3 if wait else None
 
+def _clang_compiler() -> Compiler:
+  # imported on first use: the plain NULL device never starts the C toolchain's module (its import is a good part of a cold start)
+  from tinygrad.runtime.support.compiler_cpu import ClangCompiler
+  return ClangCompiler()
+
 class NullDevice(Compiled):
-  def __init__(self, device:str="NULL"): super().__init__(device, NullAllocator(self), [NullRenderer, (ClangRenderer, ClangCompiler)], NullProgram)
+  def __init__(self, device:str="NULL"): super().__init__(device, NullAllocator(self), [NullRenderer, (ClangRenderer, _clang_compiler)], NullProgram)
