@@ -99,7 +99,9 @@ class DType(metaclass=DTypeMetaClass):
   def __repr__(self):
     if (attr := INVERSE_DTYPES_DICT.get(self.name)) is not None and getattr(dtypes, attr, None) is self: return f"dtypes.{attr}"
     return f"DType({self.priority}, {self.bitsize}, {self.name!r}, {self.fmt!r})"
-  def __lt__(self, o:DType): return (self.priority, self.bitsize, self.name, self.fmt) < (o.priority, o.bitsize, o.name, o.fmt)
+  def __lt__(self, o:DType):
+    if not isinstance(o, DType): return NotImplemented   # `dtype < 3` is a TypeError, as for any unordered pair of types
+    return (self.priority, self.bitsize, self.name, self.fmt) < (o.priority, o.bitsize, o.name, o.fmt)
   @functools.cached_property
   def min(self):
     """Smallest value: the int range for ints, -inf for floats, False for bool (and other dtypes)."""

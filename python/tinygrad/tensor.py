@@ -177,6 +177,8 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin):
   @staticmethod
   def eye(n:int, m:int|None=None, device:str|None=None, dtype:DTypeLike|None=None) -> Tensor:
     """The n x m identity: ones where the row index equals the column index (computed in the kernel from two aranges)."""
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (n, 0 if m is None else m)):
+      raise TypeError(f"eye needs int sizes, got {n!r}, {m!r}")
     if n < 0 or (m is not None and m < 0): raise ValueError(f"eye needs non-negative sizes, got {n}, {m}")
     rows, cols = Tensor.arange(n, device=device), Tensor.arange(n if m is None else m, device=device)
     return (rows.unsqueeze(1) == cols.unsqueeze(0)).cast(dtype or dtypes.default_float)
