@@ -15,7 +15,7 @@ use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
 use crate::node::UOp;
 use crate::opset::OpSet;
-use crate::pattern::{match_node, CPat, Captures, UPat};
+use crate::pattern::{match_node, CPat, Captures, Lease, UPat};
 use crate::registry::{self, safe_repr, type_name};
 use crate::stats::{self, RuleStats};
 
@@ -49,6 +49,14 @@ pub struct Rule {
   stats: Arc<RuleStats>,
   /// `file:line` of the pattern, for error messages.
   pub location: String,
+}
+
+/// Working memory for [`PatternMatcher::rewrite_node`]: the capture slots and the match machine. A caller rewriting
+/// many nodes (graph_rewrite) keeps one for the whole call, so that no node pays for allocating or fetching them.
+#[derive(Default)]
+pub struct MatchScratch<'py> {
+  caps: Captures<'py>,
+  lease: Option<Lease>,
 }
 
 /// The pattern matcher.
@@ -248,7 +256,13 @@ impl PatternMatcher {
   }
 
   /// Tries the rules for `node`'s op; returns the replacement and the index of the rule that produced it.
-  pub fn rewrite_node<'py>(&self, node: &Bound<'py, UOp>, ctx: &Bound<'py, PyAny>) -> PyResult<Option<(Bound<'py, PyAny>, usize)>> {
+  /// `scratch` is working memory only: its contents on entry do not matter.
+  pub fn rewrite_node<'py>(
+    &self,
+    node: &Bound<'py, UOp>,
+    ctx: &Bound<'py, PyAny>,
+    scratch: &mut MatchScratch<'py>,
+  ) -> PyResult<Option<(Bound<'py, PyAny>, usize)>> {
     let py = node.py();
     let n = node.get();
     let bucket = &self.buckets[n.op as usize];
@@ -262,8 +276,7 @@ impl PatternMatcher {
     }
     let level = stats::level();
     let node_any = node.as_any();
-    let mut caps: Captures<'py> = Vec::new();
-    let mut lease = None;
+    let MatchScratch { caps, lease } = scratch;
     for &ri in bucket {
       let rule = &self.rules[ri as usize];
       let start = if level > 0 { Some(Instant::now()) } else { None };
@@ -278,12 +291,12 @@ impl PatternMatcher {
       let found = match_node(
         &rule.pat,
         node_any,
-        &mut caps,
+        caps,
         &mut |caps: &mut Captures<'py>| {
           let r = self.call_rule(rule, caps, ctx)?;
           Ok(if r.is_none() { None } else { Some(r) })
         },
-        &mut lease,
+        lease,
       );
       let found = match found {
         Ok(f) => f,
@@ -342,7 +355,8 @@ impl PatternMatcher {
       .cast::<UOp>()
       .map_err(|_| PyTypeError::new_err(format!("PatternMatcher.rewrite expects a UOp, got {} {}", type_name(uop), safe_repr(uop))))?;
     let none = py.None().into_bound(py);
-    Ok(self.rewrite_node(node, ctx.unwrap_or(&none))?.map(|(r, _)| r))
+    let found = self.rewrite_node(node, ctx.unwrap_or(&none), &mut MatchScratch::default())?;
+    Ok(found.map(|(r, _)| r))
   }
 
   fn __add__(&self, py: Python<'_>, other: &Bound<'_, PatternMatcher>) -> PyResult<Self> {

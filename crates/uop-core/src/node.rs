@@ -58,6 +58,16 @@ pub fn next_serial() -> u32 {
   NEXT_SERIAL.load(Relaxed)
 }
 
+/// Takes the next serial. Nodes are only created attached to the interpreter, which serializes creations, so a plain
+/// load and store is enough (a locked read-modify-write on every node creation cost measurable time); should two
+/// creations ever race, two nodes share a serial, which only affects graph_rewrite's limit accounting.
+#[inline]
+fn take_serial(_py: Python<'_>) -> u32 {
+  let s = NEXT_SERIAL.load(Relaxed);
+  NEXT_SERIAL.store(s.wrapping_add(1), Relaxed);
+  s
+}
+
 impl Drop for UOp {
   fn drop(&mut self) {
     intern::remove(self.hash, object_of(self));
@@ -164,7 +174,7 @@ impl UOp {
     };
     let node = UOp {
       op,
-      serial: NEXT_SERIAL.fetch_add(1, Relaxed),
+      serial: take_serial(py),
       dtype: dtype.clone().unbind(),
       src: tuple.unbind(),
       arg: arg.clone().unbind(),

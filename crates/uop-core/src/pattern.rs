@@ -550,9 +550,12 @@ impl Machine {
     head
   }
 
+  #[inline]
   fn unbind_to(&mut self, len: usize, caps: &mut Captures<'_>) {
-    for s in self.trail.drain(len..) {
-      caps[s] = None;
+    while self.trail.len() > len {
+      if let Some(s) = self.trail.pop() {
+        caps[s] = None;
+      }
     }
   }
 }

@@ -5,7 +5,7 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 
-use crate::matcher::PatternMatcher;
+use crate::matcher::{MatchScratch, PatternMatcher};
 use crate::node::UOp;
 use crate::registry::{self, safe_repr, type_name};
 use std::sync::atomic::Ordering::Relaxed;
@@ -36,6 +36,8 @@ struct PyHost<'a, 'py> {
   elsewhere: AddrMap<PyNode, State<PyNode>>,
   /// Nodes with a serial from this one up to (not including) the next serial were created during the rewrite.
   first_serial: u32,
+  /// The matchers' working memory, kept for the whole rewrite.
+  scratch: MatchScratch<'py>,
 }
 
 /// Slot encoding of a node's state: 1 is "in progress", anything else the address of the result.
@@ -57,7 +59,7 @@ impl<'a, 'py> PyHost<'a, 'py> {
 
   fn apply(&mut self, pm: &'a PatternMatcher, n: PyNode) -> PyResult<Option<PyNode>> {
     let node = self.bound(n);
-    match pm.rewrite_node(&node, &self.ctx)? {
+    match pm.rewrite_node(&node, &self.ctx, &mut self.scratch)? {
       None => Ok(None),
       Some((r, rule)) => {
         if !r.is_instance_of::<UOp>() {
@@ -237,6 +239,7 @@ pub fn graph_rewrite<'py>(
     epoch: Epoch::begin(),
     elsewhere: AddrMap::default(),
     first_serial: crate::node::next_serial(),
+    scratch: MatchScratch::default(),
   };
   let mut engine = Engine::new(host, Limits::default());
   let root = PyNode(sink.as_ptr());

@@ -179,18 +179,22 @@ impl<H: Host> Engine<H> {
     self.host.set_state(&n, State::Done(v));
   }
 
-  /// The sources of `n` with each replaced by its rewrite where it is done, and whether any changed.
-  fn rewritten_src(&self, n: &H::Node) -> (Vec<H::Node>, bool) {
+  /// The sources of `n` with each replaced by its rewrite where it is done, or None when none changed (most nodes: no
+  /// vector is allocated for them).
+  fn rewritten_src(&self, n: &H::Node) -> Option<Vec<H::Node>> {
     let k = self.host.n_src(n);
-    let mut changed = false;
-    let mut new_src = Vec::with_capacity(k);
-    for i in 0..k {
+    let (first, r) = (0..k).find_map(|i| {
       let c = self.host.src(n, i);
-      let r = self.done(&c).unwrap_or(c.clone());
-      changed |= r != c;
-      new_src.push(r);
+      self.done(&c).filter(|r| *r != c).map(|r| (i, r))
+    })?;
+    let mut new_src = Vec::with_capacity(k);
+    new_src.extend((0..first).map(|i| self.host.src(n, i)));
+    new_src.push(r);
+    for i in first + 1..k {
+      let c = self.host.src(n, i);
+      new_src.push(self.done(&c).unwrap_or(c));
     }
-    (new_src, changed)
+    Some(new_src)
   }
 
   /// The rewritten node, if `n` is done.
@@ -280,8 +284,7 @@ impl<H: Host> Engine<H> {
           if !aliases.is_empty() {
             self.nested -= 1;
           }
-          let (new_src, changed) = self.rewritten_src(&cur);
-          let next = if changed {
+          let next = if let Some(new_src) = self.rewritten_src(&cur) {
             Some(self.host.rebuild(&cur, new_src)?)
           } else if self.host.has_top_down() {
             self.host.top_down(&cur)?
@@ -346,8 +349,10 @@ impl<H: Host> Engine<H> {
           }
         }
       } else {
-        let (new_src, changed) = self.rewritten_src(&n);
-        let mut m = if changed { self.host.rebuild(&n, new_src)? } else { n.clone() };
+        let mut m = match self.rewritten_src(&n) {
+          Some(new_src) => self.host.rebuild(&n, new_src)?,
+          None => n.clone(),
+        };
         if self.host.has_top_down() {
           if let Some(r) = self.host.top_down(&m)? {
             m = r;
