@@ -541,6 +541,20 @@ impl Machine {
     (self.goals.len() - 1) as u32
   }
 
+  /// Records a point to come back to with alternative 1 of `pat` (alternative 0 is tried now), from the goal list `head`.
+  #[inline]
+  fn choice_point(&mut self, pat: PatId, node: *mut ffi::PyObject, head: u32) {
+    let (goals_len, trail_len) = (self.goals.len(), self.trail.len());
+    self.choices.push(Choice {
+      pat,
+      node,
+      next: 1,
+      head,
+      goals_len,
+      trail_len,
+    });
+  }
+
   /// Pushes goals matching `kids[i]` against `pat_at(i)` for `i < len`, the first on top; returns the new head.
   #[inline]
   fn push_seq(&mut self, mut head: u32, len: usize, kids: &[Bound<'_, PyAny>], pat_at: impl Fn(usize) -> PatId) -> u32 {
@@ -623,14 +637,7 @@ pub fn match_node<'py>(
         // an alternation matches the node itself; its own fields are not checked (as the recursive matcher did)
         let Some(&first) = alts.first() else { break false };
         if alts.len() > 1 {
-          m.choices.push(Choice {
-            pat: g.pat,
-            node: g.node,
-            next: 1,
-            head,
-            goals_len: m.goals.len(),
-            trail_len: m.trail.len(),
-          });
+          m.choice_point(g.pat, g.node, head);
         }
         head = m.push(first, g.node, head);
         continue;
@@ -697,14 +704,7 @@ pub fn match_node<'py>(
         CSrc::Seq(pats) => head = m.push_seq(head, pats.len().min(kids.len()), kids, |i| pats[i]),
         CSrc::Perms(pats, perms) => {
           if perms.len() > 1 {
-            m.choices.push(Choice {
-              pat: g.pat,
-              node: g.node,
-              next: 1,
-              head,
-              goals_len: m.goals.len(),
-              trail_len: m.trail.len(),
-            });
+            m.choice_point(g.pat, g.node, head);
           }
           let perm = &perms[0];
           head = m.push_seq(head, pats.len().min(kids.len()), kids, |i| pats[perm[i]]);
