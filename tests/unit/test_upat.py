@@ -2,6 +2,7 @@
 # Callbacks are module-level functions (the reference rejects closures); they communicate through module-level containers that are mutated,
 # never rebound, because the reference copies the referenced globals when it compiles a rule.
 import importlib.util
+import functools
 import inspect
 import os
 import pytest
@@ -435,3 +436,41 @@ class TestPatternMatcher:
     assert pm2.rewrite(c(1)) is c(11) and pm2.rewrite(c(11)) is None
 
 def _pick_a_is_two(a, b): return R1 if a.arg == 2 else None
+
+# ***** callback parameters: plain functions are planned from their code object, everything else through inspect *****
+
+def _cb_default(x, y=R1): _CALLS.append(("default", x, y))
+def _cb_unused_default(x, flag=7): _CALLS.append(("unused", x, flag))
+def _cb_kwonly(x, *, ctx=None): _CALLS.append(("kwonly", x, ctx))
+def _cb_varargs(x, *rest): _CALLS.append(("varargs", x, rest))
+def _cb_varkw(x, **kw): _CALLS.append(("varkw", x, kw))
+def _cb_ctx_first(ctx, x): _CALLS.append(("ctx_first", ctx, x))
+def _cb_ctx_first_y(x, y): _CALLS.append(("xy", x, y))
+def _cb_posonly(x, /, ctx): _CALLS.append(("posonly", x, ctx))
+def _cb_wrapped_target(*args): _CALLS.append(("wrapped", args))
+@functools.wraps(_cb_default)
+def _cb_wrapped(*args, **kw): return _cb_wrapped_target(*args, **kw)
+
+@ours_only
+class TestCallbackParameters:
+  @pytest.mark.parametrize("fxn, expect", [
+    (_cb_default, lambda u, ctx: ("default", u, R1)),
+    (_cb_unused_default, lambda u, ctx: ("unused", u, 7)),
+    (_cb_kwonly, lambda u, ctx: ("kwonly", u, ctx)),
+    (_cb_varargs, lambda u, ctx: ("varargs", u, ())),
+    (_cb_varkw, lambda u, ctx: ("varkw", u, {})),
+    (_cb_ctx_first, lambda u, ctx: ("ctx_first", ctx, u)),
+    (_cb_posonly, lambda u, ctx: ("posonly", u, ctx)),
+    (_cb_wrapped, lambda u, ctx: ("wrapped", (u, R1))),  # planned from the signature it wraps
+    (functools.partial(_cb_default, y=R2), lambda u, ctx: ("default", u, R2)),
+  ])
+  def test_call_shapes(self, fxn, expect):
+    u = add(c(1), c(2))
+    _CALLS.clear()
+    assert PatternMatcher([(UPat(Ops.ADD, name="x"), fxn)]).rewrite(u, ctx="the ctx") is None
+    assert _CALLS == [expect(u, "the ctx")]
+
+  def test_required_parameter_not_captured(self):
+    # `y` is neither captured nor defaulted, so the callback is called with keywords and Python names the problem
+    with pytest.raises(TypeError, match="y"):
+      PatternMatcher([(UPat(Ops.ADD, name="x"), _cb_ctx_first_y)]).rewrite(add(c(1), c(2)))

@@ -78,6 +78,85 @@ fn location_str(py: Python<'_>, upat: &UPat) -> String {
   }
 }
 
+/// The kind of a callback parameter, as far as planning a call needs it.
+#[derive(PartialEq)]
+enum Kind {
+  /// Positional-only or positional-or-keyword.
+  Positional,
+  /// `*args`.
+  VarPositional,
+  /// Keyword-only or `**kwargs`.
+  Keyword,
+}
+
+/// A callback parameter: name, kind and default.
+type ParamInfo = (String, Kind, Option<Py<PyAny>>);
+
+/// Bits of `co_flags` that mark `*args` and `**kwargs`.
+const CO_VARARGS: u32 = 0x04;
+const CO_VARKEYWORDS: u32 = 0x08;
+
+/// The parameters of a plain Python function read from its code object: what `inspect.signature` returns for it, at a
+/// fraction of the cost (building the symbolic matchers at import called it ~460 times, ~9 ms). None for anything else
+/// (builtins, partials, bound methods, wrapped or annotated-signature functions), which take the inspect path.
+fn code_params(fxn: &Bound<'_, PyAny>) -> PyResult<Option<Vec<ParamInfo>>> {
+  let Ok(f) = fxn.cast::<pyo3::types::PyFunction>() else { return Ok(None) };
+  if f.hasattr("__wrapped__")? || f.hasattr("__signature__")? {
+    return Ok(None);
+  }
+  let code = f.getattr("__code__")?;
+  let argcount: usize = code.getattr("co_argcount")?.extract()?;
+  let kwonly: usize = code.getattr("co_kwonlyargcount")?.extract()?;
+  let flags: u32 = code.getattr("co_flags")?.extract()?;
+  let varnames = code.getattr("co_varnames")?;
+  let varnames = varnames.cast::<PyTuple>()?;
+  let defaults = f.getattr("__defaults__")?;
+  let defaults: Vec<Bound<PyAny>> = if defaults.is_none() {
+    vec![]
+  } else {
+    defaults.try_iter()?.collect::<PyResult<_>>()?
+  };
+  let first_default = argcount.saturating_sub(defaults.len());
+  let mut out: Vec<ParamInfo> = Vec::with_capacity(argcount + 2);
+  for i in 0..argcount {
+    let d = (i >= first_default).then(|| defaults[i - first_default].clone().unbind());
+    out.push((varnames.get_item(i)?.extract()?, Kind::Positional, d));
+  }
+  // co_varnames lists positional parameters, keyword-only ones, then `*args`, then `**kwargs`
+  if flags & CO_VARARGS != 0 {
+    out.push((varnames.get_item(argcount + kwonly)?.extract()?, Kind::VarPositional, None));
+  }
+  for i in argcount..argcount + kwonly {
+    out.push((varnames.get_item(i)?.extract()?, Kind::Keyword, None));
+  }
+  if flags & CO_VARKEYWORDS != 0 {
+    let at = argcount + kwonly + usize::from(flags & CO_VARARGS != 0);
+    out.push((varnames.get_item(at)?.extract()?, Kind::Keyword, None));
+  }
+  Ok(Some(out))
+}
+
+/// The parameters of any callable through `inspect.signature`; None when it has no signature (some builtins).
+fn inspect_params(py: Python<'_>, fxn: &Bound<'_, PyAny>) -> PyResult<Option<Vec<ParamInfo>>> {
+  let inspect = py.import("inspect")?;
+  let Ok(sig) = inspect.call_method1("signature", (fxn,)) else {
+    return Ok(None);
+  };
+  let empty = inspect.getattr("Parameter")?.getattr("empty")?;
+  let mut out = vec![];
+  for p in sig.getattr("parameters")?.call_method0("values")?.try_iter()? {
+    let p = p?;
+    let kind = match p.getattr("kind")?.getattr("name")?.extract::<String>()?.as_str() {
+      "POSITIONAL_ONLY" | "POSITIONAL_OR_KEYWORD" => Kind::Positional,
+      "VAR_POSITIONAL" => Kind::VarPositional,
+      _ => Kind::Keyword,
+    };
+    let default = p.getattr("default")?;
+    out.push((p.getattr("name")?.extract()?, kind, (!default.is(&empty)).then(|| default.unbind())));
+  }
+  Ok(Some(out))
+}
+
 fn plan_call(py: Python<'_>, fxn: &Bound<'_, PyAny>, names: &[String]) -> PyResult<Call> {
   let keywords = |ctx: bool| -> PyResult<Call> {
     Ok(Call::Keywords {
@@ -85,27 +164,24 @@ fn plan_call(py: Python<'_>, fxn: &Bound<'_, PyAny>, names: &[String]) -> PyResu
       ctx,
     })
   };
-  let inspect = py.import("inspect")?;
-  let Ok(sig) = inspect.call_method1("signature", (fxn,)) else {
-    // builtins without a signature: pass captures (and no ctx) as keywords
-    return keywords(false);
+  let params = match code_params(fxn)? {
+    Some(p) => p,
+    None => match inspect_params(py, fxn)? {
+      Some(p) => p,
+      // builtins without a signature: pass captures (and no ctx) as keywords
+      None => return keywords(false),
+    },
   };
-  let params: Vec<Bound<PyAny>> = sig.getattr("parameters")?.call_method0("values")?.try_iter()?.collect::<PyResult<_>>()?;
-  let empty = inspect.getattr("Parameter")?.getattr("empty")?;
   let mut has_ctx = false;
   let mut positional_ok = true;
   let mut plan = vec![];
   let mut accepted: Vec<String> = vec![];
-  for p in &params {
-    let name: String = p.getattr("name")?.extract()?;
-    let kind: String = p.getattr("kind")?.getattr("name")?.extract()?;
-    let default = p.getattr("default")?;
-    let default = if default.is(&empty) { None } else { Some(default.unbind()) };
+  for (name, kind, default) in params {
     if name == "ctx" {
       has_ctx = true;
     }
-    match kind.as_str() {
-      "POSITIONAL_ONLY" | "POSITIONAL_OR_KEYWORD" => {
+    match kind {
+      Kind::Positional => {
         if name == "ctx" {
           plan.push(Param::Ctx);
         } else if let Some(i) = names.iter().position(|n| *n == name) {
@@ -117,8 +193,8 @@ fn plan_call(py: Python<'_>, fxn: &Bound<'_, PyAny>, names: &[String]) -> PyResu
         }
         accepted.push(name);
       }
-      "VAR_POSITIONAL" => {}
-      _ => positional_ok = false,
+      Kind::VarPositional => {}
+      Kind::Keyword => positional_ok = false,
     }
   }
   if positional_ok && names.iter().all(|n| accepted.contains(n)) {
