@@ -7,12 +7,8 @@ START_TIME = time.perf_counter()
 import contextlib
 import copyreg
 import ctypes
-import decimal
-import difflib
 import functools
 import gc
-import getpass
-import gzip
 import hashlib
 import importlib
 import inspect
@@ -24,16 +20,15 @@ import os
 import pathlib
 import pickle
 import re
-import shutil
-import sqlite3
-import string
 import sys
-import tempfile
 import threading
 import types
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, ClassVar, Generator, Generic, Iterable, Iterator, Sequence, TypeGuard, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Generator, Generic, Iterable, Iterator, Sequence, TypeGuard, TypeVar, cast, overload
+if TYPE_CHECKING:  # imported where used instead: each costs milliseconds at import tinygrad
+  import decimal
+  import sqlite3
 
 T = TypeVar("T")
 U = TypeVar("U")
@@ -227,7 +222,7 @@ def _parens_balanced(s:str) -> bool:
 def strip_parens(fst:str) -> str:
   """Drops one pair of outer parentheses, only if they enclose the whole string."""
   return fst[1:-1] if fst[:1] == "(" and fst[-1:] == ")" and _parens_balanced(fst[1:-1]) else fst
-_IDENT_CHARS = frozenset(string.ascii_letters + string.digits + "_")
+_IDENT_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 @functools.lru_cache(maxsize=4096)
 def to_function_name(s:str) -> str:
   """A C identifier from any string: non-identifier characters become their hex code, colors are dropped."""
@@ -250,6 +245,7 @@ def select_by_name(candidates:Sequence[T], get_name:Callable[..., str], query:st
   """Candidates whose name equals query (all of them for an empty query); raises with a did-you-mean hint when none match."""
   ret = [c for c in candidates if not query or get_name(c) == query]
   if not ret:
+    import difflib
     close = difflib.get_close_matches(query, [get_name(c) for c in candidates])
     raise RuntimeError(err_msg + (f", did you mean: {close[0]!r}?" if close else ""))
   return ret
@@ -288,6 +284,8 @@ def getenv(key:str, default:Any=0):
 
 def temp(x:str, append_user:bool=False) -> str:
   """A path in the system temp directory, optionally suffixed with the user name so users don't collide."""
+  import getpass
+  import tempfile
   return (pathlib.Path(tempfile.gettempdir()) / (f"{x}.{getpass.getuser()}" if append_user else x)).as_posix()
 
 class ContextVar(Generic[T]):
@@ -484,7 +482,9 @@ class Profiling(contextlib.ContextDecorator):
       times = f"n:{ncalls:8d}  tm:{tottime*self.time_scale:7.2f}ms  tot:{cumtime*self.time_scale:7.2f}ms"
       print(times, colored(where(fcn).ljust(50), "yellow"), caller)
 
-def perf_counter_us() -> decimal.Decimal: return decimal.Decimal(time.perf_counter_ns())/1000
+def perf_counter_us() -> decimal.Decimal:
+  import decimal
+  return decimal.Decimal(time.perf_counter_ns())/1000
 
 @functools.cache
 def lines(fn) -> list[str]:
@@ -590,6 +590,7 @@ def db_connection() -> sqlite3.Connection:
   with _db_lock:
     if _db_connection is None or _db_pid != os.getpid():
       os.makedirs(os.path.dirname(CACHEDB) or ".", exist_ok=True)
+      import sqlite3
       _db_connection = sqlite3.connect(CACHEDB, timeout=60, isolation_level="IMMEDIATE", check_same_thread=False)
       _db_pid = os.getpid()
       # WAL lets readers and one writer work at once; another process may hold the lock while switching modes, which is fine
@@ -645,6 +646,7 @@ def diskcache_get(table:str, key:dict|str|int) -> Any:
   if CACHELEVEL < 1: return None
   key = _cache_key(table, key)
   where = " AND ".join(f"{k}=?" for k in key)
+  import sqlite3
   with _db_lock:
     try: row = db_connection().execute(f"SELECT chk, kind, val FROM '{table}_{VERSION}' WHERE {where}", tuple(key.values())).fetchone()
     except sqlite3.OperationalError: return None  # the table was never created (or has another layout)
@@ -693,6 +695,9 @@ def fetch(url:str, name:pathlib.Path|str|None=None, subdir:str|None=None, gunzip
           headers:dict[str, str]|None=None, sha256:str|None=None, extract:bool=False) -> pathlib.Path:
   """Downloads url into the cache (once) and returns the local path. Local paths ("/..." or "./...") are returned as they are.
   gunzip decompresses on the fly, sha256 verifies the content, extract unpacks a tarball and returns its directory."""
+  import gzip
+  import shutil
+  import tempfile
   import urllib.request
   if url.startswith(("/", ".")): return pathlib.Path(url)
   headers = headers or {}
@@ -751,6 +756,7 @@ def system(cmd:str, **kwargs) -> str:
   return ret
 
 def cpu_objdump(lib:bytes, objdump_tool="objdump"):
+  import tempfile
   with tempfile.NamedTemporaryFile(delete=True) as f:
     pathlib.Path(f.name).write_bytes(lib)
     print(system(f"{objdump_tool} -d {f.name}"))
@@ -824,6 +830,7 @@ class tqdm(Generic[T]):
     bar = ""
     if self.t:
       frac = min(self.n/self.t, 1.0)
+      import shutil
       width = max(shutil.get_terminal_size().columns - ansilen(self.desc) - len(suffix) - 7, 1)
       bar = f"{100*frac:3.0f}%|{('█'*int(width*frac)).ljust(width)}| "
     print("\r" + self.desc + bar + suffix, flush=True, end="\n" if close else "", file=sys.stderr)

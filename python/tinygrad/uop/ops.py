@@ -13,7 +13,6 @@ import linecache
 import marshal
 import os
 import sys
-import tempfile
 import types
 import weakref
 from typing import Any, Callable
@@ -158,6 +157,7 @@ def write_rewrite_log(f, log:list[dict]) -> None:
 def _at_exit() -> None:
   if TRACK_MATCH_STATS.value >= 2:
     # a fresh file with an unpredictable name (created 0600), never a fixed path another user could have planted in /tmp
+    import tempfile
     fd, fn = tempfile.mkstemp(prefix="tinygrad-rewrites-", suffix=".jsonl")
     with os.fdopen(fd, "w") as f: write_rewrite_log(f, track_rewrites_log)
     print(f"rewrote {len(track_rewrites_log)} graphs and matched {sum(len(r['matches']) for r in track_rewrites_log)} times, saved to {fn}")
