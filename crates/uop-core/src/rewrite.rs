@@ -67,19 +67,20 @@ pub trait Host {
   fn set_state(&mut self, n: &Self::Node, s: State<Self::Node>);
 }
 
-/// Work items. `aliases` are the nodes a bottom-up fixpoint walked through from `n`: they rewrite to what `n` does.
+/// Work items. `aliases` counts the nodes a bottom-up fixpoint walked through from `n` (they rewrite to what `n` does);
+/// the nodes themselves are the top `aliases` entries of [`Engine::aliases`].
 enum Frame<N> {
   /// A node to rewrite, and the chain of successive rewrites it is in.
   Enter(N, u32),
   Rebuild {
     n: N,
-    aliases: Vec<N>,
+    aliases: u32,
     cur: N,
     chain: u32,
   },
   Link {
     n: N,
-    aliases: Vec<N>,
+    aliases: u32,
     r: N,
   },
 }
@@ -125,6 +126,9 @@ pub struct Engine<H: Host> {
   nested: usize,
   /// Deepest `nested` reached.
   pub max_nested: usize,
+  /// The alias nodes of the frames on the stack, in stack order. Frames complete in last-in first-out order, so each
+  /// frame's aliases are on top when it finishes; one shared stack means no allocation per node in bottom-up mode.
+  aliases: Vec<H::Node>,
 }
 
 impl<H: Host> Engine<H> {
@@ -137,6 +141,7 @@ impl<H: Host> Engine<H> {
       input_nodes: 0,
       nested: 0,
       max_nested: 0,
+      aliases: Vec::new(),
     }
   }
 
@@ -172,9 +177,13 @@ impl<H: Host> Engine<H> {
   }
 
   /// Records that `n` (and the nodes its bottom-up fixpoint went through) rewrite to `v`.
-  fn finish(&mut self, n: H::Node, aliases: Vec<H::Node>, v: H::Node) {
-    for a in aliases {
-      self.host.set_state(&a, State::Done(v.clone()));
+  fn finish(&mut self, n: H::Node, aliases: u32, v: H::Node) {
+    if aliases > 0 {
+      let from = self.aliases.len() - aliases as usize;
+      for a in &self.aliases[from..] {
+        self.host.set_state(a, State::Done(v.clone()));
+      }
+      self.aliases.truncate(from);
     }
     self.host.set_state(&n, State::Done(v));
   }
@@ -222,7 +231,7 @@ impl<H: Host> Engine<H> {
           }
           self.input_nodes += usize::from(!self.host.is_new(&n));
           let mut cur = n.clone();
-          let mut aliases: Vec<H::Node> = Vec::new();
+          let mut aliases: u32 = 0;
           if self.host.has_bottom_up() {
             // apply the bottom-up rules to a fixed point; every node on the way rewrites to the same result as `n`
             let mut finished = None;
@@ -254,7 +263,8 @@ impl<H: Host> Engine<H> {
                       );
                     }
                     self.host.set_state(&r, State::InProgress);
-                    aliases.push(r.clone());
+                    self.aliases.push(r.clone());
+                    aliases += 1;
                     cur = r;
                   }
                 },
@@ -266,7 +276,7 @@ impl<H: Host> Engine<H> {
             }
           }
           let k = self.host.n_src(&cur);
-          if !aliases.is_empty() {
+          if aliases > 0 {
             // a bottom-up replacement's sources are rewritten before it is done: one level deeper
             self.enter_nested()?;
           }
@@ -281,7 +291,7 @@ impl<H: Host> Engine<H> {
           }
         }
         Frame::Rebuild { n, aliases, cur, chain } => {
-          if !aliases.is_empty() {
+          if aliases > 0 {
             self.nested -= 1;
           }
           let next = if let Some(new_src) = self.rewritten_src(&cur) {
