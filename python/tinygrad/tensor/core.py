@@ -1,0 +1,202 @@
+"""Tensor: a lazy n-d array. This file holds the class, its constructor, properties and running; the operations are written
+in tinygrad/mixin (shared with UOp) and in the files of this package by kind (creation, random, movement, indexing, linalg, ...).
+Operations build a tensor graph of UOps (see tinygrad/uop/shape.py for its conventions); realize() schedules the graph into
+kernels (tinygrad.schedule), which are lowered, rendered, compiled and run (tinygrad.engine)."""
+from __future__ import annotations
+from typing import Any
+from tinygrad.uop.ops import UOp, Ops
+from tinygrad.mixin.mathtraits import MathTrait, _weak
+from tinygrad.mixin.movement import MovementMixin
+from tinygrad.mixin.reduce import ReduceMixin
+from tinygrad.dtype import DType, DTypeLike, dtypes, to_dtype, strong_dtype, _to_np_dtype, _from_np_dtype
+from tinygrad.schedule import create_schedule, schedule_to_linear
+from tinygrad.schedule.buffers import new_buffer, buffer_view, buffer_of, as_buffer, mark_realized
+from tinygrad.engine.realize import run_schedule
+from tinygrad.tensor import creation, random, movement, indexing, linalg, elementwise, reduce, functional, autograd
+from tinygrad.tensor.common import canon_device, broadcast_shape, check_tensors
+from tinygrad.tensor.creation import CreationMixin
+from tinygrad.tensor.random import RandomMixin
+from tinygrad.tensor.movement import TensorMovementMixin
+from tinygrad.tensor.indexing import IndexingMixin
+from tinygrad.tensor.linalg import LinalgMixin
+from tinygrad.tensor.elementwise import ElementwiseMixin
+from tinygrad.tensor.reduce import TensorReduceMixin
+from tinygrad.tensor.functional import FunctionalMixin
+from tinygrad.tensor.autograd import AutogradMixin
+
+__all__ = ["Tensor"]
+
+class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, TensorMovementMixin, IndexingMixin, LinalgMixin,
+             ElementwiseMixin, TensorReduceMixin, FunctionalMixin, AutogradMixin):
+  __slots__ = ("uop", "_device", "requires_grad")
+
+  def __init__(self, data:Any, device:str|None=None, dtype:DTypeLike|None=None, requires_grad:bool|None=None):
+    self.requires_grad = requires_grad
+    dtype = to_dtype(dtype) if dtype is not None else None
+    self._device = canon_device(device)
+    if isinstance(data, UOp):
+      self.uop = data if dtype is None or data.dtype is dtype else UOp(Ops.CAST, dtype, (data,), dtype)
+      return
+    if isinstance(data, (bool, int, float)):
+      dt = dtype or strong_dtype(_weak(data))
+      if isinstance(data, int) and not isinstance(data, bool) and dtypes.is_int(dt) and not dt.min <= data <= dt.max:
+        raise OverflowError(f"Python int {data} doesn't fit in {dt} (range [{dt.min}, {dt.max}])")
+      self.uop = UOp.const(dt.const(data), dt)
+      return
+    import numpy as np
+    if isinstance(data, (bytes, bytearray)): data, dtype = np.frombuffer(data, dtype=np.uint8), dtype or dtypes.uint8
+    if isinstance(data, np.generic): data = np.asarray(data)
+    if isinstance(data, (list, tuple)):
+      dt = dtype or (strong_dtype(dtypes.from_py(data)) if _nonempty(data) else dtypes.default_float)
+      npdt = _to_np_dtype(dt)
+      arr = np.array(data, dtype=npdt if npdt is not None else np.float32)
+    elif isinstance(data, np.ndarray):
+      arr, dt = data, dtype or _from_np_dtype(data.dtype)
+      npdt = _to_np_dtype(dt)
+      if npdt is not None and arr.dtype != npdt: arr = arr.astype(npdt)
+      elif npdt is None: arr = arr.astype(np.float32)
+    else: raise TypeError(f"can't make a Tensor from {type(data).__name__}")
+    arr = np.ascontiguousarray(arr).reshape(arr.shape)   # ascontiguousarray makes a 0-d array 1-d
+    buf = new_buffer(self._device, arr.size, _from_np_dtype(arr.dtype))
+    buffer_of(buf).allocate().copyin(memoryview(arr.reshape(-1).view(np.uint8)))
+    self.uop = buffer_view(buf, arr.shape)
+    if buf.dtype is not dt: self.uop = UOp(Ops.CAST, dt, (self.uop,), dt)
+
+  # ***** properties *****
+  @property
+  def shape(self) -> tuple[int, ...]: return self.uop.shape
+  @property
+  def dtype(self) -> DType: return self.uop.dtype
+  @property
+  def device(self) -> str: return self._device
+  def element_size(self) -> int: return self.dtype.itemsize
+  def nbytes(self) -> int: return self.numel() * self.dtype.itemsize
+  def __len__(self):
+    if not self.shape: raise TypeError("len() of a 0-d tensor")
+    return self.shape[0]
+  def __repr__(self): return f"<Tensor {self.shape} {self.dtype} on {self.device}>"
+  # as in tinygrad: `if t:`, `t in list`, `a == b and ...` would otherwise be silently True for any tensor
+  def __bool__(self): raise TypeError("__bool__ on Tensor is not defined")
+  def _new(self, u:UOp) -> Tensor:
+    ret = Tensor.__new__(Tensor)
+    ret.uop, ret._device, ret.requires_grad = u, self._device, None
+    return ret
+
+  # ***** running *****
+  def schedule(self, *lst:Tensor):
+    """The kernels realize() would run (a list of ScheduleItems, in run order), and {tensor uop: BUFFER}. Nothing runs and the
+    tensors are unchanged; see schedule_linear for tinygrad 0.14's form."""
+    check_tensors("schedule", lst)
+    return create_schedule([t.uop for t in (self,) + lst], [t.device for t in (self,) + lst])
+  def linear_with_vars(self, *lst:Tensor) -> tuple[UOp, dict[str, int]]:
+    """tinygrad 0.14's schedule API: the LINEAR UOp that realizes these tensors (src: one CALL(kernel AST, *BUFFERs) per kernel or
+    copy, in run order) and the values of its symbolic variables (none yet: always {}). As in tinygrad, the tensors now refer to
+    their output buffers, which hold the data once `tinygrad.engine.realize.run_linear(linear, var_vals)` has run it."""
+    tensors = (self,) + check_tensors("linear_with_vars", lst)
+    items, bufs = create_schedule([t.uop for t in tensors], [t.device for t in tensors])
+    _bind_buffers(tensors, bufs)
+    return schedule_to_linear(items), {}
+  def schedule_linear(self, *lst:Tensor) -> UOp:
+    """The LINEAR UOp of linear_with_vars (which see), for a schedule without variables."""
+    linear, var_vals = self.linear_with_vars(*lst)
+    if var_vals: raise RuntimeError(f"schedule_linear can't bind variables {sorted(var_vals)}: use linear_with_vars")
+    return linear
+  def realize(self, *lst:Tensor) -> Tensor:
+    tensors = (self,) + check_tensors("realize", lst)
+    items, bufs = create_schedule([t.uop for t in tensors], [t.device for t in tensors])
+    run_schedule(items)
+    _bind_buffers(tensors, bufs)
+    return self
+  def _buffer(self):
+    t = self if (b := as_buffer(self.uop)) is not None and b.src[0].arg == self.numel() else self.contiguous()
+    t.realize()
+    return buffer_of(as_buffer(t.uop))
+  def numpy(self):
+    import numpy as np
+    if self.numel() == 0: return np.zeros(self.shape, dtype=_to_np_dtype(self.dtype) or np.float32)
+    # writable and independent of the tensor, as in tinygrad: a large CPU buffer is shared copy-on-write (no copy until either side
+    # writes), anything else is copied once
+    return self._buffer().numpy(share=True).reshape(self.shape)
+  def data(self) -> memoryview:
+    return self._buffer().as_buffer()
+  def tolist(self): return self.numpy().tolist()
+  def item(self):
+    if self.numel() != 1: raise ValueError(f"item() needs a tensor with one element, got shape {self.shape}")
+    return self.numpy().reshape(()).item()
+  def to(self, device:str|None) -> Tensor:
+    """This tensor on `device` (lazy: the realize that needs it copies the data, after computing it on this tensor's device)."""
+    if device is not None and not isinstance(device, str): raise ValueError(f"to() takes one device name, got {device!r}")
+    if (device := canon_device(device)) == self.device: return self
+    ret = Tensor.__new__(Tensor)
+    ret.uop, ret._device, ret.requires_grad = UOp(Ops.COPY, self.dtype, (self.uop,), (self.device, device)), device, self.requires_grad
+    return ret
+  def to_(self, device:str|None) -> Tensor:
+    """Moves this tensor to `device` in place."""
+    ret = self.to(device)
+    self.uop, self._device = ret.uop, ret._device
+    return self
+  def contiguous(self) -> Tensor:
+    if self.uop.op in (Ops.CONTIGUOUS, Ops.COPY) or ((b := as_buffer(self.uop)) is not None and b.src[0].arg == self.numel()): return self
+    return self._new(UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,)))
+
+  # ***** the primitives of the mixins (tinygrad/mixin): movement, reductions and elementwise ops are written there, once *****
+  def _mop(self, op:Ops, arg) -> Tensor: return self._new(self.uop._mop(op, arg))
+  def _rop(self, op:Ops, axes:tuple[int, ...]) -> Tensor: return self._new(self.uop._rop(op, axes))
+  def alu(self, op:Ops, *srcs:Tensor) -> Tensor:
+    if not isinstance(op, Ops): raise TypeError(f"alu needs an Ops, got {type(op).__name__}")
+    return self._new(self.uop.alu(op, *[s.uop for s in check_tensors("alu", srcs)]))
+  def cast(self, dtype:DTypeLike) -> Tensor: return self._new(self.uop.cast(dtype))
+  def bitcast(self, dtype:DTypeLike) -> Tensor:
+    # a kernel may reinterpret across itemsizes (the linear contract checks it), a tensor element can't
+    if (dt := to_dtype(dtype)).itemsize != self.dtype.itemsize: raise RuntimeError(f"bitcast from {self.dtype} to {dt} needs the same itemsize")
+    return self._new(self.uop.bitcast(dt))
+  def _broadcasted(self, y, reverse:bool=False, match_dtype:bool=True) -> tuple[Tensor, Tensor]:
+    """self and y (a Tensor or a Python value) as two operands of one dtype (unless match_dtype=False) and one shape. The dtypes
+    and the constant a Python value becomes are UOp's rule for tensor-level nodes (so Tensor and UOp build the same nodes); only
+    the device check and broadcasting two shapes are Tensor's own."""
+    if not isinstance(y, Tensor):
+      a, b = self.uop._broadcasted(y, reverse, match_dtype)
+      return self._new(a), self._new(b)
+    self._same_device(y)
+    x, y = (self._new(u) for u in self.uop._broadcasted(y.uop, reverse, match_dtype))
+    if x.shape == y.shape: return x, y
+    shape = broadcast_shape(x.shape, y.shape)
+    return x._expand_to(shape), y._expand_to(shape)
+  def _same_device(self, *others:Tensor) -> None:
+    if bad := [t.device for t in others if t.device != self.device]:
+      raise RuntimeError(f"expected all tensors on the same device, got {self.device} and {bad[0]} (shapes {self.shape} and "
+                         f"{[t.shape for t in others if t.device != self.device][0]}); move them with .to()")
+  def float(self) -> Tensor: return self.cast(dtypes.float32)
+  def half(self) -> Tensor: return self.cast(dtypes.float16)
+  def int(self) -> Tensor: return self.cast(dtypes.int32)
+  def bool(self) -> Tensor: return self.cast(dtypes.bool)
+
+  # ***** elementwise (beyond tinygrad/mixin/mathtraits.py) *****
+  def __eq__(self, x) -> Tensor: return self.eq(x)  # type: ignore[override]
+  __hash__ = object.__hash__
+  def threefry(self, key:Tensor) -> Tensor:
+    """Threefry-2x32 (20 rounds) of the uint64 counters in self under the uint64 key: a counter-based random bit generator. The
+    kernel AST keeps it as one THREEFRY op; the codegen decomposes it into uint32 adds, xors and rotations."""
+    a, b = self._broadcasted(key)
+    if a.dtype is not dtypes.uint64:
+      raise RuntimeError(f"threefry needs uint64 tensors, got {self.dtype} and {getattr(key, 'dtype', type(key).__name__)}")
+    return a.alu(Ops.THREEFRY, b)
+
+  def __matmul__(self, x): return self.matmul(x)
+  def __rmatmul__(self, x): return Tensor(x, device=self.device).matmul(self) if not isinstance(x, Tensor) else x.matmul(self)
+
+def _bind_buffers(tensors:tuple[Tensor, ...], bufs:dict[UOp, UOp]) -> None:
+  """Points each tensor (and every graph holding its old UOp) at the buffer its schedule writes."""
+  for t in tensors:
+    if (b := bufs.get(t.uop)) is None: continue
+    view = buffer_view(b, t.shape)
+    if view is not t.uop:
+      mark_realized(t.uop, view)
+      t.uop = view
+
+
+def _nonempty(data) -> bool:
+  return len(data) > 0 and (not isinstance(data[0], (list, tuple)) or any(_nonempty(d) for d in data))
+
+# the mixins of the other files build new tensors through the class: bind it there now that it exists
+for _m in (creation, random, movement, indexing, linalg, elementwise, reduce, functional, autograd): _m.Tensor = Tensor

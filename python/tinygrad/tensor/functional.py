@@ -1,0 +1,10 @@
+"""nn functional ops: linear, convolutions, pooling, normalisation, attention and losses."""
+from __future__ import annotations
+from typing import TYPE_CHECKING
+if TYPE_CHECKING: from tinygrad.tensor.core import Tensor
+else: Tensor = None  # the class, bound by tinygrad/tensor/core.py once it exists (this mixin is one of its bases)
+
+class FunctionalMixin:
+  pass
+
+__all__ = ["FunctionalMixin"]

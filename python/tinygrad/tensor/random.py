@@ -1,0 +1,147 @@
+"""Random numbers: a counter-based generator (threefry) seeded by manual_seed, and the distributions built on it."""
+from __future__ import annotations
+from typing import TYPE_CHECKING
+import hashlib
+import math
+import threading
+import time
+from tinygrad.dtype import DType, DTypeLike, dtypes, to_dtype, bitcast
+from tinygrad.helpers import prod, argfix, ceildiv, check_host_alloc
+from tinygrad.tensor.common import canon_device
+
+_rng_lock = threading.Lock()   # threads drawing at once must each advance the counter (else they get the same numbers)
+if TYPE_CHECKING: from tinygrad.tensor.core import Tensor
+else: Tensor = None  # the class, bound by tinygrad/tensor/core.py once it exists (this mixin is one of its bases)
+
+class RandomMixin:
+  # ***** random numbers *****
+  # Counter-based: every draw on a device reads that device's key (from the seed) and a 64-bit counter, and the kernel computes
+  # threefry(key, counter + i) for each element i. The counter advances on the host, so the same seed gives the same bits on
+  # every device and in every run (the same bits as tinygrad 0.14), and the kernels stay the same from draw to draw.
+  _seed: int = int(time.time())
+  _device_seeds: dict[str, Tensor] = {}
+  _device_rng_counters: dict[str, int] = {}
+  @staticmethod
+  def manual_seed(seed:int=0) -> None:
+    """Sets the seed of all random ops and restarts every device's counter."""
+    if not isinstance(seed, int) or isinstance(seed, bool): raise TypeError(f"manual_seed needs an int, got {type(seed).__name__} {seed!r}")
+    Tensor._seed, Tensor._device_seeds, Tensor._device_rng_counters = seed, {}, {}
+  @staticmethod
+  def _next_counter(device:str, num:int) -> tuple[Tensor, Tensor]:
+    """(key, counter) for drawing num 32-bit words on device: two uint32 tensors of shape (2,), the counter as [low, high]."""
+    with _rng_lock: return Tensor._next_counter_locked(device, num)
+  @staticmethod
+  def _next_counter_locked(device:str, num:int) -> tuple[Tensor, Tensor]:
+    if device not in Tensor._device_seeds:
+      dev_key = int.from_bytes(hashlib.sha256(len(Tensor._device_seeds).to_bytes(4, "big")).digest(), "big")
+      Tensor._device_seeds[device] = Tensor([dev_key & 0xffffffff, Tensor._seed & 0xffffffff], device=device, dtype=dtypes.uint32)
+      Tensor._device_rng_counters[device] = 0
+    start = Tensor._device_rng_counters[device]
+    Tensor._device_rng_counters[device] = (start + num) & 0xffffffffffffffff
+    return Tensor._device_seeds[device], Tensor([start & 0xffffffff, start >> 32], device=device, dtype=dtypes.uint32)
+  @staticmethod
+  def _threefry_random_bits(key:Tensor, counts0:Tensor, counts1:Tensor) -> Tensor:
+    x = (counts1.cast(dtypes.uint64) << 32) | counts0.cast(dtypes.uint64)
+    x = x.threefry((key[1].cast(dtypes.uint64) << 32) | key[0].cast(dtypes.uint64))
+    # the low words then the high words (x.cast(uint32).cat((x >> 32).cast(uint32))), written so that each output word computes
+    # one threefry: both halves index the same x
+    shift = Tensor([0, 32], device=x.device, dtype=dtypes.uint64).reshape(2, 1)
+    return (x.reshape(1, -1).expand(2, x.shape[0]) >> shift).cast(dtypes.uint32).flatten()
+  @staticmethod
+  def _random_bits(key:Tensor, counter:Tensor, num:int) -> Tensor:
+    """num random uint32 words: a per-draw key from (key, counter), then threefry of the word counters under it."""
+    low, high = counter[0:1], counter[1:2]
+    bits = []
+    for i in range(0, num, dtypes.uint32.max):
+      chunk = min(num - i, dtypes.uint32.max)
+      c_low = low + (i & 0xffffffff)
+      c_high = high + (i >> 32) + (c_low < low).cast(dtypes.uint32)
+      draw_key = Tensor._threefry_random_bits(key, c_low, c_high)
+      counts0 = Tensor.arange(ceildiv(chunk, 2), device=key.device, dtype=dtypes.uint32)
+      counts1 = counts0 + ceildiv(chunk, 2)
+      bits.append(Tensor._threefry_random_bits(draw_key, counts0, counts1)[:chunk])
+    return bits[0].cat(*bits[1:])
+  @staticmethod
+  def _words_as(bits:Tensor, udt:DType) -> Tensor:
+    """The uint32 words reinterpreted (little-endian) as a flat tensor of the unsigned dtype udt."""
+    if udt.itemsize == 4: return bits
+    if udt.itemsize == 8:
+      w = bits.reshape(-1, 2)
+      return w[:, 0].cast(udt) | (w[:, 1].cast(udt) << 32)
+    parts = [((bits >> (k * udt.bitsize)) & (2 ** udt.bitsize - 1)).cast(udt) for k in range(4 // udt.itemsize)]
+    return Tensor.stack(*parts, dim=1).flatten()
+  @staticmethod
+  def _bits_to_rand(bits:Tensor, shape:tuple[int, ...], dtype:DType) -> Tensor:
+    # the top mantissa-many bits under the exponent of 1.0 make a float in [1, 2); minus 1 it is uniform in [0, 1)
+    _, nmant = dtypes.finfo(dtype)
+    udt = {1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}[dtype.itemsize]
+    ubits = Tensor._words_as(bits, udt)
+    one = bitcast(1.0, dtype, udt)
+    return ((ubits >> (dtype.bitsize - nmant)) | one).bitcast(dtype)[:prod(shape)].sub(1).reshape(shape)
+  @staticmethod
+  def _check_shape(shape, what:str) -> tuple[int, ...]:
+    shape = argfix(*shape)
+    if not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape):
+      raise ValueError(f"{what} needs a shape of non-negative ints, got {shape}")
+    return tuple(shape)
+  @staticmethod
+  def rand(*shape, device:str|None=None, dtype:DTypeLike|None=None, contiguous:bool=True) -> Tensor:
+    """Uniform random values in [0, 1) (a float dtype, the default float unless given), drawn in a kernel from the seeded counter."""
+    dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
+    if not dtypes.is_float(dt) or dt in dtypes.weaks or dt in dtypes.fp8s: raise ValueError(f"rand needs a float dtype, got {dt}")
+    shape, device = Tensor._check_shape(shape, "rand"), canon_device(device)
+    check_host_alloc(prod(shape) * dt.itemsize, f"rand of shape {shape}")
+    if prod(shape) == 0: return Tensor.zeros(shape, device=device, dtype=dt)
+    key, counter = Tensor._next_counter(device, ceildiv(prod(shape) * dt.itemsize, 4))
+    out = Tensor._bits_to_rand(Tensor._random_bits(key, counter, ceildiv(prod(shape) * dt.itemsize, 4)), shape, dt)
+    return out.contiguous() if contiguous else out
+  def rand_like(self, **kwargs) -> Tensor:
+    return Tensor.rand(*self.shape, device=kwargs.pop("device", self.device), dtype=kwargs.pop("dtype", self.dtype), **kwargs)
+  @staticmethod
+  def randn(*shape, dtype:DTypeLike|None=None, device:str|None=None, **kwargs) -> Tensor:
+    """Standard normal values (Box-Muller of two float32 uniform draws), cast to dtype (the default float unless given)."""
+    shape = Tensor._check_shape(shape, "randn")
+    src = Tensor.rand(2, *shape, device=device, dtype=dtypes.float32, **kwargs)
+    return src[0].mul(2 * math.pi).cos().mul((1 - src[1]).log().mul(-2).sqrt()).cast(to_dtype(dtype) if dtype is not None else
+                                                                                        dtypes.default_float)
+  def randn_like(self, dtype:DTypeLike|None=None, **kwargs) -> Tensor:
+    return Tensor.randn(*self.shape, dtype=dtype if dtype is not None else self.dtype, device=kwargs.pop("device", self.device), **kwargs)
+  @staticmethod
+  def randint(*shape, low:int=0, high:int=10, dtype:DTypeLike=dtypes.int32, **kwargs) -> Tensor:
+    """Uniform random ints in [low, high)."""
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (low, high)):
+      raise TypeError(f"randint needs int low and high, got {low=}, {high=}")
+    if not dtypes.is_int(dt := to_dtype(dtype)): raise TypeError(f"randint needs an int dtype, got {dt}")
+    if low >= high: raise ValueError(f"randint needs low < high, got {low=}, {high=}")
+    if not (dt.min <= low and high - 1 <= dt.max): raise OverflowError(f"randint range [{low}, {high}) doesn't fit in {dt}")
+    # floor(u * n) of a uniform u in [0, 1) stays below n (never rounds up to it) when n fits the float's mantissa
+    if (n := high - low) > 2 ** 53: raise ValueError(f"randint can draw from at most 2**53 values, got [{low}, {high})")
+    u = Tensor.rand(*Tensor._check_shape(shape, "randint"), dtype=dtypes.float32 if n <= 2 ** 24 else dtypes.float64, **kwargs)
+    return ((u * n).cast(dtypes.int64) + low).cast(dt)
+  @staticmethod
+  def uniform(*shape, low=0.0, high=1.0, dtype:DTypeLike|None=None, **kwargs) -> Tensor:
+    """Uniform random values in [low, high)."""
+    shape = Tensor._check_shape(shape, "uniform")
+    if low >= high: raise ValueError(f"uniform needs low < high, got {low=}, {high=}")
+    return ((high - low) * Tensor.rand(*shape, **kwargs)).cast(dtype if dtype is not None else dtypes.default_float) + low
+  @staticmethod
+  def normal(*shape, mean=0.0, std=1.0, **kwargs) -> Tensor:
+    if std < 0: raise ValueError(f"normal needs std >= 0, got {std=}")
+    return std * Tensor.randn(*shape, **kwargs) + mean
+  @staticmethod
+  def scaled_uniform(*shape, **kwargs) -> Tensor:
+    return Tensor.uniform(*shape, low=-1.0, high=1.0, **kwargs).mul(prod(argfix(*shape)) ** -0.5)
+  @staticmethod
+  def glorot_uniform(*shape, **kwargs) -> Tensor:
+    bound = (6 / (argfix(*shape)[0] + prod(argfix(*shape)[1:]))) ** 0.5
+    return Tensor.uniform(*shape, low=-bound, high=bound, **kwargs)
+  @staticmethod
+  def kaiming_uniform(*shape, a:float=0.01, **kwargs) -> Tensor:
+    bound = (6 / (1 + a ** 2) / prod(argfix(*shape)[1:])) ** 0.5
+    return Tensor.uniform(*shape, low=-bound, high=bound, **kwargs)
+  @staticmethod
+  def kaiming_normal(*shape, a:float=0.01, **kwargs) -> Tensor:
+    std = (2 / (1 + a ** 2) / prod(argfix(*shape)[1:])) ** 0.5
+    return Tensor.normal(*shape, mean=0.0, std=std, **kwargs)
+
+__all__ = ["RandomMixin"]
