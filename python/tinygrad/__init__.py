@@ -1,6 +1,6 @@
-# The public surface of tinygrad. Later layers (Tensor, Device, TinyJit, nn) are added here as they land.
+# The public surface of tinygrad (as 0.14's `from tinygrad import ...`). TinyJit and function arrive with the JIT.
 from tinygrad.dtype import dtypes, DType  # noqa: F401
-from tinygrad.helpers import getenv, Context  # noqa: F401
+from tinygrad.helpers import getenv, Context, GlobalCounters, fetch  # noqa: F401
 from tinygrad.uop.ops import UOp  # noqa: F401
 Variable = UOp.variable
 from tinygrad.device import Device  # noqa: F401,E402

@@ -714,7 +714,8 @@ def fetch(url:str, name:pathlib.Path|str|None=None, subdir:str|None=None, gunzip
     fp.parent.mkdir(parents=True, exist_ok=True)
     req = urllib.request.Request(url, headers={"User-Agent": "tinygrad 0.14.0", **headers})
     with urllib.request.urlopen(req, timeout=10) as r:
-      if r.status not in (200, 206): raise RuntimeError(f"fetch {url} failed with HTTP status {r.status}")
+      # file:// and ftp:// responses have no HTTP status
+      if r.status not in (200, 206, None): raise RuntimeError(f"fetch {url} failed with HTTP status {r.status}")
       length = None if gunzip else int(r.headers.get("content-length", 0))
       src = gzip.GzipFile(fileobj=r) if gunzip else r
       h = hashlib.sha256() if sha256 else None

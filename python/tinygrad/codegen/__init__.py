@@ -9,7 +9,8 @@ one graph_rewrite with that name (so TRACK_MATCH_STATS and the rewrite log show 
                   directly: x*-1 -> NEG, a+NEG(b) -> SUB, a*RECIPROCAL(b) -> FDIV (before constant folding could turn 1/3 into
                   0.333..., so a/3 rounds once, as written), CMPNE(CMPNE(a, b), True) -> CMPEQ, minimum's max of negations -> a
                   WHERE over CMPLT. Value dtypes only: index arithmetic (weak ints) keeps its form for the symbolic rules.
-  pm_decomp       THREEFRY(x, key) (uint64) -> Threefry-2x32 in uint32 ADD/XOR/SHL/SHR (no renderer has a THREEFRY op)
+  pm_decomp       THREEFRY(x, key) (uint64) -> Threefry-2x32 in uint32 ADD/XOR/SHL/SHR (no renderer has a THREEFRY op); float -> int
+                  CAST -> a CAST of in-range values and a WHERE for the rest (one meaning on every device: _float_to_int)
   pm_const_fold   ALU/CAST of constants -> the constant (so `full(1) + full(2)` stores 3)
   pm_add_specials THREAD/GLOBAL/LOCAL ranges -> SPECIAL launch dims: "core_id" for THREAD, "gidx<i>"/"lidx<i>" for the i-th
                   GLOBAL/LOCAL range by axis id (the renderer contract, tinygrad/renderer/__init__.py); they get no loop and no END
@@ -76,7 +77,33 @@ pm_render_forms = PatternMatcher([
                       UPat.cvar("k")], name="m"), lambda m, a, b, k: _min(m, a, b) if k.arg == m.dtype.min + m.dtype.max else None),
 ])
 
-pm_decomp = PatternMatcher([(UPat(Ops.THREEFRY, dtype=dtypes.uint64, src=(UPat.var("x"), UPat.var("key"))), _threefry2x32)])
+def _fits(x:UOp, dt) -> UOp:
+  """x (float32 or float64) truncates to a value of the int dtype dt (32 or 64 bits): lo < x < hi, NaN fails. The bounds are powers of
+  two or one off, exact in float64; for int64 the low bound is -2**63 itself (x >= -2**63: -2**63-1 rounds to it)."""
+  lt = lambda a, b: UOp(Ops.CMPLT, dtypes.bool, (a, b))
+  if dtypes.is_unsigned(dt): lo = lt(UOp.const(-1.0, x.dtype), x)
+  elif dt.bitsize == 64: lo = UOp(Ops.CMPNE, dtypes.bool, (lt(x, UOp.const(float(dt.min), x.dtype)), UOp.const(True, dtypes.bool)))
+  else: lo = lt(UOp.const(float(dt.min) - 1.0, x.dtype), x)
+  return UOp(Ops.AND, dtypes.bool, (lo, lt(x, UOp.const(2.0 ** dt.bitsize if dtypes.is_unsigned(dt) else -float(dt.min), x.dtype))))
+
+def _float_to_int(c:UOp, x:UOp) -> UOp|None:
+  """float -> int CAST with one meaning on every device and at every vector width (C leaves out-of-range and NaN undefined, and clang's
+  vectorized and scalar conversions disagree): the value truncated toward zero where it fits, else the x86 answer tinygrad 0.14 gives
+  on CPU: the dtype's min for int32/int64, its max for uint32/uint64; 8- and 16-bit ints go through int32 and keep its low bits."""
+  dt = c.dtype
+  if not dtypes.is_float(x.dtype) or not dtypes.is_int(dt) or dt in dtypes.weaks: return None
+  if dt.itemsize < 4: return _cast(_cast(x, dtypes.int32), dt)
+  # already guarded (this rule's own output): WHERE(fits(v), v, 0)
+  if x.op is Ops.WHERE and x.src[2].op is Ops.CONST and x.src[2].arg == 0 and x.src[0] is _fits(x.src[1], dt): return None
+  if x.dtype.itemsize < 4: x = _cast(x, dtypes.float32)  # half can't hold the bounds (2**31 is inf in it); float32 holds x exactly
+  fits = _fits(x, dt)
+  safe = UOp(Ops.WHERE, x.dtype, (fits, x, UOp.const(0.0, x.dtype)))   # only in-range values reach the C conversion
+  return UOp(Ops.WHERE, dt, (fits, c.replace(src=(safe,)), UOp.const(dt.max if dtypes.is_unsigned(dt) else dt.min, dt)))
+
+pm_decomp = PatternMatcher([
+  (UPat(Ops.THREEFRY, dtype=dtypes.uint64, src=(UPat.var("x"), UPat.var("key"))), _threefry2x32),
+  (UPat(Ops.CAST, src=(UPat.var("x"),), name="c"), _float_to_int),
+])
 
 # constant folding is the symbolic engine's (uop/symbolic.py), in its form for values: results wrapped/rounded as the device computes
 pm_const_fold = pm_fold_values

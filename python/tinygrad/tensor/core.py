@@ -3,12 +3,13 @@ in tinygrad/mixin (shared with UOp) and in the files of this package by kind (cr
 Operations build a tensor graph of UOps (see tinygrad/uop/shape.py for its conventions); realize() schedules the graph into
 kernels (tinygrad.schedule), which are lowered, rendered, compiled and run (tinygrad.engine)."""
 from __future__ import annotations
+import pathlib
 from typing import Any
 from tinygrad.uop.ops import UOp, Ops
 from tinygrad.mixin.mathtraits import MathTrait, _weak
 from tinygrad.mixin.movement import MovementMixin
 from tinygrad.mixin.reduce import ReduceMixin
-from tinygrad.dtype import DType, DTypeLike, dtypes, to_dtype, strong_dtype, _to_np_dtype, _from_np_dtype
+from tinygrad.dtype import DType, DTypeLike, dtypes, to_dtype, strong_dtype, least_upper_dtype, _to_np_dtype, _from_np_dtype
 from tinygrad.schedule import create_schedule, schedule_to_linear
 from tinygrad.schedule.buffers import new_buffer, buffer_view, buffer_of, as_buffer, mark_realized
 from tinygrad.engine.realize import run_schedule
@@ -44,6 +45,13 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
       self.uop = UOp.const(dt.const(data), dt)
       return
     import numpy as np
+    if isinstance(data, pathlib.Path):
+      # tinygrad 0.14 maps the file as a DISK tensor of its bytes; without a DISK device the bytes are read into this device
+      if not data.is_file(): raise FileNotFoundError(f"no file at {data}")
+      dt = dtype or dtypes.uint8
+      raw = np.fromfile(data, dtype=np.uint8)
+      if raw.size % dt.itemsize: raise ValueError(f"file {data} has {raw.size} bytes, not a whole number of {dt} ({dt.itemsize} bytes each)")
+      data, dtype = raw.view(_to_np_dtype(dt)) if dt.itemsize > 1 else raw, dt
     if isinstance(data, (bytes, bytearray)): data, dtype = np.frombuffer(data, dtype=np.uint8), dtype or dtypes.uint8
     if isinstance(data, np.generic): data = np.asarray(data)
     if isinstance(data, (list, tuple)):
@@ -69,12 +77,27 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
   def dtype(self) -> DType: return self.uop.dtype
   @property
   def device(self) -> str: return self._device
-  def element_size(self) -> int: return self.dtype.itemsize
-  def nbytes(self) -> int: return self.numel() * self.dtype.itemsize
+  def element_size(self) -> int:
+    if self.dtype in dtypes.weaks: raise RuntimeError(f"element_size needs a concrete dtype, got {self.dtype}")
+    return self.dtype.itemsize
+  def nbytes(self) -> int: return self.numel() * self.element_size()
+  def is_floating_point(self) -> bool: return dtypes.is_float(self.dtype)
+  def size(self, dim:int|None=None) -> int|tuple[int, ...]:
+    """The shape, or the length of dimension `dim` (negative counts from the end)."""
+    if dim is None: return self.shape
+    if not -len(self.shape) <= dim < len(self.shape):
+      raise IndexError(f"dimension {dim} out of range for a tensor of shape {self.shape} ({len(self.shape)} dims)")
+    return self.shape[dim]
+  # shapes here are all ints (no symbolic dimensions yet), so the largest shape a tensor can take is its shape
+  @property
+  def max_shape(self) -> tuple[int, ...]: return self.shape
+  def max_numel(self) -> int: return self.numel()
   def __len__(self):
     if not self.shape: raise TypeError("len() of a 0-d tensor")
     return self.shape[0]
-  def __repr__(self): return f"<Tensor {self.shape} {self.dtype} on {self.device}>"
+  def __repr__(self):
+    grad = getattr(self, "grad", None)
+    return f"<Tensor <UOp {self.device} {self.shape} {self.dtype.name}> on {self.device} with grad {grad.uop if grad is not None else None!r}>"
   # as in tinygrad: `if t:`, `t in list`, `a == b and ...` would otherwise be silently True for any tensor
   def __bool__(self): raise TypeError("__bool__ on Tensor is not defined")
   def _new(self, u:UOp) -> Tensor:
@@ -101,7 +124,8 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
     linear, var_vals = self.linear_with_vars(*lst)
     if var_vals: raise RuntimeError(f"schedule_linear can't bind variables {sorted(var_vals)}: use linear_with_vars")
     return linear
-  def realize(self, *lst:Tensor) -> Tensor:
+  def realize(self, *lst:Tensor, do_update_stats=True) -> Tensor:
+    """Computes these tensors (also as `Tensor.realize(a, b, ...)`); `do_update_stats` is 0.14's flag (the counters always count)."""
     tensors = (self,) + check_tensors("realize", lst)
     items, bufs = create_schedule([t.uop for t in tensors], [t.device for t in tensors])
     run_schedule(items)
@@ -135,6 +159,19 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
     ret = self.to(device)
     self.uop, self._device = ret.uop, ret._device
     return self
+  def clone(self, device:str|None=None) -> Tensor:
+    """A copy of this tensor in a buffer of its own (on `device` if given)."""
+    # a copy to another device already lands in a new buffer
+    if device is not None and canon_device(device) != self.device: return self.to(device)
+    return self._new(UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,)))
+  def replace(self, x:Tensor) -> Tensor:
+    """Makes this tensor refer to x's data (shape must match; dtype and device may change)."""
+    check_tensors("replace", (x,))
+    if self.shape != x.shape: raise RuntimeError(f"replace needs the same shape, got {self.shape} and {x.shape}")
+    self.uop, self._device = x.uop, x.device
+    return self
+  def decode_hevc_frame(self, frame_pos, shape:tuple[int, ...], state:Tensor, ref_frames:list[Tensor]|None=None) -> Tensor:
+    raise NotImplementedError("decode_hevc_frame needs a hardware HEVC decoder (tinygrad's NV backend); no device here has one")
   def contiguous(self) -> Tensor:
     if self.uop.op in (Ops.CONTIGUOUS, Ops.COPY) or ((b := as_buffer(self.uop)) is not None and b.src[0].arg == self.numel()): return self
     return self._new(UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,)))
@@ -158,7 +195,12 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
       a, b = self.uop._broadcasted(y, reverse, match_dtype)
       return self._new(a), self._new(b)
     self._same_device(y)
-    x, y = (self._new(u) for u in self.uop._broadcasted(y.uop, reverse, match_dtype))
+    if match_dtype and (self.dtype in dtypes.weaks) != (y.dtype in dtypes.weaks):
+      # a weak constant (Tensor.const) next to a typed tensor: both become the strong dtype of their promotion (nothing weak is stored)
+      out = strong_dtype(least_upper_dtype(self.dtype, y.dtype))
+      xu, yu = (y.uop.cast(out), self.uop.cast(out)) if reverse else (self.uop.cast(out), y.uop.cast(out))
+    else: xu, yu = self.uop._broadcasted(y.uop, reverse, match_dtype)
+    x, y = self._new(xu), self._new(yu)
     if x.shape == y.shape: return x, y
     shape = broadcast_shape(x.shape, y.shape)
     return x._expand_to(shape), y._expand_to(shape)
@@ -168,7 +210,11 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
                          f"{[t.shape for t in others if t.device != self.device][0]}); move them with .to()")
   def float(self) -> Tensor: return self.cast(dtypes.float32)
   def half(self) -> Tensor: return self.cast(dtypes.float16)
+  def bfloat16(self) -> Tensor: return self.cast(dtypes.bfloat16)
+  def double(self) -> Tensor: return self.cast(dtypes.float64)
   def int(self) -> Tensor: return self.cast(dtypes.int32)
+  def long(self) -> Tensor: return self.cast(dtypes.int64)
+  def short(self) -> Tensor: return self.cast(dtypes.int16)
   def bool(self) -> Tensor: return self.cast(dtypes.bool)
 
   # ***** elementwise (beyond tinygrad/mixin/mathtraits.py) *****

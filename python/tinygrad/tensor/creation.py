@@ -1,38 +1,63 @@
-"""Creating tensors: from constants and shapes (full, zeros, ones, empty, eye, arange, linspace and the *_like forms)."""
+"""Creating tensors: from constants and shapes (const, full, zeros, ones, empty, invalids, eye, arange, linspace, the *_like forms,
+meshgrid), and from memory outside tinygrad (from_blob, from_url)."""
 from __future__ import annotations
 from typing import TYPE_CHECKING
 import math
-from tinygrad.dtype import DTypeLike, dtypes, to_dtype
-from tinygrad.helpers import prod, argfix, make_tuple, check_host_alloc
+from tinygrad.dtype import DType, DTypeLike, dtypes, to_dtype, Invalid
+from tinygrad.helpers import prod, argfix, check_host_alloc, fetch
 from tinygrad.schedule.buffers import new_buffer, buffer_view, buffer_of
-from tinygrad.tensor.common import canon_device
+from tinygrad.tensor.common import canon_device, broadcast_shape
 if TYPE_CHECKING: from tinygrad.tensor.core import Tensor
 else: Tensor = None  # the class, bound by tinygrad/tensor/core.py once it exists (this mixin is one of its bases)
+
+def _dtype_or(dtype:DTypeLike|None, default:DType) -> DType: return to_dtype(dtype) if dtype is not None else default
 
 class CreationMixin:
   # ***** creation *****
   @staticmethod
+  def const(b, dtype:DType|None=None) -> Tensor:
+    """A 0-d constant (no buffer); a Python value keeps its weak dtype unless dtype is given, as in tinygrad."""
+    from tinygrad.uop.ops import UOp
+    return Tensor(UOp.const(b, to_dtype(dtype) if dtype is not None else None))
+  def const_like(self, b, dtype:DType|None=None) -> Tensor:
+    """The constant b in this tensor's shape and dtype (or dtype): a broadcast constant, no buffer."""
+    return self._new(self.uop.const_like(b, to_dtype(dtype) if dtype is not None else None)).reshape((1,) * self.ndim).expand(self.shape)
+  @staticmethod
   def empty(*shape, device:str|None=None, dtype:DTypeLike|None=None) -> Tensor:
-    shape, dt = Tensor._check_shape(shape, "empty"), to_dtype(dtype) if dtype is not None else dtypes.default_float
+    """A tensor of this shape in a new, uninitialized buffer."""
+    shape, dt = Tensor._check_shape(shape, "empty"), _dtype_or(dtype, dtypes.default_float)
     buf = new_buffer(canon_device(device), prod(shape), dt)
     buffer_of(buf).allocate()
     return Tensor(buffer_view(buf, shape), device=device)
+  def empty_like(self, dtype:DTypeLike|None=None, device:str|None=None) -> Tensor:
+    return Tensor.empty(self.shape, dtype=dtype if dtype is not None else self.dtype, device=device if device is not None else self.device)
   @staticmethod
-  def full(shape, fill_value, device:str|None=None, dtype:DTypeLike|None=None) -> Tensor:
-    shape = Tensor._check_shape(make_tuple(shape, 1) if isinstance(shape, int) else tuple(shape), "full")
+  def invalids(*shape, device:str|None=None, dtype:DTypeLike|None=None) -> Tensor:
+    """A tensor of Invalid values (bool unless dtype is given, as Invalid's own dtype is): an anonymous buffer, its values unspecified.
+    The tensor graph has no Invalid constant, so this is an empty buffer (what 0.14's Invalid fill becomes once realized)."""
+    return Tensor.empty(*shape, dtype=_dtype_or(dtype, dtypes.bool), device=device)
+  @staticmethod
+  def full(shape, fill_value, dtype:DTypeLike|None=None, device:str|None=None, buffer=True) -> Tensor:
+    """fill_value in the given shape. tinygrad 0.14 stores it into a buffer unless buffer=False; here it is a broadcast constant
+    either way, fused into the kernels that read it and stored when realized (so `buffer` changes nothing)."""
+    shape = Tensor._check_shape((shape,), "full")
+    if fill_value is Invalid: return Tensor.invalids(shape, dtype=dtype, device=device)
     return Tensor(fill_value, device=device, dtype=dtype).reshape((1,) * len(shape)).expand(shape)
+  def full_like(self, fill_value, dtype:DTypeLike|None=None, device:str|None=None, buffer=True) -> Tensor:
+    return Tensor.full(self.shape, fill_value, dtype=dtype if dtype is not None else self.dtype,
+                       device=device if device is not None else self.device, buffer=buffer)
   @staticmethod
-  def zeros(*shape, device:str|None=None, dtype:DTypeLike|None=None) -> Tensor:
-    return Tensor.full(argfix(*shape), 0.0, device=device, dtype=dtype or dtypes.default_float)
+  def zeros(*shape, **kwargs) -> Tensor: return Tensor.full(argfix(*shape), 0.0, **{"dtype": dtypes.default_float, **kwargs})
   @staticmethod
-  def ones(*shape, device:str|None=None, dtype:DTypeLike|None=None) -> Tensor:
-    return Tensor.full(argfix(*shape), 1.0, device=device, dtype=dtype or dtypes.default_float)
+  def ones(*shape, **kwargs) -> Tensor: return Tensor.full(argfix(*shape), 1.0, **{"dtype": dtypes.default_float, **kwargs})
+  def zeros_like(self, **kwargs) -> Tensor: return self.full_like(0, **kwargs)
+  def ones_like(self, **kwargs) -> Tensor: return self.full_like(1, **kwargs)
   @staticmethod
-  def arange(start, stop=None, step=1, device:str|None=None, dtype:DTypeLike|None=None) -> Tensor:
+  def arange(start, stop=None, step=1, dtype:DTypeLike|None=None, device:str|None=None) -> Tensor:
+    """Values from start (inclusive) to stop (exclusive) by step; an int dtype unless an argument is a float."""
     import numpy as np
     if stop is None: start, stop = 0, start
-    dt = to_dtype(dtype) if dtype is not None else (dtypes.default_float if any(isinstance(x, float) for x in (start, stop, step))
-                                                     else dtypes.default_int)
+    dt = _dtype_or(dtype, dtypes.default_float if any(isinstance(x, float) for x in (start, stop, step)) else dtypes.default_int)
     if step == 0: raise ValueError("arange needs a nonzero step")
     n = max(math.ceil((stop - start) / step), 0)
     check_host_alloc(n * 8, f"arange of {n} elements")   # its values are built on the host first
@@ -40,7 +65,7 @@ class CreationMixin:
     else: vals = np.array([start + i * step for i in range(n)], dtype=np.float64 if dtypes.is_float(dt) else np.int64)
     return Tensor(vals, device=device, dtype=dt)
   @staticmethod
-  def eye(n:int, m:int|None=None, device:str|None=None, dtype:DTypeLike|None=None) -> Tensor:
+  def eye(n:int, m:int|None=None, dtype:DTypeLike|None=None, device:str|None=None) -> Tensor:
     """The n x m identity: ones where the row index equals the column index (computed in the kernel from two aranges)."""
     if not all(isinstance(v, int) and not isinstance(v, bool) for v in (n, 0 if m is None else m)):
       raise TypeError(f"eye needs int sizes, got {n!r}, {m!r}")
@@ -48,16 +73,39 @@ class CreationMixin:
     rows, cols = Tensor.arange(n, device=device), Tensor.arange(n if m is None else m, device=device)
     return (rows.unsqueeze(1) == cols.unsqueeze(0)).cast(dtype or dtypes.default_float)
   @staticmethod
-  def linspace(start, stop, steps:int, device:str|None=None, dtype:DTypeLike|None=None) -> Tensor:
+  def linspace(start, stop, steps:int, dtype:DTypeLike|None=None, device:str|None=None) -> Tensor:
     if not isinstance(steps, int) or isinstance(steps, bool): raise TypeError(f"linspace needs an int number of steps, got {steps!r}")
     if steps < 0: raise ValueError(f"linspace needs steps >= 0, got {steps}")
-    dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
+    dt = _dtype_or(dtype, dtypes.default_float)
     if steps == 1: return Tensor([start], device=device, dtype=dt)
     step = (stop - start) / max(steps - 1, 1)
     return (Tensor.arange(steps, device=device).cast(dtypes.default_float) * step + start).cast(dt)
-  def full_like(self, fill_value, dtype:DTypeLike|None=None) -> Tensor:
-    return Tensor.full(self.shape, fill_value, device=self.device, dtype=dtype or self.dtype)
-  def zeros_like(self, dtype:DTypeLike|None=None) -> Tensor: return self.full_like(0, dtype)
-  def ones_like(self, dtype:DTypeLike|None=None) -> Tensor: return self.full_like(1, dtype)
+  def meshgrid(self, *args:Tensor, indexing:str="ij") -> tuple[Tensor, ...]:
+    """Coordinate grids from 0-d or 1-d tensors: "ij" gives shape (len(self), len(args[0]), ...), "xy" swaps the first two."""
+    if indexing not in ("ij", "xy"): raise RuntimeError(f'meshgrid indexing must be "ij" or "xy", got {indexing!r}')
+    tensors = (self, *args)
+    if bad := [t.shape for t in tensors if not isinstance(t, Tensor) or t.ndim > 1]:
+      raise RuntimeError(f"meshgrid takes 0-d or 1-d tensors, got shapes {bad}")
+    if len(tensors) == 1: return tensors
+    # the axis each input runs along; "xy" puts the first two inputs on each other's axis
+    axes = list(range(len(tensors))) if indexing == "ij" else [1, 0] + list(range(2, len(tensors)))
+    shaped = [t.reshape(tuple(-1 if i == ax else 1 for i in range(len(tensors)))) for t, ax in zip(tensors, axes)]
+    shape = broadcast_shape(*(t.shape for t in shaped))
+    return tuple(t.expand(shape) for t in shaped)
+  @staticmethod
+  def from_blob(ptr:int, shape:tuple[int, ...], **kwargs) -> Tensor:
+    """A tensor over memory at address ptr, not copied and not owned: the memory must outlive the tensor (CPU-side devices only)."""
+    if not isinstance(ptr, int) or isinstance(ptr, bool) or ptr <= 0: raise ValueError(f"from_blob needs a nonzero int address, got {ptr!r}")
+    dt, device = _dtype_or(kwargs.pop("dtype", None), dtypes.default_float), canon_device(kwargs.pop("device", None))
+    if kwargs: raise TypeError(f"from_blob got unexpected arguments {sorted(kwargs)}")
+    shape = Tensor._check_shape((shape,), "from_blob")
+    buf = new_buffer(device, prod(shape), dt)
+    buffer_of(buf).allocate(external_ptr=ptr)
+    return Tensor(buffer_view(buf, shape), device=device)
+  @staticmethod
+  def from_url(url:str, gunzip:bool=False, **kwargs) -> Tensor:
+    """The bytes at url (fetched once into the download cache, through helpers.fetch) as a uint8 tensor unless dtype is given."""
+    import pathlib
+    return Tensor(pathlib.Path(fetch(url, gunzip=gunzip)), **kwargs)
 
 __all__ = ["CreationMixin"]

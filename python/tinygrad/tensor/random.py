@@ -6,8 +6,8 @@ import math
 import threading
 import time
 from tinygrad.dtype import DType, DTypeLike, dtypes, to_dtype, bitcast
-from tinygrad.helpers import prod, argfix, ceildiv, check_host_alloc
-from tinygrad.tensor.common import canon_device
+from tinygrad.helpers import prod, argfix, ceildiv, check_host_alloc, TRAINING
+from tinygrad.tensor.common import canon_device, check_tensors
 
 _rng_lock = threading.Lock()   # threads drawing at once must each advance the counter (else they get the same numbers)
 if TYPE_CHECKING: from tinygrad.tensor.core import Tensor
@@ -48,8 +48,14 @@ class RandomMixin:
     shift = Tensor([0, 32], device=x.device, dtype=dtypes.uint64).reshape(2, 1)
     return (x.reshape(1, -1).expand(2, x.shape[0]) >> shift).cast(dtypes.uint32).flatten()
   @staticmethod
-  def _random_bits(key:Tensor, counter:Tensor, num:int) -> Tensor:
-    """num random uint32 words: a per-draw key from (key, counter), then threefry of the word counters under it."""
+  def random_bits(key:Tensor, counter:Tensor, num:int) -> Tensor:
+    """num random uint32 words from a uint32 key and counter of shape (2,) ([low, high]): a per-draw key from (key, counter),
+    then threefry of the word counters under it. rand and the other draws use it with the seeded key and counter."""
+    check_tensors("random_bits", (key, counter))
+    if key.dtype is not dtypes.uint32 or counter.dtype is not dtypes.uint32 or key.shape != (2,) or counter.shape != (2,):
+      raise ValueError(f"random_bits needs uint32 key and counter of shape (2,), got {key.dtype} {key.shape} and {counter.dtype} {counter.shape}")
+    if not isinstance(num, int) or num < 0: raise ValueError(f"random_bits needs a non-negative int count, got {num!r}")
+    if num == 0: return counter[0:0]
     low, high = counter[0:1], counter[1:2]
     bits = []
     for i in range(0, num, dtypes.uint32.max):
@@ -93,7 +99,7 @@ class RandomMixin:
     check_host_alloc(prod(shape) * dt.itemsize, f"rand of shape {shape}")
     if prod(shape) == 0: return Tensor.zeros(shape, device=device, dtype=dt)
     key, counter = Tensor._next_counter(device, ceildiv(prod(shape) * dt.itemsize, 4))
-    out = Tensor._bits_to_rand(Tensor._random_bits(key, counter, ceildiv(prod(shape) * dt.itemsize, 4)), shape, dt)
+    out = Tensor._bits_to_rand(Tensor.random_bits(key, counter, ceildiv(prod(shape) * dt.itemsize, 4)), shape, dt)
     return out.contiguous() if contiguous else out
   def rand_like(self, **kwargs) -> Tensor:
     return Tensor.rand(*self.shape, device=kwargs.pop("device", self.device), dtype=kwargs.pop("dtype", self.dtype), **kwargs)
@@ -143,5 +149,33 @@ class RandomMixin:
   def kaiming_normal(*shape, a:float=0.01, **kwargs) -> Tensor:
     std = (2 / (1 + a ** 2) / prod(argfix(*shape)[1:])) ** 0.5
     return Tensor.normal(*shape, mean=0.0, std=std, **kwargs)
+
+  @staticmethod
+  def randperm(n:int, device=None, dtype=dtypes.int32, **kwargs) -> Tensor:
+    """A random permutation of 0..n-1: the order that sorts n uniform draws."""
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0: raise ValueError(f"randperm needs a non-negative int n, got {n!r}")
+    return Tensor.rand(n, device=device, **kwargs).argsort().cast(dtype)
+  def multinomial(self:Tensor, num_samples:int=1, replacement:bool=False) -> Tensor:
+    """num_samples category indices drawn with probabilities proportional to self (1-d: one distribution; 2-d: one per row)."""
+    if not 1 <= self.ndim <= 2: raise RuntimeError(f"multinomial needs a 1-d or 2-d tensor of weights, got shape {self.shape}")
+    if not isinstance(num_samples, int) or num_samples <= 0: raise RuntimeError(f"multinomial needs num_samples > 0, got {num_samples!r}")
+    weight = self.unsqueeze(0) if self.ndim == 1 else self
+    if not replacement and num_samples > weight.shape[1]:
+      raise RuntimeError(f"multinomial can't draw {num_samples} samples without replacement from {weight.shape[1]} categories")
+    if replacement or num_samples == 1:
+      # inverse CDF: each uniform draw picks the first category whose cumulative weight passes it
+      cdf = (cw := weight.cumsum(1).float()) / cw[:, -1].unsqueeze(1)
+      draws = Tensor.rand(num_samples, cdf.shape[0], 1, device=self.device)
+      indices = (draws >= cdf).sum(2).permute(1, 0)
+    else:
+      # Efraimidis-Spirakis: the k largest log2(u)/w are a weighted draw without replacement
+      indices = (weight.rand_like(dtype=dtypes.float32).log2() / weight).topk(num_samples, dim=1)[1]
+    return (indices.squeeze(0) if self.ndim == 1 else indices).cast(dtypes.int32)
+  def dropout(self:Tensor, p=0.5) -> Tensor:
+    """Zeroes each element with probability p and scales the rest by 1/(1-p), only while training (Context(TRAINING=1))."""
+    if not 0 <= p <= 1: raise ValueError(f"dropout probability must be in [0, 1], got {p}")
+    if not TRAINING or p == 0: return self
+    if p == 1: return self.const_like(0)
+    return (self.rand_like(dtype=dtypes.default_float, contiguous=False) >= p).contiguous().where(self, 0) / (1.0 - p)
 
 __all__ = ["RandomMixin"]
