@@ -195,8 +195,10 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
       a, b = self.uop._broadcasted(y, reverse, match_dtype)
       return self._new(a), self._new(b)
     self._same_device(y)
-    if match_dtype and (self.dtype in dtypes.weaks) != (y.dtype in dtypes.weaks):
-      # a weak constant (Tensor.const) next to a typed tensor: both become the strong dtype of their promotion (nothing weak is stored)
+    weak_x, weak_y = self.dtype in dtypes.weaks, y.dtype in dtypes.weaks
+    if match_dtype and not (weak_x and weak_y) and (weak_x or weak_y or least_upper_dtype(self.dtype, y.dtype) in dtypes.weaks):
+      # a weak constant (Tensor.const) next to a typed tensor, or two dtypes whose promotion is weak (int8 and uint64 meet at weakfloat):
+      # both become the strong dtype of their promotion, as 0.14 stores them (nothing weak is stored)
       out = strong_dtype(least_upper_dtype(self.dtype, y.dtype))
       xu, yu = (y.uop.cast(out), self.uop.cast(out)) if reverse else (self.uop.cast(out), y.uop.cast(out))
     else: xu, yu = self.uop._broadcasted(y.uop, reverse, match_dtype)
