@@ -188,3 +188,14 @@ def test_global_counters_count_kernels():
   assert (GlobalCounters.kernel_count, GlobalCounters.global_ops, GlobalCounters.global_mem) == (1, 256, 1028)
   GlobalCounters.reset()
   assert (GlobalCounters.kernel_count, GlobalCounters.global_ops, GlobalCounters.global_mem) == (0, 0, 0)
+
+@pytest.mark.cpu
+def test_keccak_matches_hashlib():
+  # 24 rounds of Keccak-f are 24 kernels (a few seconds of compiling); hash() is 0.14's tree of them over 1 MiB: too slow to test here
+  import hashlib
+  msgs = [b"Hello World!", b"x" * 12]
+  out = Tensor([list(m) for m in msgs], dtype=dtypes.uint8, device="CPU").keccak()
+  assert out.shape == (2, 32) and out.dtype is dtypes.uint8
+  assert [bytes(r).hex() for r in out.tolist()] == [hashlib.sha3_256(m).hexdigest() for m in msgs]
+  with pytest.raises(ValueError, match="keccak cfg must be one of"): Tensor([1], dtype=dtypes.uint8).keccak("md5")
+  with pytest.raises(RuntimeError, match="at least one dimension"): Tensor(1).keccak()
