@@ -11,10 +11,10 @@ import os
 import subprocess
 
 def _kind(obj) -> str:
+  # staticmethod, classmethod and plain function are not told apart: callers can't see it (and 0.14 wraps some static creators as
+  # plain functions in the class dict)
   if isinstance(obj, property): return "property"
-  if isinstance(obj, staticmethod): return "staticmethod"
-  if isinstance(obj, classmethod): return "classmethod"
-  return "method" if callable(obj) else "attribute"
+  return "callable" if callable(obj) or isinstance(obj, (staticmethod, classmethod)) else "attribute"
 
 def _params(fn) -> list[str] | None:
   """The parameters as `name=default` strings (annotations left out: spelled differently by each side), None if not inspectable."""
