@@ -107,6 +107,8 @@ def test_const():
   c = Tensor.const(3)
   assert c.dtype is dtypes.weakint and c.shape == ()
   assert Tensor.const(2.5, dtypes.half).dtype is dtypes.half
+  with pytest.raises(TypeError, match="const takes a Python bool, int or float, got tuple"): Tensor.const((0, 0))
+  with pytest.raises(TypeError, match="const_like takes a Python bool, int or float, got str"): Tensor([1]).const_like("a")
   # a weak constant takes the other operand's dtype, as a Python scalar does
   r = Tensor.const(3) + Tensor([1, 2], dtype=dtypes.int8)
   assert r.dtype is dtypes.int8 and r.tolist() == [4, 5]

@@ -163,7 +163,7 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
   def clone(self, device:str|None=None) -> Tensor:
     """A copy of this tensor in a buffer of its own (on `device` if given)."""
     # a copy to another device already lands in a new buffer
-    if device is not None and canon_device(device) != self.device: return self.to(device)
+    if device is not None and (ret := self.to(device)) is not self: return ret
     return self._new(UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,)))
   def replace(self, x:Tensor) -> Tensor:
     """Makes this tensor refer to x's data (shape must match; dtype and device may change)."""

@@ -6,11 +6,14 @@ import math
 from tinygrad.dtype import DType, DTypeLike, dtypes, to_dtype, Invalid
 from tinygrad.helpers import prod, argfix, check_host_alloc, fetch
 from tinygrad.schedule.buffers import new_buffer, buffer_view, buffer_of
-from tinygrad.tensor.common import canon_device, broadcast_shape
+from tinygrad.tensor.common import canon_device, broadcast_shape, check_tensors
 if TYPE_CHECKING: from tinygrad.tensor.core import Tensor
 else: Tensor = None  # the class, bound by tinygrad/tensor/core.py once it exists (this mixin is one of its bases)
 
 def _dtype_or(dtype:DTypeLike|None, default:DType) -> DType: return to_dtype(dtype) if dtype is not None else default
+
+def _check_const(what:str, b) -> None:
+  if not isinstance(b, (bool, int, float)): raise TypeError(f"{what} takes a Python bool, int or float, got {type(b).__name__} {b!r}")
 
 class CreationMixin:
   # ***** creation *****
@@ -18,9 +21,11 @@ class CreationMixin:
   def const(b, dtype:DType|None=None) -> Tensor:
     """A 0-d constant (no buffer); a Python value keeps its weak dtype unless dtype is given, as in tinygrad."""
     from tinygrad.uop.ops import UOp
+    _check_const("const", b)
     return Tensor(UOp.const(b, to_dtype(dtype) if dtype is not None else None))
   def const_like(self, b, dtype:DType|None=None) -> Tensor:
     """The constant b in this tensor's shape and dtype (or dtype): a broadcast constant, no buffer."""
+    _check_const("const_like", b)
     return self._new(self.uop.const_like(b, to_dtype(dtype) if dtype is not None else None)).reshape((1,) * self.ndim).expand(self.shape)
   @staticmethod
   def empty(*shape, device:str|None=None, dtype:DTypeLike|None=None) -> Tensor:
@@ -84,8 +89,8 @@ class CreationMixin:
     """Coordinate grids from 0-d or 1-d tensors: "ij" gives shape (len(self), len(args[0]), ...), "xy" swaps the first two."""
     if indexing not in ("ij", "xy"): raise RuntimeError(f'meshgrid indexing must be "ij" or "xy", got {indexing!r}')
     tensors = (self, *args)
-    if bad := [t.shape for t in tensors if not isinstance(t, Tensor) or t.ndim > 1]:
-      raise RuntimeError(f"meshgrid takes 0-d or 1-d tensors, got shapes {bad}")
+    check_tensors("meshgrid", tensors)
+    if bad := [t.shape for t in tensors if t.ndim > 1]: raise RuntimeError(f"meshgrid takes 0-d or 1-d tensors, got shapes {bad}")
     if len(tensors) == 1: return tensors
     # the axis each input runs along; "xy" puts the first two inputs on each other's axis
     axes = list(range(len(tensors))) if indexing == "ij" else [1, 0] + list(range(2, len(tensors)))
@@ -106,6 +111,7 @@ class CreationMixin:
   def from_url(url:str, gunzip:bool=False, **kwargs) -> Tensor:
     """The bytes at url (fetched once into the download cache, through helpers.fetch) as a uint8 tensor unless dtype is given."""
     import pathlib
-    return Tensor(pathlib.Path(fetch(url, gunzip=gunzip)), **kwargs)
+    if not isinstance(url, (str, pathlib.Path)): raise TypeError(f"from_url needs a URL or path string, got {type(url).__name__}")
+    return Tensor(pathlib.Path(fetch(str(url), gunzip=gunzip)), **kwargs)
 
 __all__ = ["CreationMixin"]
