@@ -446,11 +446,20 @@ class TestKernelCounts:
     return r(32, 64), r(64, 48, seed=1), r(48, seed=2), [r(2, 4, 16, 8, seed=i) for i in range(3)], r(2, 3, 8, 8, seed=4), r(4, 3, 3, 3, seed=5)
   @pytest.mark.parametrize("name,limit", [("softmax", 3), ("log_softmax", 3), ("logsumexp", 2), ("layernorm", 3), ("matmul+bias+relu", 1),
                                           ("linear", 1), ("attention", 4), ("attention causal", 4), ("conv2d", 1), ("max_pool2d", 1),
-                                          ("avg_pool2d", 1)])
+                                          ("avg_pool2d", 1), ("cnn forward", 5), ("conv_transpose2d", 1), ("interpolate", 2),
+                                          ("max_pool2d indices", 2), ("binary_crossentropy_logits", 1)])
   def test_counts(self, name, limit):
     x, w, b, (q, k, v), img, cw = self._inputs()
+    r = lambda *s: Tensor(rnd(*s, seed=7)).realize()   # noqa: E731
+    def cnn():
+      h = r(2, 3, 16, 16).conv2d(cw, r(4)).batchnorm(r(4), r(4), r(4), r(4)).relu().max_pool2d()
+      h = h.conv2d(r(8, 4, 3, 3), r(8)).relu().max_pool2d()   # (2, 8, 2, 2)
+      return h.reshape(2, -1).linear(r(32, 10), r(10))
     t = {"softmax": lambda: x.softmax(), "log_softmax": lambda: x.log_softmax(), "logsumexp": lambda: x.logsumexp(1),
          "layernorm": lambda: x.layernorm(), "matmul+bias+relu": lambda: (x @ w + b).relu(), "linear": lambda: x.linear(w, b),
          "attention": lambda: q.scaled_dot_product_attention(k, v), "attention causal": lambda: q.scaled_dot_product_attention(k, v, is_causal=True),
-         "conv2d": lambda: img.conv2d(cw), "max_pool2d": lambda: img.max_pool2d(), "avg_pool2d": lambda: img.avg_pool2d()}[name]()
+         "conv2d": lambda: img.conv2d(cw), "max_pool2d": lambda: img.max_pool2d(), "avg_pool2d": lambda: img.avg_pool2d(), "cnn forward": cnn,
+         "conv_transpose2d": lambda: img.conv_transpose2d(r(3, 4, 3, 3), stride=2), "interpolate": lambda: img.interpolate((16, 16)),
+         "max_pool2d indices": lambda: img.max_pool2d(return_indices=True)[1],
+         "binary_crossentropy_logits": lambda: x.binary_crossentropy_logits(x)}[name]()
     assert _kernels(t) <= limit

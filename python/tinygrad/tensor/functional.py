@@ -112,20 +112,19 @@ class FunctionalMixin:
   def _resample_axis(self, ax:int, out:int, mode:str, align_corners:bool) -> Tensor:
     n, dev = self.shape[ax], self.device
     pos = Tensor.arange(out, device=dev)
-    def pick(index:Tensor) -> Tensor:
-      # x[..., index[j], ...] along ax: a (out, n) mask of index == source position, summed over the source positions
-      mask = index.reshape(out, 1) == Tensor.arange(n, device=dev)
-      mask = mask.reshape(mask.shape + (1,) * (self.ndim - ax - 1))
-      return mask.where(self.unsqueeze(ax), 0).sum(ax + 1, dtype=self.dtype)
+    x, trail = self.unsqueeze(ax), (1,) * (self.ndim - ax - 1)
+    def hits(index:Tensor) -> Tensor:   # (out, n, 1...): index[j] == source position p
+      return (index.reshape(out, 1) == Tensor.arange(n, device=dev)).reshape(out, n, *trail)
     if mode == "linear":
-      # source coordinate num/den of each output, clipped into [0, n-1]; low/high are its neighbours, frac the weight of high
+      # source coordinate num/den of each output, clipped into [0, n-1]; low/high are its neighbours, frac the weight of high.
+      # One sum over the source positions takes both neighbours (where, not a weight matrix: an inf elsewhere can't leak in)
       num, den = (pos * (n - 1), out - 1) if align_corners else ((pos * 2 + 1) * n - out, out * 2)
       den = max(den, 1)
       num = num.clip(0, (n - 1) * den)
-      low, high, frac = num // den, (num + den - 1) // den, (num % den).cast(dtypes.float32) / den
-      lo = pick(low)
-      return lo + (pick(high) - lo) * frac.reshape((out,) + (1,) * (self.ndim - ax - 1))
+      low, high, frac = num // den, (num + den - 1) // den, ((num % den).cast(dtypes.float32) / den).reshape(out, 1, *trail)
+      return (hits(low).where(x * (1 - frac), 0) + hits(high).where(x * frac, 0)).sum(ax + 1)
     scale, posf = n / out, pos.cast(dtypes.float32)
-    return pick((scale * (posf + 0.5) if mode == "nearest-exact" else scale * posf).cast(dtypes.int32).clip(0, n - 1))
+    index = (scale * (posf + 0.5) if mode == "nearest-exact" else scale * posf).cast(dtypes.int32).clip(0, n - 1)
+    return hits(index).where(x, 0).sum(ax + 1, dtype=self.dtype)
 
 __all__ = ["FunctionalMixin"]

@@ -64,7 +64,7 @@ class LinalgMixin:
     for s, x in zip(inputs, xs):
       for c, n in zip(s, x.shape):
         if sizes.setdefault(c, n) != n and 1 not in (n, sizes[c]):
-          raise ValueError(f"einsum {formula!r}: subscript {c!r} has sizes {sizes[c]} and {n}")
+          raise RuntimeError(f"einsum {formula!r}: subscript {c!r} has sizes {sizes[c]} and {n}")
         sizes[c] = max(sizes[c], n)
     alpha = sorted(sizes)
     aligned = [x.permute(*[s.index(c) for c in sorted(s)]).reshape(*[x.shape[s.index(c)] if c in s else 1 for c in alpha])
@@ -76,7 +76,7 @@ class LinalgMixin:
     """The diagonal over dims j < k (of one size n), moved to the last dim: flattening the two dims, padding each row of n by one
     and reading every (n+1)-th element leaves the diagonal."""
     n = self.shape[j]
-    if self.shape[k] != n: raise ValueError(f"einsum: a repeated subscript needs equal sizes, got {self.shape[j]} and {self.shape[k]}")
+    if self.shape[k] != n: raise RuntimeError(f"einsum: a repeated subscript needs equal sizes, got {self.shape[j]} and {self.shape[k]}")
     rest = [d for d in range(self.ndim) if d not in (j, k)]
     x = self.permute(*rest, j, k).reshape(*[self.shape[d] for d in rest], n * n)
     x = x.pad(tuple([None] * len(rest) + [(0, n)])).reshape(*[self.shape[d] for d in rest], n, n + 1)

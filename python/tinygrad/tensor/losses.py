@@ -74,6 +74,8 @@ class LossMixin:
     w = Y.full_like(1, dtype=self.dtype) if weight is None else self._label_mask(Y, n, -1).where(weight, 0).sum(-1)
     if ignore_index is not None: w = w * Y.ne(ignore_index)
     nll = -self._label_mask(Y, n, cdim).where(self, 0).sum(cdim) * w
-    return nll.sum() / w.sum() if reduction == "mean" else nll._do_reduction(reduction)
+    if reduction != "mean": return nll._do_reduction(reduction)
+    # unweighted and nothing ignored: the total weight is the label count (no kernel to sum ones)
+    return nll.sum() / (Y.numel() if weight is None and ignore_index is None else w.sum())
 
 __all__ = ["LossMixin"]
