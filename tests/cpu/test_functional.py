@@ -104,25 +104,30 @@ class TestSoftmax:
     close(t.softmax(axis), np_softmax(a, axis))
     close(t.log_softmax(axis), np_log_softmax(a, axis), atol=1e-5)
     close(t.softmin(axis), np_softmax(-a, axis))
+  @pytest.mark.cpu
   def test_large_values_stable(self):
     a = np.array([[1000., 1001., 1002.], [-1000., -1000., -999.]], np.float32)
     close(Tensor(a).softmax(), np_softmax(a))
     close(Tensor(a).log_softmax(), np_log_softmax(a), atol=1e-4)
     close(Tensor(a).logsumexp(1), np.log(np.exp(a - a.max(1, keepdims=True)).sum(1)) + a.max(1), rtol=1e-6)
+  @pytest.mark.cpu
   @pytest.mark.parametrize("axis,keepdim", [(None, False), (1, False), (0, True), ((0, 2), False)])
   def test_logsumexp(self, axis, keepdim):
     a = rnd(2, 3, 4)
     ref = np.log(np.exp(a).sum(axis=axis, keepdims=keepdim))
     close(Tensor(a).logsumexp(axis, keepdim), ref, atol=1e-5)
+  @pytest.mark.cpu
   def test_logsumexp_infinities(self):
     a = np.array([[-np.inf, -np.inf], [np.inf, 1.0], [0.0, -np.inf]], np.float32)
     np.testing.assert_array_equal(Tensor(a).logsumexp(1).numpy(), [-np.inf, np.inf, 0.0])
+  @pytest.mark.cpu
   def test_softmax_dtype(self):
     t = Tensor(rnd(2, 4)).cast(dtypes.half)
     assert t.softmax(dtype=dtypes.float32).dtype is dtypes.float32 and t.softmax().dtype is dtypes.half
     h = t.numpy()
     # the max is subtracted in half, the rest computes in float32
     close(t.softmax(dtype=dtypes.float32), np_softmax((h - h.max(-1, keepdims=True)).astype(np.float32)), atol=1e-6)
+  @pytest.mark.cpu
   def test_bad_axis(self):
     with pytest.raises(IndexError, match=r"dimension 2 is out of range for a tensor of shape \(2, 3\)"): Tensor.ones(2, 3).softmax(2)
 
@@ -134,13 +139,16 @@ class TestLinear:
     close(Tensor(x, device=dev).linear(Tensor(w, device=dev), Tensor(b, device=dev)), x @ w + b, atol=1e-5)
     close(Tensor(x).linear(Tensor(w)), x @ w, atol=1e-5)
     close(Tensor(x).linear(Tensor(b[:3])), x * b[:3])   # a 1-d weight scales
+  @pytest.mark.cpu
   def test_linear_dtype(self):
     x, w = Tensor([[1, 2]]), Tensor([[1], [3]])
     r = x.linear(w, Tensor([1]), dtype=dtypes.float32)
     assert r.dtype is dtypes.float32 and r.tolist() == [[8.0]]
+  @pytest.mark.cpu
   def test_sequential(self):
     assert Tensor([1, 2, 3]).sequential([lambda x: x * 2, lambda x: x + 1]).tolist() == [3, 5, 7]
     assert Tensor([1]).sequential([]).tolist() == [1]
+  @pytest.mark.cpu
   def test_linear_shape_error(self):
     with pytest.raises(RuntimeError, match=r"cannot dot \(4, 3\) and \(4, 5\)"): Tensor.ones(4, 3).linear(Tensor.ones(4, 5))
 
@@ -153,6 +161,7 @@ class TestConv:
     close(Tensor(x, device=dev).conv2d(Tensor(w, device=dev), Tensor(b, device=dev)), ref, atol=1e-4)
   @pytest.mark.parametrize("groups,stride,dilation,padding", [(1, 2, 1, 1), (2, 1, 2, 0), (2, (2, 1), (1, 2), (1, 0)), (1, 1, 1, (1, 0, 2, 1)),
                                                               (4, 3, 1, 2)])
+  @pytest.mark.cpu
   def test_conv2d_options(self, groups, stride, dilation, padding):
     x, w = rnd(2, 4, 7, 6), rnd(4, 4 // groups, 3, 3, seed=1)
     if isinstance(padding, int): pads = [(padding, padding)] * 2
@@ -160,11 +169,13 @@ class TestConv:
     else: pads = [(padding[2], padding[3]), (padding[0], padding[1])]   # torch order: last dim first
     close(Tensor(x).conv2d(Tensor(w), groups=groups, stride=stride, dilation=dilation, padding=padding),
           np_conv(x, w, groups, stride, dilation, pads), atol=1e-4)
+  @pytest.mark.cpu
   def test_conv_1d_3d(self):
     x1, w1 = rnd(2, 3, 9), rnd(2, 3, 4, seed=1)
     close(Tensor(x1).conv2d(Tensor(w1), stride=2, padding=1), np_conv(x1, w1, 1, 2, 1, [(1, 1)]), atol=1e-4)
     x3, w3 = rnd(1, 2, 4, 5, 3), rnd(3, 2, 2, 3, 2, seed=1)
     close(Tensor(x3).conv2d(Tensor(w3), padding=(0, 1, 0)), np_conv(x3, w3, pads=[(0, 0), (1, 1), (0, 0)]), atol=1e-4)
+  @pytest.mark.cpu
   def test_conv_negative_padding_and_strings(self):
     x, w = rnd(1, 1, 6, 6), rnd(1, 1, 3, 3, seed=1)
     close(Tensor(x).conv2d(Tensor(w), padding=-1), np_conv(x[:, :, 1:-1, 1:-1], w), atol=1e-4)
@@ -174,6 +185,7 @@ class TestConv:
     out = Tensor(x).conv2d(Tensor(w2), padding="same", dilation=(1, 2))
     assert out.shape == (1, 1, 6, 6)
     close(out, np_conv(x, w2, dilation=(1, 2), pads=[(0, 1), (2, 2)]), atol=1e-4)
+  @pytest.mark.cpu
   def test_conv_int_and_dtype(self):
     x, w = np.arange(16, dtype=np.int32).reshape(1, 1, 4, 4), np.ones((1, 1, 2, 2), np.int32)
     r = Tensor(x).conv2d(Tensor(w))
@@ -187,18 +199,22 @@ class TestConv:
     close(Tensor(x, device=dev).conv_transpose2d(Tensor(w, device=dev), Tensor(b, device=dev)), ref, atol=1e-4)
   @pytest.mark.parametrize("groups,stride,dilation,padding,output_padding", [(1, 2, 1, 0, 1), (2, (2, 3), 1, 1, (1, 2)), (2, 1, 2, (1, 0), 0),
                                                                             (1, 3, (2, 1), 2, 1)])
+  @pytest.mark.cpu
   def test_conv_transpose2d_options(self, groups, stride, dilation, padding, output_padding):
     x, w = rnd(1, 4, 3, 4), rnd(4, 2, 3, 3, seed=1)
     got = Tensor(x).conv_transpose2d(Tensor(w), groups=groups, stride=stride, dilation=dilation, padding=padding, output_padding=output_padding)
     close(got, np_conv_transpose(x, w, groups, stride, dilation, padding, output_padding), atol=1e-4)
+  @pytest.mark.cpu
   def test_conv_transpose1d(self):
     x, w = rnd(2, 2, 5), rnd(2, 3, 3, seed=1)
     close(Tensor(x).conv_transpose2d(Tensor(w), stride=2, padding=1), np_conv_transpose(x, w, stride=2, padding=1), atol=1e-4)
+  @pytest.mark.cpu
   def test_image_ops_match_plain(self):
     x, w = rnd(1, 4, 5, 5), rnd(4, 4, 3, 3, seed=1)
     close(Tensor(x).image_conv2d(Tensor(w), padding=1), np_conv(x, w, pads=[(1, 1)] * 2), atol=1e-4)
     a, b = rnd(2, 3), rnd(3, 5, seed=1)
     close(Tensor(a).image_dot(Tensor(b)), a @ b, atol=1e-5)
+  @pytest.mark.cpu
   def test_conv_errors(self):
     with pytest.raises(RuntimeError, match=r"input \(1, 3, 5, 5\) doesn't match weight \(2, 2, 3, 3\) with groups=1"):
       Tensor.ones(1, 3, 5, 5).conv2d(Tensor.ones(2, 2, 3, 3))
@@ -230,6 +246,7 @@ class TestPool:
     close(Tensor(x, device=dev).avg_pool2d(), win.mean((-2, -1)), atol=1e-6)
   @pytest.mark.parametrize("k,stride,dilation,padding,ceil", [((3, 3), 2, 1, 1, False), ((3, 2), (1, 2), (2, 1), 0, False), ((3, 3), 2, 1, 1, True),
                                                               ((2, 3), 3, 1, (1, 1), True), ((2, 2), 2, 2, (1, 0, 0, 1), True), (3, 1, 1, 0, False)])
+  @pytest.mark.cpu
   def test_max_pool(self, k, stride, dilation, padding, ceil):
     x = rnd(1, 2, 7, 8)
     k_ = (k, k) if isinstance(k, int) else k
@@ -240,12 +257,14 @@ class TestPool:
   @pytest.mark.parametrize("k,stride,padding,ceil,include", [((3, 3), 2, 1, False, True), ((3, 3), 2, 1, False, False), ((3, 3), 2, 1, True, True),
                                                              ((3, 3), 2, 1, True, False), ((2, 3), (2, 2), (1, 1), True, True),
                                                              ((2, 2), 3, 0, True, True)])
+  @pytest.mark.cpu
   def test_avg_pool(self, k, stride, padding, ceil, include):
     x = rnd(2, 1, 7, 8)
     s_ = (stride,) * 2 if isinstance(stride, int) else stride
     win, m_in, m_reg = np_windows(x, k, s_, (1, 1), _pads_of(padding, 2), ceil)
     ref = win.sum((-2, -1)) / (m_reg if include else m_in).sum((-2, -1))
     close(Tensor(x).avg_pool2d(k, stride, 1, padding, ceil, include), ref, atol=1e-6)
+  @pytest.mark.cpu
   def test_pool_1d_3d(self):
     x1 = rnd(2, 3, 9)
     win, _, _ = np_windows(x1, (3,), (2,), (1,), [(1, 1)], fill=-np.inf)
@@ -253,6 +272,7 @@ class TestPool:
     x3 = rnd(1, 1, 4, 4, 4)
     win, _, _ = np_windows(x3, (2, 2, 2), (2, 2, 2), (1, 1, 1), [(0, 0)] * 3)
     close(Tensor(x3).avg_pool2d((2, 2, 2)), win.mean((-3, -2, -1)), atol=1e-6)
+  @pytest.mark.cpu
   def test_int_max_pool(self):
     x = np.arange(-8, 8, dtype=np.int32).reshape(1, 1, 4, 4)
     r = Tensor(x).max_pool2d(padding=1)
@@ -274,6 +294,7 @@ class TestPool:
     ref = np.zeros((2, 2, 30), np.float32)
     np.put_along_axis(ref, idx.numpy().reshape(2, 2, -1), vals.numpy().reshape(2, 2, -1), -1)
     close(un, ref.reshape(2, 2, 6, 5))
+  @pytest.mark.cpu
   def test_unpool_default_size(self):
     x = np.arange(1, 17, dtype=np.float32).reshape(1, 1, 4, 4)
     v, i = Tensor(x).max_pool2d(return_indices=True)
@@ -281,6 +302,7 @@ class TestPool:
     ref = np.zeros((1, 1, 4, 4), np.float32)
     ref[..., 1::2, 1::2] = x[..., 1::2, 1::2]
     close(un, ref)
+  @pytest.mark.cpu
   def test_pool_errors(self):
     with pytest.raises(RuntimeError, match=r"kernel size \(3, 3\) .*input size \(2, 2\) of shape \(1, 1, 2, 2\)"):
       Tensor.ones(1, 1, 2, 2).max_pool2d((3, 3))
@@ -299,6 +321,7 @@ class TestNorm:
       m = a.mean(axis=axis, keepdims=True)
       ref = (a - m) / np.sqrt(((a - m) ** 2).mean(axis=axis, keepdims=True) + 1e-5)
       close(Tensor(a, device=dev).layernorm(axis), ref, atol=1e-5)
+  @pytest.mark.cpu
   def test_batchnorm(self):
     x, w, b, mean, invstd = rnd(2, 3, 4), rnd(3, seed=1), rnd(3, seed=2), rnd(3, seed=3), np.abs(rnd(3, seed=4)) + 0.5
     sh = (1, 3, 1)
@@ -308,6 +331,7 @@ class TestNorm:
     # statistics along the last axis
     close(Tensor(x).batchnorm(None, None, Tensor(mean[:1].repeat(4)), Tensor(invstd[:1].repeat(4)), axis=2),
           (x - mean[0]) * invstd[0], atol=1e-5)
+  @pytest.mark.cpu
   @pytest.mark.parametrize("p,dim", [(2.0, 1), (1, 0), (3, -1), (0, 1)])
   def test_normalize(self, p, dim):
     a = rnd(3, 4)
@@ -322,6 +346,7 @@ class TestAttention:
   def test_sdpa(self, dev):
     q, k, v = rnd(2, 3, 4, 8), rnd(2, 3, 5, 8, seed=1), rnd(2, 3, 5, 6, seed=2)
     close(Tensor(q, device=dev).scaled_dot_product_attention(Tensor(k, device=dev), Tensor(v, device=dev)), np_attention(q, k, v), atol=1e-5)
+  @pytest.mark.cpu
   def test_masks(self):
     q, k, v = rnd(2, 4, 8), rnd(2, 4, 8, seed=1), rnd(2, 4, 3, seed=2)
     close(Tensor(q).scaled_dot_product_attention(Tensor(k), Tensor(v), is_causal=True), np_attention(q, k, v, causal=True), atol=1e-5)
@@ -330,13 +355,16 @@ class TestAttention:
     close(Tensor(q).scaled_dot_product_attention(Tensor(k), Tensor(v), attn_mask=Tensor(bmask)), np_attention(q, k, v, bmask), atol=1e-5)
     fmask = rnd(4, 4, seed=4)
     close(Tensor(q).scaled_dot_product_attention(Tensor(k), Tensor(v), attn_mask=Tensor(fmask)), np_attention(q, k, v, fmask), atol=1e-5)
+  @pytest.mark.cpu
   def test_gqa(self):
     q, k, v = rnd(1, 4, 3, 8), rnd(1, 2, 3, 8, seed=1), rnd(1, 2, 3, 8, seed=2)
     ref = np_attention(q, np.repeat(k, 2, axis=1), np.repeat(v, 2, axis=1))
     close(Tensor(q).scaled_dot_product_attention(Tensor(k), Tensor(v), enable_gqa=True), ref, atol=1e-5)
+  @pytest.mark.cpu
   def test_half_dtype(self):
     q = Tensor(rnd(2, 3, 4)).cast(dtypes.half)
     assert q.scaled_dot_product_attention(q, q).dtype is dtypes.half
+  @pytest.mark.cpu
   def test_errors(self):
     q = Tensor.ones(2, 4, 8)
     with pytest.raises(RuntimeError, match="both attn_mask and is_causal"):
@@ -347,6 +375,7 @@ class TestAttention:
 
 # ***** interpolation *****
 class TestInterpolate:
+  @pytest.mark.cpu
   @pytest.mark.parametrize("mode,align", [("linear", False), ("linear", True), ("nearest", False), ("nearest-exact", False)])
   @pytest.mark.parametrize("size", [(7,), (3, 9), (2, 1)])
   def test_modes(self, mode, align, size):
@@ -361,6 +390,7 @@ class TestInterpolate:
     assert r.dtype is dtypes.int32
     ref = np_interp_axis(np_interp_axis(a.astype(np.float64), 0, 2, "linear", False), 1, 3, "linear", False)
     np.testing.assert_array_equal(r.numpy(), ref.astype(np.int32))
+  @pytest.mark.cpu
   def test_errors(self):
     with pytest.raises(ValueError, match=r"size of 1 to 2 positive ints for shape \(2, 3\), got \(1, 2, 3\)"):
       Tensor.ones(2, 3).interpolate((1, 2, 3))
@@ -377,8 +407,10 @@ class TestLosses:
     ref = np_bce(p, y)
     ref = ref.mean() if reduction == "mean" else ref.sum() if reduction == "sum" else ref
     close(Tensor(p, device=dev).binary_crossentropy(Tensor(y, device=dev), reduction), ref, atol=1e-5)
+  @pytest.mark.cpu
   def test_bce_clamped(self):
     close(Tensor([0.0, 1.0]).binary_crossentropy(Tensor([1.0, 0.0]), "none"), [100.0, 100.0])
+  @pytest.mark.cpu
   def test_bce_logits(self):
     x, y, pw = rnd(3, 4) * 5, (rnd(3, 4, seed=1) > 0).astype(np.float32), np.abs(rnd(4, seed=2))
     ls = lambda z: -np.log1p(np.exp(-z))   # noqa: E731
@@ -400,10 +432,12 @@ class TestLosses:
     sm = 0.9 * picked + 0.1 * lp.mean(-1)
     close(Tensor(x).sparse_categorical_crossentropy(Tensor(y), label_smoothing=0.1), -sm.mean(), atol=1e-5)
     close(Tensor(x).sparse_categorical_crossentropy(Tensor(y), ignore_index=1, label_smoothing=0.1), -(sm * keep).sum() / keep.sum(), atol=1e-5)
+  @pytest.mark.cpu
   def test_sparse_cce_batched(self):
     x, y = rnd(2, 3, 4), np.array([[0, 3, 1], [2, 2, 0]], np.int32)
     lp = np_log_softmax(x)
     close(Tensor(x).sparse_categorical_crossentropy(Tensor(y), reduction="none"), -np.take_along_axis(lp, y[..., None], -1)[..., 0], atol=1e-5)
+  @pytest.mark.cpu
   def test_cross_entropy(self):
     x, y = rnd(4, 3, 2), np.array([[0, 2], [1, 1], [2, 0], [0, 0]], np.int32)
     lp = np_log_softmax(x, 1)
@@ -415,6 +449,7 @@ class TestLosses:
     close(Tensor(x).cross_entropy(Tensor(y), "sum", label_smoothing=0.2), -(lp * smooth).sum(), atol=1e-4)
     # 1-d logits, a 0-d label
     close(Tensor(x[:, 0, 0]).cross_entropy(Tensor(np.int32(2))), -np_log_softmax(x[:, 0, 0])[2], atol=1e-5)
+  @pytest.mark.cpu
   def test_nll_loss(self):
     x, y, w = np_log_softmax(rnd(5, 3)), np.array([0, 2, 1, 2, 0], np.int32), np.abs(rnd(3, seed=1)) + 0.1
     picked = x[np.arange(5), y]
@@ -425,6 +460,7 @@ class TestLosses:
     close(Tensor(x).nll_loss(Tensor(y), reduction="none"), -picked, atol=1e-6)
     x4, y4 = rnd(2, 3, 2, 2), np.array([[[0, 1], [2, 2]], [[1, 1], [0, 2]]], np.int32)
     close(Tensor(x4).nll_loss(Tensor(y4), reduction="sum"), -np.take_along_axis(x4, y4[:, None], 1).sum(), atol=1e-5)
+  @pytest.mark.cpu
   def test_loss_errors(self):
     x = Tensor.ones(2, 3)
     with pytest.raises(ValueError, match=r"reduction='x' must be one of \('mean', 'sum', 'none'\)"): x.binary_crossentropy(x, reduction="x")
@@ -438,6 +474,15 @@ class TestLosses:
     with pytest.raises(ValueError, match="label_smoothing must be in"): x.cross_entropy(Tensor([1, 2]), label_smoothing=1.5)
     with pytest.raises(TypeError, match="class labels must be an int tensor, got dtypes.float"): x.cross_entropy(Tensor([1.0, 2.0]))
 
+# ***** non-Tensor arguments where a Tensor is needed: TypeError naming the op *****
+@pytest.mark.parametrize("call", [
+  lambda x: x.linear([[1.0]]), lambda x: x.conv2d("w"), lambda x: x.conv2d(Tensor.ones(1, 1, 1, 1), bias=3), lambda x: x.conv_transpose2d(None),
+  lambda x: x.max_unpool2d([0]), lambda x: x.image_conv2d(2.0), lambda x: x.image_dot([1]), lambda x: x.batchnorm(None, None, 0, 1),
+  lambda x: x.scaled_dot_product_attention(x, "v"), lambda x: x.binary_crossentropy(1), lambda x: x.binary_crossentropy_logits(x, pos_weight=2),
+  lambda x: x.sparse_categorical_crossentropy([0]), lambda x: x.cross_entropy(0), lambda x: x.nll_loss(x, weight=[1.0])])
+def test_tensor_arguments(call):
+  with pytest.raises(TypeError, match=r"takes Tensors, got (list|str|int|NoneType|float)"): call(Tensor.ones(1, 1, 2, 2))
+
 # ***** kernel counts: no more than tinygrad 0.14 schedules for the same code (measured with GlobalCounters.kernel_count there) *****
 def _kernels(t:Tensor) -> int: return len(t.schedule()[0])
 class TestKernelCounts:
@@ -448,6 +493,7 @@ class TestKernelCounts:
                                           ("linear", 1), ("attention", 4), ("attention causal", 4), ("conv2d", 1), ("max_pool2d", 1),
                                           ("avg_pool2d", 1), ("cnn forward", 5), ("conv_transpose2d", 1), ("interpolate", 2),
                                           ("max_pool2d indices", 2), ("binary_crossentropy_logits", 1)])
+  @pytest.mark.cpu
   def test_counts(self, name, limit):
     x, w, b, (q, k, v), img, cw = self._inputs()
     r = lambda *s: Tensor(rnd(*s, seed=7)).realize()   # noqa: E731

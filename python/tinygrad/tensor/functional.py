@@ -6,6 +6,7 @@ import functools
 import math
 from tinygrad.dtype import DTypeLike, dtypes, least_upper_dtype, to_dtype
 from tinygrad.helpers import argfix
+from tinygrad.tensor.common import check_tensors
 if TYPE_CHECKING: from tinygrad.tensor.core import Tensor
 else: Tensor = None  # the class, bound by tinygrad/tensor/core.py once it exists (this mixin is one of its bases)
 
@@ -42,6 +43,7 @@ class FunctionalMixin:
     return functools.reduce(lambda x, f: f(x), ll, self)
   def linear(self, weight:Tensor, bias:Tensor|None=None, dtype:DTypeLike|None=None) -> Tensor:
     """self @ weight + bias (weight is (in, out), the transpose of torch's; a 1-d weight scales elementwise)."""
+    check_tensors("linear", [weight] + ([bias] if bias is not None else []))
     if dtype is not None:
       dt = to_dtype(dtype)
       return self.cast(dt).linear(weight.cast(dt), bias.cast(dt) if bias is not None else None)
@@ -55,6 +57,7 @@ class FunctionalMixin:
     return y * (y * y).mean(axis, keepdim=True).add(eps).sqrt().reciprocal()
   def batchnorm(self, weight:Tensor|None, bias:Tensor|None, mean:Tensor, invstd:Tensor, axis:int|tuple[int, ...]=1) -> Tensor:
     """(self - mean) * weight * invstd + bias, the statistics laid along axis (the channel axis, 1 by default)."""
+    check_tensors("batchnorm", [t for t in (weight, bias, mean, invstd) if t is not None])
     axes = tuple(self._norm_axis(a) for a in argfix(axis))
     shape = tuple(s if i in axes else 1 for i, s in enumerate(self.shape))
     x = self - mean.reshape(shape)
@@ -71,6 +74,7 @@ class FunctionalMixin:
                                    is_causal:bool=False, enable_gqa:bool=False) -> Tensor:
     """softmax(self @ key^T / sqrt(head dim) + mask) @ value. A bool mask keeps where True; is_causal keeps key j <= query i;
     enable_gqa repeats each key/value head for its group of query heads."""
+    check_tensors("scaled_dot_product_attention", [key, value] + ([attn_mask] if attn_mask is not None else []))
     if self.ndim < 2 or key.ndim < 2 or value.ndim < 2:
       raise RuntimeError(f"attention needs at least 2-d query, key and value, got {self.shape}, {key.shape}, {value.shape}")
     if self.shape[-1] != key.shape[-1] or key.shape[-2] != value.shape[-2]:

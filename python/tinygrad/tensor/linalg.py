@@ -32,6 +32,7 @@ class LinalgMixin:
   def einsum(formula:str, *operands:Tensor|Sequence[Tensor], dtype:DTypeLike|None=None) -> Tensor:
     """Einstein summation, as numpy/torch: 'ij,jk->ik', implicit output (the letters used once, sorted), '...' for broadcast
     dims and repeated letters within an operand (a diagonal)."""
+    if not isinstance(formula, str): raise TypeError(f"einsum needs a formula string, got {type(formula).__name__}")
     xs, formula = list(argfix(*operands)), formula.replace(" ", "")
     if not all(isinstance(x, Tensor) for x in xs): raise TypeError(f"einsum operands must be Tensors, got {[type(x).__name__ for x in xs]}")
     lhs, arrow, rhs = formula.partition("->")

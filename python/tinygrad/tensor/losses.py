@@ -3,6 +3,7 @@ arange comparison (a one-hot mask), so no gather is needed."""
 from __future__ import annotations
 from typing import TYPE_CHECKING, Literal
 from tinygrad.dtype import dtypes
+from tinygrad.tensor.common import check_tensors
 if TYPE_CHECKING: from tinygrad.tensor.core import Tensor
 else: Tensor = None  # the class, bound by tinygrad/tensor/core.py once it exists (this mixin is one of its bases)
 
@@ -30,14 +31,17 @@ class LossMixin:
   def binary_crossentropy_logits(self, Y:Tensor, reduction:ReductionStr="mean", pos_weight:Tensor|None=None) -> Tensor:
     """binary_crossentropy of sigmoid(self), computed stably from the logits; pos_weight scales the positive term."""
     self._check_same_shape("binary_crossentropy_logits", Y)
+    if pos_weight is not None: check_tensors("binary_crossentropy_logits", [pos_weight])
     pos = Y * self._log_sigmoid()
     if pos_weight is not None: pos = pos_weight * pos
     return (-(pos + (1 - Y) * (-self)._log_sigmoid()))._do_reduction(reduction)
   def _check_same_shape(self, what:str, Y:Tensor) -> None:
+    check_tensors(what, [Y])
     if self.shape != Y.shape: raise RuntimeError(f"{what}: target shape {Y.shape} must match input shape {self.shape}")
   def sparse_categorical_crossentropy(self, Y:Tensor, ignore_index:int=-1, label_smoothing=0.0, reduction:ReductionStr="mean") -> Tensor:
     """Cross-entropy of logits self (classes on the LAST axis) against int labels Y (self's shape without it). Labels equal to
     ignore_index add nothing and aren't counted by the mean (with the default -1, nothing is ignored, as in tinygrad)."""
+    check_tensors("sparse_categorical_crossentropy", [Y])
     if not 0.0 <= label_smoothing <= 1.0: raise ValueError(f"label_smoothing must be in [0.0, 1.0], got {label_smoothing}")
     if self.ndim == 0 or Y.shape != self.shape[:-1]:
       raise RuntimeError(f"sparse_categorical_crossentropy: labels shape {Y.shape} must be the logits shape {self.shape} without its last dim")
@@ -54,6 +58,7 @@ class LossMixin:
   def cross_entropy(self, Y:Tensor, reduction:ReductionStr="mean", label_smoothing:float=0.0) -> Tensor:
     """Cross-entropy of logits self (classes on axis 1, or 0 for a 1-d input) against class probabilities Y of self's shape or
     int labels of self's shape without the class axis."""
+    check_tensors("cross_entropy", [Y])
     if not 0.0 <= label_smoothing <= 1.0: raise ValueError(f"label_smoothing must be in [0.0, 1.0], got {label_smoothing}")
     if self.ndim == 0: raise RuntimeError(f"cross_entropy needs at least 1-d logits, got shape {self.shape}")
     cdim, n = (0 if self.ndim == 1 else 1), self.shape[0 if self.ndim == 1 else 1]
@@ -66,6 +71,7 @@ class LossMixin:
   def nll_loss(self, Y:Tensor, weight:Tensor|None=None, ignore_index:int|None=None, reduction:ReductionStr="mean") -> Tensor:
     """-self[n, Y[n]] (times weight[Y[n]]) for log-probabilities self (N, C, ...) and int labels Y (N, ...); the mean divides by
     the total weight of the labels that are not ignore_index."""
+    check_tensors("nll_loss", [Y] + ([weight] if weight is not None else []))
     if self.ndim < 1 or Y.shape != (self.shape[:1] + self.shape[2:] if self.ndim > 1 else ()):
       raise RuntimeError(f"nll_loss: target shape {Y.shape} must be the input shape {self.shape} without dim 1")
     cdim = 1 if self.ndim > 1 else 0

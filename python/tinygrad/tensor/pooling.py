@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Sequence
 from tinygrad.dtype import DTypeLike, dtypes
 from tinygrad.helpers import prod, make_tuple, flatten, ceildiv, flat_to_grouped, resolve_pool_pads
+from tinygrad.tensor.common import check_tensors
 if TYPE_CHECKING: from tinygrad.tensor.core import Tensor
 else: Tensor = None  # the class, bound by tinygrad/tensor/core.py once it exists (this mixin is one of its bases)
 
@@ -101,6 +102,7 @@ class PoolingMixin:
   def max_unpool2d(self, indices:Tensor, kernel_size:tuple[int, ...]=(2, 2), stride=None, dilation=1, padding:int|tuple[int, ...]=0,
                    output_size=None) -> Tensor:
     """Writes each value of self at its flat spatial index (from max_pool2d's return_indices) into zeros of the unpooled size."""
+    check_tensors("max_unpool2d", [indices])
     if self.ndim < 3: raise RuntimeError(f"max_unpool2d needs (batch, channels, *spatial), got {self.shape}")
     if indices.shape != self.shape: raise RuntimeError(f"max_unpool2d: indices shape {indices.shape} must match input shape {self.shape}")
     bs, c, *sp = self.shape
@@ -119,6 +121,7 @@ class PoolingMixin:
              dtype:DTypeLike|None=None) -> Tensor:
     """Cross-correlation of self (bs, groups*cin, *spatial) with weight (cout, cin, *kernel), any number of spatial dims; padding
     may be negative (a crop), 'valid' or 'same'. dtype is the accumulation dtype."""
+    check_tensors("conv2d", [weight] + ([bias] if bias is not None else []))
     if self.ndim < 3 or weight.ndim != self.ndim:
       raise RuntimeError(f"conv2d: input {self.shape} and weight {weight.shape} need the same number (>= 3) of dims")
     (bs, cin_), (cout, cin), HW = self.shape[:2], weight.shape[:2], weight.shape[2:]
@@ -139,6 +142,7 @@ class PoolingMixin:
   def conv_transpose2d(self, weight:Tensor, bias:Tensor|None=None, groups=1, stride=1, dilation=1, padding=0, output_padding=0) -> Tensor:
     """The gradient of conv2d w.r.t. its input as a layer: weight is (cin, cout/groups, *kernel). Written as a conv2d of the input
     with stride-1 zeros between its elements, the kernel flipped and its in/out channels swapped per group."""
+    check_tensors("conv_transpose2d", [weight] + ([bias] if bias is not None else []))
     if self.ndim < 3 or weight.ndim != self.ndim:
       raise RuntimeError(f"conv_transpose2d: input {self.shape} and weight {weight.shape} need the same number (>= 3) of dims")
     HW, cin = weight.shape[2:], weight.shape[0]
@@ -161,10 +165,12 @@ class PoolingMixin:
   # ***** image ops: on CPU, tinygrad computes them as plain conv2d/dot (the image layout only matters on GPUs with IMAGE) *****
   def image_conv2d(self, weight:Tensor, bias:Tensor|None=None, groups=1, stride=1, dilation=1, padding=0, dtype=None) -> Tensor:
     """conv2d restricted to 2 spatial dims (an image is (bs, channels, height, width))."""
+    check_tensors("image_conv2d", [weight])
     if self.ndim != 4 or weight.ndim != 4: raise RuntimeError(f"image_conv2d needs 4-d input and weight, got {self.shape} and {weight.shape}")
     return self.conv2d(weight, bias, groups, stride, dilation, padding, dtype)
   def image_dot(self, w:Tensor, dtype:DTypeLike|None=None) -> Tensor:
     """dot (tinygrad computes it as a 1x1 image_conv2d, which gives the same values)."""
+    check_tensors("image_dot", [w])
     if self.ndim == 0 or w.ndim == 0: raise RuntimeError(f"image_dot needs at least 1-d tensors, got {self.shape} and {w.shape}")
     if self.shape[-1] != w.shape[-min(w.ndim, 2)]: raise RuntimeError(f"cannot image_dot {self.shape} and {w.shape}")
     return self.dot(w, dtype=dtype)
