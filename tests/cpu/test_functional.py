@@ -226,6 +226,8 @@ class TestConv:
     with pytest.raises(ValueError, match="stride must be a positive int"): Tensor.ones(1, 1, 4, 4).conv2d(Tensor.ones(1, 1, 2, 2), stride=0)
     with pytest.raises(ValueError, match="Padding must be an int or a sequence of length 2 or 4"):
       Tensor.ones(1, 1, 4, 4).conv2d(Tensor.ones(1, 1, 2, 2), padding=(1, 1, 1))
+    with pytest.raises(RuntimeError, match="padding='same' needs stride 1, got 2"):
+      Tensor.ones(1, 1, 4, 4).conv2d(Tensor.ones(1, 1, 2, 2), padding="same", stride=2)
     with pytest.raises(ValueError, match="'valid' or 'same'"): Tensor.ones(1, 1, 4, 4).conv2d(Tensor.ones(1, 1, 2, 2), padding="full")
     with pytest.raises(RuntimeError, match=r"conv_transpose2d: input \(1, 3, 4, 4\) doesn't match weight \(2, 1, 2, 2\)"):
       Tensor.ones(1, 3, 4, 4).conv_transpose2d(Tensor.ones(2, 1, 2, 2))

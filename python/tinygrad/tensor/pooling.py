@@ -131,6 +131,7 @@ class PoolingMixin:
                          f"must be groups*{cin}={groups * cin}, output channels {cout} a multiple of groups)")
     if bias is not None and bias.shape != (cout,): raise RuntimeError(f"conv2d: bias shape {bias.shape} must be ({cout},) for weight {weight.shape}")
     a = _window_args("conv2d", HW, stride=stride, dilation=dilation)
+    if padding == "same" and any(s > 1 for s in a["stride"]): raise RuntimeError(f"conv2d: padding='same' needs stride 1, got {stride}")
     x = self._pad_spatial(_pads("conv2d", padding, HW, a["dilation"]))._pool(HW, a["stride"], a["dilation"])
     rcout, oyx, n = cout // groups, x.shape[2:-len(HW)], len(HW)
     # (bs, groups, rcout, *out, cin, *kernel): every output channel sees its group's input windows
