@@ -216,6 +216,7 @@ def test_masked_select_nonzero():
   assert Tensor([0, 3, 0, 4]).nonzero().tolist() == [[1], [3]]
   assert Tensor([0, 3, 0, 4]).nonzero(size=3, fill_value=-1).tolist() == [[1], [3], [-1]]
   assert Tensor([False, False]).nonzero().shape == (0, 1)
+  assert Tensor(3.0).nonzero().shape == (1, 0) and Tensor(0).nonzero().shape == (0, 0)
   with pytest.raises(RuntimeError, match="bool mask"): Tensor(x).masked_select(Tensor(x))
   with pytest.raises(RuntimeError, match=r"\(3, 1\).*\(2, 3\)"): Tensor(x).masked_select(Tensor([[True], [False], [True]]))
 

@@ -61,6 +61,8 @@ def test_split_chunk():
   assert [c.shape for c in t.chunk(3, -1)] == [(2, 3, 2), (2, 3, 2)]
   assert [c.shape for c in t.chunk(2, 1)] == [(2, 2, 4), (2, 1, 4)]
   assert isinstance(t.split(2), tuple) and isinstance(t.chunk(2), list)
+  close(t.stack(t * 2, dim=1), np.stack([A, A * 2], 1))   # a method as in 0.14: self is the first tensor
+  close(Tensor.stack([t, t], dim=0), np.stack([A, A]))
 
 @pytest.mark.cpu
 def test_diag_and_dtypes():
@@ -98,6 +100,8 @@ ERRORS = [
   (lambda t: t.diagonal(0, 1, -2), RuntimeError, "differ"),
   (lambda t: t[0, 0].triu(), RuntimeError, r"\(4,\)"),
   (lambda t: t.cat(t[:, :, :1]), RuntimeError, r"\(2, 3, 1\)"),
+  (lambda t: t.stack(t[:, :, :1]), RuntimeError, r"\(2, 3, 1\)"),
+  (lambda t: t.flip(0, -3), RuntimeError, "more than once"),
 ]
 
 @pytest.mark.parametrize("f,exc,match", ERRORS)

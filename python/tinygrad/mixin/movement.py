@@ -99,7 +99,9 @@ class MovementMixin:
     if all(a == (0, s) for a, s in zip(arg, self.shape)): return self
     return self._mop(Ops.SHRINK, arg)
   def flip(self, axis, *args):
-    axes = {self._norm_axis(a) for a in argfix(axis, *args)}
+    given = [self._norm_axis(a) for a in argfix(axis, *args)]
+    if len(set(given)) != len(given): raise RuntimeError(f"flip dims {argfix(axis, *args)} name a dim more than once (shape {self.shape})")
+    axes = set(given)
     flips = tuple(i in axes and s > 1 for i, s in enumerate(self.shape))
     return self if not any(flips) else self._mop(Ops.FLIP, flips)
 

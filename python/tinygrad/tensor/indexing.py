@@ -283,6 +283,9 @@ class IndexingMixin:
 
   def nonzero(self, size:int|None=None, fill_value=0) -> Tensor:
     """The indices of the nonzero elements, shape (count, ndim); with `size`, exactly that many rows (padded with fill_value)."""
+    if self.ndim == 0:
+      rows = self.reshape(1).nonzero(size, fill_value)
+      return rows.shrink(((0, rows.shape[0]), (0, 0)))
     fm = self.ne(0).flatten() if self.dtype is not dtypes.bool else self.flatten()
     slot, size = self._positions(fm, size)
     coords = [Tensor.arange(s, device=self.device).reshape(tuple(s if j == i else 1 for j in range(self.ndim)))._expand_to(self.shape).flatten()

@@ -26,11 +26,12 @@ class TensorMovementMixin:
       ret = p if ret is None else ret + p
       off += t.shape[d]
     return ret
-  @staticmethod
-  def stack(*args:Tensor, dim:int=0) -> Tensor:
-    if len(args) == 1 and isinstance(args[0], (list, tuple)): args = tuple(args[0])
+  def stack(self, *args:Tensor, dim:int=0) -> Tensor:
+    """Joins self and args along a new dim (Tensor.stack(a, b) and Tensor.stack([a, b]) work too)."""
+    args = tuple(self) + args if isinstance(self, (list, tuple)) else (self,) + args
     if not args: raise ValueError("stack needs at least one tensor")
     d = check_tensors("stack", args)[0]._norm_axis(dim, extra=1)
+    if any(t.shape != args[0].shape for t in args): raise RuntimeError(f"stack needs tensors of one shape, got {[t.shape for t in args]}")
     return args[0].unsqueeze(d).cat(*[t.unsqueeze(d) for t in args[1:]], dim=d)
 
   # ***** reshaping by name *****
