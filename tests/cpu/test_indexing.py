@@ -227,3 +227,29 @@ def test_one_hot():
   assert Tensor([5]).one_hot(3).tolist() == [[0, 0, 0]]
   with pytest.raises(ValueError, match="-1"): Tensor([1]).one_hot(-1)
   with pytest.raises(RuntimeError, match="float"): Tensor([1.0]).one_hot(2)
+
+@pytest.mark.cpu
+def test_assign_through_views():
+  # writes to a view of a realized buffer reach the buffer (as torch; tinygrad 0.14 does it for shrinks)
+  a, ref = Tensor(np.arange(12).reshape(3, 4)).realize(), np.arange(12).reshape(3, 4)
+  v = a.T[::-1, 1:]
+  v *= 10
+  ref.T[::-1, 1:] *= 10
+  assert a.tolist() == ref.tolist() and v.tolist() == ref.T[::-1, 1:].tolist()
+  w = a[::2, 1::2]
+  w[0] = Tensor([-1, -2])
+  ref[::2, 1::2][0] = [-1, -2]
+  assert a.tolist() == ref.tolist()
+  r = a.reshape(2, 6)
+  r.assign(r + 1)
+  assert a.tolist() == (ref + 1).tolist()
+  p = a.pad(((1, 0), None))   # the padded row has no place in the buffer: only the buffer's part is written
+  p += 100
+  assert a.tolist() == (ref + 101).tolist() and p.shape == (4, 4)
+
+@pytest.mark.cpu
+def test_write_into_numpy_shared_buffer_is_private():
+  a = Tensor(np.arange(1 << 16, dtype=np.float32)).realize()
+  before = a.numpy()
+  a[0] = 5.0
+  assert before[0] == 0.0 and a[0].item() == 5.0

@@ -4,6 +4,8 @@ selection), so the gradient rules over those primitives cover it."""
 from __future__ import annotations
 from typing import TYPE_CHECKING
 from tinygrad.dtype import dtypes
+from tinygrad.helpers import prod
+from tinygrad.uop.ops import UOp, Ops
 from tinygrad.tensor.common import broadcast_shape
 from tinygrad.schedule.buffers import as_buffer, buffer_of
 
@@ -13,6 +15,17 @@ else: Tensor = None  # the class, bound by tinygrad/tensor/core.py once it exist
 def _dim_at(x, d:int, arg, fill=None):
   """arg for dim d of x, `fill` for the others (a per-dim tuple for shrink/pad)."""
   return tuple(arg if i == d else fill for i in range(x.ndim))
+
+_VIEW_OPS = (Ops.RESHAPE, Ops.SHRINK, Ops.PAD, Ops.FLIP, Ops.PERMUTE)
+
+def _unview(view:UOp, t:Tensor) -> Tensor:
+  """t (shaped as the view) moved back to the shape of the view's source: the inverse of one movement op (padding where it cut)."""
+  src = view.src[0].shape
+  if view.op is Ops.RESHAPE: return t.reshape(src)
+  if view.op is Ops.SHRINK: return t.pad(tuple((b, s - e) for (b, e), s in zip(view.arg, src)))
+  if view.op is Ops.PAD: return t.shrink(tuple((b, b + s) for (b, _), s in zip(view.arg, src)))
+  if view.op is Ops.FLIP: return t.flip(tuple(i for i, f in enumerate(view.arg) if f))
+  return t.permute(tuple(view.arg.index(i) for i in range(len(src))))
 
 def _broadcasts_to(src:tuple[int, ...], dst:tuple[int, ...]) -> bool:
   return len(src) <= len(dst) and all(s in (1, d) for s, d in zip(src[::-1], dst[::-1]))
@@ -142,17 +155,29 @@ class IndexingMixin:
 
   # ***** writing *****
   def assign(self, x) -> Tensor:
-    """Writes x (broadcast to self's shape, same dtype) into self: a realized tensor's buffer is overwritten (tensors viewing it see
-    the new value); a lazy tensor just takes x's value."""
+    """Writes x (broadcast to self's shape, same dtype) into self. A realized tensor's buffer is overwritten, also through a view made
+    of reshape/shrink/pad/flip/permute (tensors viewing the buffer see the new value, as in torch); a lazy tensor takes x's value.
+    The write happens now (x is realized first, so it may read self: a += 1)."""
     if not isinstance(x, Tensor): x = Tensor(x, device=self.device, dtype=self.dtype)
     self._same_device(x)
     if x.dtype != self.dtype: raise RuntimeError(f"assign dtype mismatch: {self.dtype} (target) != {x.dtype} (value)")
     if not _broadcasts_to(x.shape, self.shape): raise RuntimeError(f"can't assign shape {x.shape} to shape {self.shape}")
     x = x._expand_to(self.shape)
-    if (b := as_buffer(self.uop)) is not None and b.src[0].arg == self.numel() and self.numel() > 0:
-      # the value is computed into its own buffer first, so x may read self (a += 1)
+    if self.numel() == 0: return self
+    # the chain of views from self down to a realized buffer, if self is one
+    chain, u = [], self.uop
+    while (b := as_buffer(u)) is None and u.op in _VIEW_OPS:
+      chain.append(u)
+      u = u.src[0]
+    if b is None or b.src[0].arg != prod(u.shape): self.uop = x.uop
+    elif not chain:
       if as_buffer(x.uop) is not b: buffer_of(b).copyin(x._buffer().as_buffer())
-    else: self.uop = x.uop
+    else:
+      # map x and a mask back through the views onto the buffer's shape, keep the buffer's value elsewhere
+      v, m = x, x.full_like(True, dtypes.bool)
+      for c in chain: v, m = _unview(c, v), _unview(c, m)
+      base = self._new(u)
+      base.assign(m.where(v, base))
     return self
 
   def __setitem__(self, indices, v) -> None:
