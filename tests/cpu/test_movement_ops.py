@@ -107,3 +107,8 @@ ERRORS = [
 @pytest.mark.parametrize("f,exc,match", ERRORS)
 def test_movement_errors(f, exc, match):
   with pytest.raises(exc, match=match): f(Tensor(A, device="PYTHON"))
+
+def test_dims_must_be_ints():
+  t = Tensor(A, device="PYTHON")
+  for f in (lambda: t.max(False), lambda: t.flip(1.0), lambda: t.unsqueeze(True), lambda: t.split(2, dim="0")):
+    with pytest.raises(TypeError, match="dimension must be an int"): f()

@@ -15,6 +15,7 @@ class MovementMixin:
   def numel(self) -> int: return prod(self.shape)
   def _norm_axis(self, a:int, extra:int=0) -> int:
     """Axis a (negative counts from the end) of self, or of self with `extra` more dims."""
+    if not isinstance(a, int) or isinstance(a, bool): raise TypeError(f"a dimension must be an int, got {a!r} ({type(a).__name__})")
     n = self.ndim + extra
     if not -max(n, 1) <= a < max(n, 1): raise IndexError(f"dimension {a} is out of range for a tensor of shape {self.shape} "
                                                           f"(expected to be in [{-max(n, 1)}, {max(n, 1) - 1}])")
