@@ -76,7 +76,7 @@ def test_graphs_built_by_uop_arithmetic_run(device):
   # the same graph written over UOps (the mixins on UOp) realizes to numpy's numbers
   a, b = np.arange(12, dtype=np.float32).reshape(3, 4) - 5, np.linspace(1, 3, 12, dtype=np.float32).reshape(3, 4)
   x, y = Tensor(a, device=device), Tensor(b, device=device)
-  u = ((x.uop - y.uop) / 2).maximum(y.uop.neg()).sum(axis=1).reshape(3, 1).expand(3, 4).permute(1, 0).flip(0).pad(((0, 1), (1, 0)), 1.5)
+  u = ((x.uop - y.uop) / 2).maximum(y.uop.neg()).sum(axis=1).reshape(3, 1).expand(3, 4).permute(1, 0).flip(0).pad(((0, 1), (1, 0)), value=1.5)
   want = np.pad(np.flip(np.maximum((a - b) / 2, -b).sum(axis=1).reshape(3, 1).repeat(4, 1).T, 0), ((0, 1), (1, 0)), constant_values=1.5)
   np.testing.assert_allclose(Tensor(u, device=device).numpy(), want, rtol=1e-6)
 
