@@ -160,14 +160,18 @@ class MathTrait(OperatorMixin):
     """sin(pi/2 - x) would round pi/2 - x to the dtype first (cos(1e10) in float32 would be off by 0.4): computed in float64 and
     rounded once (see _cos64)."""
     x = self._to_float()
-    return x.cast(dtypes.float64)._cos64().cast(x.dtype) if _known(x.dtype) and x.dtype is not dtypes.float64 else x._cos64()
-  def _cos64(self):
+    return x.cast(dtypes.float64)._cos64(False).cast(x.dtype) if _known(x.dtype) and x.dtype is not dtypes.float64 else x._cos64()
+  def _cos64(self, may_overflow:bool=True):
     """cos of a float64 x from SIN (whose libm/Python implementations reduce any argument exactly): sin(pi/2 - x) for |x| < 2,
     where pi/2 - x rounds by at most 2.2e-16; sin(2x) / (2 sin(x)) beyond, exact up to the rounding of the two sins (2x is exact,
     and sin(x) is not 0 for any float |x| >= 2); 1 - 2 sin(x/2)^2 where 2x would overflow. Each branch gets a harmless input when
-    it is not taken, so neither it nor its gradient makes a NaN."""
+    it is not taken, so neither it nor its gradient makes a NaN. (A float32 or half value in float64 never overflows 2x.)"""
     a = self.abs()
-    near, huge = a < 2, a > 2.0 ** 1000
+    near = a < 2
+    if not may_overflow:
+      xm = near.where(3.0, self)
+      return near.where(self.sub(math.pi / 2, True).sin(), (xm * 2).sin() / (xm.sin() * 2))
+    huge = a > 2.0 ** 1000
     xm = (near | huge).where(3.0, self)
     far = (xm * 2).sin() / (xm.sin() * 2)
     return near.where(self.sub(math.pi / 2, True).sin(), huge.where(1 - (self * 0.5).sin().square() * 2, far))

@@ -56,7 +56,7 @@ class ElementwiseMixin:
     """sin/cos in float64 (see cos) for the argument reduction, rounded once to the dtype."""
     x = self._float()
     w = x.cast(dtypes.float64)
-    return (w.sin() / w._cos64()).cast(x.dtype)
+    return (w.sin() / w._cos64(x.dtype is dtypes.float64)).cast(x.dtype)
   def sinh(self) -> Tensor:
     x = self._float()
     small = x.abs() < 0.5
