@@ -256,3 +256,5 @@ def test_errors():
   with pytest.raises(RuntimeError, match="needs int"): Tensor([1.0]) << 1
   with pytest.raises(RuntimeError, match="bool"): Tensor([True]) - Tensor([False])
   with pytest.raises(RuntimeError, match="rounding_mode"): Tensor([1.0]).div(2, rounding_mode="up")
+  with pytest.raises(RuntimeError, match="negative integer powers"): Tensor([2], dtype=dtypes.int32) ** -1
+  assert (Tensor([2.0]) ** -1).item() == 0.5 and (Tensor([2]) ** 2).tolist() == [4]

@@ -123,6 +123,8 @@ class MathTrait(OperatorMixin):
     if dtypes.is_int(a.dtype) and dtypes.is_int(b.dtype): return a.alu(Ops.CMOD, b)
     return a - a.div(b, rounding_mode="trunc") * b
   def pow(self, x, reverse:bool=False):
+    if type(x) is int and x < 0 and not reverse and _known(self.dtype) and dtypes.is_int(self.dtype):
+      raise RuntimeError(f"integers to negative integer powers are not allowed ({self.dtype} ** {x}): cast the base to float")
     base, exponent = self._broadcasted(x, reverse)
     return base.alu(Ops.POW, exponent)
   def square(self): return self * self

@@ -28,7 +28,6 @@ _ERF = tuple(2 / math.sqrt(math.pi) * (-1) ** n / (math.factorial(n) * (2 * n + 
 _ERFC = (-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807, -1.13520398, 1.48851587, -0.82215223, 0.17087277)
 
 class ElementwiseMixin:
-  def _float(self) -> Tensor: return self._to_float()
   def _log1p(self) -> Tensor:
     """log(1 + self), accurate for tiny self: log(w) * self / (w - 1) with w = 1 + self rounded (Goldberg's correction)."""
     w = 1 + self
@@ -54,19 +53,19 @@ class ElementwiseMixin:
   def log10(self) -> Tensor: return self.log2() * math.log10(2)
   def tan(self) -> Tensor:
     """sin/cos in float64 (see cos) for the argument reduction, rounded once to the dtype."""
-    x = self._float()
+    x = self._to_float()
     w = x.cast(dtypes.float64)
     return (w.sin() / w._cos64(x.dtype is dtypes.float64)).cast(x.dtype)
   def sinh(self) -> Tensor:
-    x = self._float()
+    x = self._to_float()
     small = x.abs() < 0.5
     xs = small.where(x, 0)
     return small.where(xs * _poly(xs * xs, _SINH), x._half_exp() - (-x)._half_exp())
   def cosh(self) -> Tensor:
-    x = self._float()
+    x = self._to_float()
     return x._half_exp() + (-x)._half_exp()
   def tanh(self) -> Tensor:
-    x = self._float()
+    x = self._to_float()
     a = x.abs()
     small = a < 0.5
     xs = small.where(x, 0)
@@ -74,7 +73,7 @@ class ElementwiseMixin:
     big = (1 - t) / (1 + t)
     return small.where(xs.sinh() / xs.cosh(), (x < 0).where(-big, big))
   def atan(self) -> Tensor:
-    x = self._float()
+    x = self._to_float()
     a = x.abs()
     inv = a > 1
     r = inv.where(inv.where(a, 1).reciprocal(), a)
@@ -84,13 +83,13 @@ class ElementwiseMixin:
     ret = inv.where(math.pi / 2 - p, p)
     return (x < 0).where(-ret, ret)
   def asin(self) -> Tensor:
-    x = self._float()
+    x = self._to_float()
     return (x / ((1 - x) * (1 + x)).sqrt()).atan()
   def acos(self) -> Tensor:
-    x = self._float()
+    x = self._to_float()
     return ((1 - x) / (1 + x)).sqrt().atan() * 2
   def asinh(self) -> Tensor:
-    x = self._float()
+    x = self._to_float()
     a = x.abs()
     big = a > a._big()
     s = big.where(1, a)
@@ -98,17 +97,17 @@ class ElementwiseMixin:
     ret = big.where(a.log() + _LN2, (s + s * s / ((s * s + 1).sqrt() + 1))._log1p())
     return (x < 0).where(-ret, ret)
   def acosh(self) -> Tensor:
-    x = self._float()
+    x = self._to_float()
     big = x.abs() > x._big()  # (x < -1 gives NaN in either branch)
     s = big.where(1, x)
     ret = big.where(x.log() + _LN2, ((s - 1) + ((s - 1) * (s + 1)).sqrt())._log1p())
     return (x < 1).where(math.nan, ret)  # (rounding could make log1p's argument exactly -1 for x < 1)
   def atanh(self) -> Tensor:
-    x = self._float()
+    x = self._to_float()
     # log1p(x) and log1p(-x) have opposite signs: no cancellation, and 1 +- x is exact near +-1
     return (x._log1p() - (-x)._log1p()) * 0.5
   def erf(self) -> Tensor:
-    x = self._float()
+    x = self._to_float()
     a = x.abs()
     small = a < 0.5
     xs = small.where(x, 0)
@@ -134,46 +133,46 @@ class ElementwiseMixin:
   def isfinite(self) -> Tensor: return (self.isinf() | self.isnan()).logical_not()
 
   # ***** activations *****
-  def sigmoid(self) -> Tensor: return ((-self._float()).exp() + 1).reciprocal()
-  def hardsigmoid(self, alpha:float=1 / 6, beta:float=0.5) -> Tensor: return (self._float() * alpha + beta).clamp(0, 1)
+  def sigmoid(self) -> Tensor: return ((-self._to_float()).exp() + 1).reciprocal()
+  def hardsigmoid(self, alpha:float=1 / 6, beta:float=0.5) -> Tensor: return (self._to_float() * alpha + beta).clamp(0, 1)
   def relu6(self) -> Tensor: return self.relu().clamp(max_=6)
   def hardswish(self) -> Tensor:
-    x = self._float()
+    x = self._to_float()
     return x * ((x + 3).relu6() * (1 / 6))
   def hardtanh(self, min_val=-1, max_val=1) -> Tensor: return self.clamp(min_val, max_val)
   def leaky_relu(self, neg_slope=0.01) -> Tensor:
-    x = self._float()
+    x = self._to_float()
     return (x < 0).where(x * neg_slope, x)
   def elu(self, alpha=1.0) -> Tensor:
-    x = self._float()
+    x = self._to_float()
     return (x > 0).where(x, (x > 0).where(0, x)._expm1() * alpha)
   def celu(self, alpha=1.0) -> Tensor:
-    x = self._float()
+    x = self._to_float()
     return (x > 0).where(x, ((x > 0).where(0, x) / alpha)._expm1() * alpha)
   def selu(self, alpha=1.67326, gamma=1.0507) -> Tensor: return self.elu(alpha) * gamma
   def gelu(self, approximate:str="tanh") -> Tensor:
     """approximate="tanh" (tinygrad's default) or "none" (the exact form with erf)."""
-    x = self._float()
+    x = self._to_float()
     if approximate == "tanh": return x * 0.5 * ((x + x * x * x * 0.044715) * math.sqrt(2 / math.pi)).tanh().add(1)
     if approximate == "none": return x * 0.5 * (x * (1 / math.sqrt(2))).erf().add(1)
     raise RuntimeError(f"gelu: approximate={approximate!r} is not supported, use 'tanh' or 'none'")
   def quick_gelu(self) -> Tensor:
-    x = self._float()
+    x = self._to_float()
     return x * (x * 1.702).sigmoid()
   def silu(self) -> Tensor:
-    x = self._float()
+    x = self._to_float()
     return x * x.sigmoid()
   def swish(self) -> Tensor: return self.silu()
   def softplus(self, beta=1.0) -> Tensor:
     """log(1 + exp(beta*x)) / beta, as max(z, 0) + log1p(exp(-|z|)) so it neither overflows nor loses small values."""
-    z = self._float() * beta
+    z = self._to_float() * beta
     return (z.relu() + (-z.abs()).exp()._log1p()) * (1 / beta)
-  def logsigmoid(self) -> Tensor: return -(-self._float()).softplus()
+  def logsigmoid(self) -> Tensor: return -(-self._to_float()).softplus()
   def mish(self) -> Tensor:
-    x = self._float()
+    x = self._to_float()
     return x * x.softplus().tanh()
   def softsign(self) -> Tensor:
-    x = self._float()
+    x = self._to_float()
     return x / (x.abs() + 1)
 
   # ***** binary and ternary *****
@@ -189,8 +188,8 @@ class ElementwiseMixin:
     return neg.where(-mag, mag)
   def logaddexp(self, other) -> Tensor:
     """log(exp(self) + exp(other)) without overflow."""
-    a, b = self._float()._broadcasted(other)
-    a, b = a._float(), b._float()
+    a, b = self._to_float()._broadcasted(other)
+    a, b = a._to_float(), b._to_float()
     m = a.maximum(b)
     same = a == b  # also inf + inf, where a - b is NaN
     d = same.where(0, (a - b).abs())
