@@ -43,6 +43,7 @@ _ADD, _MUL, _FLOORDIV, _FLOORMOD = Ops.ADD, Ops.MUL, Ops.FLOORDIV, Ops.FLOORMOD 
 _WEAKS = frozenset(dtypes.weaks)
 _BOOL = dtypes.bool
 _BOOL_OPS = {Ops.ADD: Ops.OR, Ops.MUL: Ops.AND}  # + and * on bools
+_NARROW_FLOATS = frozenset({dtypes.float16, dtypes.bfloat16, dtypes.float32})  # exact in float64, where cos reduces its argument
 
 def _weak(x) -> DType:
   """The weak dtype of a Python value used as an operand of a tensor-level node."""
@@ -162,7 +163,8 @@ class MathTrait(OperatorMixin):
     """sin(pi/2 - x) would round pi/2 - x to the dtype first (cos(1e10) in float32 would be off by 0.4): computed in float64 and
     rounded once (see _cos64)."""
     x = self._to_float()
-    return x.cast(dtypes.float64)._cos64(False).cast(x.dtype) if _known(x.dtype) and x.dtype is not dtypes.float64 else x._cos64()
+    if x.dtype in _NARROW_FLOATS: return x.cast(dtypes.float64)._cos64(False).cast(x.dtype)
+    return x._cos64()  # float64, or a weak float / a pattern (whose dtype is not known yet)
   def _cos64(self, may_overflow:bool=True):
     """cos of a float64 x from SIN (whose libm/Python implementations reduce any argument exactly): sin(pi/2 - x) for |x| < 2,
     where pi/2 - x rounds by at most 2.2e-16; sin(2x) / (2 sin(x)) beyond, exact up to the rounding of the two sins (2x is exact,
