@@ -52,7 +52,7 @@ def test_unary_float32(name, ref, x):
   _check(got, ref(x.astype(np.float64)), 2e-6, 1e-7 if name not in ("erf", "gelu") else 2e-7, x)
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
-@pytest.mark.parametrize("name,ref,x", [u for u in UNARY if u[0] not in ("erf", "gelu", "celu", "selu")],
+@pytest.mark.parametrize("name,ref,x", [u for u in UNARY if u[0] not in ("erf", "gelu")],  # erf: float32-grade fit
                          ids=lambda u: u if isinstance(u, str) else "")
 def test_unary_float64(name, ref, x):
   x = x.astype(np.float64)
