@@ -210,6 +210,7 @@ def test_masked_fill_and_where():
   assert x.masked_fill(m, 7).dtype is dtypes.float32
   assert Tensor([1, 2], dtype=dtypes.int32).masked_fill(Tensor([False, True]), 9).tolist() == [1, 9]
   with pytest.raises(RuntimeError, match="broadcast|shape"): x.masked_fill(Tensor([True, False, True]), 0)
+  with pytest.raises(TypeError, match="masked_fill needs a Tensor mask, got list"): x.masked_fill([True, False], 0)
 
 def test_lerp_tensor_weight():
   s, e, w = np.float32([0, 1, 2]), np.float32([10, -1, 2]), np.float32([0.5, 0.25, 1.0])

@@ -199,6 +199,7 @@ class ElementwiseMixin:
     return self + (end - self) * weight
   def masked_fill(self, mask:Tensor, value) -> Tensor:
     """value where mask is True, else self."""
+    if not isinstance(mask, Tensor): raise TypeError(f"masked_fill needs a Tensor mask, got {type(mask).__name__}")
     return mask.where(value, self)
   def isclose(self, other, rtol:float=1e-05, atol:float=1e-08, equal_nan=False) -> Tensor:
     """|self - other| <= atol + rtol*|other| elementwise; equal infinities are close, NaNs only with equal_nan."""
