@@ -22,16 +22,17 @@ from tinygrad.tensor.linalg import LinalgMixin
 from tinygrad.tensor.elementwise import ElementwiseMixin
 from tinygrad.tensor.reduce import TensorReduceMixin
 from tinygrad.tensor.functional import FunctionalMixin
-from tinygrad.tensor.autograd import AutogradMixin
+from tinygrad.tensor.autograd import AutogradMixin, track
 
 __all__ = ["Tensor"]
 
 class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, TensorMovementMixin, IndexingMixin, LinalgMixin,
              ElementwiseMixin, TensorReduceMixin, FunctionalMixin, AutogradMixin):
-  __slots__ = ("uop", "_device", "requires_grad")
+  __slots__ = ("uop", "_device", "requires_grad", "grad", "is_param")   # grad, is_param: autograd.py
 
   def __init__(self, data:Any, device:str|None=None, dtype:DTypeLike|None=None, requires_grad:bool|None=None):
-    self.requires_grad = requires_grad
+    self.requires_grad, self.grad, self.is_param = requires_grad, None, True
+    track(self)
     dtype = to_dtype(dtype) if dtype is not None else None
     self._device = canon_device(device)
     if isinstance(data, UOp):
@@ -79,7 +80,8 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
   def __bool__(self): raise TypeError("__bool__ on Tensor is not defined")
   def _new(self, u:UOp) -> Tensor:
     ret = Tensor.__new__(Tensor)
-    ret.uop, ret._device, ret.requires_grad = u, self._device, None
+    ret.uop, ret._device, ret.requires_grad, ret.grad, ret.is_param = u, self._device, None, None, True
+    track(ret)
     return ret
 
   # ***** running *****
@@ -129,11 +131,13 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
     if (device := canon_device(device)) == self.device: return self
     ret = Tensor.__new__(Tensor)
     ret.uop, ret._device, ret.requires_grad = UOp(Ops.COPY, self.dtype, (self.uop,), (self.device, device)), device, self.requires_grad
+    ret.grad, ret.is_param = None if self.grad is None else self.grad.to(device), self.is_param
+    track(ret)
     return ret
   def to_(self, device:str|None) -> Tensor:
     """Moves this tensor to `device` in place."""
     ret = self.to(device)
-    self.uop, self._device = ret.uop, ret._device
+    self.uop, self._device, self.grad = ret.uop, ret._device, ret.grad
     return self
   def contiguous(self) -> Tensor:
     if self.uop.op in (Ops.CONTIGUOUS, Ops.COPY) or ((b := as_buffer(self.uop)) is not None and b.src[0].arg == self.numel()): return self
