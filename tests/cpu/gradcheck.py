@@ -25,16 +25,22 @@ def _scalar(fn, arrays:list[np.ndarray], r:np.ndarray|None, device:str|None) -> 
 def gradcheck(fn, *inputs, eps:float=1e-6, atol:float=1e-6, rtol:float=1e-5, device:str|None=None) -> list[np.ndarray]:
   arrays = [np.array(a, dtype=np.float64) for a in inputs]
   loss, ts, r = _scalar(fn, arrays, None, device)
-  analytic = [g.numpy() for g in loss.gradient(*ts)]
+  analytic = loss.gradient(*ts)
+  # every perturbed forward pass is realized with the gradients, in one schedule: its kernels compile in one batch (and repeat)
+  moved: list[tuple[int, tuple, Tensor, Tensor]] = []
   for i, a in enumerate(arrays):
-    assert analytic[i].shape == a.shape, f"gradcheck: input {i} has shape {a.shape}, its gradient {analytic[i].shape}"
-    numeric = np.zeros_like(a)
     for j in np.ndindex(*a.shape):
-      vals = []
+      f = []
       for d in (eps, -eps):
-        moved = [x.copy() for x in arrays]
-        moved[i][j] += d
-        vals.append(_scalar(fn, moved, r, device)[0].item())
-      numeric[j] = (vals[0] - vals[1]) / (2 * eps)
-    np.testing.assert_allclose(analytic[i], numeric, atol=atol, rtol=rtol, err_msg=f"gradcheck: gradient of input {i} (shape {a.shape})")
-  return analytic
+        shifted = [x.copy() for x in arrays]
+        shifted[i][j] += d
+        f.append(_scalar(fn, shifted, r, device)[0])
+      moved.append((i, j, f[0], f[1]))
+  analytic[0].realize(*analytic[1:], *[f for _, _, fp, fm in moved for f in (fp, fm)])
+  numeric = [np.zeros_like(a) for a in arrays]
+  for i, j, fp, fm in moved: numeric[i][j] = (fp.item() - fm.item()) / (2 * eps)
+  ret = [g.numpy() for g in analytic]
+  for i, (g, n) in enumerate(zip(ret, numeric)):
+    assert g.shape == n.shape, f"gradcheck: input {i} has shape {n.shape}, its gradient {g.shape}"
+    np.testing.assert_allclose(g, n, atol=atol, rtol=rtol, err_msg=f"gradcheck: gradient of input {i} (shape {n.shape})")
+  return ret
