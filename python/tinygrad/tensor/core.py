@@ -3,6 +3,7 @@ in tinygrad/mixin (shared with UOp) and in the files of this package by kind (cr
 Operations build a tensor graph of UOps (see tinygrad/uop/shape.py for its conventions); realize() schedules the graph into
 kernels (tinygrad.schedule), which are lowered, rendered, compiled and run (tinygrad.engine)."""
 from __future__ import annotations
+import weakref
 from typing import Any
 from tinygrad.uop.ops import UOp, Ops
 from tinygrad.mixin.mathtraits import MathTrait, _weak
@@ -22,7 +23,7 @@ from tinygrad.tensor.linalg import LinalgMixin
 from tinygrad.tensor.elementwise import ElementwiseMixin
 from tinygrad.tensor.reduce import TensorReduceMixin
 from tinygrad.tensor.functional import FunctionalMixin
-from tinygrad.tensor.autograd import AutogradMixin, track
+from tinygrad.tensor.autograd import AutogradMixin, track, live_add, forget
 
 __all__ = ["Tensor"]
 
@@ -81,7 +82,7 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
   def _new(self, u:UOp) -> Tensor:
     ret = Tensor.__new__(Tensor)
     ret.uop, ret._device, ret.requires_grad, ret.grad, ret.is_param = u, self._device, None, None, True
-    track(ret)
+    live_add(weakref.ref(ret, forget))   # autograd's set of live tensors (track, inlined)
     return ret
 
   # ***** running *****
