@@ -39,7 +39,7 @@ void E_n_2(float* restrict data0_10, const float* restrict data1_10, const int m
 """
 
 def test_nested_max_names_its_operands():
-  # MAX renders as `a<b?b:a`: inlining its operands would write each twice, and a chain of n MAX ops would grow as 2**n
+  # MAX renders as `(a<b||b!=b)?b:a`: inlining its operands would write them more than once, and a chain of n MAX ops would grow as 2**n
   from linear_kernels import Linear
   from tinygrad.dtype import dtypes
   from tinygrad.renderer.cstyle import ClangRenderer

@@ -17,8 +17,8 @@ STAGES = ("tensor graph", "kernel AST", "lowered kernel", "linear program")
 
 @pytest.fixture
 def checked(monkeypatch):
-  """Records the stage of every spec check the pipeline makes (the hooks import the verifiers at call time), with a fresh compile
-  cache so every kernel is lowered again."""
+  """Records the stage of every spec check the pipeline makes (the hooks import the verifiers at call time), with a fresh schedule
+  and compile cache so every graph is scheduled and every kernel lowered again (an earlier test may have built the same graph)."""
   seen: list[str] = []
   tv = spec.type_verify
   def type_verify(u, s, stage):  # the linear program's check (tinygrad.renderer.verify_linear) ends in type_verify too
@@ -26,6 +26,7 @@ def checked(monkeypatch):
     return tv(u, s, stage)
   monkeypatch.setattr(spec, "type_verify", type_verify)
   monkeypatch.setattr(realize, "_specs", {})
+  monkeypatch.setattr(schedule, "_schedule_cache", type(schedule._schedule_cache)())
   return seen
 
 def run(t:Tensor, seen:list[str]) -> np.ndarray:

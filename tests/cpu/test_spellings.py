@@ -1,6 +1,6 @@
 # One spelling per op (tinygrad/mixin/mathtraits.py): a - b is ADD(a, MUL(b, -1)), a / b is MUL(a, RECIPROCAL(b)), a == b a negated CMPNE,
-# minimum a max of negations. The numbers are numpy's on CPU and PYTHON, graphs built with UOp arithmetic run like Tensor's, and the
-# C is the plain operator (the codegen's render forms), not the spelled-out form.
+# minimum a max of negations, a >= b for floats (b < a) | (a == b). The numbers are numpy's on CPU and PYTHON, graphs built with UOp
+# arithmetic run like Tensor's, and the C is the plain operator (the codegen's render forms), not the spelled-out form.
 import numpy as np
 import pytest
 from conftest import DEVICES
@@ -21,10 +21,10 @@ EXACT = {  # name: (tinygrad, numpy) on two operands; every one is exact (no rou
   "sub": (lambda x, y: x - y, lambda a, b: a - b), "rsub": (lambda x, y: 5 - x, lambda a, b: a.dtype.type(5) - a),
   "sub_const": (lambda x, y: x - 3, lambda a, b: a - a.dtype.type(3)), "neg": (lambda x, y: -x, lambda a, b: -a),
   "eq": (lambda x, y: x == y, lambda a, b: a == b), "ne": (lambda x, y: x != y, lambda a, b: a != b),
-  "ge": (lambda x, y: x >= y, lambda a, b: ~(a < b)), "le": (lambda x, y: x <= y, lambda a, b: ~(a > b)),
+  "ge": (lambda x, y: x >= y, lambda a, b: a >= b), "le": (lambda x, y: x <= y, lambda a, b: a <= b),  # IEEE: NaN >= x is False
   "eq_const": (lambda x, y: x == 7, lambda a, b: a == 7), "logical_not": (lambda x, y: x.logical_not(), lambda a, b: a == 0),
-  "maximum": (lambda x, y: x.maximum(y), lambda a, b: np.where(a < b, b, a)), "abs": (lambda x, y: x.abs(), lambda a, b: np.where(a < 0, -a, a)),
-  "relu": (lambda x, y: x.relu(), lambda a, b: np.where(a > 0, a, 0).astype(a.dtype)),
+  "maximum": (lambda x, y: x.maximum(y), np.maximum),  # NaN propagates "abs": (lambda x, y: x.abs(), lambda a, b: np.where(a < 0, -a, a)),
+  "relu": (lambda x, y: x.relu(), lambda a, b: np.maximum(a, a.dtype.type(0))),
 }
 
 def run(f, device, a, b):
@@ -76,7 +76,7 @@ def test_graphs_built_by_uop_arithmetic_run(device):
   # the same graph written over UOps (the mixins on UOp) realizes to numpy's numbers
   a, b = np.arange(12, dtype=np.float32).reshape(3, 4) - 5, np.linspace(1, 3, 12, dtype=np.float32).reshape(3, 4)
   x, y = Tensor(a, device=device), Tensor(b, device=device)
-  u = ((x.uop - y.uop) / 2).maximum(y.uop.neg()).sum(axis=1).reshape(3, 1).expand(3, 4).permute(1, 0).flip(0).pad(((0, 1), (1, 0)), 1.5)
+  u = ((x.uop - y.uop) / 2).maximum(y.uop.neg()).sum(axis=1).reshape(3, 1).expand(3, 4).permute(1, 0).flip(0).pad(((0, 1), (1, 0)), value=1.5)
   want = np.pad(np.flip(np.maximum((a - b) / 2, -b).sum(axis=1).reshape(3, 1).repeat(4, 1).T, 0), ((0, 1), (1, 0)), constant_values=1.5)
   np.testing.assert_allclose(Tensor(u, device=device).numpy(), want, rtol=1e-6)
 

@@ -42,7 +42,7 @@ MOVEMENT = {
   "expand_minus1": lambda x: x.shrink((None, (0, 1), None)).expand(-1, 3, -1),
   "permute": lambda x: x.permute(2, 0, 1), "permute_neg": lambda x: x.permute(-1, -3, -2),
   "pad": lambda x: x.pad(((1, 0), None, (2, 1))), "pad_torch": lambda x: x.pad((1, 2)),
-  "pad_value": lambda x: x.pad(((0, 1), (1, 1), (0, 0)), 2.5), "pad_negative": lambda x: x.pad(((-1, 1), (0, 0), (1, -2))),
+  "pad_value": lambda x: x.pad(((0, 1), (1, 1), (0, 0)), value=2.5), "pad_negative": lambda x: x.pad(((-1, 1), (0, 0), (1, -2))),
   "shrink": lambda x: x.shrink(((0, 1), None, (1, 3))), "flip": lambda x: x.flip(0, 2), "flip_neg": lambda x: x.flip(-1),
   "transpose": lambda x: x.transpose(), "transpose_dims": lambda x: x.transpose(0, 2), "T": lambda x: x.T,
   "flatten": lambda x: x.flatten(), "flatten_part": lambda x: x.flatten(1), "squeeze": lambda x: x.shrink((None, (1, 2), None)).squeeze(),

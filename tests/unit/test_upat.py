@@ -93,6 +93,12 @@ class TestArg:
     assert matches(p, c(3))
     assert not matches(p, c(4))
 
+  def test_arg_identity_vs_equality(self):
+    # the same int or str object is equal to itself; a NaN float is not, even when it is the very same object
+    nan = float("nan")
+    assert matches(UPat(Ops.CONST, arg=10**30), c(10**30)) and matches(UPat(Ops.SPECIAL, arg="g"), var("g"))
+    assert not matches(UPat(Ops.CONST, dtypes.float, arg=nan), c(nan, dtypes.float))
+
   def test_arg_none_is_wildcard(self):
     p = UPat(Ops.CONST)
     assert matches(p, c(3)) and matches(p, c("x"))

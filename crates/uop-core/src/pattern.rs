@@ -667,10 +667,15 @@ pub fn match_node<'py>(
         }
       }
       if let Some(a) = &p.arg {
-        match a.bind(py).ne(n.arg.bind(py)) {
-          Ok(true) => break false,
-          Ok(false) => {}
-          Err(e) => break 'search Err(e),
+        // SAFETY: both pointers are live objects (the pattern holds its arg, the node its own); the checks read their types.
+        let same = a.as_ptr() == n.arg.as_ptr() && unsafe { ffi::PyLong_CheckExact(a.as_ptr()) != 0 || ffi::PyUnicode_CheckExact(a.as_ptr()) != 0 };
+        // an int or str is equal to itself (a float may not be: NaN), so the common `arg=0` needs no Python comparison
+        if !same {
+          match a.bind(py).ne(n.arg.bind(py)) {
+            Ok(true) => break false,
+            Ok(false) => {}
+            Err(e) => break 'search Err(e),
+          }
         }
       }
       if let Some(tags) = &p.tags {

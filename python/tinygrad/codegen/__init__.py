@@ -63,14 +63,18 @@ def _neg(m:UOp) -> UOp|None:
     if c.op is Ops.CONST and c.arg == -1: return UOp(Ops.NEG, m.dtype, (x,))
   return None
 
-def _min(m:UOp, a:UOp, b:UOp) -> UOp: return UOp(Ops.WHERE, m.dtype, (UOp(Ops.CMPLT, dtypes.bool, (b, a)), b, a))
+def _min(m:UOp, a:UOp, b:UOp) -> UOp:
+  """b < a ? b : a, and for floats (b < a || b != b) ? b : a so a NaN on either side is the result, as MAX renders."""
+  take_b = UOp(Ops.CMPLT, dtypes.bool, (b, a))
+  if dtypes.is_float(m.dtype): take_b = UOp(Ops.OR, dtypes.bool, (take_b, UOp(Ops.CMPNE, dtypes.bool, (b, b))))
+  return UOp(Ops.WHERE, m.dtype, (take_b, b, a))
 
 pm_render_forms = PatternMatcher([
   (UPat(Ops.MUL, name="m"), _neg),
   (UPat(Ops.ADD, src=[UPat.var("a"), UPat(Ops.NEG, src=(UPat.var("b"),))], name="s"), lambda s, a, b: UOp(Ops.SUB, s.dtype, (a, b))),
   (UPat(Ops.MUL, src=[UPat.var("a"), UPat(Ops.RECIPROCAL, src=(UPat.var("b"),))], name="m"), lambda m, a, b: UOp(Ops.FDIV, m.dtype, (a, b))),
   (UPat(Ops.CMPNE, src=[UPat(Ops.CMPNE, src=(UPat.var("a"), UPat.var("b"))), UPat.const(True)]), lambda a, b: UOp(Ops.CMPEQ, dtypes.bool, (a, b))),
-  # minimum: -max(-a, -b) (floats) and k^max(k^a, k^b) (ints, k the dtype's min+max) are b<a ? b : a, bit for bit (NaN and -0.0 too)
+  # minimum: -max(-a, -b) (floats) and k^max(k^a, k^b) (ints, k the dtype's min+max) are b<a ? b : a (or b!=b for floats: NaN propagates), bit for bit
   (UPat(Ops.NEG, src=(UPat(Ops.MAX, src=[UPat(Ops.NEG, src=(UPat.var("a"),)), UPat(Ops.NEG, src=(UPat.var("b"),))]),), name="m"), _min),
   (UPat(Ops.XOR, src=[UPat(Ops.MAX, src=[UPat(Ops.XOR, src=[UPat.var("a"), UPat.cvar("k")]), UPat(Ops.XOR, src=[UPat.var("b"), UPat.cvar("k")])]),
                       UPat.cvar("k")], name="m"), lambda m, a, b, k: _min(m, a, b) if k.arg == m.dtype.min + m.dtype.max else None),

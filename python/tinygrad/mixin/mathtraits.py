@@ -13,9 +13,11 @@ One spelling per operation, so a rule over UOps (an autograd rule, a rewrite) se
   a - b      ADD(a, MUL(b, -1)): there is no SUB; -x is MUL(x, -1) (logical_not for bools)
   a / b      MUL(a, RECIPROCAL(b)), ints and bools cast to float first; `//` and `%` on ints are FLOORDIV/FLOORMOD, div(...,
              rounding_mode="trunc") and fmod are CDIV/CMOD; there is no FDIV
-  a == b     logical_not(CMPNE(a, b)), logical_not(x) is CMPNE(bool(x), True); a >= b is logical_not(a < b); there is no CMPEQ
+  a == b     logical_not(CMPNE(a, b)), logical_not(x) is CMPNE(bool(x), True); there is no CMPEQ
+  a >= b     (b < a) | (a == b) for floats (a NaN on either side gives False, as IEEE says); logical_not(a < b) for ints and bools
   + and *    on bools are OR and AND
-  minimum    -max(-a, -b) for floats, the same order reversal by xor for ints and bools
+  minimum    -max(-a, -b) for floats, the same order reversal by xor for ints and bools; MAX propagates NaN from either side
+  relu       (x < 0).where(0, x), so NaN stays NaN (the symbolic rules read it as max(x, 0))
 The codegen prints SUB, NEG, FDIV, CMPEQ and minimum's select again where these forms meet (tinygrad/codegen: pm_render_forms), so
 the C is what the plain operators would give, bit for bit.
 
@@ -41,6 +43,7 @@ _ADD, _MUL, _FLOORDIV, _FLOORMOD = Ops.ADD, Ops.MUL, Ops.FLOORDIV, Ops.FLOORMOD 
 _WEAKS = frozenset(dtypes.weaks)
 _BOOL = dtypes.bool
 _BOOL_OPS = {Ops.ADD: Ops.OR, Ops.MUL: Ops.AND}  # + and * on bools
+_NARROW_FLOATS = frozenset({dtypes.float16, dtypes.bfloat16, dtypes.float32})  # exact in float64, where cos reduces its argument
 
 def _weak(x) -> DType:
   """The weak dtype of a Python value used as an operand of a tensor-level node."""
@@ -121,6 +124,8 @@ class MathTrait(OperatorMixin):
     if dtypes.is_int(a.dtype) and dtypes.is_int(b.dtype): return a.alu(Ops.CMOD, b)
     return a - a.div(b, rounding_mode="trunc") * b
   def pow(self, x, reverse:bool=False):
+    if type(x) is int and x < 0 and not reverse and _known(self.dtype) and dtypes.is_int(self.dtype):
+      raise RuntimeError(f"integers to negative integer powers are not allowed ({self.dtype} ** {x}): cast the base to float")
     base, exponent = self._broadcasted(x, reverse)
     return base.alu(Ops.POW, exponent)
   def square(self): return self * self
@@ -143,7 +148,7 @@ class MathTrait(OperatorMixin):
     ret = (self < min_).where(min_, self) if min_ is not None else self
     return (ret > max_).where(max_, ret) if max_ is not None else ret
   def clip(self, min_=None, max_=None): return self.clamp(min_, max_)
-  def relu(self): return (self > 0).where(self, 0)
+  def relu(self): return (self < 0).where(0, self)  # NaN stays NaN, as in numpy's maximum(x, 0)
   def abs(self): return (self < 0).where(-self, self)
 
   # ** unary math (ints and bools compute in the default float) **
@@ -154,7 +159,26 @@ class MathTrait(OperatorMixin):
   def exp2(self): return self._to_float().alu(Ops.EXP2)
   def exp(self): return self._to_float().mul(1 / math.log(2)).exp2()
   def log(self): return self.log2().mul(math.log(2))
-  def cos(self): return self._to_float().sub(math.pi / 2, True).sin()
+  def cos(self):
+    """sin(pi/2 - x) would round pi/2 - x to the dtype first (cos(1e10) in float32 would be off by 0.4): computed in float64 and
+    rounded once (see _cos64)."""
+    x = self._to_float()
+    if x.dtype in _NARROW_FLOATS: return x.cast(dtypes.float64)._cos64(False).cast(x.dtype)
+    return x._cos64()  # float64, or a weak float / a pattern (whose dtype is not known yet)
+  def _cos64(self, may_overflow:bool=True):
+    """cos of a float64 x from SIN (whose libm/Python implementations reduce any argument exactly): sin(pi/2 - x) for |x| < 2,
+    where pi/2 - x rounds by at most 2.2e-16; sin(2x) / (2 sin(x)) beyond, exact up to the rounding of the two sins (2x is exact,
+    and sin(x) is not 0 for any float |x| >= 2); 1 - 2 sin(x/2)^2 where 2x would overflow. Each branch gets a harmless input when
+    it is not taken, so neither it nor its gradient makes a NaN. (A float32 or half value in float64 never overflows 2x.)"""
+    a = self.abs()
+    near = a < 2
+    if not may_overflow:
+      xm = near.where(3.0, self)
+      return near.where(self.sub(math.pi / 2, True).sin(), (xm * 2).sin() / (xm.sin() * 2))
+    huge = a > 2.0 ** 1000
+    xm = (near | huge).where(3.0, self)
+    far = (xm * 2).sin() / (xm.sin() * 2)
+    return near.where(self.sub(math.pi / 2, True).sin(), huge.where(1 - (self * 0.5).sin().square() * 2, far))
   def trunc(self): return self.alu(Ops.TRUNC)
   def floor(self): return (self < (b := self.trunc())).where(b - 1, b)
   def ceil(self): return (self > (b := self.trunc())).where(b + 1, b)
@@ -165,8 +189,14 @@ class MathTrait(OperatorMixin):
   def logical_not(self): return self.cast(_BOOL).ne(True)
   def __lt__(self, x): return self._binop(Ops.CMPLT, x, False)
   def __gt__(self, x): return self._binop(Ops.CMPLT, x, True)
-  def __ge__(self, x): return (self < x).logical_not()
-  def __le__(self, x): return (self > x).logical_not()
+  def __ge__(self, x): return self._cmp_ge(x, False)
+  def __le__(self, x): return self._cmp_ge(x, True)
+  def _cmp_ge(self, x, reverse:bool):
+    """a >= b. For floats (b < a) | (a == b), so a NaN on either side gives False as IEEE says; not(a < b) would give True. For
+    ints and bools, where the two agree, logical_not(a < b): the form index arithmetic and its rewrite rules know."""
+    a, b = self._broadcasted(x, reverse)
+    if _known(a.dtype) and dtypes.is_float(a.dtype): return (b < a) | a.eq(b)
+    return (a < b).logical_not()
   def __ne__(self, x): return self.ne(x)  # type: ignore[override]
 
   # ** bitwise **

@@ -15,6 +15,7 @@ class MovementMixin:
   def numel(self) -> int: return prod(self.shape)
   def _norm_axis(self, a:int, extra:int=0) -> int:
     """Axis a (negative counts from the end) of self, or of self with `extra` more dims."""
+    if not isinstance(a, int) or isinstance(a, bool): raise TypeError(f"a dimension must be an int, got {a!r} ({type(a).__name__})")
     n = self.ndim + extra
     if not -max(n, 1) <= a < max(n, 1): raise IndexError(f"dimension {a} is out of range for a tensor of shape {self.shape} "
                                                           f"(expected to be in [{-max(n, 1)}, {max(n, 1) - 1}])")
@@ -46,9 +47,12 @@ class MovementMixin:
   def _expand_to(self, shape:tuple[int, ...]):
     if self.shape == shape: return self
     return self.reshape((1,) * (len(shape) - self.ndim) + self.shape).expand(shape)
-  def pad(self, padding, value:float=0.0):
-    """Pads with `value`: torch style (left, right) pairs from the last dim, or one (before, after) pair (or None) per dim. Negative
-    amounts cut (a SHRINK); the padded region of a nonzero value is a WHERE over a padded mask."""
+  def pad(self, padding, mode:str="constant", value:float=0.0):
+    """Pads: torch style (left, right) pairs from the last dim, or one (before, after) pair (or None) per dim. mode "constant" fills
+    with `value` (a WHERE over a padded mask when nonzero); "reflect", "replicate" and "circular" copy edges of the input. Negative
+    amounts cut (a SHRINK)."""
+    if mode not in ("constant", "reflect", "replicate", "circular"):
+      raise NotImplementedError(f"pad mode {mode!r} is not supported (constant, reflect, replicate, circular)")
     if all(isinstance(p, int) for p in padding):
       if len(padding) % 2 or len(padding) // 2 > self.ndim: raise ValueError(f"invalid padding {padding} for shape {self.shape}")
       pairs = [(0, 0)] * self.ndim
@@ -59,9 +63,35 @@ class MovementMixin:
     x = self.shrink(tuple((-min(b, 0), s + min(a, 0)) for s, (b, a) in zip(self.shape, pairs)))
     pos = tuple((max(b, 0), max(a, 0)) for b, a in pairs)
     if all(p == (0, 0) for p in pos): return x
+    if mode != "constant": return x._pad_edges(pos, mode)
     ret = x._mop(Ops.PAD, pos)
     if value == 0: return ret
     return x.full_like(True, dtypes.bool)._mop(Ops.PAD, pos).where(ret, value)
+  def _pad_edges(self, pos, mode:str):
+    """Non-constant padding, one dim at a time: the pieces before and after are shrinks (flipped for reflect) of the input,
+    joined by zero padding and adds."""
+    x = self
+    for d, (b, a) in enumerate(pos):
+      if b == 0 and a == 0: continue
+      n = x.shape[d]
+      if mode == "reflect" and (b >= n or a >= n): raise ValueError(f"reflect padding {(b, a)} must be less than the size {n} of dim {d}")
+      if mode == "circular" and (b > n or a > n): raise ValueError(f"circular padding {(b, a)} can wrap around at most once (size {n} of dim {d})")
+      if mode == "replicate" and n == 0: raise ValueError(f"can't replicate-pad the empty dim {d} of {x.shape}")
+      def cut(lo, hi): return x.shrink(tuple((lo, hi) if i == d else None for i in range(x.ndim)))
+      if mode == "reflect": before, after = cut(1, b + 1).flip(d), cut(n - a - 1, n - 1).flip(d)
+      elif mode == "circular": before, after = cut(n - b, n), cut(0, a)
+      else:
+        before = cut(0, 1).expand(tuple(b if i == d else s for i, s in enumerate(x.shape)))
+        after = cut(n - 1, n).expand(tuple(a if i == d else s for i, s in enumerate(x.shape)))
+      parts, off, total = [before, x, after], 0, b + n + a
+      out = None
+      for p in parts:
+        if p.shape[d] == 0: continue
+        q = p._mop(Ops.PAD, tuple((off, total - off - p.shape[d]) if i == d else (0, 0) for i in range(x.ndim)))
+        out = q if out is None else out + q
+        off += p.shape[d]
+      x = out
+    return x
   def shrink(self, arg):
     """The slice [start, end) of each dim (None keeps a dim)."""
     if len(arg) != self.ndim: raise ValueError(f"shrink {arg} needs one entry per dim of {self.shape}")
@@ -70,7 +100,9 @@ class MovementMixin:
     if all(a == (0, s) for a, s in zip(arg, self.shape)): return self
     return self._mop(Ops.SHRINK, arg)
   def flip(self, axis, *args):
-    axes = {self._norm_axis(a) for a in argfix(axis, *args)}
+    given = [self._norm_axis(a) for a in argfix(axis, *args)]
+    if len(set(given)) != len(given): raise RuntimeError(f"flip dims {argfix(axis, *args)} name a dim more than once (shape {self.shape})")
+    axes = set(given)
     flips = tuple(i in axes and s > 1 for i, s in enumerate(self.shape))
     return self if not any(flips) else self._mop(Ops.FLIP, flips)
 
@@ -85,10 +117,11 @@ class MovementMixin:
     if self.ndim == 0: return self.reshape(1)
     s, e = self._norm_axis(start_dim), self._norm_axis(end_dim)
     return self.reshape(self.shape[:s] + (prod(self.shape[s:e+1]),) + self.shape[e+1:])
-  def squeeze(self, dim:int|None=None):
+  def squeeze(self, dim:int|tuple[int, ...]|None=None):
+    """Drops size-1 dims: all of them, or those of `dim` (an int or a tuple; a dim of another size is kept, as in torch)."""
     if dim is None: return self.reshape(tuple(s for s in self.shape if s != 1))
-    d = self._norm_axis(dim)
-    return self if self.shape[d] != 1 else self.reshape(self.shape[:d] + self.shape[d+1:])
+    dims = {self._norm_axis(d) for d in (dim if isinstance(dim, (tuple, list)) else (dim,))}
+    return self.reshape(tuple(s for i, s in enumerate(self.shape) if not (i in dims and s == 1)))
   def unsqueeze(self, dim:int):
     d = self._norm_axis(dim, extra=1)
     return self.reshape(self.shape[:d] + (1,) + self.shape[d:])

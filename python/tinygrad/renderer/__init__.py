@@ -70,7 +70,7 @@ Semantics both backends implement (and the codegen can rely on)
     arithmetic. An int division by zero or a shift outside [0, bits) is undefined.
   - floats are IEEE: each op rounds to its dtype (x/0 is +-inf or nan). half and bfloat16 compute in float32 and round
     to the dtype after every op (C needs no native half support).
-  - MAX(a, b) is `a < b ? b : a`. CMOD of floats is fmod.
+  - MAX(a, b) is `(a < b || b != b) ? b : a`: a NaN on either side is the result (numpy's maximum). CMOD of floats is fmod.
   - fp8 dtypes are not supported (the codegen must lower them).
 """
 from __future__ import annotations

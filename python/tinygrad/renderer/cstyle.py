@@ -172,7 +172,7 @@ class CStyleLanguage(Renderer):
     Ops.ADD: lambda a, b, dtype: f"({a}+{b})", Ops.SUB: lambda a, b, dtype: f"({a}-{b})", Ops.MUL: lambda a, b, dtype: f"({a}*{b})",
     Ops.FDIV: lambda a, b, dtype: f"({a}/{b})", Ops.CDIV: lambda a, b, dtype: f"({a}/{b})",
     Ops.CMOD: lambda a, b, dtype: f"__builtin_fmod{_fsuffix(dtype)}({a}, {b})" if dtypes.is_float(dtype) else f"({a}%{b})",
-    Ops.MAX: lambda a, b, dtype: f"({a}<{b}?{b}:{a})", Ops.POW: lambda a, b, dtype: f"__builtin_pow{_fsuffix(dtype)}({a}, {b})",
+    Ops.MAX: lambda a, b, dtype: f"(({a}<{b}||{b}!={b})?{b}:{a})", Ops.POW: lambda a, b, dtype: f"__builtin_pow{_fsuffix(dtype)}({a}, {b})",
     Ops.AND: lambda a, b, dtype: f"({a}&{b})", Ops.OR: lambda a, b, dtype: f"({a}|{b})", Ops.XOR: lambda a, b, dtype: f"({a}^{b})",
     Ops.SHL: lambda a, b, dtype: f"({a}<<{b})", Ops.SHR: lambda a, b, dtype: f"({a}>>{b})",
     Ops.CMPLT: lambda a, b, dtype: f"({a}<{b})", Ops.CMPNE: lambda a, b, dtype: f"({a}!={b})", Ops.CMPEQ: lambda a, b, dtype: f"({a}=={b})",
@@ -182,7 +182,7 @@ class CStyleLanguage(Renderer):
 
 
   def duplicated_operands(self, op:Ops) -> frozenset[int]:
-    """Positions of the operands that op's template writes more than once (MAX is `a<b?b:a`). An operand inlined there would be
+    """Positions of the operands that op's template writes more than once (MAX is `(a<b||b!=b)?b:a`). An operand inlined there would be
     computed twice, and nested inlining would grow the source exponentially, so such operands always get a name."""
     if (cache := self.__dict__.get("_dup_operands")) is None: cache = self.__dict__["_dup_operands"] = {}
     if op not in cache:

@@ -13,7 +13,7 @@ from tinygrad.dtype import DType, DTypeLike, dtypes, to_dtype, strong_dtype, _to
 from tinygrad.schedule import create_schedule, schedule_to_linear
 from tinygrad.schedule.buffers import new_buffer, buffer_view, buffer_of, as_buffer, mark_realized
 from tinygrad.engine.realize import run_schedule
-from tinygrad.tensor import creation, random, movement, indexing, linalg, elementwise, reduce, functional, autograd
+from tinygrad.tensor import creation, random, movement, indexing, linalg, elementwise, reduce, functional, pooling, losses, autograd
 from tinygrad.tensor.common import canon_device, broadcast_shape, check_tensors
 from tinygrad.tensor.creation import CreationMixin
 from tinygrad.tensor.random import RandomMixin
@@ -23,12 +23,14 @@ from tinygrad.tensor.linalg import LinalgMixin
 from tinygrad.tensor.elementwise import ElementwiseMixin
 from tinygrad.tensor.reduce import TensorReduceMixin
 from tinygrad.tensor.functional import FunctionalMixin
+from tinygrad.tensor.pooling import PoolingMixin
+from tinygrad.tensor.losses import LossMixin
 from tinygrad.tensor.autograd import AutogradMixin, track, live_add, forget
 
 __all__ = ["Tensor"]
 
 class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, TensorMovementMixin, IndexingMixin, LinalgMixin,
-             ElementwiseMixin, TensorReduceMixin, FunctionalMixin, AutogradMixin):
+             ElementwiseMixin, TensorReduceMixin, FunctionalMixin, PoolingMixin, LossMixin, AutogradMixin):
   __slots__ = ("uop", "_device", "requires_grad", "grad", "is_param")   # grad, is_param: autograd.py
 
   def __init__(self, data:Any, device:str|None=None, dtype:DTypeLike|None=None, requires_grad:bool|None=None):
@@ -188,7 +190,7 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
     return a.alu(Ops.THREEFRY, b)
 
   def __matmul__(self, x): return self.matmul(x)
-  def __rmatmul__(self, x): return Tensor(x, device=self.device).matmul(self) if not isinstance(x, Tensor) else x.matmul(self)
+  def __rmatmul__(self, x): return self.matmul(x, reverse=True)
 
 def _bind_buffers(tensors:tuple[Tensor, ...], bufs:dict[UOp, UOp]) -> None:
   """Points each tensor (and every graph holding its old UOp) at the buffer its schedule writes."""
@@ -204,4 +206,4 @@ def _nonempty(data) -> bool:
   return len(data) > 0 and (not isinstance(data[0], (list, tuple)) or any(_nonempty(d) for d in data))
 
 # the mixins of the other files build new tensors through the class: bind it there now that it exists
-for _m in (creation, random, movement, indexing, linalg, elementwise, reduce, functional, autograd): _m.Tensor = Tensor
+for _m in (creation, random, movement, indexing, linalg, elementwise, reduce, functional, pooling, losses, autograd): _m.Tensor = Tensor

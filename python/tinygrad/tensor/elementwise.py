@@ -1,10 +1,214 @@
-"""Elementwise ops that only Tensor has: unary math, activations and the binary and ternary ops beyond tinygrad/mixin/mathtraits.py."""
+"""Elementwise ops that only Tensor has: unary math, activations and the binary and ternary ops beyond tinygrad/mixin/mathtraits.py.
+
+Everything is built from the primitive ALU ops (EXP2, LOG2, SIN, SQRT, RECIPROCAL, ...) so gradients come from the UOp rules.
+Where a textbook formula loses precision (cancellation near 0, overflow of an intermediate) the op switches to a second form
+with `where`; the branch that is not taken is fed a harmless input, so neither it nor its gradient can produce a NaN.
+Ints and bools compute in the default float (as sin/exp do); the results of 0.14's weak float leaks are plain float32 here.
+"""
 from __future__ import annotations
+import math
 from typing import TYPE_CHECKING
+from tinygrad.dtype import dtypes
 if TYPE_CHECKING: from tinygrad.tensor.core import Tensor
 else: Tensor = None  # the class, bound by tinygrad/tensor/core.py once it exists (this mixin is one of its bases)
 
+_LN2 = math.log(2)
+
+def _poly(x, coeffs:tuple[float, ...]):
+  """coeffs[0] + coeffs[1]*x + ... by Horner's rule."""
+  ret = x * coeffs[-1] + coeffs[-2]
+  for c in reversed(coeffs[:-2]): ret = ret * x + c
+  return ret
+
+# odd Taylor series in x (as polynomials in x*x, times x): atan (|x| <= tan(pi/16) after two halvings), sinh and erf near 0
+_ATAN = tuple((-1) ** n / (2 * n + 1) for n in range(12))
+_SINH = tuple(1 / math.factorial(2 * n + 1) for n in range(7))
+_ERF = tuple(2 / math.sqrt(math.pi) * (-1) ** n / (math.factorial(n) * (2 * n + 1)) for n in range(11))
+# erfc(x) ~ t*exp(-x*x + P(t)), t = 1/(1+x/2): the Chebyshev fit of Numerical Recipes (fractional error < 1.2e-7)
+_ERFC = (-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807, -1.13520398, 1.48851587, -0.82215223, 0.17087277)
+
 class ElementwiseMixin:
-  pass
+  def _log1p(self) -> Tensor:
+    """log(1 + self), accurate for tiny self: log(w) * self / (w - 1) with w = 1 + self rounded (Goldberg's correction)."""
+    w = 1 + self
+    exact = (w == 1) | (w == math.inf)
+    return exact.where(w.log() + (w == 1).where(self, 0), w.log() * (self / exact.where(1, w - 1)))
+  def _expm1(self) -> Tensor:
+    """exp(self) - 1, accurate for tiny self: (u - 1) * self / log(u) with u = exp(self) rounded (Kahan's correction)."""
+    u = self.exp()
+    # beyond |x| = 1/2, u - 1 loses nothing (and there log(u) of a denormal u would be off)
+    plain = (u == 1) | (self.abs() > 0.5) | self.isnan()
+    return plain.where((u == 1).where(self, u - 1), (u - 1) * self / plain.where(2, u).log())
+  def _half_exp(self) -> Tensor:
+    """exp(self) / 2 as e * (e / 2) with e = exp(self / 2): finite wherever the result is (exp(self) alone overflows first)."""
+    e = (self * 0.5).exp()
+    return e * (e * 0.5)
+  def _big(self) -> float:
+    """A magnitude above which x*x would overflow or 1 is lost next to x*x in this float dtype."""
+    exp_bits, mant_bits = dtypes.finfo(self.dtype)
+    return min(1e8, math.sqrt((2 - 2.0 ** -mant_bits) * 2.0 ** (2 ** (exp_bits - 1) - 1)) / 2)
+
+  # ***** unary math *****
+  def rsqrt(self) -> Tensor: return self.sqrt().reciprocal()
+  def log10(self) -> Tensor: return self.log2() * math.log10(2)
+  def tan(self) -> Tensor:
+    """sin/cos in float64 (see cos) for the argument reduction, rounded once to the dtype."""
+    x = self._to_float()
+    w = x.cast(dtypes.float64)
+    return (w.sin() / w._cos64(x.dtype is dtypes.float64)).cast(x.dtype)
+  def sinh(self) -> Tensor:
+    x = self._to_float()
+    small = x.abs() < 0.5
+    xs = small.where(x, 0)
+    return small.where(xs * _poly(xs * xs, _SINH), x._half_exp() - (-x)._half_exp())
+  def cosh(self) -> Tensor:
+    x = self._to_float()
+    return x._half_exp() + (-x)._half_exp()
+  def tanh(self) -> Tensor:
+    x = self._to_float()
+    a = x.abs()
+    small = a < 0.5
+    xs = small.where(x, 0)
+    t = (a * -2).exp()
+    big = (1 - t) / (1 + t)
+    return small.where(xs.sinh() / xs.cosh(), (x < 0).where(-big, big))
+  def atan(self) -> Tensor:
+    x = self._to_float()
+    a = x.abs()
+    inv = a > 1
+    r = inv.where(inv.where(a, 1).reciprocal(), a)
+    # atan(r) = 2*atan(r / (1 + sqrt(1 + r*r))) twice: |h| <= tan(pi/16), where the series converges fast
+    for _ in range(2): r = r / ((r * r + 1).sqrt() + 1)
+    p = r * _poly(r * r, _ATAN) * 4
+    ret = inv.where(math.pi / 2 - p, p)
+    return (x < 0).where(-ret, ret)
+  def asin(self) -> Tensor:
+    x = self._to_float()
+    return (x / ((1 - x) * (1 + x)).sqrt()).atan()
+  def acos(self) -> Tensor:
+    x = self._to_float()
+    return ((1 - x) / (1 + x)).sqrt().atan() * 2
+  def asinh(self) -> Tensor:
+    x = self._to_float()
+    a = x.abs()
+    big = a > a._big()
+    s = big.where(1, a)
+    # log1p(a + a*a / (1 + sqrt(1 + a*a))) near 0, log(a) + log(2) where a*a would overflow
+    ret = big.where(a.log() + _LN2, (s + s * s / ((s * s + 1).sqrt() + 1))._log1p())
+    return (x < 0).where(-ret, ret)
+  def acosh(self) -> Tensor:
+    x = self._to_float()
+    big = x.abs() > x._big()  # (x < -1 gives NaN in either branch)
+    s = big.where(1, x)
+    ret = big.where(x.log() + _LN2, ((s - 1) + ((s - 1) * (s + 1)).sqrt())._log1p())
+    return (x < 1).where(math.nan, ret)  # (rounding could make log1p's argument exactly -1 for x < 1)
+  def atanh(self) -> Tensor:
+    x = self._to_float()
+    # log1p(x) and log1p(-x) have opposite signs: no cancellation, and 1 +- x is exact near +-1
+    return (x._log1p() - (-x)._log1p()) * 0.5
+  def erf(self) -> Tensor:
+    x = self._to_float()
+    a = x.abs()
+    small = a < 0.5
+    xs = small.where(x, 0)
+    t = (a * 0.5 + 1).reciprocal()
+    big = 1 - t * (_poly(t, _ERFC) - a * a).exp()
+    return small.where(xs * _poly(xs * xs, _ERF), (x < 0).where(-big, big))
+  def round(self) -> Tensor:
+    """Rounds half to even (as numpy and Python's round); ints and bools are returned as they are."""
+    if not dtypes.is_float(self.dtype): return self
+    t = self.trunc()
+    frac = (self - t).abs()
+    away = t + (self < 0).where(-1, 1)
+    odd = (t * 0.5).trunc() * 2 != t
+    return ((frac > 0.5) | ((frac == 0.5) & odd)).where(away, t)
+  def sign(self) -> Tensor:
+    """-1, 0 or 1 by the sign (NaN stays NaN); bools are their own sign."""
+    if self.dtype is dtypes.bool: return self
+    if dtypes.is_unsigned(self.dtype): return (self != 0).cast(self.dtype)
+    return (self > 0).where(1, (self < 0).where(-1, self * 0))
+  def isnan(self) -> Tensor: return self != self
+  def isinf(self, detect_positive:bool=True, detect_negative:bool=True) -> Tensor:
+    return ((self == math.inf) & detect_positive) | ((self == -math.inf) & detect_negative)
+  def isfinite(self) -> Tensor: return (self.isinf() | self.isnan()).logical_not()
+
+  # ***** activations *****
+  def sigmoid(self) -> Tensor: return ((-self._to_float()).exp() + 1).reciprocal()
+  def hardsigmoid(self, alpha:float=1 / 6, beta:float=0.5) -> Tensor: return (self._to_float() * alpha + beta).clamp(0, 1)
+  def relu6(self) -> Tensor: return self.relu().clamp(max_=6)
+  def hardswish(self) -> Tensor:
+    x = self._to_float()
+    return x * ((x + 3).relu6() * (1 / 6))
+  def hardtanh(self, min_val=-1, max_val=1) -> Tensor: return self.clamp(min_val, max_val)
+  def leaky_relu(self, neg_slope=0.01) -> Tensor:
+    x = self._to_float()
+    return (x < 0).where(x * neg_slope, x)
+  def elu(self, alpha=1.0) -> Tensor:
+    x = self._to_float()
+    return (x > 0).where(x, (x > 0).where(0, x)._expm1() * alpha)
+  def celu(self, alpha=1.0) -> Tensor:
+    x = self._to_float()
+    return (x > 0).where(x, ((x > 0).where(0, x) / alpha)._expm1() * alpha)
+  def selu(self, alpha=1.67326, gamma=1.0507) -> Tensor: return self.elu(alpha) * gamma
+  def gelu(self, approximate:str="tanh") -> Tensor:
+    """approximate="tanh" (tinygrad's default) or "none" (the exact form with erf)."""
+    x = self._to_float()
+    if approximate == "tanh": return x * 0.5 * ((x + x * x * x * 0.044715) * math.sqrt(2 / math.pi)).tanh().add(1)
+    if approximate == "none": return x * 0.5 * (x * (1 / math.sqrt(2))).erf().add(1)
+    raise RuntimeError(f"gelu: approximate={approximate!r} is not supported, use 'tanh' or 'none'")
+  def quick_gelu(self) -> Tensor:
+    x = self._to_float()
+    return x * (x * 1.702).sigmoid()
+  def silu(self) -> Tensor:
+    x = self._to_float()
+    return x * x.sigmoid()
+  def swish(self) -> Tensor: return self.silu()
+  def softplus(self, beta=1.0) -> Tensor:
+    """log(1 + exp(beta*x)) / beta, as max(z, 0) + log1p(exp(-|z|)) so it neither overflows nor loses small values."""
+    z = self._to_float() * beta
+    return (z.relu() + (-z.abs()).exp()._log1p()) * (1 / beta)
+  def logsigmoid(self) -> Tensor: return -(-self._to_float()).softplus()
+  def mish(self) -> Tensor:
+    x = self._to_float()
+    return x * x.softplus().tanh()
+  def softsign(self) -> Tensor:
+    x = self._to_float()
+    return x / (x.abs() + 1)
+
+  # ***** binary and ternary *****
+  def copysign(self, other) -> Tensor:
+    """|self| with the sign of other (the sign bit for floats, so -0.0 and -NaN count as negative); the broadcast dtype."""
+    a, b = self._broadcasted(other)
+    if a.dtype is dtypes.bool: return a
+    mag = a.abs()
+    if dtypes.is_float(b.dtype):
+      ibits = {2: dtypes.int16, 4: dtypes.int32, 8: dtypes.int64}[b.dtype.itemsize]
+      neg = b.bitcast(ibits) < 0
+    else: neg = b < 0
+    return neg.where(-mag, mag)
+  def logaddexp(self, other) -> Tensor:
+    """log(exp(self) + exp(other)) without overflow."""
+    a, b = self._to_float()._broadcasted(other)
+    a, b = a._to_float(), b._to_float()
+    m = a.maximum(b)
+    same = a == b  # also inf + inf, where a - b is NaN
+    d = same.where(0, (a - b).abs())
+    return same.where(a + _LN2, m + (-d).exp()._log1p())
+  def lerp(self, end:Tensor, weight) -> Tensor:
+    """self + (end - self) * weight."""
+    return self + (end - self) * weight
+  def masked_fill(self, mask:Tensor, value) -> Tensor:
+    """value where mask is True, else self."""
+    return mask.where(value, self)
+  def isclose(self, other, rtol:float=1e-05, atol:float=1e-08, equal_nan=False) -> Tensor:
+    """|self - other| <= atol + rtol*|other| elementwise; equal infinities are close, NaNs only with equal_nan."""
+    a, b = self._broadcasted(other)
+    if a.dtype is dtypes.bool: return a == b
+    # infinities are close only when equal (|inf - -inf| <= inf * rtol would say otherwise)
+    ret = (a == b) | (((a - b).abs() <= b.abs() * rtol + atol) & b.isfinite())
+    return ret | (a.isnan() & b.isnan()) if equal_nan else ret
+  def allclose(self, other, rtol:float=1e-05, atol:float=1e-08, equal_nan=False) -> Tensor:
+    """Whether every element is close (isclose), as a 0-d bool tensor."""
+    return self.isclose(other, rtol, atol, equal_nan).min()
 
 __all__ = ["ElementwiseMixin"]

@@ -1,15 +1,49 @@
-"""Indexing: __getitem__ with ints, slices, None and ..."""
+"""Indexing: __getitem__ / __setitem__ (ints, slices with any step, None, ..., lists and integer Tensors), assign and the in-place
+operators, gather/scatter, masked_select, nonzero, one_hot. Index arithmetic is arange + comparisons + where + sum (one-hot
+selection), so the gradient rules over those primitives cover it."""
 from __future__ import annotations
 from typing import TYPE_CHECKING
+from tinygrad.dtype import dtypes
+from tinygrad.helpers import prod
+from tinygrad.uop.ops import UOp, Ops
+from tinygrad.tensor.common import broadcast_shape
+from tinygrad.schedule.buffers import as_buffer, buffer_of
 
 if TYPE_CHECKING: from tinygrad.tensor.core import Tensor
 else: Tensor = None  # the class, bound by tinygrad/tensor/core.py once it exists (this mixin is one of its bases)
 
+def _dim_at(x, d:int, arg, fill=None):
+  """arg for dim d of x, `fill` for the others (a per-dim tuple for shrink/pad)."""
+  return tuple(arg if i == d else fill for i in range(x.ndim))
+
+_VIEW_OPS = (Ops.RESHAPE, Ops.SHRINK, Ops.PAD, Ops.FLIP, Ops.PERMUTE)
+
+def _unview(view:UOp, t:Tensor) -> Tensor:
+  """t (shaped as the view) moved back to the shape of the view's source: the inverse of one movement op (padding where it cut)."""
+  src = view.src[0].shape
+  if view.op is Ops.RESHAPE: return t.reshape(src)
+  if view.op is Ops.SHRINK: return t.pad(tuple((b, s - e) for (b, e), s in zip(view.arg, src)))
+  if view.op is Ops.PAD: return t.shrink(tuple((b, b + s) for (b, _), s in zip(view.arg, src)))
+  if view.op is Ops.FLIP: return t.flip(tuple(i for i, f in enumerate(view.arg) if f))
+  return t.permute(tuple(view.arg.index(i) for i in range(len(src))))
+
+def _broadcasts_to(src:tuple[int, ...], dst:tuple[int, ...]) -> bool:
+  return len(src) <= len(dst) and all(s in (1, d) for s, d in zip(src[::-1], dst[::-1]))
+
 class IndexingMixin:
-  def __getitem__(self, indices) -> Tensor:
+  # ***** parsing an index *****
+  def _parse_index(self, indices) -> list:
+    """The index as one entry per dim of the result's making: None, an int (in range), a slice as (start, step, count) with
+    step != 0, or an integer Tensor; the ellipsis expanded."""
     idx = list(indices) if isinstance(indices, tuple) else [indices]
-    if adv := [type(i).__name__ for i in idx if not (i is None or i is Ellipsis or isinstance(i, (int, slice)))]:
-      raise TypeError(f"indexing with {adv[0]} (advanced indexing) is not supported yet: use ints, slices, None and ...")
+    for k, i in enumerate(idx):
+      if isinstance(i, (list, tuple)) or type(i).__name__ == "ndarray":
+        idx[k] = i = Tensor(i, device=self.device, dtype=dtypes.int32 if len(i) == 0 else None)
+      if isinstance(i, Tensor):
+        if not dtypes.is_int(i.dtype): raise IndexError(f"index dtype {i.dtype} is not supported: only integer tensors can index")
+        self._same_device(i)
+      elif isinstance(i, bool) or not (i is None or i is Ellipsis or isinstance(i, (int, slice))):
+        raise IndexError(f"index of type {type(i).__name__} is not supported (ints, slices, None, ..., lists, integer Tensors)")
     if sum(i is Ellipsis for i in idx) > 1: raise IndexError("an index can only have a single ellipsis")
     n_real = sum(1 for i in idx if i is not None and i is not Ellipsis)
     if n_real > self.ndim: raise IndexError(f"too many indices for tensor of dimension {self.ndim} (shape {self.shape})")
@@ -17,42 +51,276 @@ class IndexingMixin:
       e = next(k for k, i in enumerate(idx) if i is Ellipsis)
       idx = idx[:e] + [slice(None)] * (self.ndim - n_real) + idx[e+1:]
     else: idx += [slice(None)] * (self.ndim - n_real)
-    x, dim, final = self, 0, []
+    out, dim = [], 0
     for i in idx:
-      if i is None:
-        final.append(1)
-        continue
-      n = x.shape[dim]
-      if isinstance(i, bool) or not isinstance(i, (int, slice)):
-        raise TypeError(f"index of type {type(i).__name__} is not supported (ints, slices, None, ...)")
-      if isinstance(i, int):
+      if i is None or isinstance(i, Tensor): out.append(i)
+      elif isinstance(i, int):
+        n = self.shape[dim]
         if not -n <= i < n: raise IndexError(f"index {i} is out of bounds for dimension {dim} with size {n}")
-        i = i + n if i < 0 else i
-        x = x.shrink(tuple((i, i+1) if d == dim else None for d in range(x.ndim)))
+        out.append(i + n if i < 0 else i)
       else:
-        start, stop, step = i.indices(n)
-        cnt = len(range(start, stop, step))
-        if step < 0:
-          x = x.flip(dim)
-          start, step = n - 1 - start, -step
-        if cnt == 0: x = x.shrink(tuple((0, 0) if d == dim else None for d in range(x.ndim)))
+        start, stop, step = i.indices(self.shape[dim])
+        out.append((start, step, len(range(start, stop, step))))
+      if i is not None: dim += 1
+    return out
+
+  def _basic_index(self, idx:list) -> Tensor:
+    """Applies the ints and slices of a parsed index (a Tensor entry keeps its dim whole): int dims stay as size 1 and None adds
+    no dim yet, so the result has one dim per real entry."""
+    x, dim = self, 0
+    for i in idx:
+      if i is None: continue
+      n = x.shape[dim]
+      if isinstance(i, int): x = x.shrink(_dim_at(x, dim, (i, i + 1)))
+      elif isinstance(i, tuple):
+        start, step, cnt = i
+        if step < 0: x, start, step = x.flip(dim), n - 1 - start, -step
+        if cnt == 0: x = x.shrink(_dim_at(x, dim, (0, 0)))
         else:
           end = start + (cnt - 1) * step + 1
-          x = x.shrink(tuple((start, end) if d == dim else None for d in range(x.ndim)))
-          if step > 1:
-            x = x.pad(tuple((0, cnt * step - (end - start)) if d == dim else None for d in range(x.ndim)))
+          x = x.shrink(_dim_at(x, dim, (start, end)))
+          if step > 1:  # every step-th element: pad to cnt*step, split the dim into (cnt, step), keep column 0
+            x = x.pad(_dim_at(x, dim, (0, cnt * step - (end - start))))
             x = x.reshape(x.shape[:dim] + (cnt, step) + x.shape[dim+1:])
-            x = x.shrink(tuple((0, 1) if d == dim + 1 else None for d in range(x.ndim)))
+            x = x.shrink(_dim_at(x, dim + 1, (0, 1)))
             x = x.reshape(x.shape[:dim+1] + x.shape[dim+2:])
-        final.append(cnt)
       dim += 1
-    # the int-indexed dims are size 1 in x; the final shape drops them and adds the None dims
-    out, d = [], 0
+    return x
+
+  def _unindex(self, idx:list, v:Tensor) -> Tensor:
+    """The inverse of _basic_index for v (shaped as the basic result, one dim per real entry): v placed into self's shape, zero
+    elsewhere."""
+    dim = 0
     for i in idx:
-      if i is None: out.append(1)
+      if i is None: continue
+      n = self.shape[dim]
+      if isinstance(i, int): v = v.pad(_dim_at(v, dim, (i, n - i - 1)))
+      elif isinstance(i, tuple):
+        start, step, cnt = i
+        flip = step < 0
+        if flip: start, step = n - 1 - start, -step
+        if cnt == 0: v = v.pad(_dim_at(v, dim, (0, n)))
+        else:
+          end = start + (cnt - 1) * step + 1
+          if step > 1:
+            v = v.reshape(v.shape[:dim+1] + (1,) + v.shape[dim+1:])
+            v = v.pad(_dim_at(v, dim + 1, (0, step - 1), (0, 0)))
+            v = v.reshape(v.shape[:dim] + (cnt * step,) + v.shape[dim+2:])
+            v = v.shrink(_dim_at(v, dim, (0, end - start)))
+          v = v.pad(_dim_at(v, dim, (start, n - end)))
+        if flip: v = v.flip(dim)
+      dim += 1
+    return v
+
+  # ***** __getitem__ *****
+  def __getitem__(self, indices) -> Tensor:
+    """numpy-style indexing. Integer tensors (and lists) index by one-hot selection; they broadcast together, and their dims go where
+    the first one was when they index adjacent dims, else in front (numpy's rule; ints count as basic indices, as in tinygrad)."""
+    idx = self._parse_index(indices)
+    x = self._basic_index(idx)
+    # positions in the result: real entries in order, None dims inserted, int dims dropped
+    keep, shape, adv, d = [], [], [], 0
+    for i in idx:
+      if i is None: shape.append(1)
       else:
-        if not isinstance(i, int): out.append(x.shape[d])
+        if not isinstance(i, int):
+          if isinstance(i, Tensor): adv.append((len(shape), i, x.shape[d]))
+          keep.append(d)
+          shape.append(x.shape[d])
         d += 1
-    return x.reshape(tuple(out))
+    x = x.reshape(tuple(shape))
+    if not adv: return x
+    # one-hot selection: x seen as B + shape, each index dim compared against an arange, all masks and-ed, summed out
+    tensors = [t for _, t, _ in adv]
+    bshape = tensors[0].shape
+    for t in tensors[1:]: bshape = broadcast_shape(bshape, t.shape)
+    nb = len(bshape)
+    mask = None
+    for pos, t, n in adv:
+      t = t._expand_to(bshape)
+      t = (t < 0).where(t + n, t)
+      ar = Tensor.arange(n, device=self.device).reshape((1,) * (nb + pos) + (n,) + (1,) * (len(shape) - pos - 1))
+      m = t.reshape(bshape + (1,) * len(shape)).eq(ar)
+      mask = m if mask is None else mask & m
+    axes = tuple(nb + pos for pos, _, _ in adv)
+    xe = x.reshape((1,) * nb + x.shape)
+    ret = mask.where(xe, xe.zeros_like()).sum(axes).cast(self.dtype)
+    positions = [pos for pos, _, _ in adv]
+    if positions == list(range(positions[0], positions[0] + len(positions))) and positions[0] > 0:
+      rest = len(shape) - len(positions)
+      p0 = positions[0]
+      order = tuple(range(nb, nb + p0)) + tuple(range(nb)) + tuple(range(nb + p0, nb + rest))
+      ret = ret.permute(order)
+    return ret
+
+  # ***** writing *****
+  def assign(self, x) -> Tensor:
+    """Writes x (broadcast to self's shape, same dtype) into self. A realized tensor's buffer is overwritten, also through a view made
+    of reshape/shrink/pad/flip/permute (tensors viewing the buffer see the new value, as in torch); a lazy tensor takes x's value.
+    The write happens now (x is realized first, so it may read self: a += 1)."""
+    if not isinstance(x, Tensor): x = Tensor(x, device=self.device, dtype=self.dtype)
+    self._same_device(x)
+    if x.dtype != self.dtype: raise RuntimeError(f"assign dtype mismatch: {self.dtype} (target) != {x.dtype} (value)")
+    if not _broadcasts_to(x.shape, self.shape): raise RuntimeError(f"can't assign shape {x.shape} to shape {self.shape}")
+    x = x._expand_to(self.shape)
+    if self.numel() == 0: return self
+    # the chain of views from self down to a realized buffer, if self is one
+    chain, u = [], self.uop
+    while (b := as_buffer(u)) is None and u.op in _VIEW_OPS:
+      chain.append(u)
+      u = u.src[0]
+    if b is None or b.src[0].arg != prod(u.shape): self.uop = x.uop
+    elif not chain:
+      if as_buffer(x.uop) is not b: buffer_of(b).copyin(x._buffer().as_buffer())
+    else:
+      # map x and a mask back through the views onto the buffer's shape, keep the buffer's value elsewhere
+      v, m = x, x.full_like(True, dtypes.bool)
+      for c in chain: v, m = _unview(c, v), _unview(c, m)
+      base = self._new(u)
+      base.assign(m.where(v, base))
+    return self
+
+  def __setitem__(self, indices, v) -> None:
+    """self[indices] = v (a Tensor or Python value, broadcast to the indexed shape and cast to self's dtype), through assign."""
+    idx = self._parse_index(indices)
+    target = self[indices].shape
+    if not isinstance(v, Tensor): v = Tensor(v, device=self.device, dtype=self.dtype)
+    v = v.cast(self.dtype)
+    while v.ndim > len(target) and v.shape[0] == 1: v = v.reshape(v.shape[1:])
+    if not _broadcasts_to(v.shape, target): raise RuntimeError(f"can't assign shape {v.shape} to the indexed shape {target}")
+    v = v._expand_to(target)
+    if any(isinstance(i, Tensor) for i in idx):
+      # scatter the values to the flat positions the same index selects from an arange
+      pos = Tensor.arange(self.numel(), device=self.device).reshape(self.shape)[indices]
+      new = self.flatten().scatter(0, pos.flatten(), v.flatten()).reshape(self.shape)
+    else:
+      basic = tuple(1 if isinstance(i, int) else s for i, s in zip([i for i in idx if i is not None], self._basic_index(idx).shape))
+      vb = v.reshape(basic)
+      mask = self._unindex(idx, vb.full_like(True, dtypes.bool))
+      new = mask.where(self._unindex(idx, vb), self)
+    self.assign(new)
+
+  def __iadd__(self, x): return self.assign(self + x)
+  def __isub__(self, x): return self.assign(self - x)
+  def __imul__(self, x): return self.assign(self * x)
+  def __itruediv__(self, x): return self.assign(self / x)
+  def __ifloordiv__(self, x): return self.assign(self // x)
+  def __ipow__(self, x): return self.assign(self ** x)
+  def __imatmul__(self, x): return self.assign(self @ x)
+  def __iand__(self, x): return self.assign(self & x)
+  def __ior__(self, x): return self.assign(self | x)
+  def __ixor__(self, x): return self.assign(self ^ x)
+  def __ilshift__(self, x): return self.assign(self << x)
+  def __irshift__(self, x): return self.assign(self >> x)
+
+  # ***** gather / scatter *****
+  def _check_index(self, name:str, dim:int, index:Tensor) -> int:
+    if not isinstance(index, Tensor) or not dtypes.is_int(index.dtype):
+      raise RuntimeError(f"{name} needs an integer index tensor, got {getattr(index, 'dtype', type(index).__name__)}")
+    d = self._norm_axis(dim)
+    if index.ndim != self.ndim: raise RuntimeError(f"{name}: index {index.shape} needs as many dims as self {self.shape}")
+    if any(a > b for i, (a, b) in enumerate(zip(index.shape, self.shape)) if i != d):
+      raise RuntimeError(f"{name}: index {index.shape} is larger than self {self.shape} outside dim {d}")
+    return d
+
+  def _onehot_along(self, d:int, index:Tensor, n:int) -> Tensor:
+    """(index.unsqueeze(-1) == arange(n)), shape index.shape + (n,)."""
+    return index.unsqueeze(-1).eq(Tensor.arange(n, device=self.device))
+
+  def gather(self, dim:int, index:Tensor) -> Tensor:
+    """out[..., j, ...] = self[..., index[..., j, ...], ...] along dim (index has self's ndim; it may be smaller outside dim)."""
+    d = self._check_index("gather", dim, index)
+    n = self.shape[d]
+    x = self.shrink(tuple(None if i == d else (0, s) for i, s in enumerate(index.shape)))
+    x = x.unsqueeze(-1).transpose(d, -1)
+    mask = self._onehot_along(d, index, n)
+    return mask.where(x, x.zeros_like()).sum(-1).cast(self.dtype)
+
+  def _scatter_parts(self, name:str, dim:int, index:Tensor, src):
+    """For each element of self: the mask of index entries writing it and their src values, both shaped out + (m,) where m is
+    index's size along dim (the writers are moved to the last axis)."""
+    d = self._check_index(name, dim, index)
+    if not isinstance(src, Tensor): src = Tensor.full(index.shape, src, device=self.device, dtype=self.dtype)
+    if src.ndim != index.ndim or any(a > b for a, b in zip(index.shape, src.shape)):
+      raise RuntimeError(f"{name}: src {src.shape} must have index's ndim and be at least as large as index {index.shape}")
+    src = src.shrink(tuple((0, s) for s in index.shape)).cast(self.dtype)
+    mask = self._onehot_along(d, index, self.shape[d])            # index.shape + (n,)
+    mask, src = mask.transpose(d, -1), src.unsqueeze(-1).transpose(d, -1)   # n at d, the writers last
+    pads = tuple((0, 0) if i == d else (0, s - index.shape[i]) for i, s in enumerate(self.shape)) + ((0, 0),)
+    return d, mask.pad(pads), src.pad(pads)
+
+  def scatter(self, dim:int, index:Tensor, src, reduce:str|None=None) -> Tensor:
+    """self with src written at index along dim; reduce "add"/"multiply" combines instead of overwriting. Of duplicate writers
+    without reduce, the last one wins."""
+    if reduce not in (None, "add", "multiply"): raise TypeError(f"scatter reduce must be None, 'add' or 'multiply', got {reduce!r}")
+    _, mask, src = self._scatter_parts("scatter", dim, index, src)
+    if reduce == "add": return self + mask.where(src, src.zeros_like()).sum(-1).cast(self.dtype)
+    if reduce == "multiply": return self * mask.where(src, src.ones_like()).prod(-1)
+    order = Tensor.arange(1, mask.shape[-1] + 1, device=self.device)
+    last = mask.where(order, 0).max(-1, keepdim=True)
+    pick = mask & order.eq(last)
+    return mask.max(-1).where(pick.where(src, src.zeros_like()).sum(-1).cast(self.dtype), self)
+
+  def scatter_reduce(self, dim:int, index:Tensor, src:Tensor, reduce:str, include_self:bool=True) -> Tensor:
+    """Combines the src values written to each element (and self's own, if include_self) with sum, prod, mean, amax or amin."""
+    if reduce not in ("sum", "prod", "mean", "amax", "amin"):
+      raise RuntimeError(f"scatter_reduce reduce={reduce!r} must be one of 'sum', 'prod', 'mean', 'amax', 'amin'")
+    _, mask, src = self._scatter_parts("scatter_reduce", dim, index, src)
+    hit = mask.max(-1)
+    if reduce in ("sum", "mean"):
+      s = mask.where(src, src.zeros_like()).sum(-1).cast(self.dtype)
+      if reduce == "sum": return self + s if include_self else hit.where(s, self)
+      cnt = mask.sum(-1) + (1 if include_self else 0)
+      tot = self + s if include_self else s
+      mean = (tot.div(cnt) if dtypes.is_float(self.dtype) else tot.div(cnt, rounding_mode="floor")).cast(self.dtype)
+      return hit.where(mean, self)
+    if reduce == "prod":
+      p = mask.where(src, src.ones_like()).prod(-1)
+      return self * p if include_self else hit.where(p, self)
+    if dtypes.is_float(self.dtype): lo, hi = float("-inf"), float("inf")
+    elif self.dtype is dtypes.bool: lo, hi = False, True
+    else: lo, hi = self.dtype.min, self.dtype.max
+    m = mask.where(src, lo).max(-1) if reduce == "amax" else mask.where(src, hi).min(-1)
+    if include_self: m = m.maximum(self) if reduce == "amax" else m.minimum(self)
+    return hit.where(m, self)
+
+  # ***** data-dependent shapes (the count is read back from the device unless `size` is given) *****
+  def _positions(self, flat_mask:Tensor, size:int|None) -> tuple[Tensor, int]:
+    """For a 1-D bool mask: the output slot of each true element (as an int tensor) and the output size."""
+    n = flat_mask.shape[0]
+    if size is None: size = int(flat_mask.sum().item())
+    before = Tensor.arange(n, device=self.device).unsqueeze(1) > Tensor.arange(n, device=self.device)  # before[i, j]: j < i
+    slot = (before & flat_mask.unsqueeze(0)).sum(1)
+    return slot, size
+
+  def _select_flat(self, values:Tensor, flat_mask:Tensor, slot:Tensor, size:int, fill_value) -> Tensor:
+    hit = flat_mask.unsqueeze(0) & slot.unsqueeze(0).eq(Tensor.arange(size, device=self.device).unsqueeze(1))   # (size, n)
+    got = hit.where(values.unsqueeze(0), values.zeros_like().unsqueeze(0)).sum(1).cast(values.dtype)
+    return hit.max(1).where(got, Tensor(fill_value, device=self.device, dtype=values.dtype)) if size else got
+
+  def masked_select(self, mask, size:int|None=None, fill_value=0) -> Tensor:
+    """The elements where mask (broadcast to self) is true, as 1-D; with `size`, exactly that many (padded with fill_value)."""
+    if not isinstance(mask, Tensor) or mask.dtype is not dtypes.bool: raise RuntimeError(f"masked_select needs a bool mask tensor, got {mask!r}")
+    if not _broadcasts_to(mask.shape, self.shape): raise RuntimeError(f"mask {mask.shape} doesn't broadcast to {self.shape}")
+    fm = mask._expand_to(self.shape).flatten()
+    slot, size = self._positions(fm, size)
+    return self._select_flat(self.flatten(), fm, slot, size, fill_value)
+
+  def nonzero(self, size:int|None=None, fill_value=0) -> Tensor:
+    """The indices of the nonzero elements, shape (count, ndim); with `size`, exactly that many rows (padded with fill_value)."""
+    if self.ndim == 0:
+      rows = self.reshape(1).nonzero(size, fill_value)
+      return rows.shrink(((0, rows.shape[0]), (0, 0)))
+    fm = self.ne(0).flatten() if self.dtype is not dtypes.bool else self.flatten()
+    slot, size = self._positions(fm, size)
+    coords = [Tensor.arange(s, device=self.device).reshape(tuple(s if j == i else 1 for j in range(self.ndim)))._expand_to(self.shape).flatten()
+              for i, s in enumerate(self.shape)]
+    return Tensor.stack(*[self._select_flat(c, fm, slot, size, fill_value) for c in coords], dim=1)
+
+  def one_hot(self, num_classes:int) -> Tensor:
+    """A last dim of num_classes with 1 at each value (an integer tensor)."""
+    if not dtypes.is_int(self.dtype): raise RuntimeError(f"one_hot needs an integer tensor, got {self.dtype}")
+    if not isinstance(num_classes, int) or num_classes < 0: raise ValueError(f"num_classes must be a non-negative int, got {num_classes}")
+    return self.unsqueeze(-1).eq(Tensor.arange(num_classes, device=self.device)).where(1, 0)
 
 __all__ = ["IndexingMixin"]

@@ -393,14 +393,23 @@ def _safe_pow(x, y):
   except ZeroDivisionError: return math.inf
   except ValueError: return math.inf if x > 0 else -math.inf
 
+def _nan_max(a, b):
+  """max that propagates NaN from either side (IEEE maximum, numpy's np.maximum); Python's max(1, nan) is 1. (isnan, not b != b:
+  a ConstFloat compares by bits.)"""
+  return b if a < b or (isinstance(b, float) and math.isnan(b)) else a
+
+def _ieee_ne(a, b):
+  """a != b, with NaN unequal to itself (a ConstFloat NaN equals NaN so it can key a cache: compare plain floats)."""
+  return float(a) != float(b) if isinstance(a, float) and isinstance(b, float) else a != b
+
 python_alu: dict[Ops, Callable] = {
   Ops.LOG2: lambda x: math.log2(x) if x > 0 else -math.inf if x == 0 else math.nan, Ops.EXP2: _safe_exp2,
   Ops.SQRT: lambda x: math.sqrt(x) if x >= 0 else math.nan, Ops.RECIPROCAL: lambda x: 1/x if x != 0 else math.copysign(math.inf, x),
   Ops.SIN: lambda x: math.sin(x) if not math.isinf(x) else math.nan, Ops.POW: _safe_pow,
   Ops.TRUNC: lambda x: math.trunc(x) if math.isfinite(x) else x,
-  Ops.NEG: operator.neg, Ops.ADD: operator.add, Ops.SUB: operator.sub, Ops.MUL: operator.mul, Ops.CMPNE: operator.ne, Ops.CMPLT: operator.lt,
-  Ops.CMPEQ: operator.eq, Ops.XOR: operator.xor, Ops.OR: operator.or_, Ops.AND: operator.and_, Ops.SHR: operator.rshift,
-  Ops.SHL: operator.lshift, Ops.MAX: max, Ops.CMOD: cmod, Ops.CDIV: cdiv, Ops.FLOORDIV: floordiv, Ops.FLOORMOD: floormod,
+  Ops.NEG: operator.neg, Ops.ADD: operator.add, Ops.SUB: operator.sub, Ops.MUL: operator.mul, Ops.CMPNE: _ieee_ne, Ops.CMPLT: operator.lt,
+  Ops.CMPEQ: lambda a, b: not _ieee_ne(a, b), Ops.XOR: operator.xor, Ops.OR: operator.or_, Ops.AND: operator.and_, Ops.SHR: operator.rshift,
+  Ops.SHL: operator.lshift, Ops.MAX: _nan_max, Ops.CMOD: cmod, Ops.CDIV: cdiv, Ops.FLOORDIV: floordiv, Ops.FLOORMOD: floormod,
   Ops.MULACC: lambda x, y, z: (x*y)+z, Ops.WHERE: lambda x, y, z: y if x else z}
 
 def exec_alu(op:Ops, dtype:DType, operands, truncate_output:bool=True):

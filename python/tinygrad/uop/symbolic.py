@@ -343,7 +343,9 @@ symbolic = symbolic_simple + commutative + PatternMatcher([
   (UPat({Ops.CMPLT, Ops.CMPNE, Ops.FLOORDIV, Ops.FLOORMOD, Ops.PARAM, Ops.AFTER, Ops.SPECIAL}, name="x"), _const_if_fixed),
   (UPat(Ops.RANGE, src=(UPat(Ops.CONST),), name="x"), _const_if_fixed),
   # ** max folding **
-  ((UPat.cvar("a") < UPat.var("b")).where(UPat.var("b"), UPat.cvar("c")), lambda a, b, c: UOp.maximum(a, b) if a.arg == c.arg else None),
+  # (not for floats: a<b ? b : a is a when b is NaN, max is NaN; the mirrored form below agrees with max on NaN)
+  ((UPat.cvar("a") < UPat.var("b")).where(UPat.var("b"), UPat.cvar("c")),
+   lambda a, b, c: UOp.maximum(a, b) if a.arg == c.arg and not dtypes.is_float(b.dtype) else None),
   ((UPat.var("a") < UPat.cvar("b")).where(UPat.cvar("c"), UPat.var("a")), lambda a, b, c: UOp.maximum(a, b) if b.arg == c.arg else None),
   (UPat.maximum(UPat.var("x"), UPat.var("y")), _max_fold),
   # ** two-stage ALU folding: (x op c1) op c2 -> x op (c1 op c2) **
