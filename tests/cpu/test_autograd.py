@@ -72,6 +72,25 @@ CASES = [
   ("chain", lambda x, y: ((x * y).relu().sum(axis=1) / (y.exp().sum(axis=1) + 1)).sqrt(), [A, B]),
 ]
 
+# ops of the other kind files: built from the primitives, their gradients come from the same rules
+IMG, KER, LABELS, TARGETS = rnd(1, 2, 5, 5, seed=5), rnd(3, 2, 3, 3, seed=6), [1, 0, 3], (rnd(3, 4, seed=7) > 0).astype(np.float64)
+CASES += [
+  ("sigmoid", lambda x: x.sigmoid(), [A]),
+  ("tanh", lambda x: x.tanh(), [A]),
+  ("softmax", lambda x: x.softmax(axis=1), [A]),
+  ("log_softmax", lambda x: x.log_softmax(axis=1), [A]),
+  ("logsumexp", lambda x: x.logsumexp(axis=1), [A]),
+  ("layernorm", lambda x: x.layernorm(), [A]),
+  ("conv2d", lambda x, w: x.conv2d(w, padding=1), [IMG, KER]),
+  ("avg_pool2d", lambda x: x.avg_pool2d(2), [IMG]),
+  ("max_pool2d", lambda x: x.max_pool2d(2), [IMG]),
+  ("sparse_categorical_crossentropy", lambda x: x.sparse_categorical_crossentropy(Tensor(LABELS)), [A]),
+  ("binary_crossentropy_logits", lambda x: x.binary_crossentropy_logits(Tensor(TARGETS)), [A]),
+  ("gather", lambda x: x.gather(1, Tensor([[0, 2], [1, 1], [3, 0]])), [A]),
+  ("einsum", lambda x, y: Tensor.einsum("ij,kj->ik", x, y), [A, B]),
+  ("attention", lambda q, k: q.reshape(1, 3, 4).scaled_dot_product_attention(k.reshape(1, 3, 4), k.reshape(1, 3, 4)), [A, B]),
+]
+
 @pytest.mark.parametrize("name, fn, inputs", CASES, ids=[c[0] for c in CASES])
 def test_gradcheck(name, fn, inputs):
   if name == "cast_float32": gradcheck(fn, *inputs, eps=1e-3, atol=1e-4, rtol=1e-4)
