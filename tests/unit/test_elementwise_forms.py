@@ -32,8 +32,12 @@ def test_uop_ge_follows_the_dtype():
   assert (f >= UOp.const(2.5, dtypes.float32)).op is Ops.OR
 
 def test_relu_spelling():
-  u = Tensor([1.0, -1.0]).relu().uop
-  assert u.op is Ops.WHERE and u.src[0].op is Ops.CMPLT and u.src[0].src[0] is u.src[2]
+  # x where 0 < x, else (x where x is NaN, else 0): NaN propagates, and x = 0 takes the constant (its gradient is 0, as in torch)
+  x = Tensor([1.0, -1.0, 0.0])
+  u = x.relu().uop
+  assert u.op is Ops.WHERE and u.src[0].op is Ops.CMPLT and u.src[0].src[1] is x.uop and u.src[1] is x.uop
+  inner = u.src[2]
+  assert inner.op is Ops.WHERE and inner.src[0].op is Ops.CMPNE and inner.src[0].src == (x.uop, x.uop) and inner.src[1] is x.uop
 
 def test_ieee_folding():
   nan = float("nan")

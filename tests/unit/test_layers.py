@@ -12,7 +12,7 @@ PKG = pathlib.Path(__file__).resolve().parents[2] / "python" / "tinygrad"
 # lowest first; a module's layer is the longest matching prefix of its dotted name
 LAYERS = [
   ("base", ("tinygrad._core", "tinygrad.helpers", "tinygrad.dtype", "tinygrad.device")),
-  ("uop", ("tinygrad.uop", "tinygrad.mixin")),
+  ("uop", ("tinygrad.uop", "tinygrad.mixin", "tinygrad.gradient")),
   ("schedule", ("tinygrad.schedule",)),
   # the renderer package's __init__ is the linear-UOp contract (Renderer, ProgramSpec, check_linear) that codegen lowers to
   ("codegen", ("tinygrad.codegen", "tinygrad.renderer.__init__")),

@@ -148,7 +148,8 @@ class MathTrait(OperatorMixin):
     ret = (self < min_).where(min_, self) if min_ is not None else self
     return (ret > max_).where(max_, ret) if max_ is not None else ret
   def clip(self, min_=None, max_=None): return self.clamp(min_, max_)
-  def relu(self): return (self < 0).where(0, self)  # NaN stays NaN, as in numpy's maximum(x, 0)
+  # NaN stays NaN, as in numpy's maximum(x, 0); 0 takes the constant branch, so the gradient at 0 is 0 (as torch and tinygrad 0.14)
+  def relu(self): return (self > 0).where(self, self.ne(self).where(self, 0))
   def abs(self): return (self < 0).where(-self, self)
 
   # ** unary math (ints and bools compute in the default float) **

@@ -239,6 +239,8 @@ pm_index = PatternMatcher([
   (_at(Ops.PAD), _pad),
   (_at(Ops.REDUCE), _reduce),
   (_at(Ops.CONTIGUOUS), lambda x, u: at(u.src[0], x.src[1], x.src[2:])),   # the kernel's root (elsewhere it has a buffer)
+  # autograd's markers (tinygrad/gradient.py) are the identity on values
+  (_at((Ops.DETACH, Ops.CONTIGUOUS_BACKWARD)), lambda x, u: at(u.src[0], x.src[1], x.src[2:])),
 ])
 
 def _gate(ctx:KernelContext, x:UOp) -> None:

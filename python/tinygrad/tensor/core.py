@@ -4,6 +4,7 @@ Operations build a tensor graph of UOps (see tinygrad/uop/shape.py for its conve
 kernels (tinygrad.schedule), which are lowered, rendered, compiled and run (tinygrad.engine)."""
 from __future__ import annotations
 import pathlib
+import weakref
 from typing import Any
 from tinygrad.uop.ops import UOp, Ops
 from tinygrad.mixin.mathtraits import MathTrait, _weak
@@ -25,17 +26,18 @@ from tinygrad.tensor.reduce import TensorReduceMixin
 from tinygrad.tensor.functional import FunctionalMixin
 from tinygrad.tensor.pooling import PoolingMixin
 from tinygrad.tensor.losses import LossMixin
-from tinygrad.tensor.autograd import AutogradMixin
+from tinygrad.tensor.autograd import AutogradMixin, track, live_add, forget
 from tinygrad.tensor.hashing import HashingMixin
 
 __all__ = ["Tensor"]
 
 class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, TensorMovementMixin, IndexingMixin, LinalgMixin,
              ElementwiseMixin, TensorReduceMixin, FunctionalMixin, PoolingMixin, LossMixin, AutogradMixin, HashingMixin):
-  __slots__ = ("uop", "_device", "requires_grad")
+  __slots__ = ("uop", "_device", "requires_grad", "grad", "is_param")   # grad, is_param: autograd.py
 
   def __init__(self, data:Any, device:str|None=None, dtype:DTypeLike|None=None, requires_grad:bool|None=None):
-    self.requires_grad = requires_grad
+    self.requires_grad, self.grad, self.is_param = requires_grad, None, True
+    track(self)
     dtype = to_dtype(dtype) if dtype is not None else None
     self._device = canon_device(device)
     if isinstance(data, UOp):
@@ -105,7 +107,8 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
   def __bool__(self): raise TypeError("__bool__ on Tensor is not defined")
   def _new(self, u:UOp) -> Tensor:
     ret = Tensor.__new__(Tensor)
-    ret.uop, ret._device, ret.requires_grad = u, self._device, None
+    ret.uop, ret._device, ret.requires_grad, ret.grad, ret.is_param = u, self._device, None, None, True
+    live_add(weakref.ref(ret, forget))   # autograd's set of live tensors (track, inlined)
     return ret
 
   # ***** running *****
@@ -156,11 +159,13 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
     if (device := canon_device(device)) == self.device: return self
     ret = Tensor.__new__(Tensor)
     ret.uop, ret._device, ret.requires_grad = UOp(Ops.COPY, self.dtype, (self.uop,), (self.device, device)), device, self.requires_grad
+    ret.grad, ret.is_param = None if self.grad is None else self.grad.to(device), self.is_param
+    track(ret)
     return ret
   def to_(self, device:str|None) -> Tensor:
     """Moves this tensor to `device` in place."""
     ret = self.to(device)
-    self.uop, self._device = ret.uop, ret._device
+    self.uop, self._device, self.grad = ret.uop, ret._device, ret.grad
     return self
   def clone(self, device:str|None=None) -> Tensor:
     """A copy of this tensor in a buffer of its own (on `device` if given)."""

@@ -14,14 +14,15 @@ class FunctionalMixin:
   # ***** softmax and log-sum-exp (the max is subtracted first, so large inputs don't overflow exp) *****
   def logsumexp(self, axis=None, keepdim:bool=False) -> Tensor:
     """log(sum(exp(self))) over axis, computed as max + log(sum(exp(self - max)))."""
-    m = self.max(axis=axis, keepdim=True)
+    # the shift cancels out of the value, so no gradient flows through it (detach: backward builds no max-gradient kernels)
+    m = self.max(axis=axis, keepdim=True).detach()
     # an infinite max would make self - max NaN: shift by 0 there (the result is then the max itself, as it should be)
     m = (m.abs() < float("inf")).where(m, 0) if dtypes.is_float(self.dtype) else m
     ret = (self - m).exp().sum(axis=axis, keepdim=True).log() + m
     return ret if keepdim else ret.reshape(tuple(s for i, s in enumerate(self.shape) if i not in self._axes(axis)))
   def _softmax_parts(self, axis, dtype:DTypeLike|None) -> tuple[Tensor, Tensor, Tensor]:
     """(self - max, exp of it, its sum over axis), in dtype when given."""
-    shifted = self - self.max(axis=axis, keepdim=True)
+    shifted = self - self.max(axis=axis, keepdim=True).detach()   # the shift cancels: no gradient through it (as 0.14)
     if dtype is not None: shifted = shifted.cast(to_dtype(dtype))
     e = shifted.exp()
     return shifted, e, e.sum(axis=axis, keepdim=True)

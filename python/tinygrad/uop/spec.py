@@ -5,8 +5,8 @@ rule does not decide; the next one is tried). A UOp that no rule accepts is inva
 raises a RuntimeError naming the stage and the offending UOp: its position, op, dtype, arg and srcs, and the rule it broke.
 
   spec_tensor   the tensor graph that tinygrad.tensor builds and the scheduler reads (conventions: tinygrad/uop/shape.py):
-                BUFFER, CONST, movement ops, REDUCE(x, arg=(op, axes)), CONTIGUOUS, COPY, ALU/CAST/BITCAST, with shapes that agree;
-                no SUB/NEG/FDIV/CMPEQ (one spelling per op, see tinygrad/mixin/mathtraits.py).
+                BUFFER, CONST, movement ops, REDUCE(x, arg=(op, axes)), CONTIGUOUS, COPY, DETACH, CONTIGUOUS_BACKWARD, ALU/CAST/BITCAST,
+                with shapes that agree; no SUB/NEG/FDIV/CMPEQ (one spelling per op, see tinygrad/mixin/mathtraits.py).
   spec_kernel   a kernel AST from the scheduler: SINK(STORE(INDEX(PARAM, idx), value)...) with LOAD/ALU/CAST/CONST, RANGE and
                 REDUCE(x, *reduce RANGEs, arg=(op,)). No movement ops, no BUFFER: every access is index arithmetic on a PARAM.
                 (A copy between devices is scheduled as the AST COPY(arg=KernelInfo), with no srcs.)
@@ -141,6 +141,8 @@ spec_tensor = PatternMatcher([
   (UPat(tuple(GroupOp.Movement), name="x"), _movement_ok),
   (UPat(Ops.REDUCE, src=(UPat(name="s"),), name="x"), lambda x, s: s.dtype is x.dtype and x.dtype is not dtypes.void and _reduce_arg_ok(x)),
   (UPat(Ops.CONTIGUOUS, src=(UPat(name="s"),), name="x"), lambda x, s: s.dtype is x.dtype and x.arg is None),
+  # autograd's markers: DETACH stops gradients, CONTIGUOUS_BACKWARD makes them contiguous; the scheduler reads both as the identity
+  (UPat((Ops.DETACH, Ops.CONTIGUOUS_BACKWARD), src=(UPat(name="s"),), name="x"), lambda x, s: s.dtype is x.dtype and x.arg is None),
   # COPY(x, arg=(src device, dst device)) moves x to another device (Tensor.to)
   (UPat(Ops.COPY, src=(UPat(name="s"),), name="x"),
    lambda x, s: s.dtype is x.dtype and isinstance(x.arg, tuple) and len(x.arg) == 2 and all(isinstance(d, str) for d in x.arg)),

@@ -1,0 +1,123 @@
+"""Reverse-mode autodiff over the tensor graph: one rule per tensor-level op, and the walk that chains them.
+
+`pm_gradient` maps a node to the gradients of its sources: each rule is called with ctx = the gradient of the node (a UOp of the
+node's shape and dtype) and returns a tuple with one entry per source, None where no gradient flows (comparisons, int ops, a
+WHERE's condition, a movement op has only one source). Gradients are built with the same mixin methods (tinygrad/mixin) the Tensor
+API uses, so they obey the spelling rules of mathtraits.py and fuse with the forward graph in the scheduler.
+
+`compute_gradient(root, root_grad, targets)` walks the nodes on a path from root to a target in reverse topological order (every
+consumer of a node before the node) and sums the gradients each node receives. DETACH stops the walk; ints and bools get no gradient
+(a cast from a float to them cuts the path, as in torch).
+"""
+from __future__ import annotations
+import math
+from tinygrad.uop import Ops
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher
+from tinygrad.dtype import dtypes
+from tinygrad.helpers import argsort
+
+__all__ = ["pm_gradient", "compute_gradient"]
+
+_LN2 = math.log(2)
+
+def _reduce_axes(ret:UOp) -> tuple[int, ...]: return ret.arg[1]
+
+def _max_gradient(ctx:UOp, ret:UOp, x:UOp) -> tuple[UOp]:
+  # the gradient is shared equally between the elements equal to the max (as tinygrad does)
+  shape, axes = x.shape, _reduce_axes(ret)
+  hit = x.eq(ret.expand(shape)).cast(ctx.dtype)
+  return (hit * hit.sum(axes, keepdim=True).reciprocal().expand(shape) * ctx.expand(shape),)
+
+def _prod_gradient(ctx:UOp, ret:UOp, x:UOp) -> tuple[UOp]:
+  # d prod / d x_i is the product of the others: prod / x_i where x_i != 0; where x_i is the only zero, the product of the others; 0
+  # where another element is zero too
+  shape, axes = x.shape, _reduce_axes(ret)
+  zero = x.eq(0)
+  nonzero_x = zero.where(1.0, x)
+  zeros = zero.cast(dtypes.int32).sum(axes, keepdim=True)
+  others_if_lone_zero = zeros.eq(1).where(nonzero_x.prod(axes, keepdim=True), 0.0).expand(shape)
+  return (ctx.expand(shape) * zero.where(others_if_lone_zero, ret.expand(shape) * nonzero_x.reciprocal()),)
+
+# the tensor-level REDUCE keeps the reduced dims as 1: its gradient expands back
+_REDUCE_GRADIENT = {
+  Ops.ADD: lambda ctx, ret, x: (ctx.expand(x.shape),),
+  Ops.MAX: _max_gradient,
+  Ops.MUL: _prod_gradient,
+}
+
+def _expand_gradient(ctx:UOp, ret:UOp, x:UOp) -> tuple[UOp]:
+  # summed over the expanded dims (in the accumulation dtype of sum: half sums in float32)
+  return (ctx.sum(tuple(i for i, (a, b) in enumerate(zip(x.shape, ret.shape)) if a != b), keepdim=True),)
+
+def _cast_gradient(ctx:UOp, ret:UOp, x:UOp) -> tuple[UOp|None]:
+  # only between floats: a cast to an int or bool has no derivative, a cast from one starts no path
+  return (ctx.cast(x.dtype) if dtypes.is_float(x.dtype) and dtypes.is_float(ret.dtype) else None,)
+
+def _pow_gradient(ctx:UOp, ret:UOp, b:UOp, e:UOp) -> tuple[UOp, UOp]:
+  # d/db: e*b**(e-1), 0 where e == 0 (also at b == 0, where the formula is 0*inf); d/de: b**e*ln(b), at b == 0 0 for e >= 0 and -inf
+  # for e < 0 (torch's limits)
+  db = e.eq(0).where(0.0, e * b.pow(e - 1))
+  de = b.eq(0).where((e < 0).where(-math.inf, 0.0), ret * b.log2() * _LN2)
+  return (ctx * db, ctx * de)
+
+def _max_binary_gradient(ctx:UOp, x:UOp, y:UOp) -> tuple[UOp, UOp]:
+  # the larger input takes the gradient; equal inputs take half each (as tinygrad does)
+  half = x.eq(y).where(ctx * 0.5, 0.0)
+  return ((x > y).where(ctx, half), (x < y).where(ctx, half))
+
+def _where_gradient(ctx:UOp, c:UOp) -> tuple[None, UOp, UOp]:
+  zero = ctx.full_like(0)
+  return (None, c.where(ctx, zero), c.where(zero, ctx))
+
+def _none(ret:UOp) -> tuple[None, ...]: return (None,) * len(ret.src)
+
+# ops through which no gradient flows: comparisons, integer and bit ops, TRUNC (zero almost everywhere), BITCAST, DETACH
+_NO_GRADIENT = (Ops.CMPLT, Ops.CMPNE, Ops.TRUNC, Ops.FLOORDIV, Ops.FLOORMOD, Ops.CDIV, Ops.CMOD, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR,
+                Ops.THREEFRY, Ops.BITCAST, Ops.DETACH)
+
+pm_gradient = PatternMatcher([
+  # elementwise
+  (UPat(Ops.ADD), lambda ctx: (ctx, ctx)),
+  (UPat(Ops.MUL, src=(UPat.var("x"), UPat.var("y"))), lambda ctx, x, y: (y * ctx, x * ctx)),
+  (UPat(Ops.MAX, src=(UPat.var("x"), UPat.var("y"))), _max_binary_gradient),
+  (UPat(Ops.WHERE, src=(UPat.var("c"), UPat(), UPat())), _where_gradient),
+  (UPat(Ops.RECIPROCAL, name="ret"), lambda ctx, ret: (-(ctx * ret * ret),)),
+  (UPat(Ops.SQRT, name="ret"), lambda ctx, ret: (ctx / (ret * 2),)),
+  (UPat(Ops.SIN, src=(UPat.var("x"),)), lambda ctx, x: (x.cos() * ctx,)),
+  (UPat(Ops.LOG2, src=(UPat.var("x"),)), lambda ctx, x: (ctx / (x * _LN2),)),
+  (UPat(Ops.EXP2, name="ret"), lambda ctx, ret: (ret * ctx * _LN2,)),
+  (UPat(Ops.POW, src=(UPat.var("b"), UPat.var("e")), name="ret"), _pow_gradient),
+  (UPat(Ops.CAST, src=(UPat.var("x"),), name="ret"), _cast_gradient),
+  (UPat(_NO_GRADIENT, name="ret"), _none),
+  # movement: the inverse movement of the gradient
+  (UPat(Ops.RESHAPE, src=(UPat.var("x"),)), lambda ctx, x: (ctx.reshape(x.shape),)),
+  (UPat(Ops.EXPAND, src=(UPat.var("x"),), name="ret"), _expand_gradient),
+  (UPat(Ops.PERMUTE, name="ret"), lambda ctx, ret: (ctx.permute(argsort(ret.arg)),)),
+  (UPat(Ops.PAD, src=(UPat.var("x"),), name="ret"), lambda ctx, ret, x: (ctx.shrink(tuple((b, b + s) for s, (b, _) in zip(x.shape, ret.arg))),)),
+  (UPat(Ops.SHRINK, src=(UPat.var("x"),), name="ret"), lambda ctx, ret, x: (ctx.pad(tuple((b, s - e) for s, (b, e) in zip(x.shape, ret.arg))),)),
+  (UPat(Ops.FLIP, name="ret"), lambda ctx, ret: (ctx.flip(tuple(i for i, f in enumerate(ret.arg) if f)),)),
+  # reductions: sum, max, prod (_REDUCE_GRADIENT)
+  (UPat(Ops.REDUCE, src=(UPat.var("x"),), name="ret"), lambda ctx, ret, x: _REDUCE_GRADIENT[ret.arg[0]](ctx, ret, x)),
+  # buffers and devices
+  (UPat(Ops.CONTIGUOUS), lambda ctx: (ctx,)),
+  (UPat(Ops.CONTIGUOUS_BACKWARD), lambda ctx: (UOp(Ops.CONTIGUOUS, ctx.dtype, (ctx,)),)),
+  (UPat(Ops.COPY, name="ret"), lambda ctx, ret: (UOp(Ops.COPY, ctx.dtype, (ctx,), (ret.arg[1], ret.arg[0])),)),
+])
+
+def compute_gradient(root:UOp, root_grad:UOp, targets:set[UOp]|frozenset[UOp]) -> dict[UOp, UOp]:
+  """The gradient of root (seeded with root_grad, root's shape) with respect to each node on a path from root to a target:
+  {node: gradient}. Targets not reached are absent (no path, or only through DETACH or an int/bool value)."""
+  topo = root.toposort()
+  # which nodes lead to a target (sources come first in topo); nothing flows through DETACH
+  on_path: dict[UOp, bool] = {}
+  for u in topo: on_path[u] = u in targets or (u.op is not Ops.DETACH and any(on_path[s] for s in u.src))
+  grads: dict[UOp, UOp] = {root: root_grad} if on_path[root] else {}
+  for u in reversed(topo):
+    if (g := grads.get(u)) is None or not any(on_path[s] for s in u.src): continue
+    if (lgrads := pm_gradient.rewrite(u, ctx=g)) is None: raise RuntimeError(f"no gradient rule for {u.op} (shape {u.shape}, {u.dtype})")
+    for s, sg in zip(u.src, lgrads):
+      if sg is None or not on_path[s]: continue
+      if sg.shape != s.shape or sg.dtype is not s.dtype:
+        raise RuntimeError(f"the gradient rule of {u.op} gave {sg.shape} {sg.dtype} for a source of {s.shape} {s.dtype}")
+      grads[s] = sg if (prev := grads.get(s)) is None else prev + sg
+  return grads
