@@ -267,3 +267,11 @@ def test_errors():
   with pytest.raises(RuntimeError, match="rounding_mode"): Tensor([1.0]).div(2, rounding_mode="up")
   with pytest.raises(RuntimeError, match="negative integer powers"): Tensor([2], dtype=dtypes.int32) ** -1
   assert (Tensor([2.0]) ** -1).item() == 0.5 and (Tensor([2]) ** 2).tolist() == [4]
+
+def test_ufix():
+  t = Tensor([1.0, 2.0])
+  assert t.ufix(t) is t
+  u = t.ufix(3)
+  assert u.shape == () and u.device == t.device and u.item() == 3
+  assert t.ufix(2.5).dtype == dtypes.default_float
+  with pytest.raises(TypeError): t.ufix("x")

@@ -28,6 +28,11 @@ _ERF = tuple(2 / math.sqrt(math.pi) * (-1) ** n / (math.factorial(n) * (2 * n + 
 _ERFC = (-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807, -1.13520398, 1.48851587, -0.82215223, 0.17087277)
 
 class ElementwiseMixin:
+  def ufix(self, x) -> Tensor:
+    """x as an operand next to self: a Tensor stays as it is, a Python value becomes a 0-d tensor on self's device (0.14 gives it a
+    weak dtype; ours is the dtype that value would be stored in)."""
+    if isinstance(x, Tensor): return x
+    return Tensor(x, device=self.device)
   def _log1p(self) -> Tensor:
     """log(1 + self), accurate for tiny self: log(w) * self / (w - 1) with w = 1 + self rounded (Goldberg's correction)."""
     w = 1 + self
