@@ -270,3 +270,10 @@ class TestFusion:
     mask = (xn @ wn > 0).astype(np.float32)
     np.testing.assert_allclose(x.grad.numpy(), mask @ wn.T, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(w.grad.numpy(), xn.T @ mask, rtol=1e-5, atol=1e-5)
+
+def test_mean_gradient_of_a_constant_seed():
+  # the seed gradient (1.0) times 1/count is a division of two constants once rendered: constant folding must know FDIV
+  x = Tensor.ones(4, 3).contiguous()
+  x.requires_grad = True
+  x.mean().backward()
+  np.testing.assert_allclose(x.grad.numpy(), np.full((4, 3), 1 / 12, np.float32), rtol=1e-6)

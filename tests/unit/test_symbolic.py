@@ -362,3 +362,12 @@ class TestRenderC:
 
 def test_nan_inf_mul_zero():
   assert math.isnan((UOp.const(math.nan)*0).simplify().arg)
+
+def test_exec_alu_fdiv_is_ieee():
+  import math
+  from tinygrad.uop.ops import exec_alu
+  from tinygrad.uop import Ops
+  from tinygrad.dtype import dtypes
+  f = lambda a, b: exec_alu(Ops.FDIV, dtypes.float64, [a, b])
+  assert f(1.0, 4.0) == 0.25 and f(1.0, 0.0) == math.inf and f(-1.0, 0.0) == -math.inf and f(1.0, -0.0) == -math.inf
+  assert math.isnan(f(0.0, 0.0)) and math.isnan(f(math.nan, 1.0)) and math.isnan(f(1.0, math.nan)) and f(1.0, math.inf) == 0.0

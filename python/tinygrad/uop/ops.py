@@ -402,6 +402,12 @@ def _ieee_ne(a, b):
   """a != b, with NaN unequal to itself (a ConstFloat NaN equals NaN so it can key a cache: compare plain floats)."""
   return float(a) != float(b) if isinstance(a, float) and isinstance(b, float) else a != b
 
+def _ieee_fdiv(a, b):
+  """a / b as IEEE floats divide: x/0 is an infinity signed by both operands, 0/0 and NaN operands give NaN."""
+  if b != 0 or math.isnan(b): return a / b if not math.isnan(b) else math.nan
+  if a == 0 or math.isnan(a): return math.nan
+  return math.copysign(math.inf, a) * math.copysign(1.0, b)
+
 python_alu: dict[Ops, Callable] = {
   Ops.LOG2: lambda x: math.log2(x) if x > 0 else -math.inf if x == 0 else math.nan, Ops.EXP2: _safe_exp2,
   Ops.SQRT: lambda x: math.sqrt(x) if x >= 0 else math.nan, Ops.RECIPROCAL: lambda x: 1/x if x != 0 else math.copysign(math.inf, x),
@@ -410,7 +416,7 @@ python_alu: dict[Ops, Callable] = {
   Ops.NEG: operator.neg, Ops.ADD: operator.add, Ops.SUB: operator.sub, Ops.MUL: operator.mul, Ops.CMPNE: _ieee_ne, Ops.CMPLT: operator.lt,
   Ops.CMPEQ: lambda a, b: not _ieee_ne(a, b), Ops.XOR: operator.xor, Ops.OR: operator.or_, Ops.AND: operator.and_, Ops.SHR: operator.rshift,
   Ops.SHL: operator.lshift, Ops.MAX: _nan_max, Ops.CMOD: cmod, Ops.CDIV: cdiv, Ops.FLOORDIV: floordiv, Ops.FLOORMOD: floormod,
-  Ops.MULACC: lambda x, y, z: (x*y)+z, Ops.WHERE: lambda x, y, z: y if x else z}
+  Ops.FDIV: _ieee_fdiv, Ops.MULACC: lambda x, y, z: (x*y)+z, Ops.WHERE: lambda x, y, z: y if x else z}
 
 def exec_alu(op:Ops, dtype:DType, operands, truncate_output:bool=True):
   """op applied to Python values; the result is wrapped/rounded to dtype unless truncate_output is False."""
