@@ -63,7 +63,11 @@ def _neg(m:UOp) -> UOp|None:
     if c.op is Ops.CONST and c.arg == -1: return UOp(Ops.NEG, m.dtype, (x,))
   return None
 
-def _min(m:UOp, a:UOp, b:UOp) -> UOp: return UOp(Ops.WHERE, m.dtype, (UOp(Ops.CMPLT, dtypes.bool, (b, a)), b, a))
+def _min(m:UOp, a:UOp, b:UOp) -> UOp:
+  # b<a ? b : a, and (as MAX renders) a NaN b wins for floats
+  pick = UOp(Ops.CMPLT, dtypes.bool, (b, a))
+  if dtypes.is_float(m.dtype): pick = UOp(Ops.OR, dtypes.bool, (pick, UOp(Ops.CMPNE, dtypes.bool, (b, b))))
+  return UOp(Ops.WHERE, m.dtype, (pick, b, a))
 
 pm_render_forms = PatternMatcher([
   (UPat(Ops.MUL, name="m"), _neg),
