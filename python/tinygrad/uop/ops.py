@@ -402,6 +402,7 @@ python_alu: dict[Ops, Callable] = {
   Ops.CMPEQ: operator.eq, Ops.XOR: operator.xor, Ops.OR: operator.or_, Ops.AND: operator.and_, Ops.SHR: operator.rshift,
   Ops.SHL: operator.lshift, Ops.MAX: lambda a, b: b if a < b or b != b else a,  # NaN propagates, as rendered
   Ops.CMOD: cmod, Ops.CDIV: cdiv, Ops.FLOORDIV: floordiv, Ops.FLOORMOD: floormod,
+  Ops.FDIV: lambda a, b: a / b if b != 0 else math.nan if a == 0 or a != a else math.copysign(math.inf, a) * math.copysign(1, b),  # IEEE
   Ops.MULACC: lambda x, y, z: (x*y)+z, Ops.WHERE: lambda x, y, z: y if x else z}
 
 def exec_alu(op:Ops, dtype:DType, operands, truncate_output:bool=True):
