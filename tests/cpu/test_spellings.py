@@ -23,7 +23,8 @@ EXACT = {  # name: (tinygrad, numpy) on two operands; every one is exact (no rou
   "eq": (lambda x, y: x == y, lambda a, b: a == b), "ne": (lambda x, y: x != y, lambda a, b: a != b),
   "ge": (lambda x, y: x >= y, lambda a, b: a >= b), "le": (lambda x, y: x <= y, lambda a, b: a <= b),  # IEEE: NaN >= x is False
   "eq_const": (lambda x, y: x == 7, lambda a, b: a == 7), "logical_not": (lambda x, y: x.logical_not(), lambda a, b: a == 0),
-  "maximum": (lambda x, y: x.maximum(y), np.maximum),  # NaN propagates "abs": (lambda x, y: x.abs(), lambda a, b: np.where(a < 0, -a, a)),
+  "maximum": (lambda x, y: x.maximum(y), np.maximum),  # NaN propagates
+  "abs": (lambda x, y: x.abs(), lambda a, b: np.where(a < 0, -a, a)),
   "relu": (lambda x, y: x.relu(), lambda a, b: np.maximum(a, a.dtype.type(0))),
 }
 

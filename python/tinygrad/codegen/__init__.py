@@ -154,6 +154,12 @@ def _combine(op:Ops, a:UOp, b:UOp) -> UOp:
   if a.dtype is dtypes.bool: op = {Ops.ADD: Ops.OR, Ops.MUL: Ops.AND}.get(op, Ops.OR)
   return UOp(op, a.dtype, (a, b))
 
+def _open_ranges(x:UOp) -> list[UOp]:
+  """The RANGEs x depends on that no REDUCE inside x closes."""
+  topo = x.toposort()
+  closed = {r for u in topo if u.op is Ops.REDUCE for r in u.src[1:]}
+  return [u for u in topo if u.op is Ops.RANGE and u not in closed]
+
 def _lower_reduces(ctx:ReduceContext, sink:UOp) -> UOp|None:
   # REDUCEs over the same ranges (the lanes of an upcast reduce kernel) share one loop, each with its own accumulator slot
   groups: dict[tuple[UOp, ...], list[UOp]] = {}
@@ -169,8 +175,10 @@ def _lower_reduces(ctx:ReduceContext, sink:UOp) -> UOp|None:
       acc = UOp(Ops.BUFFER, dt, (iconst(len(rs)),), ParamArg(ctx.accs, dt, addrspace=AddrSpace.REG))
       ctx.accs += 1
       for i, red in enumerate(rs): slots[red] = (acc, i)
-    inits = {red: UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, red.dtype, (acc.after(*ctx.loop_ranges), iconst(i))), _identity(red.arg[0], red.dtype)))
-             for red, (acc, i) in slots.items()}
+    # a reduce nested in another's loop (a staged sum: tinygrad/schedule/rangeify.py) starts again in each iteration of the outer one
+    outer = [r for r in _open_ranges(reds[0].src[0]) if r not in ranges and r not in ctx.loop_ranges]
+    inits = {red: UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, red.dtype, (acc.after(*ctx.loop_ranges, *outer), iconst(i))),
+                                                _identity(red.arg[0], red.dtype))) for red, (acc, i) in slots.items()}
     bodies = []
     for red in reds:
       acc, i = slots[red]

@@ -12,10 +12,12 @@ from tinygrad.helpers import prod
 class ReduceMixin:
   def _axes(self, axis) -> tuple[int, ...]:
     if axis is None: return tuple(range(self.ndim))
-    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
-    return tuple(sorted({self._norm_axis(a) for a in axes}))
+    axes = [self._norm_axis(a) for a in (axis if isinstance(axis, (tuple, list)) else (axis,))]
+    if len(set(axes)) != len(axes): raise RuntimeError(f"dim {max(axes, key=axes.count)} appears multiple times in the list of dims {axis}")
+    # a 0-d tensor takes axis 0 or -1 (as torch): there is nothing to reduce
+    return tuple(sorted(a for a in axes if 0 <= a < self.ndim))
   def _reduce(self, op:Ops, axis=None, keepdim:bool=False):
-    axes = tuple(a for a in self._axes(axis) if a < self.ndim)
+    axes = self._axes(axis)
     ret = self._rop(op, axes) if axes else self
     if keepdim: return ret
     return ret.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))

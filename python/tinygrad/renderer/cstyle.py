@@ -66,6 +66,8 @@ _PREFIX = {Ops.LOAD: "val", Ops.STACK: "vec", Ops.CAST: "cast", Ops.BITCAST: "ca
 _STATEMENTS = frozenset({Ops.RANGE, Ops.END, Ops.IF, Ops.ENDIF, Ops.STORE, Ops.BUFFER, Ops.BARRIER})
 
 def _fsuffix(dt:DType) -> str: return "" if dt is dtypes.float64 else "f"
+# a NaN operand wins (numpy's maximum and max); `|` rather than `||` so it holds lane-wise on vectors too
+def _max(a:str, b:str, dtype:DType) -> str: return f"(({a}<{b})|({b}!={b})?{b}:{a})" if dtypes.is_float(dtype) else f"({a}<{b}?{b}:{a})"
 
 # ***** the rules: one per op (and form), each returning the C text of one UOp *****
 # ctx is the _CWriter of one rendering: ctx[x] is the text of an earlier UOp as an operand of the one being rendered (literals are typed
@@ -172,7 +174,7 @@ class CStyleLanguage(Renderer):
     Ops.ADD: lambda a, b, dtype: f"({a}+{b})", Ops.SUB: lambda a, b, dtype: f"({a}-{b})", Ops.MUL: lambda a, b, dtype: f"({a}*{b})",
     Ops.FDIV: lambda a, b, dtype: f"({a}/{b})", Ops.CDIV: lambda a, b, dtype: f"({a}/{b})",
     Ops.CMOD: lambda a, b, dtype: f"__builtin_fmod{_fsuffix(dtype)}({a}, {b})" if dtypes.is_float(dtype) else f"({a}%{b})",
-    Ops.MAX: lambda a, b, dtype: f"(({a}<{b}||{b}!={b})?{b}:{a})", Ops.POW: lambda a, b, dtype: f"__builtin_pow{_fsuffix(dtype)}({a}, {b})",
+    Ops.MAX: _max, Ops.POW: lambda a, b, dtype: f"__builtin_pow{_fsuffix(dtype)}({a}, {b})",
     Ops.AND: lambda a, b, dtype: f"({a}&{b})", Ops.OR: lambda a, b, dtype: f"({a}|{b})", Ops.XOR: lambda a, b, dtype: f"({a}^{b})",
     Ops.SHL: lambda a, b, dtype: f"({a}<<{b})", Ops.SHR: lambda a, b, dtype: f"({a}>>{b})",
     Ops.CMPLT: lambda a, b, dtype: f"({a}<{b})", Ops.CMPNE: lambda a, b, dtype: f"({a}!={b})", Ops.CMPEQ: lambda a, b, dtype: f"({a}=={b})",

@@ -67,6 +67,8 @@ _ROUND = {dtypes.float32: "_r32", dtypes.half: "_rh", dtypes.bfloat16: "_rbf"}
 
 def _is_float(dt:DType) -> bool: return dtypes.is_float(dt)
 def _div(a, b, dtype): return f"_fdiv({a}, {b})" if _is_float(dtype) else f"_cdiv({a}, {b})"
+# a NaN operand wins (numpy's maximum and max)
+def _max(a, b, dtype): return f"({b} if {a} < {b} or {b} != {b} else {a})" if _is_float(dtype) else f"({b} if {a} < {b} else {a})"
 
 class PythonRenderer(Renderer):
   """Renders the same op set as the C renderer, as Python. It accepts GPU dims, local buffers and barriers (the runtime loops over the
@@ -83,7 +85,7 @@ class PythonRenderer(Renderer):
     Ops.ADD: lambda a, b, dtype: f"({a} + {b})", Ops.SUB: lambda a, b, dtype: f"({a} - {b})", Ops.MUL: lambda a, b, dtype: f"({a} * {b})",
     Ops.FDIV: _div, Ops.CDIV: _div,
     Ops.CMOD: lambda a, b, dtype: f"_fmod({a}, {b})" if _is_float(dtype) else f"_cmod({a}, {b})",
-    Ops.MAX: lambda a, b, dtype: f"({b} if {a} < {b} or {b} != {b} else {a})", Ops.POW: lambda a, b, dtype: f"_pow({a}, {b})",
+    Ops.MAX: _max, Ops.POW: lambda a, b, dtype: f"_pow({a}, {b})",
     Ops.AND: lambda a, b, dtype: f"({a} & {b})", Ops.OR: lambda a, b, dtype: f"({a} | {b})", Ops.XOR: lambda a, b, dtype: f"({a} ^ {b})",
     Ops.SHL: lambda a, b, dtype: f"({a} << {b})", Ops.SHR: lambda a, b, dtype: f"({a} >> {b})",
     Ops.CMPLT: lambda a, b, dtype: f"({a} < {b})", Ops.CMPNE: lambda a, b, dtype: f"({a} != {b})", Ops.CMPEQ: lambda a, b, dtype: f"({a} == {b})",

@@ -28,6 +28,8 @@ from tinygrad.schedule.buffers import new_buffer, as_buffer
 
 MAX_INDEX_USES = 16  # distinct indices of one value in a kernel before it gets a buffer (an UNROLL range's lanes count once)
 UNROLL = 4           # reduce elements per loop iteration (a power of two)
+REDUCE_STAGE = 1 << 14  # a float sum over more elements is nested reduces in its kernel (see _staged_reduce) ...
+STAGE_BITS = 9          # ... each over at most 2**STAGE_BITS elements (or the fewest levels of about equal size)
 AT = "at"            # the arg of INDEX(x, valid, *idx): the value of tensor-graph node x at index idx
 
 def reduce_identity(op:Ops, dt:DType) -> UOp:
@@ -210,6 +212,7 @@ def _reduce(ctx:KernelContext, x:UOp, u:UOp) -> UOp:
   if (ctx.merge_reduce and len(red) > 1) or len(red) == 1:
     sub = tuple(in_shape[a] for a in red)
     total = prod(sub)
+    if rop is Ops.ADD and dtypes.is_float(u.dtype) and total > REDUCE_STAGE: return _staged_reduce(ctx, u, src, valid, idx, red, sub)
     # UNROLL consecutive elements per iteration: an inner UNROLL range the codegen expands into lanes combined as a tree before they
     # meet the accumulator (more ILP, and the C compiler can vectorize the loads)
     unroll = UNROLL if not NOOPT and total % UNROLL == 0 and total >= 2 * UNROLL else 1
@@ -223,7 +226,37 @@ def _reduce(ctx:KernelContext, x:UOp, u:UOp) -> UOp:
     ranges.append(r := UOp.range(in_shape[a], next(ctx.axis), AxisType.REDUCE))
     ctx.reduce_dims[r] = [in_shape[a]]
     idx[a] = r
-  return UOp(Ops.REDUCE, u.dtype, (at(src, valid, idx), *ranges), (rop,))
+  if not (rop is Ops.ADD and dtypes.is_float(u.dtype) and prod(in_shape[a] for a in red) > REDUCE_STAGE):
+    return UOp(Ops.REDUCE, u.dtype, (at(src, valid, idx), *ranges), (rop,))
+  # a large float sum over separate dims: one nested REDUCE per dim, the last innermost (accuracy, as _staged_reduce)
+  ret = at(src, valid, idx)
+  for r in reversed(ranges): ret = UOp(Ops.REDUCE, u.dtype, (ret, r), (rop,))
+  return ret
+
+def _staged_reduce(ctx:KernelContext, u:UOp, src:UOp, valid:UOp, idx:list, red:list[int], sub:tuple[int, ...]) -> UOp:
+  """A float sum of n > REDUCE_STAGE elements as nested REDUCEs in the kernel, each level over at most about 2**STAGE_BITS
+  elements: the innermost sums consecutive blocks in their own accumulators, each outer level sums the sums of the level inside.
+  One long accumulation loses about n*eps; L levels about L*n**(1/L)*eps (numpy's pairwise summation in practice) for one add per
+  block."""
+  total = prod(sub)
+  levels = -(-(total - 1).bit_length() // STAGE_BITS)
+  bits = -(-(total - 1).bit_length() // levels)
+  sizes = [-(-total // (1 << (bits * (levels - 1))))] + [1 << bits] * (levels - 1)   # outermost first; a power of two inside
+  unroll = 1 if NOOPT else UNROLL
+  rngs = [UOp.range(s if i < levels - 1 else s // unroll, next(ctx.axis), AxisType.REDUCE) for i, s in enumerate(sizes)]
+  for r, s in zip(rngs, sizes): ctx.reduce_dims[r] = [s // unroll, unroll] if r is rngs[-1] and unroll > 1 else [s]
+  inner = [rngs[-1]] if unroll == 1 else [rngs[-1], UOp.range(unroll, next(ctx.axis), AxisType.UNROLL)]
+  flat = inner[0] if unroll == 1 else inner[0] * unroll + inner[1]
+  for r, stride in zip(rngs[:-1], [1 << (bits * (levels - 1 - i)) for i in range(levels - 1)]): flat = flat + r * stride
+  for a, v in zip(red, unflatten(flat, sub)): idx[a] = v
+  if prod(sizes) == total: x = at(src, valid, tuple(idx))
+  else:
+    # the last block runs past the end: its extra elements add 0
+    cond = simp(flat < total)[0]
+    x = UOp(Ops.WHERE, u.dtype, (cond, at(src, cond if valid is _TRUE else simp(valid & cond)[0], tuple(idx)), UOp.const(u.dtype.const(0), u.dtype)))
+  x = UOp(Ops.REDUCE, u.dtype, (x, *inner), (Ops.ADD,))
+  for r in reversed(rngs[:-1]): x = UOp(Ops.REDUCE, u.dtype, (x, r), (Ops.ADD,))
+  return x
 
 def _at(ops) -> UPat: return UPat(Ops.INDEX, arg=AT, src=(UPat(ops, name="u"),), allow_any_len=True, name="x")
 

@@ -1,0 +1,74 @@
+# Reductions, scans and sorts against numpy: values, dtypes, NaN, empty tensors, errors; accurate float sums in one kernel.
+import numpy as np
+import pytest
+from conftest import DEVICES
+from tinygrad import Tensor, dtypes
+from tinygrad.engine.realize import GlobalCounters
+
+A = np.array([[3., 1., 2., 1.], [-1., 5., 5., 0.], [2., 2., -7., 4.]], np.float32)
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("axis", [None, 0, 1, -1, (0, 1)])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_stats(device, axis, keepdim):
+  t = Tensor(A, device=device)
+  for got, want in [(t.var(axis, keepdim), A.var(axis, keepdims=keepdim, ddof=1)), (t.std(axis, keepdim), A.std(axis, keepdims=keepdim, ddof=1)),
+                    (t.any(axis, keepdim), A.any(axis, keepdims=keepdim)), (t.all(axis, keepdim), A.all(axis, keepdims=keepdim))]:
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-5)
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_arg_and_nan(device):
+  t = Tensor(A, device=device)
+  for ax in (None, 0, 1):
+    np.testing.assert_array_equal(t.argmax(ax).numpy(), A.argmax(ax))
+    np.testing.assert_array_equal(t.argmin(ax).numpy(), A.argmin(ax))
+  n = Tensor([1., np.nan, 2.], device=device)
+  assert np.isnan(n.max().item()) and np.isnan(n.min().item()) and n.argmax().item() == 1 and n.argmin().item() == 1
+  assert t.argmax(1).dtype is dtypes.int32
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_scans(device):
+  t = Tensor(A, device=device)
+  for ax in (0, 1, -1):
+    np.testing.assert_allclose(t.cumsum(ax).numpy(), A.cumsum(ax))
+    np.testing.assert_allclose(t.cumprod(ax).numpy(), A.cumprod(ax))
+    np.testing.assert_allclose(t.cummax(ax)[0].numpy(), np.maximum.accumulate(A, ax))
+    np.testing.assert_allclose(t.cummin(ax)[0].numpy(), np.minimum.accumulate(A, ax))
+    np.testing.assert_allclose(t.logcumsumexp(ax).numpy(), np.logaddexp.accumulate(A.astype(np.float64), ax), rtol=1e-5)
+  np.testing.assert_array_equal(Tensor([0, 1, -1, 2, 2, 3, -3], device=device).cummax(0)[1].numpy(), [0, 1, 1, 3, 4, 5, 5])  # ties: later (torch)
+  assert Tensor([1, 2], dtype=dtypes.int8).cumsum().dtype is dtypes.int32
+
+def test_long_cumsum():
+  a = np.arange(1300, dtype=np.float32) % 7
+  np.testing.assert_allclose(Tensor(a).cumsum().numpy(), a.cumsum())
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("descending", [False, True])
+def test_sort(device, descending):
+  a = np.array([[3., np.nan, 1., 2., 1., -np.inf, 5.], [0., 0., 9., -1., 4., 4., 4.]], np.float32)
+  v, i = Tensor(a, device=device).sort(-1, descending)
+  order = np.argsort(-a if descending else a, axis=-1, kind="stable")
+  if descending: order = np.array([[1, 6, 0, 3, 2, 4, 5], [2, 4, 5, 6, 0, 1, 3]])  # NaN first, ties in order (torch)
+  np.testing.assert_array_equal(i.numpy(), order)
+  np.testing.assert_array_equal(v.numpy(), np.take_along_axis(a, order, -1))
+  tv, ti = Tensor(a, device=device).topk(3, largest=not descending)
+  assert tv.shape == (2, 3) and ti.dtype is dtypes.int32
+
+def test_sum_accuracy_one_kernel():
+  GlobalCounters.reset()
+  assert Tensor.ones(10**8).sum().item() == 1e8 and GlobalCounters.kernel_count == 1
+  r = np.random.default_rng(0).random(10**6, dtype=np.float32)
+  assert abs(Tensor(r).sum().item() - r.astype(np.float64).sum()) / r.sum() < 5e-7
+
+def test_empty_and_dtypes():
+  np.testing.assert_array_equal(Tensor.zeros(0, 3).sum(0).numpy(), np.zeros(3))
+  assert np.isnan(Tensor.zeros(0, 3).mean().item()) and Tensor.zeros(0).all().item() and not Tensor.zeros(0).any().item()
+  assert Tensor([1, 2], dtype=dtypes.int8).sum().dtype is dtypes.int32 and Tensor([1, 2]).mean().dtype is dtypes.float32
+  assert Tensor(3.).sum(-1).item() == 3.0
+
+def test_errors():
+  with pytest.raises(IndexError, match=r"\(2, 3\)"): Tensor.zeros(2, 3).sum(2)
+  with pytest.raises(IndexError, match=r"\(2, 3\)"): Tensor.zeros(2, 3).argmax(-3)
+  with pytest.raises(RuntimeError, match="multiple times"): Tensor.zeros(2, 3).sum((0, 0))
+  with pytest.raises(IndexError, match="empty"): Tensor.zeros(0).argmax()
+  with pytest.raises(ValueError, match="out of range"): Tensor.zeros(4).topk(5)
