@@ -82,11 +82,11 @@ class TensorReduceMixin:
     if n <= 2 * SCAN_BLOCK: ret = x._scan_window(op)
     else:
       pad = -n % SCAN_BLOCK
-      blocks = x.pad(((0, 0),) * (x.ndim - 1) + ((0, pad),), _identity(op, x.dtype) if pad else 0.0)
+      blocks = x.pad(((0, 0),) * (x.ndim - 1) + ((0, pad),), value=_identity(op, x.dtype) if pad else 0.0)
       blocks = blocks.reshape(x.shape[:-1] + ((n + pad) // SCAN_BLOCK, SCAN_BLOCK))._scan_window(op)
       totals = blocks[..., -1]._scan(-1, op)
       # block k combines with the totals of blocks before it: shift by one, the first gets the identity
-      before = totals.pad(((0, 0),) * (totals.ndim - 1) + ((1, -1),), _identity(op, x.dtype))
+      before = totals.pad(((0, 0),) * (totals.ndim - 1) + ((1, -1),), value=_identity(op, x.dtype))
       ret = blocks.alu(op, before.unsqueeze(-1)._expand_to(blocks.shape)).flatten(-2)[..., :n]
     return ret.transpose(ax, -1)
   def cumsum(self, axis:int=0) -> Tensor:
@@ -144,7 +144,7 @@ class TensorReduceMixin:
     pad = ((0, 0),) * (x.ndim - 1) + ((0, 2**k - n),)
     # padding sorts after every real element: the extreme value (NaN above all for floats) and a larger index
     fill = (float("nan") if dtypes.is_float(x.dtype) else x.dtype.max) if not descending else x.dtype.min
-    v = x.pad(pad, fill) if 2**k != n else x
+    v = x.pad(pad, value=fill) if 2**k != n else x
     idx = Tensor.arange(2**k, device=self.device)._expand_to(v.shape)
     lead = v.shape[:-1]
     for stage in range(1, k + 1):
