@@ -81,9 +81,7 @@ def test_random_errors():
   with pytest.raises(RuntimeError, match="can't draw 3 samples without replacement from 2"): w.multinomial(3)
 
 # randperm and multinomial sort (argsort, topk) and scan (cumsum) as 0.14 does: those ops come with the reduce/sort work of issue 10
-needs_sort = pytest.mark.skipif(not all(hasattr(Tensor, n) for n in ("argsort", "topk", "cumsum")), reason="argsort/topk/cumsum not merged")
 
-@needs_sort
 def test_randperm_multinomial():
   Tensor.manual_seed(42)
   p = Tensor.randperm(8)
