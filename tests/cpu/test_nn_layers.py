@@ -108,6 +108,23 @@ class TestParameters:
     assert np.abs(cell.weight_ih.numpy()).max() <= 1 / math.sqrt(5)
     assert nn.LSTMCell(3, 5, bias=False).bias_ih is None
 
+  def test_parameters_are_own_buffers(self):
+    # equal initial values must not share storage: writing one layer's parameter leaves the other layer's alone
+    a, b = nn.LayerNorm(3), nn.LayerNorm(3)
+    Tensor.realize(a.weight, b.weight, a.bias, b.bias)
+    a.weight.assign(Tensor([2.0, 3.0, 4.0]))
+    np.testing.assert_equal(b.weight.numpy(), np.ones(3))
+    np.testing.assert_equal(a.weight.numpy(), [2.0, 3.0, 4.0])
+
+  def test_constant_initialised_parameters_get_gradients(self):
+    ln, bn = nn.LayerNorm(3), nn.BatchNorm(3)
+    x, up = rnd(4, 3), rnd(4, 3, seed=1)
+    with Context(TRAINING=1): ((ln(Tensor(x)) + bn(Tensor(x))) * Tensor(up)).sum().backward()
+    close(ln.weight.grad, (np_norm(x, (1,), 1e-5) * up).sum(0), atol=1e-5)
+    close(ln.bias.grad, up.sum(0), atol=1e-5)
+    close(bn.weight.grad, (np_norm(x, (0,), 1e-5) * up).sum(0), atol=1e-4)
+    close(bn.bias.grad, up.sum(0), atol=1e-5)
+
 # ***** forwards against numpy *****
 class TestForward:
   @pytest.mark.parametrize("dev", DEVICES)

@@ -52,9 +52,10 @@ class Optimizer:
       updates = [flat[0][a:b].reshape(t.shape) for a, b, t in zip(self.pos_params, self.pos_params[1:], self.params)]
     else: updates, extra = self._step(self.params, grads)
     new = [self._apply_update(t, u) for t, u in zip(self.params, updates)]
-    # every new value is computed before any parameter is written: a gradient of one parameter reads the others (backprop through
-    # the layers above it). With the current eager assign that needs this realize; once assign is lazy the scheduler orders it
-    Tensor.realize(*new)
+    # every new value (and the state, which may still be lazy) is computed before any parameter is written: a gradient of one
+    # parameter reads the others (backprop through the layers above it). With the current eager assign that needs this realize;
+    # once assign is lazy the scheduler orders reads before writes and this line should go
+    Tensor.realize(*extra, *new)
     for t, n in zip(self.params, new): t.assign(n)
     return extra + self.params + self.buffers
 
