@@ -100,6 +100,8 @@ class LARS(Optimizer):
     self.b = self._new_optim_param() if momentum else []
 
   def _step(self, params:list[Tensor], grads:list[Tensor]) -> tuple[list[Tensor], list[Tensor]]:
+    # assign is eager for now: each state write computes its value at once, so compute the gradients once first, not per write
+    if self.momentum: Tensor.realize(*grads)
     ret = []
     for i, (t, g) in enumerate(zip(params, grads)):
       w = t.detach()
@@ -140,6 +142,8 @@ class LAMB(Optimizer):
     self.m, self.v = self._new_optim_param(), self._new_optim_param()
 
   def _step(self, params:list[Tensor], grads:list[Tensor]) -> tuple[list[Tensor], list[Tensor]]:
+    # assign is eager for now: each state write computes its value at once, so compute the gradients once first, not per write
+    Tensor.realize(*grads)
     ret = []
     self.b1_t *= self.b1
     self.b2_t *= self.b2
