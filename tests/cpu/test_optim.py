@@ -241,3 +241,19 @@ def test_step_kernel_count(name, limit):
       Tensor.realize(loss, *opt.schedule_step())
       counts.append(GlobalCounters.kernel_count)
   assert counts[-1] <= limit, counts
+
+@pytest.mark.parametrize("make", [lambda ps, dev: optim.SGD(ps, lr=0.1, momentum=0.9, device=dev),
+                                  lambda ps, dev: optim.LAMB(ps, lr=0.1, weight_decay=0.1, device=dev)])
+def test_state_on_another_device(make):
+  # the state and lr live on the optimizer's device, the parameters stay where they are; the same steps as on one device
+  ws = {dev: Tensor([1.0, 2.0]) for dev in ("PYTHON", None)}
+  opts = {dev: make([w], dev) for dev, w in ws.items()}
+  assert opts["PYTHON"].lr.device == "PYTHON" and opts[None].lr.device == ws[None].device
+  with Context(TRAINING=1):
+    for _ in range(2):
+      for dev, w in ws.items():
+        opts[dev].zero_grad()
+        (w * w).sum().backward()
+        opts[dev].step()
+  assert ws["PYTHON"].device == ws[None].device
+  np.testing.assert_allclose(ws["PYTHON"].numpy(), ws[None].numpy(), rtol=1e-6)

@@ -104,7 +104,9 @@ class LARS(Optimizer):
     if self.momentum: Tensor.realize(*grads)
     ret = []
     for i, (t, g) in enumerate(zip(params, grads)):
-      w = t.detach()
+      # the rule runs where the optimizer's state and lr live; _apply_update brings the update back to the parameter's device
+      w = t.detach().to(self.device)
+      if g.device != self.device: g = g.contiguous().to(self.device)
       if self.tcoef != 0:
         wn, gn = w.square().sum().sqrt(), g.square().sum().sqrt()
         r: Tensor|float = (wn > 0).where((gn > 0).where(self.tcoef * wn / (gn + self.wd * wn), 1.0), 1.0)
