@@ -14,10 +14,10 @@ def __getattr__(name:str):
   if name in ("state", "datasets"): return importlib.import_module(f"tinygrad.nn.{name}")
   raise AttributeError(f"module 'tinygrad.nn' has no attribute {name!r}")
 
-def _filled(shape:int|tuple[int, ...], value:float, dtype=dtypes.float) -> Tensor:
+def _filled(shape:int|tuple[int, ...], value:float, dtype=None) -> Tensor:
   """A parameter (or statistic) holding value, in a buffer of its own. Tensor.full is a broadcast constant here: equal constants are
   one interned UOp (they would share a gradient and, once realized, a buffer) and constants get no gradient."""
-  shape = make_tuple(shape, 1)
+  shape, dtype = make_tuple(shape, 1), dtypes.default_float if dtype is None else dtype
   return Tensor.empty(*shape, dtype=dtype).assign(Tensor.full(shape, value, dtype=dtype))
 
 def _check_channels(layer:str, x:Tensor, channels:int) -> None:
