@@ -187,7 +187,8 @@ class _Call:
   def __reduce__(self): return (self.fn, self.args)
 
 class _TorchLikePickler(pickle.Pickler):
-  """Pickles _Call(_G(...), args) as REDUCE of the named global, and ('storage', ...) tuples wrapped in _PID as persistent ids."""
+  """Pickles _Call(_G(...), args) as REDUCE of the named global, and ('storage', ...) tuples wrapped in _PID as persistent ids: the
+  opcodes torch.save writes, without torch."""
   def reducer_override(self, obj):
     if isinstance(obj, _Call): return (_GlobalStub.make(obj.fn.module, obj.fn.name), obj.args)
     return NotImplemented
@@ -197,28 +198,32 @@ class _PID:
   def __init__(self, pid): self.pid = pid
 
 class _GlobalStub:
-  _cache: dict = {}
+  """Functions whose pickled form is exactly `module.name` (pickle writes __module__ and __qualname__ and checks the module has it),
+  living in stand-in modules that are in sys.modules only while _pkl pickles: the test process never sees a fake torch."""
+  _modules: dict = {}
   @staticmethod
   def make(module, name):
-    # a function whose pickled form is exactly `module.name` (pickle writes its __module__ and __qualname__)
-    key = (module, name)
-    if key not in _GlobalStub._cache:
+    import types
+    mod = _GlobalStub._modules.setdefault(module, types.ModuleType(module))
+    if not hasattr(mod, name):
       def f(*a): pass
       f.__module__, f.__qualname__, f.__name__ = module, name, name
-      import sys
-      import types
-      mod = sys.modules.setdefault(module, types.ModuleType(module))
       setattr(mod, name, f)
-      _GlobalStub._cache[key] = f
-    return _GlobalStub._cache[key]
+    return getattr(mod, name)
+
+for _n in ("_rebuild_tensor_v2", "_rebuild_parameter"): _GlobalStub.make("torch._utils", _n)
 
 def _storage(kind, key, numel): return _PID(("storage", _GlobalStub.make("torch", kind), key, "cpu", numel))
 def _tensor(storage, offset, size, stride):
   return _Call(_G("torch._utils", "_rebuild_tensor_v2"), (storage, offset, tuple(size), tuple(stride), False, OrderedDict()))
 
 def _pkl(obj, protocol=2):
-  f = io.BytesIO()
-  _TorchLikePickler(f, protocol=protocol).dump(obj)
+  import sys
+  f, added = io.BytesIO(), [k for k in _GlobalStub._modules if k not in sys.modules]
+  sys.modules.update({k: _GlobalStub._modules[k] for k in added})
+  try: _TorchLikePickler(f, protocol=protocol).dump(obj)
+  finally:
+    for k in added: del sys.modules[k]
   return f.getvalue()
 
 W = np.arange(6, dtype=np.float32).reshape(2, 3)
@@ -228,7 +233,8 @@ def _state():
   sw = _storage("FloatStorage", "0", 6)
   return OrderedDict(w=_tensor(sw, 0, (2, 3), (3, 1)), wt=_tensor(sw, 0, (3, 2), (1, 3)),
                      h=_tensor(_storage("BFloat16Storage", "1", 3), 1, (2,), (1,)),
-                     n=_Call(_G("torch._utils", "_rebuild_parameter"), (_tensor(_storage("LongStorage", "2", 2), 0, (2,), (1,)), False, OrderedDict())))
+                     n=_Call(_G("torch._utils", "_rebuild_parameter"),
+                             (_tensor(_storage("LongStorage", "2", 2), 0, (2,), (1,)), False, OrderedDict())))
 STORAGE_BYTES = {"0": W.tobytes(), "1": struct.pack("<3H", 0x3F80, 0x4000, 0xC040), "2": np.array([5, -6], np.int64).tobytes()}
 
 def _check_state(sd):

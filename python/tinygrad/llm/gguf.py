@@ -139,7 +139,8 @@ def ggml_data_to_tensor(t:Tensor, n:int, ggml_type:int) -> Tensor:
   dtype, quantized ones are dequantized to float32 (Q1_0 to float16) as llama.cpp does."""
   if t.dtype is not dtypes.uint8 or t.ndim != 1: raise ValueError(f"ggml_data_to_tensor needs a 1-d uint8 tensor, got {t.shape} {t.dtype}")
   nbytes = _ggml_nbytes(n, ggml_type, "ggml_data_to_tensor")
-  if nbytes > t.shape[0]: raise ValueError(f"ggml_data_to_tensor: {n} {_GGML_NAMES[ggml_type]} values need {nbytes} bytes, the tensor has {t.shape[0]}")
+  if nbytes > t.shape[0]:
+    raise ValueError(f"ggml_data_to_tensor: {n} {_GGML_NAMES[ggml_type]} values need {nbytes} bytes, the tensor has {t.shape[0]}")
   return _dequantize(t[:nbytes].data(), n, ggml_type, (n,), t.device)
 
 # ***** the file *****
@@ -209,7 +210,8 @@ def _gguf_parse(src:_Source, device:str|None=None) -> tuple[dict[str, Any], dict
 def _gguf_split_paths(path:pathlib.Path, kv:dict) -> list[pathlib.Path]:
   if (total := kv.get("split.count", 1)) <= 1: return [path]
   if kv.get("split.no", 0) != 0: raise ValueError(f"{path}: a multi-part GGUF must be loaded from its first part, this is split.no={kv['split.no']}")
-  if not (m := re.match(r"^(.*)-00001-of-\d{5}\.gguf$", str(path))): raise ValueError(f"{path}: the first part's name must end in -00001-of-NNNNN.gguf")
+  if not (m := re.match(r"^(.*)-00001-of-\d{5}\.gguf$", str(path))):
+    raise ValueError(f"{path}: the first part's name must end in -00001-of-NNNNN.gguf")
   return [pathlib.Path(f"{m.group(1)}-{i:05d}-of-{total:05d}.gguf") for i in range(1, total + 1)]
 
 def gguf_load(fn:Tensor|str|pathlib.Path) -> tuple[dict, dict[str, Tensor]]:

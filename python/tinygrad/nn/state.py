@@ -177,7 +177,8 @@ def load_state_dict(model, state_dict:dict[str, Tensor], strict=True, verbose=Tr
       if k not in state_dict:
         if DEBUG >= 1: print(f"WARNING: not loading {k}")
         continue
-      if not isinstance(new := state_dict[k], Tensor): raise TypeError(f"load_state_dict: state dict entry {k!r} is a {type(new).__name__}, not a Tensor")
+      if not isinstance(new := state_dict[k], Tensor):
+        raise TypeError(f"load_state_dict: state dict entry {k!r} is a {type(new).__name__}, not a Tensor")
       if v.shape != new.shape:
         # a scalar and a one-element vector are the same weight
         if {(), (1,)} == {new.shape, v.shape}: new = new.reshape(v.shape)
@@ -208,7 +209,7 @@ def _zip_members(src:_Source) -> dict[str, memoryview]:
       elif zi.compress_type == zipfile.ZIP_DEFLATED:
         try: files[zi.filename] = memoryview(zlib.decompress(data, -15))
         except zlib.error as e: raise ValueError(f"{src.name}: zip member {zi.filename!r} does not inflate ({e})") from e
-      else: raise NotImplementedError(f"{src.name}: zip member {zi.filename!r} uses compression {zi.compress_type}, only stored and deflate are supported")
+      else: raise NotImplementedError(f"{src.name}: zip member {zi.filename!r} uses compression {zi.compress_type} (only stored and deflate)")
   return files
 
 class _MVReader(io.RawIOBase):
@@ -306,8 +307,10 @@ def _load_pickle(f, src:_Source, storages:dict[str, _Storage], storage_data) -> 
     raise (pickle.UnpicklingError if isinstance(e, pickle.UnpicklingError) else ValueError)(f"{src.name}: bad torch pickle ({e})") from e
 
 def _unwrap(obj):
-  if isinstance(obj, _Parameter): return obj.tensor
-  if isinstance(obj, dict): return type(obj)((k, _unwrap(v)) for k, v in obj.items()) if isinstance(obj, OrderedDict) else {k: _unwrap(v) for k, v in obj.items()}
+  """Old checkpoints pickle nn.Parameter by its state: the tensor inside it, in the top-level dict."""
+  if isinstance(obj, dict):
+    for k, v in obj.items():
+      if isinstance(v, _Parameter): obj[k] = v.tensor
   return obj
 
 _LEGACY_MAGIC = 0x1950a86a20f9469cfc6c
@@ -322,7 +325,8 @@ def torch_load(fn:Tensor|str|pathlib.Path) -> dict[str, Tensor]:
     base = pkls[0][:-len("data.pkl")]
     def zip_data(key, dtype, numel):
       if (d := files.get(f"{base}data/{key}")) is None: raise ValueError(f"{src.name}: storage {key!r} is missing from the archive")
-      if len(d) < numel * dtype.itemsize: raise ValueError(f"{src.name}: storage {key!r} has {len(d)} bytes, {numel} {dtype.name} need {numel*dtype.itemsize}")
+      if len(d) < numel * dtype.itemsize:
+        raise ValueError(f"{src.name}: storage {key!r} has {len(d)} bytes, {numel} {dtype.name} need {numel*dtype.itemsize}")
       return d
     return _unwrap(_load_pickle(io.BytesIO(files[pkls[0]]), src, {}, zip_data))
   if bytes(src.mv[257:262]) == b"ustar": raise NotImplementedError(f"{src.name}: the tar checkpoint format of torch < 0.4 is not supported")
