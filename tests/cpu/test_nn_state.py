@@ -265,6 +265,34 @@ def _torch_legacy(path, state, storages=STORAGE_BYTES, keys=None):
 def test_torch_load_legacy(tmp_path):
   _check_state(torch_load(_torch_legacy(tmp_path / "l.pth", _state())))
 
+def _torch_tar(path, pickle_bytes=None, ndim_override=None):
+  # the tar format of torch < 0.4: 'storages', 'tensors' and 'pickle' members
+  fs, ls = _GlobalStub.make("torch", "FloatStorage"), _GlobalStub.make("torch", "LongStorage")
+  storages = _pkl(2) + _pkl(("0", "cpu", fs)) + struct.pack("<q", 6) + W.tobytes() + _pkl(("1", "cpu", ls)) + struct.pack("<q", 2) + \
+             np.array([5, -6], np.int64).tobytes() + _pkl([])
+  tensors = _pkl(3)
+  for key, sid, size, stride, off in [("10", "0", (2, 3), (3, 1), 0), ("11", "0", (3, 2), (1, 3), 0), ("12", "1", (1,), (1,), 1)]:
+    ndim = len(size) if ndim_override is None else ndim_override
+    tensors += _pkl((key, sid, _GlobalStub.make("torch", "FloatTensor"))) + struct.pack("<ii", ndim, 0)
+    tensors += struct.pack(f"<{2*len(size)+1}q", *size, *stride, off)
+  main = _pkl(OrderedDict(w=_PID("10"), wt=_PID("11"), n=_PID("12"))) if pickle_bytes is None else pickle_bytes
+  with tarfile.open(path, "w") as t:
+    for name, data in [("sys_info", _pkl({})), ("pickle", main), ("tensors", tensors), ("storages", storages)]:
+      ti = tarfile.TarInfo(name)
+      ti.size = len(data)
+      t.addfile(ti, io.BytesIO(data))
+  return path
+
+def test_torch_load_tar_format(tmp_path):
+  sd = torch_load(_torch_tar(tmp_path / "old.tar"))
+  assert list(sd) == ["w", "wt", "n"]
+  np.testing.assert_equal(sd["w"].numpy(), W)
+  np.testing.assert_equal(sd["wt"].numpy(), W.T)
+  assert sd["n"].dtype == dtypes.int64 and sd["n"].numpy().tolist() == [-6]
+  with pytest.raises(ValueError, match="has 100 dimensions"): torch_load(_torch_tar(tmp_path / "bad.tar", ndim_override=100))
+  with pytest.raises(pickle.UnpicklingError, match="unknown persistent id '99'"):
+    torch_load(_torch_tar(tmp_path / "bad2.tar", pickle_bytes=_pkl({"x": _PID("99")})))
+
 def test_torch_load_bad_files(tmp_path):
   # a view reaching past its storage
   sw = _storage("FloatStorage", "0", 6)

@@ -128,6 +128,8 @@ def safe_save(tensors:dict[str, Tensor], fn:str|pathlib.Path, metadata:dict[str,
   j = json.dumps(headers, separators=(",", ":")).encode("utf-8")
   # the data starts 8-byte aligned, as the safetensors package writes it
   j += b" " * (round_up(len(j), 8) - len(j))
+  # a new file, not the old one truncated: a map of the old file (safe_load_metadata's tensor source) must never see it shrink
+  pathlib.Path(fn).unlink(missing_ok=True)
   with open(fn, "wb") as f:
     f.write(struct.pack("<Q", len(j)))
     f.write(j)
@@ -250,6 +252,8 @@ _TORCH_STORAGES = {"HalfStorage": dtypes.float16, "FloatStorage": dtypes.float32
                    "IntStorage": dtypes.int32, "LongStorage": dtypes.int64, "BoolStorage": dtypes.bool,
                    "Float8_e4m3fnStorage": dtypes.fp8e4m3, "Float8_e5m2Storage": dtypes.fp8e5m2}
 
+_TORCH_TENSOR_TYPES = {n.replace("Storage", "Tensor") for n in _TORCH_STORAGES}
+
 class _StorageType:
   def __init__(self, name:str, dtype:DType): self.name, self.dtype = name, dtype
   def __repr__(self): return f"torch.{self.name}"
@@ -279,9 +283,9 @@ def _rebuild_tensor_from(src:_Source, storage:_Storage, storage_offset:int, size
 
 class _TorchUnpickler(pickle.Unpickler):
   """Knows only the globals of a tensor state dict; any other global (os.system, builtins.eval, ...) raises before anything runs."""
-  def __init__(self, f, src:_Source, storages:dict[str, _Storage], storage_data):
+  def __init__(self, f, src:_Source, storages:dict[str, _Storage], storage_data, objects:dict[str, Any]|None=None):
     super().__init__(f)
-    self.src, self.storages, self.storage_data = src, storages, storage_data
+    self.src, self.storages, self.storage_data, self.objects = src, storages, storage_data, objects
   def find_class(self, module:str, name:str):
     if module == "collections" and name == "OrderedDict": return OrderedDict
     if module == "torch._utils" and name in ("_rebuild_tensor", "_rebuild_tensor_v2"):
@@ -289,9 +293,14 @@ class _TorchUnpickler(pickle.Unpickler):
     if module == "torch._utils" and name == "_rebuild_parameter": return lambda data, *_: data
     if module == "torch.nn.parameter" and name == "Parameter": return _Parameter
     if module == "torch" and name in _TORCH_STORAGES: return _StorageType(name, _TORCH_STORAGES[name])
+    # the tar format names each tensor's original type (torch.FloatTensor, ...); only the storage's type matters
+    if module == "torch" and name in _TORCH_TENSOR_TYPES: return name
     if module == "torch" and name == "Size": return tuple
     raise pickle.UnpicklingError(f"{self.src.name}: torch_load refuses the global {module}.{name} (only tensor state dicts are loaded)")
   def persistent_load(self, pid):
+    if self.objects is not None:   # the tar format: tensors by key, rebuilt before the pickle is read
+      if isinstance(pid, (str, int)) and (obj := self.objects.get(str(pid))) is not None: return obj
+      raise pickle.UnpicklingError(f"{self.src.name}: unknown persistent id {pid!r}")
     if not isinstance(pid, tuple) or len(pid) < 5 or pid[0] != "storage" or not isinstance(pid[1], _StorageType):
       raise pickle.UnpicklingError(f"{self.src.name}: unknown persistent id {pid!r}")
     _, st, key, _location, numel = pid[:5]
@@ -301,8 +310,8 @@ class _TorchUnpickler(pickle.Unpickler):
       self.storages[key] = s = _Storage(key, st.dtype, numel, self.storage_data(key, st.dtype, numel))
     return s
 
-def _load_pickle(f, src:_Source, storages:dict[str, _Storage], storage_data) -> Any:
-  try: return _TorchUnpickler(f, src, storages, storage_data).load()
+def _load_pickle(f, src:_Source, storages:dict[str, _Storage], storage_data, objects:dict[str, Any]|None=None) -> Any:
+  try: return _TorchUnpickler(f, src, storages, storage_data, objects).load()
   except (EOFError, pickle.UnpicklingError, struct.error) as e:
     raise (pickle.UnpicklingError if isinstance(e, pickle.UnpicklingError) else ValueError)(f"{src.name}: bad torch pickle ({e})") from e
 
@@ -316,7 +325,8 @@ def _unwrap(obj):
 _LEGACY_MAGIC = 0x1950a86a20f9469cfc6c
 
 def torch_load(fn:Tensor|str|pathlib.Path) -> dict[str, Tensor]:
-  """The state dict of a torch.save file (the zip format, or the legacy one of torch < 1.6), tensors realized on the default device.
+  """The state dict of a torch.save file, tensors realized on the default device: the zip format, the legacy pickle format (torch < 1.6,
+  or _use_new_zipfile_serialization=False) and the tar format of torch < 0.4.
   Nothing in the file runs: the unpickler refuses every global but the few a tensor state dict uses (pickle.UnpicklingError)."""
   src = _Source(fn)
   if bytes(src.mv[:4]) == b"PK\x03\x04":
@@ -329,7 +339,7 @@ def torch_load(fn:Tensor|str|pathlib.Path) -> dict[str, Tensor]:
         raise ValueError(f"{src.name}: storage {key!r} has {len(d)} bytes, {numel} {dtype.name} need {numel*dtype.itemsize}")
       return d
     return _unwrap(_load_pickle(io.BytesIO(files[pkls[0]]), src, {}, zip_data))
-  if bytes(src.mv[257:262]) == b"ustar": raise NotImplementedError(f"{src.name}: the tar checkpoint format of torch < 0.4 is not supported")
+  if bytes(src.mv[257:262]) == b"ustar": return _torch_load_tar(src)
   # legacy: pickles of the magic number, protocol version and system info, the object (its storages by key), the storage keys, then
   # each storage's bytes, each after an 8-byte element count
   f = _MVReader(src.mv)
@@ -350,3 +360,38 @@ def torch_load(fn:Tensor|str|pathlib.Path) -> dict[str, Tensor]:
     return d
   f.seek(obj_pos)
   return _unwrap(_load_pickle(f, src, {}, legacy_data))
+
+def _torch_load_tar(src:_Source) -> Any:
+  """The tar format of torch < 0.4: 'storages' (a count, then per storage a pickled (key, location, type), an int64 element count and
+  the bytes), 'tensors' (a count, then per tensor a pickled (key, storage key, type), int32 ndim, 4 bytes, ndim int64 sizes, ndim int64
+  strides, an int64 storage offset) and 'pickle' (the object, tensors by key as persistent ids)."""
+  files = _tar_members(src)
+  if missing := [k for k in ("storages", "tensors", "pickle") if k not in files]: raise ValueError(f"{src.name}: a torch tar without {missing}")
+  part = _Source.__new__(_Source)
+  part.name, part.mv = f"{src.name} (storages)", files["storages"]
+  f, storages = _MVReader(part.mv), {}
+  for _ in range(_count(_load_pickle(f, src, {}, None), part, "storages")):
+    key, _location, st = _load_pickle(f, src, {}, None)
+    if not isinstance(st, _StorageType): raise ValueError(f"{src.name}: storage {key!r} has type {st!r}")
+    n = struct.unpack("<q", part.span(f.pos, f.pos + 8, f"storage {key!r}'s size"))[0]
+    if n < 0: raise ValueError(f"{src.name}: storage {key!r} has a negative size {n}")
+    storages[str(key)] = _Storage(str(key), st.dtype, n, part.span(f.pos + 8, f.pos + 8 + n * st.dtype.itemsize, f"storage {key!r}"))
+    f.seek(f.pos + 8 + n * st.dtype.itemsize)
+  part.name, part.mv = f"{src.name} (tensors)", files["tensors"]
+  f, objects = _MVReader(part.mv), {}
+  for _ in range(_count(_load_pickle(f, src, {}, None), part, "tensors")):
+    key, storage_id, _ = _load_pickle(f, src, {}, None)
+    if (storage := storages.get(str(storage_id))) is None: raise ValueError(f"{src.name}: tensor {key!r} uses unknown storage {storage_id!r}")
+    ndim = struct.unpack("<i", part.span(f.pos, f.pos + 4, f"tensor {key!r}'s ndim"))[0]
+    if not 0 <= ndim <= 64: raise ValueError(f"{src.name}: tensor {key!r} has {ndim} dimensions")
+    raw = part.span(f.pos + 8, f.pos + 8 + 16 * ndim + 8, f"tensor {key!r}'s sizes and strides")
+    f.seek(f.pos + 8 + 16 * ndim + 8)
+    vals = struct.unpack(f"<{2*ndim+1}q", raw)
+    size, stride, offset = vals[:ndim], vals[ndim:2*ndim], vals[-1]
+    objects[str(key)] = _rebuild_tensor_from(src, storage, offset, size, stride)
+  return _unwrap(_load_pickle(io.BytesIO(files["pickle"]), src, {}, None, objects))
+
+def _count(n, part:_Source, what:str) -> int:
+  # each entry takes more than a byte: a count beyond the bytes there is a lie
+  if type(n) is not int or not 0 <= n <= len(part): raise ValueError(f"{part.name}: bad number of {what} {n!r}")
+  return n
