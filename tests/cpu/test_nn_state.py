@@ -86,6 +86,8 @@ def test_safe_load_reads_safetensors_files(tmp_path):
   for k, v in NP_CASES.items():
     assert sd[k].shape == v.shape
     assert sd[k].numpy().dtype == v.dtype and sd[k].numpy().tobytes() == v.tobytes(), k
+  # loaded tensors are ordinary realized tensors: kernels read them
+  np.testing.assert_equal((sd["f32"] * 2 + sd["i32"].sum()).numpy(), NP_CASES["f32"] * 2 - 1)
   _, data_start, meta = safe_load_metadata(fn)
   assert meta["__metadata__"] == {"format": "np"} and data_start == 8 + struct.unpack("<Q", fn.read_bytes()[:8])[0]
 
@@ -94,6 +96,12 @@ def test_safe_save_is_read_by_safetensors(tmp_path):
   back = load_file(fn)
   for k, v in NP_CASES.items(): assert back[k].dtype == v.dtype and back[k].shape == v.shape and back[k].tobytes() == v.tobytes(), k
   with safetensors.safe_open(fn, "np") as f: assert f.metadata() == {"who": "tinygrad"}
+  # views (a transpose, a slice) are written as their values
+  x = Tensor(NP_CASES["f32"])
+  safe_save({"t": x.T, "s": x[1:, ::2]}, fn2 := tmp_path / "v.safetensors")
+  back = load_file(fn2)
+  np.testing.assert_equal(back["t"], NP_CASES["f32"].T)
+  np.testing.assert_equal(back["s"], NP_CASES["f32"][1:, ::2])
 
 # dtypes numpy lacks: bytes written through the package's raw serializer, read back by us, written by us, read by the package
 RAW = [("BF16", "bfloat16", 2), ("F8_E4M3", "float8_e4m3fn", 1), ("F8_E5M2", "float8_e5m2", 1)]
