@@ -1,6 +1,7 @@
-"""tinygrad.nn: the layers of tinygrad 0.14 (same constructors, attribute and parameter names, shapes and initialisation as 0.14, and so
-as torch's state dicts), written on the Tensor API. A layer is a plain object holding Tensors; calling it runs the forward.
-Training vs evaluation (BatchNorm's statistics) follows Context(TRAINING=...), as in 0.14."""
+"""tinygrad.nn: layers (this file), optimizers (nn.optim), weight files and state dicts (nn.state), datasets (nn.datasets).
+The layers are tinygrad 0.14's (same constructors, attribute and parameter names, shapes and initialisation, and so torch's state-dict
+names), written on the Tensor API. A layer is a plain object holding Tensors; calling it runs the forward. Training vs evaluation
+(BatchNorm's statistics) follows Context(TRAINING=...), as in 0.14."""
 from __future__ import annotations
 import importlib
 import math
