@@ -333,3 +333,25 @@ def test_lazy_submodules():
   import tinygrad.nn as tnn
   with pytest.raises(AttributeError, match="has no attribute 'nope'"): tnn.nope  # noqa: B018
   assert tnn.optim.SGD is nn.optim.SGD
+
+def test_state_dict_round_trip_after_training(tmp_path):
+  # the layers' names are the state dict's keys (torch's too); trained weights and BatchNorm statistics survive safe_save/safe_load
+  from tinygrad.nn.state import get_state_dict, get_parameters, load_state_dict, safe_save, safe_load
+  class Model:
+    def __init__(self): self.fc1, self.bn, self.fc2 = nn.Linear(4, 3), nn.BatchNorm(3), nn.Linear(3, 2)
+    def __call__(self, x): return self.fc2(self.bn(self.fc1(x)).relu())
+  m = Model()
+  assert sorted(get_state_dict(m)) == ["bn.bias", "bn.num_batches_tracked", "bn.running_mean", "bn.running_var", "bn.weight",
+                                       "fc1.bias", "fc1.weight", "fc2.bias", "fc2.weight"]
+  x = Tensor(rnd(5, 4))
+  opt = nn.optim.SGD(get_parameters(m), lr=0.1)
+  with Context(TRAINING=1):
+    for _ in range(2):
+      opt.zero_grad()
+      m(x).square().mean().backward()
+      opt.step()
+  safe_save(get_state_dict(m), fn := str(tmp_path / "m.safetensors"))
+  m2 = Model()
+  load_state_dict(m2, safe_load(fn), verbose=False)
+  assert m2.bn.num_batches_tracked.item() == 2
+  np.testing.assert_equal(m2(x).numpy(), m(x).numpy())
