@@ -71,9 +71,10 @@ def _where_gradient(ctx:UOp, c:UOp) -> tuple[None, UOp, UOp]:
 
 def _none(ret:UOp) -> tuple[None, ...]: return (None,) * len(ret.src)
 
-# ops through which no gradient flows: comparisons, integer and bit ops, TRUNC (zero almost everywhere), BITCAST, DETACH
+# ops through which no gradient flows: comparisons, integer and bit ops, TRUNC (zero almost everywhere), BITCAST, DETACH, and the AFTER of
+# Tensor.assign (an assigned tensor is a leaf, as in tinygrad: the write is not differentiable)
 _NO_GRADIENT = (Ops.CMPLT, Ops.CMPNE, Ops.TRUNC, Ops.FLOORDIV, Ops.FLOORMOD, Ops.CDIV, Ops.CMOD, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR,
-                Ops.THREEFRY, Ops.BITCAST, Ops.DETACH)
+                Ops.THREEFRY, Ops.BITCAST, Ops.DETACH, Ops.AFTER)
 
 pm_gradient = PatternMatcher([
   # elementwise
