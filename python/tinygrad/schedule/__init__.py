@@ -113,7 +113,7 @@ def _create_schedule(targets:list[UOp], devices:list[str]) -> tuple[list[Schedul
       if x not in bufs:
         bufs[x] = b
         work.append(x)
-    if ast is None: continue   # an assign through a view that holds no element of its storage
+    if ast is None: continue   # an assign with nothing to write (see build_kernel)
     params = list(ctx.params)
     items[u] = ScheduleItem(ast, [buffer_of(b) for b in params], [u], params)
     reads[u] = list(ctx.reads)
@@ -127,7 +127,9 @@ def _dependencies(items:dict[UOp, ScheduleItem], reads:dict[UOp, list[UOp]], buf
   """{root: the roots whose items run before its item}. A read names the version of a buffer it sees: a root of this schedule (its
   kernel's result, or the buffer after that AFTER's write), or a BUFFER as it was before the schedule (read directly or through a
   realized node)."""
-  def version(n:UOp) -> UOp|None: return n if n in bufs else as_buffer(n)
+  def version(n:UOp) -> UOp|None:
+    while n.op is Ops.AFTER and n in bufs and n not in items: n = n.src[0]   # a write with nothing to write leaves the version it was on
+    return n if n in bufs else as_buffer(n)
   readers: dict[UOp, list[UOp]] = {}
   deps: dict[UOp, list[UOp]] = {}
   for u, rs in reads.items():

@@ -305,7 +305,8 @@ def build_kernel(root:UOp, out:UOp, bufs:dict[UOp, UOp], realized_buffer, merge_
                  memo:dict|None=None) -> tuple[UOp|None, KernelContext]:
   """The kernel AST computing root into the BUFFER out. With merge_out (merge_reduce) the output (reduced) dims are one loop,
   split again by index arithmetic where a buffer needs that. For an AFTER root: the kernel writing its value into its storage
-  (None when the view holds no element of the storage; ctx.hazard when the write can't be in place)."""
+  (None when there is nothing to write: the view holds no element of the storage, or the value is what it holds; ctx.hazard when
+  the write can't be in place)."""
   ctx = KernelContext(root, out, bufs, realized_buffer, merge_reduce, {} if memo is None else memo)
   write = root.src[1] if root.op is Ops.AFTER else None
   shape = root.shape if write is None else write.src[1].shape
@@ -334,6 +335,8 @@ def build_kernel(root:UOp, out:UOp, bufs:dict[UOp, UOp], realized_buffer, merge_
 def _store_through(ctx:KernelContext, value:UOp, seen:UOp) -> UOp|None:
   if not (loads := [u for u in seen.toposort() if u.op is Ops.LOAD]): return None   # the view is all padding
   index = loads[0].src[0]
+  # storing back what the view already holds (t[i] += 1 writes t[i], then __setitem__ stores that view into itself): no kernel
+  if value.op is Ops.LOAD and value.src[0] is index and value.src[2:] in ((), loads[0].src[2:]): return None
   # in place only if the value reads the written buffer at the written element (a kernel splits its loop across threads and lanes)
   ctx.hazard = any(u.op is Ops.INDEX and u.src[0] is index.src[0] and u is not index for u in value.toposort())
   return UOp(Ops.STORE, dtypes.void, (index, value) + loads[0].src[2:])

@@ -10,7 +10,7 @@ Tensor-level conventions (what Tensor and the UOp mixins build, what the schedul
                                                                         first; COPY's arg is (src device, dst device))
   AFTER    src: (storage, STORE(view, value))                          Tensor.assign: the storage (a BUFFER or an earlier AFTER,
                                                                         flat) once value is written through view (a movement chain
-                                                                        over storage); shape: the storage's. The STORE has no shape
+                                                                        over storage); shape: the storage's. The STORE's: the view's
 Kernel-level UOps (RANGE, PARAM, INDEX, LOAD, a Variable, ...) have shape None, and so does everything computed from one: a shape
 is never a property of index arithmetic. An ill-formed tensor-level node raises a RuntimeError naming its op, its arg and the shapes
 of its sources when its shape is first asked for.
@@ -90,8 +90,10 @@ shape_rules = PatternMatcher([
   # the tensor-level REDUCE (op, axes) on one source; a kernel's REDUCE(x, *ranges, arg=(op,)) has no shape
   (UPat(Ops.REDUCE, src=(UPat.var("x"),), name="u"), lambda u, x: _reduce(u, x) if isinstance(u.arg, tuple) and len(u.arg) == 2 else None),
   (UPat(_ELEMENTWISE, name="u"), _elementwise),
-  # the tensor-level AFTER of Tensor.assign (a kernel's AFTER orders an accumulator: its STORE writes an INDEX, which has no shape)
-  (UPat(Ops.AFTER, src=(UPat.var("x"), UPat(Ops.STORE, name="st"))), lambda x, st: x.shape if st.src[0].shape is not None else None),
+  # the tensor-level STORE and AFTER of Tensor.assign (in a kernel, a STORE writes an INDEX, which has no shape, and so has no AFTER
+  # of it: there it orders an accumulator)
+  (UPat(Ops.STORE, src=(UPat.var("v"), UPat())), lambda v: v.shape),
+  (UPat(Ops.AFTER, src=(UPat.var("x"), UPat(Ops.STORE, name="st"))), lambda x, st: x.shape if st.shape is not None else None),
 ])
 
 # the ops whose shape is read from their sources: a walk to fill in shapes only descends through these
