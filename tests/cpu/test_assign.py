@@ -269,3 +269,36 @@ def test_two_writes_of_one_version_raise():
   a.assign(a + 1)
   v.assign(v * 2)
   with pytest.raises(RuntimeError, match="two assigns"): Tensor.realize(a, v)
+
+# ***** random programs of writes and reads against numpy *****
+
+def _random_program(seed:int):
+  rng = np.random.default_rng(seed)
+  ref = rng.standard_normal((4, 6)).astype(np.float32)
+  a = Tensor(ref.copy()).realize()
+  reads: list[tuple[Tensor, np.ndarray]] = []
+  pending: list[Tensor] = []
+  for _ in range(12):
+    k = rng.integers(7)
+    r0, r1 = sorted(rng.integers(0, 5, 2))
+    r1 += 1
+    c = float(rng.integers(1, 4))
+    if k == 0: a.assign(a * 0.5 + c); ref = ref * 0.5 + c
+    elif k == 1: a[r0:r1] = c; ref[r0:r1] = c
+    elif k == 2: a[:, ::2] += c; ref[:, ::2] += c
+    elif k == 3: a.T[1:4].assign(a.T[1:4] * -1); ref.T[1:4] *= -1
+    elif k == 4: a.assign(a.flip(1)); ref = ref[:, ::-1].copy()
+    elif k == 5:   # a read of the current value, realized with later writes
+      pending.append(t := a.sum(1) * 1)
+      reads.append((t, ref.sum(1)))
+    else:   # realize what is pending: the reads so far must still see the values they were built on
+      Tensor.realize(a, *pending)
+      pending = []
+  Tensor.realize(*pending, a)
+  return a, ref, reads
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_programs(seed):
+  a, ref, reads = _random_program(seed)
+  np.testing.assert_allclose(a.numpy(), ref, rtol=1e-5, atol=1e-5)
+  for t, want in reads: np.testing.assert_allclose(t.numpy(), want, rtol=1e-5, atol=1e-5)

@@ -195,7 +195,10 @@ class IndexingMixin:
       self.uop = _view_of(chain, after)
       return self
     for ref in list(_tensors):
-      if (t := ref()) is not None and (f := _storage_view(t.uop)) is not None and f[1] is storage: t.uop = _view_of(f[0], after)
+      if (t := ref()) is None: continue
+      # most live tensors are other realized buffers (a plain view is never marked realized): skip them without the full walk
+      if (b := t.uop.src[0] if t.uop.op is Ops.RESHAPE else t.uop).op is Ops.BUFFER and b is not storage: continue
+      if (f := _storage_view(t.uop)) is not None and f[1] is storage: t.uop = _view_of(f[0], after)
     return self
 
   def __setitem__(self, indices, v) -> None:
