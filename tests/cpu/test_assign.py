@@ -236,6 +236,24 @@ def test_sgd_update_with_lazy_gradients():
   assert kernels(*params) <= 17
   for p, w in zip(params, want): np.testing.assert_allclose(p.numpy(), w, rtol=1e-5, atol=1e-6)
 
+def test_running_stats_update_with_the_forward_pass():
+  # BatchNorm's running statistics: written in place in the same realize as the output that reads the batch statistics
+  rm, rv = Tensor.zeros(3).contiguous().realize(), Tensor.ones(3).contiguous().realize()
+  ref_m, ref_v = np.zeros(3, np.float32), np.ones(3, np.float32)
+  for step in range(3):
+    xs = f32(8, 3, seed=step)
+    x = Tensor(xs)
+    mean, var = x.mean(0), x.var(0)
+    out = (x - mean) / (var + 1e-5).sqrt() * rm.reshape(1, 3).exp()   # reads the old running mean
+    want = (xs - xs.mean(0)) / np.sqrt(xs.var(0, ddof=1) + 1e-5) * np.exp(ref_m)
+    rm.assign(rm * 0.9 + mean * 0.1)
+    rv.assign(rv * 0.9 + var * 0.1)
+    ref_m, ref_v = ref_m * 0.9 + xs.mean(0) * 0.1, ref_v * 0.9 + xs.var(0, ddof=1) * 0.1
+    Tensor.realize(out, rm, rv)
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(rm.numpy(), ref_m, rtol=1e-6)
+    np.testing.assert_allclose(rv.numpy(), ref_v, rtol=1e-6)
+
 # ***** autograd *****
 
 def test_gradient_flows_to_the_written_value():
@@ -302,3 +320,12 @@ def test_random_programs(seed):
   a, ref, reads = _random_program(seed)
   np.testing.assert_allclose(a.numpy(), ref, rtol=1e-5, atol=1e-5)
   for t, want in reads: np.testing.assert_allclose(t.numpy(), want, rtol=1e-5, atol=1e-5)
+
+def test_reading_both_versions_in_one_kernel_raises():
+  # one kernel can't read a buffer's contents from before a write and after it (tinygrad 0.14 raises too)
+  a = Tensor([1.0, 2.0, 3.0]).realize()
+  old = a * 1
+  a.assign(a + 10)
+  with pytest.raises(RuntimeError, match="both before and after an assign"): (old + a).realize()
+  old.realize()   # the earlier read first: then both are fine
+  np.testing.assert_equal((old + a).numpy(), [12.0, 14.0, 16.0])

@@ -14,6 +14,11 @@ Inspecting a schedule from Python (nothing runs until asked):
                                        at their output buffers, as tinygrad does; tinygrad.engine.realize.run_linear(linear) fills them.
   ScheduleItem.call() / ScheduleItem.from_call(call) convert between the two forms.
 
+A write of Tensor.assign (AFTER(storage, STORE(view, value)) in the tensor graph) is a kernel whose output buffer is its storage's
+(bufs[0], which it may also read: value is written in place); the kernels are ordered so that every read of a buffer's old contents
+runs before the write that replaces them. The AFTERs a schedule writes are in its {uop: BUFFER} map too, and count as realized once
+their tensors are bound to it.
+
 A COPY (Tensor.to) is not a kernel: its ScheduleItem has the AST COPY(arg=KernelInfo("copy ...")) and bufs [dst, src], the source
 realized (on its own device) into a buffer first.
 

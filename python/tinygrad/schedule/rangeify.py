@@ -377,9 +377,9 @@ def order_items(first:list[UOp], deps:dict[UOp, list[UOp]]) -> list[UOp]:
         continue
       if (st := state.get(k)) is not None:
         if st: continue
-        raise RuntimeError(f"can't order the writes to the buffers of one schedule: {k.op} (shape {k.shape}) must run both before and "
-                           "after another write of its buffer (two assigns to one buffer, each reading what the other overwrites); "
-                           "realize one of them first")
+        raise RuntimeError(f"can't order the kernels of one schedule: the kernel of {k.op} (shape {k.shape}) would have to run both "
+                           "before and after an assign to a buffer (the graph reads that buffer's contents both from before the write and "
+                           "after it); realize the earlier read, or the assign, first")
       state[k] = False
       stack.append((k, True))
       stack.extend((d, False) for d in reversed(deps[k]) if d in deps and not state.get(d, False))
