@@ -75,6 +75,16 @@ def _none(ret:UOp) -> tuple[None, ...]: return (None,) * len(ret.src)
 _NO_GRADIENT = (Ops.CMPLT, Ops.CMPNE, Ops.TRUNC, Ops.FLOORDIV, Ops.FLOORMOD, Ops.CDIV, Ops.CMOD, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR,
                 Ops.THREEFRY, Ops.BITCAST, Ops.DETACH)
 
+def _assign_gradient(ctx:UOp, storage:UOp, st:UOp) -> tuple[None, UOp]:
+  # AFTER(storage, STORE(view, value)) of Tensor.assign: as in tinygrad, the written value takes the gradient (seen through the view
+  # it was written through); the old contents take none
+  ops, v = [], st.src[0]
+  while v is not storage:   # the view: a chain of movement ops (and DETACH) over the storage
+    ops.append(v)
+    v = v.src[0]
+  for u in reversed(ops): ctx = UOp(u.op, ctx.dtype, (ctx,), u.arg)
+  return (None, ctx)
+
 pm_gradient = PatternMatcher([
   # elementwise
   (UPat(Ops.ADD), lambda ctx: (ctx, ctx)),
@@ -102,6 +112,8 @@ pm_gradient = PatternMatcher([
   (UPat(Ops.CONTIGUOUS), lambda ctx: (ctx,)),
   (UPat(Ops.CONTIGUOUS_BACKWARD), lambda ctx: (UOp(Ops.CONTIGUOUS, ctx.dtype, (ctx,)),)),
   (UPat(Ops.COPY, name="ret"), lambda ctx, ret: (UOp(Ops.COPY, ctx.dtype, (ctx,), (ret.arg[1], ret.arg[0])),)),
+  (UPat(Ops.AFTER, src=(UPat.var("storage"), UPat(Ops.STORE, name="st"))), _assign_gradient),
+  (UPat(Ops.STORE, src=(UPat(), UPat())), lambda ctx: (None, ctx)),
 ])
 
 def compute_gradient(root:UOp, root_grad:UOp, targets:set[UOp]|frozenset[UOp]) -> dict[UOp, UOp]:
@@ -117,7 +129,7 @@ def compute_gradient(root:UOp, root_grad:UOp, targets:set[UOp]|frozenset[UOp]) -
     if (lgrads := pm_gradient.rewrite(u, ctx=g)) is None: raise RuntimeError(f"no gradient rule for {u.op} (shape {u.shape}, {u.dtype})")
     for s, sg in zip(u.src, lgrads):
       if sg is None or not on_path[s]: continue
-      if sg.shape != s.shape or sg.dtype is not s.dtype:
+      if sg.shape != s.shape or sg.dtype is not (s.dtype if s.op is not Ops.STORE else s.src[1].dtype):   # a STORE's is its value's
         raise RuntimeError(f"the gradient rule of {u.op} gave {sg.shape} {sg.dtype} for a source of {s.shape} {s.dtype}")
       grads[s] = sg if (prev := grads.get(s)) is None else prev + sg
   return grads

@@ -14,6 +14,11 @@ Inspecting a schedule from Python (nothing runs until asked):
                                        at their output buffers, as tinygrad does; tinygrad.engine.realize.run_linear(linear) fills them.
   ScheduleItem.call() / ScheduleItem.from_call(call) convert between the two forms.
 
+A write of Tensor.assign (AFTER(storage, STORE(view, value)) in the tensor graph) is a kernel whose output buffer is its storage's
+(bufs[0], which it may also read: value is written in place); the kernels are ordered so that every read of a buffer's old contents
+runs before the write that replaces them. The AFTERs a schedule writes are in its {uop: BUFFER} map too, and count as realized once
+their tensors are bound to it.
+
 A COPY (Tensor.to) is not a kernel: its ScheduleItem has the AST COPY(arg=KernelInfo("copy ...")) and bufs [dst, src], the source
 realized (on its own device) into a buffer first.
 
@@ -28,7 +33,7 @@ from tinygrad.uop.ops import UOp, Ops
 from tinygrad.dtype import dtypes, DType
 from tinygrad.helpers import prod, NOOPT, SPEC, SCACHE
 from tinygrad.device import Buffer
-from tinygrad.schedule.buffers import new_buffer, buffer_of, has_buffer, as_buffer, realized_view, next_buffer_id
+from tinygrad.schedule.buffers import new_buffer, buffer_of, has_buffer, as_buffer, realized_view, next_buffer_id, storage_buffer, pending_write
 from tinygrad.schedule.rangeify import KernelInfo, reduce_identity, plan_buffers, best_kernel, order_items
 
 __all__ = ["ScheduleItem", "KernelInfo", "create_schedule", "schedule_to_linear", "reduce_identity"]
@@ -63,12 +68,12 @@ def _is_realized(u:UOp) -> bool: return u.op is Ops.BUFFER or realized_view(u) i
 
 def _realized_buffer(u:UOp) -> UOp|None: return as_buffer(u) if realized_view(u) is not None else None
 
-def _copy_item(u:UOp, out:UOp, bufs:dict[UOp, UOp]) -> ScheduleItem:
+def _copy_item(u:UOp, out:UOp, bufs:dict[UOp, UOp]) -> tuple[ScheduleItem, UOp]:
   src, (src_dev, dst_dev) = u.src[0], u.arg
   n = prod(u.shape)
-  sb = b if (b := as_buffer(src)) is not None and b.src[0].arg == n else bufs[src]
+  sb, read = (b, b) if (b := as_buffer(src)) is not None and b.src[0].arg == n else (bufs[src], src)
   ast = UOp(Ops.COPY, u.dtype, (), KernelInfo(f"copy {n * u.dtype.itemsize:8d}, {dst_dev} <- {src_dev}"))
-  return ScheduleItem(ast, [buffer_of(out), buffer_of(sb)], [u], [out, sb])
+  return ScheduleItem(ast, [buffer_of(out), buffer_of(sb)], [u], [out, sb]), read
 
 def _create_schedule(targets:list[UOp], devices:list[str]) -> tuple[list[ScheduleItem], dict[UOp, UOp]]:
   """The kernels that compute `targets` (tensor-graph UOps) on `devices` (one each), in run order, and {target: BUFFER}."""
@@ -77,35 +82,75 @@ def _create_schedule(targets:list[UOp], devices:list[str]) -> tuple[list[Schedul
     type_verify(UOp(Ops.SINK, dtypes.void, tuple(targets)), spec_tensor, "tensor graph")
   ret: dict[UOp, UOp] = {}
   todo: dict[UOp, str] = {}
+  first: dict[UOp, UOp] = {}   # target -> its kernel's root
   for t, d in zip(targets, devices):
     if (b := as_buffer(t)) is not None and prod(t.shape) == b.src[0].arg: ret[t] = b
-    else: todo.setdefault(t, d)
+    else:
+      # a tensor that was assigned is its storage once the write has run: no buffer of its own
+      todo.setdefault(w := t if (p := pending_write(t)) is None else p, d)
+      first[t] = w
   roots = plan_buffers(todo, _is_realized)
-  bufs = {u: new_buffer(d, prod(u.shape), u.dtype) for u, d in roots.items()}
-  for t in todo: ret[t] = bufs[t]
+  # an AFTER (Tensor.assign) writes into its storage's buffer
+  bufs = {u: storage_buffer(u) if u.op is Ops.AFTER else new_buffer(d, prod(u.shape), u.dtype) for u, d in roots.items()}
+  for t, w in first.items(): ret[t] = bufs[w]
+  for u in roots:
+    if u.op is Ops.AFTER: ret[u] = bufs[u]   # realized once the schedule runs (the tensors' _bind_buffers marks it)
   # kernels, built from a worklist: a kernel may give a value a buffer of its own (MAX_INDEX_USES), which then needs its kernel too
   items: dict[UOp, ScheduleItem] = {}
+  reads: dict[UOp, list[UOp]] = {}
   work, memo = list(roots), {}
   while work:
     u = work.pop()
     out = bufs[u]
     if prod(u.shape) == 0: continue
     if u.op is Ops.COPY:
-      items[out] = _copy_item(u, out, bufs)
+      items[u], read = _copy_item(u, out, bufs)
+      reads[u] = [read]
       continue
     ast, ctx = best_kernel(u, out, bufs, _realized_buffer, memo)
+    if ctx.hazard:
+      # the value reads the buffer it overwrites at other elements (a.assign(a.flip(0))): it is computed into a buffer first
+      v = u.src[1].src[1]
+      bufs[v] = new_buffer(out.arg.device, prod(v.shape), v.dtype)
+      work.append(v)
+      ast, ctx = best_kernel(u, out, bufs, _realized_buffer, memo)
     for x, b in ctx.extra.items():
       if x not in bufs:
         bufs[x] = b
         work.append(x)
+    if ast is None: continue   # an assign with nothing to write (see build_kernel)
     params = list(ctx.params)
-    items[out] = ScheduleItem(ast, [buffer_of(b) for b in params], [u], params)
-  order = order_items([ret[t] for t in targets], {b: si.buf_uops[1:] for b, si in items.items()})
-  sched = [items[b] for b in order]
+    items[u] = ScheduleItem(ast, [buffer_of(b) for b in params], [u], params)
+    reads[u] = list(ctx.reads)
+  sched = [items[u] for u in order_items(list(first.values()), _dependencies(items, reads, bufs))]
   if SPEC:  # SPEC hook: each kernel AST (tinygrad/uop/spec.py)
     from tinygrad.uop.spec import type_verify, spec_kernel
     for si in sched: type_verify(si.ast, spec_kernel, f"kernel AST of {si.name}")
   return sched, ret
+
+def _dependencies(items:dict[UOp, ScheduleItem], reads:dict[UOp, list[UOp]], bufs:dict[UOp, UOp]) -> dict[UOp, list[UOp]]:
+  """{root: the roots whose items run before its item}. A read names the version of a buffer it sees: a root of this schedule (its
+  kernel's result, or the buffer after that AFTER's write), or a BUFFER as it was before the schedule (read directly or through a
+  realized node)."""
+  def version(n:UOp) -> UOp|None:
+    while n.op is Ops.AFTER and n in bufs and n not in items: n = n.src[0]   # a write with nothing to write leaves the version it was on
+    return n if n in bufs else as_buffer(n)
+  readers: dict[UOp, list[UOp]] = {}
+  deps: dict[UOp, list[UOp]] = {}
+  for u, rs in reads.items():
+    deps[u] = [v for n in rs if (v := version(n)) in items]   # read after write
+    for n in rs:
+      if (v := version(n)) is not None: readers.setdefault(v, []).append(u)
+  writers: dict[UOp, UOp] = {}
+  for u in items:
+    if u.op is not Ops.AFTER: continue
+    base = version(u.src[0])
+    if (other := writers.setdefault(base, u)) is not u:
+      raise RuntimeError(f"two assigns in one schedule overwrite the same contents of one buffer (through views of shapes "
+                         f"{other.src[1].src[0].shape} and {u.src[1].src[0].shape}): neither sees the other's write; realize one first")
+    # a write comes after the write of the version it overwrites, and after every other kernel reading that version
+    deps[u] = deps[u] + ([base] if base in items else []) + [r for r in readers.get(base, []) if r is not u]
+  return deps
 
 # ***** the schedule cache *****
 # Scheduling a graph (lowering it to kernel ASTs through index arithmetic, trying several loop structures) costs far more than running
@@ -122,6 +167,7 @@ class _CachedSchedule:
   items: list[tuple[UOp, list[tuple[bool, int]], list[UOp]]]   # (ast, buffer roles: (created?, index), normalized outputs)
   created: list[tuple[str, int, DType]]                         # (device, size, dtype) of each buffer the schedule makes
   ret: list[tuple[bool, int]]                                   # the role of each target's buffer
+  writes: list[tuple[UOp, tuple[bool, int]]]                    # each AFTER (normalized) and the role of the buffer it writes
 
 def _normalize_into(root:UOp, norm:dict[UOp, UOp], inputs:list[UOp]) -> UOp:
   # module level, not a closure: a recursive closure is a reference cycle that would keep `norm` (and the graph) alive until a GC pass.
@@ -167,7 +213,9 @@ def _create_schedule_cached(targets:list[UOp], devices:list[str]) -> tuple[list[
     for ast, roles, outs in hit.items:
       bl = [buf(r) for r in roles]
       items.append(ScheduleItem(ast, [buffer_of(b) for b in bl], [original[o] for o in outs if o in original], bl))
-    return items, {t: buf(r) for t, r in zip(targets, hit.ret)}
+    ret = {t: buf(r) for t, r in zip(targets, hit.ret)}
+    for n, r in hit.writes: ret[original[n]] = buf(r)
+    return items, ret
   first_new = next_buffer_id()   # BUFFERs numbered from here on are made by this schedule
   items, ret = _create_schedule(targets, devices)
   index = {b: i for i, b in enumerate(inputs)}
@@ -178,8 +226,10 @@ def _create_schedule_cached(targets:list[UOp], devices:list[str]) -> tuple[list[
     return (True, created.setdefault(b, len(created)))
   roles = [[role(b) for b in si.buf_uops] for si in items]
   ret_roles = [role(ret[t]) for t in targets]
-  if all(r is not None for rs in roles + [ret_roles] for r in rs):
+  writes = [(norm[u], role(b)) for u, b in ret.items() if u.op is Ops.AFTER and u in norm]
+  if all(r is not None for rs in roles + [ret_roles, [r for _, r in writes]] for r in rs):
     _schedule_cache[key] = _CachedSchedule([(si.ast, rs, [norm[o] for o in si.outputs if o in norm]) for si, rs in zip(items, roles)],  # type: ignore[misc]
-                                           [(buffer_of(b).device, buffer_of(b).size, buffer_of(b).dtype) for b in created], ret_roles)  # type: ignore[arg-type]
+                                           [(buffer_of(b).device, buffer_of(b).size, buffer_of(b).dtype) for b in created], ret_roles,  # type: ignore[arg-type]
+                                           writes)  # type: ignore[arg-type]
     if len(_schedule_cache) > SCHEDULE_CACHE_SIZE: _schedule_cache.popitem(last=False)
   return items, ret

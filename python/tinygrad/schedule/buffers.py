@@ -7,6 +7,9 @@
   mark_realized(u, view)           u's value now lives in `view` (a buffer_view): graphs that still hold u read it from there
   realized_view(u)                 that view, or None
   as_buffer(u)                     the BUFFER u is a plain contiguous view of (through a realized mark), or None
+  storage_buffer(u)                the BUFFER that a storage node (a BUFFER, or the AFTER of Tensor.assign, which writes into its
+                                   storage) lives in, or None
+  pending_write(u)                 the not yet realized AFTER that u is (through one RESHAPE), or None
 
 Both maps are weak: an entry lives as long as its key UOp does, so dropping a graph frees its buffers.
 """
@@ -17,7 +20,8 @@ from tinygrad.uop.ops import UOp, Ops, ParamArg
 from tinygrad.dtype import dtypes, DType
 from tinygrad.device import Buffer
 
-__all__ = ["new_buffer", "buffer_of", "has_buffer", "buffer_view", "mark_realized", "realized_view", "as_buffer", "next_buffer_id"]
+__all__ = ["new_buffer", "buffer_of", "has_buffer", "buffer_view", "mark_realized", "realized_view", "as_buffer", "storage_buffer",
+           "pending_write", "next_buffer_id"]
 
 _buffer_ids = itertools.count()
 _buffers: weakref.WeakKeyDictionary[UOp, Buffer] = weakref.WeakKeyDictionary()
@@ -50,3 +54,11 @@ def as_buffer(u:UOp) -> UOp|None:
   if (v := _realized.get(u)) is not None: u = v
   if u.op is Ops.RESHAPE and u.src[0].op is Ops.BUFFER: u = u.src[0]
   return u if u.op is Ops.BUFFER else None
+
+def storage_buffer(u:UOp) -> UOp|None:
+  while u.op is Ops.AFTER: u = u.src[0]
+  return u if u.op is Ops.BUFFER else None
+
+def pending_write(u:UOp) -> UOp|None:
+  if u.op is Ops.RESHAPE: u = u.src[0]
+  return u if u.op is Ops.AFTER and u not in _realized else None

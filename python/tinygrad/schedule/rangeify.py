@@ -3,7 +3,10 @@
 1. Which nodes get a buffer (`plan_buffers`, one pass over the graph in reverse toposort order, parents first): every target,
    CONTIGUOUS and COPY, the source of a COPY, and every REDUCE that is not on the elementwise path from its kernel's output (one
    reached through an EXPAND, or inside another reduce: a reduce there would be recomputed for every element). Each of them is
-   the root of one kernel (a COPY is a copy item, not a kernel).
+   the root of one kernel (a COPY is a copy item, not a kernel). So is every AFTER(storage, STORE(view, value)) of Tensor.assign,
+   whose buffer is its storage's: its kernel computes value at the indices of view and stores it where view puts each element in
+   the buffer (a PAD in view gates the store), so an elementwise or reduce value is written in place, with no copy. Where value
+   reads that buffer at another element than the one written (a.assign(a.flip(0))), value gets a buffer of its own first.
 2. One kernel per root (`build_kernel`): its value at the output ranges is the node INDEX(root, valid, *idx, arg="at"), "root at
    index idx, where valid holds", and `pm_index` (run bottom up, so a node is rewritten before anything below it is visited) pushes
    that node down the graph: movement ops become index arithmetic (a PAD adds to valid and a WHERE), ALU ops and casts distribute,
@@ -11,7 +14,10 @@
    LOAD of a PARAM at the flat index. Indices are weakint UOps simplified by uop/symbolic.py.
    A value needed at more than MAX_INDEX_USES distinct indices of one kernel gets a buffer of its own instead (x + x.flip(0),
    repeated, would otherwise grow the kernel exponentially).
-3. The kernels are ordered, dependencies first (`order_items`, an iterative post-order walk from the targets).
+3. The kernels are ordered, dependencies first (`order_items`, an iterative post-order walk from the targets). A buffer that an
+   AFTER writes has versions: its contents before the schedule (read through the BUFFER or a realized node), then one per AFTER
+   (read through that AFTER). A kernel runs after the kernels whose results it reads (read after write), a write after the write of
+   the version it overwrites, and after every kernel reading that version (write after read).
 
 Loops: the output dims become one loop (and a reduce's dims one loop) when the index arithmetic then costs no more divisions than
 nested loops do; NOOPT=1 keeps one loop per dim. A reduce of 4k elements (k >= 2) runs k iterations of UNROLL=4 elements, combined
@@ -86,7 +92,7 @@ def plan_buffers(targets:dict[UOp, str], is_realized) -> dict[UOp, str]:
   for u in reversed(topo):
     if u not in reached or u.op is Ops.BUFFER: continue
     is_top = top.get(u, True)
-    if u not in roots and (u.op in (Ops.CONTIGUOUS, Ops.COPY) or (u.op is Ops.REDUCE and not is_top)): roots[u] = dev[u]
+    if u not in roots and (u.op in (Ops.CONTIGUOUS, Ops.COPY, Ops.AFTER) or (u.op is Ops.REDUCE and not is_top)): roots[u] = dev[u]
     if u in roots and prod(u.shape) == 0: continue   # an empty buffer: nothing to compute
     if u.op is Ops.REDUCE and any(u.src[0].shape[a] == 0 for a in u.arg[1]): continue  # a reduce of nothing is a constant
     if u.op is Ops.COPY:
@@ -114,6 +120,8 @@ class KernelContext:
   reduce_dims: dict[UOp, list[int]] = field(default_factory=dict)   # REDUCE range -> its dims in the kernel name
   uses: dict[UOp, int] = field(default_factory=dict)
   extra: dict[UOp, UOp] = field(default_factory=dict)    # nodes this kernel gave a buffer (MAX_INDEX_USES) -> BUFFER
+  reads: dict[UOp, None] = field(default_factory=dict)   # the nodes it loads (a BUFFER, a realized node, a root), in load order
+  hazard: bool = False                                    # an AFTER's value reads the storage at another element than it writes
   out_merge_possible: bool = False
   reduce_merge_possible: bool = False
 
@@ -129,7 +137,9 @@ class KernelContext:
 
 def _from_buffer(ctx:KernelContext, x:UOp) -> UOp|None:
   u, valid, idx = x.src[0], x.src[1], x.src[2:]
-  if u.op is Ops.BUFFER: return ctx.load(u, idx[0], valid)
+  if u.op is Ops.BUFFER:
+    ctx.reads[u] = None
+    return ctx.load(u, idx[0], valid)
   if u is ctx.root: return None
   if (b := ctx.bufs.get(u)) is None and (b := ctx.extra.get(u)) is None and (b := ctx.realized_buffer(u)) is None:
     if u.op not in GroupOp.ALU: return None
@@ -140,6 +150,7 @@ def _from_buffer(ctx:KernelContext, x:UOp) -> UOp|None:
       return None
     ctx.extra[u] = b = new_buffer(ctx.out.arg.device, prod(u.shape), u.dtype)
   if (flat := ctx.memo.get(key := (idx, u.shape))) is None: flat = ctx.memo[key] = flat_index(*key)
+  ctx.reads[u] = None
   return ctx.load(b, flat, valid)
 
 def _elementwise(x:UOp, u:UOp) -> UOp: return UOp(u.op, u.dtype, tuple(at(s, x.src[1], x.src[2:]) for s in u.src), u.arg)
@@ -282,7 +293,7 @@ def _gate(ctx:KernelContext, x:UOp) -> None:
 
 # run before a node's sources are visited
 pm_kernel_region = PatternMatcher([(UPat(tuple(GroupOp.Movement) + tuple(GroupOp.ALU) + (Ops.REDUCE, Ops.CONTIGUOUS, Ops.COPY, Ops.BUFFER,
-                                         Ops.CAST, Ops.BITCAST), name="x"), _gate)])
+                                         Ops.CAST, Ops.BITCAST, Ops.AFTER), name="x"), _gate)])
 
 @dataclass(frozen=True)
 class KernelInfo:
@@ -291,11 +302,14 @@ class KernelInfo:
   def __repr__(self): return f"KernelInfo({self.name!r}{f', opts={self.opts!r}' if self.opts else ''})"
 
 def build_kernel(root:UOp, out:UOp, bufs:dict[UOp, UOp], realized_buffer, merge_out:bool, merge_reduce:bool,
-                 memo:dict|None=None) -> tuple[UOp, KernelContext]:
+                 memo:dict|None=None) -> tuple[UOp|None, KernelContext]:
   """The kernel AST computing root into the BUFFER out. With merge_out (merge_reduce) the output (reduced) dims are one loop,
-  split again by index arithmetic where a buffer needs that."""
+  split again by index arithmetic where a buffer needs that. For an AFTER root: the kernel writing its value into its storage
+  (None when there is nothing to write: the view holds no element of the storage, or the value is what it holds; ctx.hazard when
+  the write can't be in place)."""
   ctx = KernelContext(root, out, bufs, realized_buffer, merge_reduce, {} if memo is None else memo)
-  shape = root.shape
+  write = root.src[1] if root.op is Ops.AFTER else None
+  shape = root.shape if write is None else write.src[1].shape
   ctx.param(out)
   dims = [s for s in shape if s != 1]
   if merge_out and len(dims) > 1:
@@ -304,15 +318,32 @@ def build_kernel(root:UOp, out:UOp, bufs:dict[UOp, UOp], realized_buffer, merge_
   ctx.out_merge_possible = len(dims) > 1
   # children first: the kernel's region of the tensor graph is walked (not below its loads, pm_kernel_region), then the value at the
   # output index is pushed down it; the rewrite engine's limits on nested replacements grow with the region walked
-  value = graph_rewrite(at(root, _TRUE, idx), pm_index, ctx=ctx, bpm=pm_kernel_region, name="schedule: value at index")
-  store = UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, out.dtype, (ctx.params[out], flat_index(idx, shape))), value))
+  if write is None:
+    value = graph_rewrite(at(root, _TRUE, idx), pm_index, ctx=ctx, bpm=pm_kernel_region, name="schedule: value at index")
+    store = UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, out.dtype, (ctx.params[out], flat_index(idx, shape))), value))
+  else:
+    # the value and where the view puts it, both at the output index: the view, pushed down to its storage, is a load of the
+    # element it sees there (gated where a PAD has none), whose index and gate the store takes
+    pair = UOp(Ops.SINK, dtypes.void, (at(write.src[1], _TRUE, idx), at(write.src[0], _TRUE, idx)))
+    value, seen = graph_rewrite(pair, pm_index, ctx=ctx, bpm=pm_kernel_region, name="schedule: value at index").src
+    if (store := _store_through(ctx, value, seen)) is None: return None, ctx
+
   red_dims = [d for r in sorted(ctx.reduce_dims, key=lambda r: r.arg[0]) for d in ctx.reduce_dims[r]]
   name = "_".join(["r" if red_dims else "E"] + [str(s) for s in (out_dims or ([] if red_dims else [1]))] + [str(s) for s in red_dims])
   return UOp(Ops.SINK, dtypes.void, (store,), KernelInfo(name)), ctx
 
+def _store_through(ctx:KernelContext, value:UOp, seen:UOp) -> UOp|None:
+  if not (loads := [u for u in seen.toposort() if u.op is Ops.LOAD]): return None   # the view is all padding
+  index = loads[0].src[0]
+  # storing back what the view already holds (t[i] += 1 writes t[i], then __setitem__ stores that view into itself): no kernel
+  if value.op is Ops.LOAD and value.src[0] is index and value.src[2:] in ((), loads[0].src[2:]): return None
+  # in place only if the value reads the written buffer at the written element (a kernel splits its loop across threads and lanes)
+  ctx.hazard = any(u.op is Ops.INDEX and u.src[0] is index.src[0] and u is not index for u in value.toposort())
+  return UOp(Ops.STORE, dtypes.void, (index, value) + loads[0].src[2:])
+
 def divmods(ast:UOp) -> int: return sum(1 for x in ast.toposort() if x.op in (Ops.FLOORDIV, Ops.FLOORMOD))
 
-def best_kernel(root:UOp, out:UOp, bufs:dict[UOp, UOp], realized_buffer, memo:dict|None=None) -> tuple[UOp, KernelContext]:
+def best_kernel(root:UOp, out:UOp, bufs:dict[UOp, UOp], realized_buffer, memo:dict|None=None) -> tuple[UOp|None, KernelContext]:
   """The loop structure with the fewest divisions (index arithmetic), the most merged one on a tie."""
   best: tuple[int, UOp, KernelContext]|None = None
   built: set[tuple[bool, bool]] = set()
@@ -320,6 +351,7 @@ def best_kernel(root:UOp, out:UOp, bufs:dict[UOp, UOp], realized_buffer, memo:di
     # a candidate that merges nothing more than one already built gives the same AST
     if best is not None and (mo and best[2].out_merge_possible, mr and best[2].reduce_merge_possible) in built: continue
     ast, ctx = build_kernel(root, out, bufs, realized_buffer, mo, mr, memo)
+    if ast is None or ctx.hazard: return ast, ctx
     built.add((mo and ctx.out_merge_possible, mr and ctx.reduce_merge_possible))
     n = divmods(ast)
     if best is None or n < best[0]: best = (n, ast, ctx)
@@ -330,19 +362,25 @@ def best_kernel(root:UOp, out:UOp, bufs:dict[UOp, UOp], realized_buffer, memo:di
 # ***** 3. run order *****
 
 def order_items(first:list[UOp], deps:dict[UOp, list[UOp]]) -> list[UOp]:
-  """Post-order over the item graph from the buffers in `first`: each buffer after the buffers its item reads (deps: buffer ->
-  the buffers its item reads, for buffers made by this schedule), without recursion."""
-  done: set[UOp] = set()
+  """Post-order over the items (keyed by their kernel's root; deps: root -> the roots whose items must run before) from the roots in
+  `first`, then the rest in deps' order, without recursion. A cycle (two writes of one buffer that each must come first) raises."""
+  state: dict[UOp, bool] = {}   # False: on the walk's current path, True: placed
   order: list[UOp] = []
-  for b0 in first:
-    stack = [(b0, False)]
+  for k0 in itertools.chain(first, deps):
+    if k0 in state or k0 not in deps: continue
+    stack = [(k0, False)]
     while stack:
-      b, expanded = stack.pop()
-      if b in done or b not in deps: continue
+      k, expanded = stack.pop()
       if expanded:
-        done.add(b)
-        order.append(b)
+        state[k] = True
+        order.append(k)
         continue
-      stack.append((b, True))
-      stack.extend((d, False) for d in reversed(deps[b]) if d not in done)
+      if (st := state.get(k)) is not None:
+        if st: continue
+        raise RuntimeError(f"can't order the kernels of one schedule: the kernel of {k.op} (shape {k.shape}) would have to run both "
+                           "before and after an assign to a buffer (the graph reads that buffer's contents both from before the write and "
+                           "after it); realize the earlier read, or the assign, first")
+      state[k] = False
+      stack.append((k, True))
+      stack.extend((d, False) for d in reversed(deps[k]) if d in deps and not state.get(d, False))
   return order

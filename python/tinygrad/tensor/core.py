@@ -12,7 +12,7 @@ from tinygrad.mixin.movement import MovementMixin
 from tinygrad.mixin.reduce import ReduceMixin
 from tinygrad.dtype import DType, DTypeLike, dtypes, to_dtype, strong_dtype, least_upper_dtype, _to_np_dtype, _from_np_dtype
 from tinygrad.schedule import create_schedule, schedule_to_linear
-from tinygrad.schedule.buffers import new_buffer, buffer_view, buffer_of, as_buffer, mark_realized
+from tinygrad.schedule.buffers import new_buffer, buffer_view, buffer_of, as_buffer, mark_realized, pending_write
 from tinygrad.engine.realize import run_schedule
 from tinygrad.tensor import creation, random, movement, indexing, linalg, elementwise, reduce, functional, pooling, losses, autograd, hashing
 from tinygrad.tensor.common import canon_device, broadcast_shape, check_tensors
@@ -138,7 +138,8 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
     _bind_buffers(tensors, bufs)
     return self
   def _buffer(self):
-    t = self if (b := as_buffer(self.uop)) is not None and b.src[0].arg == self.numel() else self.contiguous()
+    t = self if ((b := as_buffer(self.uop)) is not None and b.src[0].arg == self.numel()) or pending_write(self.uop) is not None \
+      else self.contiguous()
     t.realize()
     return buffer_of(as_buffer(t.uop))
   def numpy(self):
@@ -181,7 +182,8 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
   def decode_hevc_frame(self, frame_pos, shape:tuple[int, ...], state:Tensor, ref_frames:list[Tensor]|None=None) -> Tensor:
     raise NotImplementedError("decode_hevc_frame needs a hardware HEVC decoder (tinygrad's NV backend); no device here has one")
   def contiguous(self) -> Tensor:
-    if self.uop.op in (Ops.CONTIGUOUS, Ops.COPY) or ((b := as_buffer(self.uop)) is not None and b.src[0].arg == self.numel()): return self
+    if self.uop.op in (Ops.CONTIGUOUS, Ops.COPY) or ((b := as_buffer(self.uop)) is not None and b.src[0].arg == self.numel()) or \
+       pending_write(self.uop) is not None: return self
     return self._new(UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,)))
 
   # ***** the primitives of the mixins (tinygrad/mixin): movement, reductions and elementwise ops are written there, once *****
@@ -242,13 +244,16 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
   def __rmatmul__(self, x): return self.matmul(x, reverse=True)
 
 def _bind_buffers(tensors:tuple[Tensor, ...], bufs:dict[UOp, UOp]) -> None:
-  """Points each tensor (and every graph holding its old UOp) at the buffer its schedule writes."""
+  """Points each tensor (and every graph holding its old UOp) at the buffer its schedule writes; the writes of Tensor.assign
+  (AFTER nodes) the schedule runs are realized too, so that no later schedule runs them again."""
   for t in tensors:
     if (b := bufs.get(t.uop)) is None: continue
     view = buffer_view(b, t.shape)
     if view is not t.uop:
       mark_realized(t.uop, view)
       t.uop = view
+  for u, b in bufs.items():
+    if u.op is Ops.AFTER: mark_realized(u, b)
 
 
 def _nonempty(data) -> bool:

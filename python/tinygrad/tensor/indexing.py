@@ -4,10 +4,10 @@ selection), so the gradient rules over those primitives cover it."""
 from __future__ import annotations
 from typing import TYPE_CHECKING
 from tinygrad.dtype import dtypes
-from tinygrad.helpers import prod
 from tinygrad.uop.ops import UOp, Ops
 from tinygrad.tensor.common import broadcast_shape
-from tinygrad.schedule.buffers import as_buffer, buffer_of
+from tinygrad.schedule.buffers import has_buffer, realized_view
+from tinygrad.tensor.autograd import _tensors
 
 if TYPE_CHECKING: from tinygrad.tensor.core import Tensor
 else: Tensor = None  # the class, bound by tinygrad/tensor/core.py once it exists (this mixin is one of its bases)
@@ -18,14 +18,23 @@ def _dim_at(x, d:int, arg, fill=None):
 
 _VIEW_OPS = (Ops.RESHAPE, Ops.SHRINK, Ops.PAD, Ops.FLIP, Ops.PERMUTE)
 
-def _unview(view:UOp, t:Tensor) -> Tensor:
-  """t (shaped as the view) moved back to the shape of the view's source: the inverse of one movement op (padding where it cut)."""
-  src = view.src[0].shape
-  if view.op is Ops.RESHAPE: return t.reshape(src)
-  if view.op is Ops.SHRINK: return t.pad(tuple((b, s - e) for (b, e), s in zip(view.arg, src)))
-  if view.op is Ops.PAD: return t.shrink(tuple((b, b + s) for (b, _), s in zip(view.arg, src)))
-  if view.op is Ops.FLIP: return t.flip(tuple(i for i, f in enumerate(view.arg) if f))
-  return t.permute(tuple(view.arg.index(i) for i in range(len(src))))
+# the ops a tensor can view its storage through (an EXPAND view can be read, not written)
+_STORAGE_VIEW_OPS = (*_VIEW_OPS, Ops.EXPAND, Ops.DETACH)
+
+def _storage_view(u:UOp) -> tuple[list[tuple[Ops, object]], UOp]|None:
+  """The storage u is a view of (a device BUFFER, or the AFTER of an earlier assign to one) and the ops of the view, outermost first;
+  None when u is computed. Realized nodes count as their buffer."""
+  chain: list[tuple[Ops, object]] = []
+  while True:
+    if (v := realized_view(u)) is not None: u = v
+    if u.op is Ops.AFTER or has_buffer(u): return chain, u
+    if u.op not in _STORAGE_VIEW_OPS: return None
+    chain.append((u.op, u.arg))
+    u = u.src[0]
+
+def _view_of(chain:list[tuple[Ops, object]], base:UOp) -> UOp:
+  for op, arg in reversed(chain): base = UOp(op, base.dtype, (base,), arg)
+  return base
 
 def _broadcasts_to(src:tuple[int, ...], dst:tuple[int, ...]) -> bool:
   return len(src) <= len(dst) and all(s in (1, d) for s, d in zip(src[::-1], dst[::-1]))
@@ -155,33 +164,46 @@ class IndexingMixin:
 
   # ***** writing *****
   def assign(self, x) -> Tensor:
-    """Writes x (broadcast to self's shape, same dtype) into self. A realized tensor's buffer is overwritten, also through a view made
-    of reshape/shrink/pad/flip/permute (tensors viewing the buffer see the new value, as in torch); a lazy tensor takes x's value.
-    The write happens now (x is realized first, so it may read self: a += 1)."""
+    """Writes x (broadcast to self's shape, same dtype) into self, lazily: the write runs in the next realize that needs self (or
+    a tensor built on it), before which every read of the old value in that realize runs. A realized tensor's buffer is
+    overwritten in place, also through a view made of reshape/shrink/pad/flip/permute (only the viewed elements are written;
+    then every tensor viewing the buffer sees the write, as in torch; a tensor assigned as a whole changes alone, as in tinygrad,
+    and its other views see the new data once it is realized). A lazy tensor takes x's value. Not differentiable."""
+    return self._assign(x, share=None)
+
+  def _assign(self, x, share:bool|None) -> Tensor:
+    # share: whether the other tensors viewing the storage take the write (None: when self is a view of part of it, or in another
+    # shape; a tensor that is its whole storage, as realize leaves it, is the common case of optimizers and costs no walk)
     if not isinstance(x, Tensor): x = Tensor(x, device=self.device, dtype=self.dtype)
     self._same_device(x)
     if x.dtype != self.dtype: raise RuntimeError(f"assign dtype mismatch: {self.dtype} (target) != {x.dtype} (value)")
     if not _broadcasts_to(x.shape, self.shape): raise RuntimeError(f"can't assign shape {x.shape} to shape {self.shape}")
     x = x._expand_to(self.shape)
-    if self.numel() == 0: return self
-    # the chain of views from self down to a realized buffer, if self is one
-    chain, u = [], self.uop
-    while (b := as_buffer(u)) is None and u.op in _VIEW_OPS:
-      chain.append(u)
-      u = u.src[0]
-    if b is None or b.src[0].arg != prod(u.shape): self.uop = x.uop
-    elif not chain:
-      if as_buffer(x.uop) is not b: buffer_of(b).copyin(x._buffer().as_buffer())
-    else:
-      # map x and a mask back through the views onto the buffer's shape, keep the buffer's value elsewhere
-      v, m = x, x.full_like(True, dtypes.bool)
-      for c in chain: v, m = _unview(c, v), _unview(c, m)
-      base = self._new(u)
-      base.assign(m.where(v, base))
+    if self.numel() == 0 or x.uop is self.uop: return self
+    if (found := _storage_view(self.uop)) is None:
+      self.uop = x.uop
+      return self
+    chain, storage = found
+    if any(op is Ops.EXPAND for op, _ in chain):
+      raise RuntimeError(f"can't assign to an expanded view (shape {self.shape}): several of its elements are one element of the buffer; "
+                         "assign to a contiguous() copy instead")
+    view = _view_of(chain, storage)
+    if view is x.uop: return self   # the view's own value (t[i] += 1 stores back the view that += already wrote)
+    after = UOp(Ops.AFTER, storage.dtype, (storage, UOp(Ops.STORE, dtypes.void, (view, x.uop))))
+    if share is None: share = len(chain) > 1 or any(op is not Ops.RESHAPE for op, _ in chain)
+    if not share:
+      self.uop = _view_of(chain, after)
+      return self
+    for ref in list(_tensors):
+      if (t := ref()) is None: continue
+      # most live tensors are other realized buffers (a plain view is never marked realized): skip them without the full walk
+      if (b := t.uop.src[0] if t.uop.op is Ops.RESHAPE else t.uop).op is Ops.BUFFER and b is not storage: continue
+      if (f := _storage_view(t.uop)) is not None and f[1] is storage: t.uop = _view_of(f[0], after)
     return self
 
   def __setitem__(self, indices, v) -> None:
-    """self[indices] = v (a Tensor or Python value, broadcast to the indexed shape and cast to self's dtype), through assign."""
+    """self[indices] = v (a Tensor or Python value, broadcast to the indexed shape and cast to self's dtype), through assign: a
+    realized tensor's buffer is written in place (with basic indices, only the indexed elements), a lazy tensor takes the result."""
     idx = self._parse_index(indices)
     target = self[indices].shape
     if not isinstance(v, Tensor): v = Tensor(v, device=self.device, dtype=self.dtype)
@@ -192,13 +214,14 @@ class IndexingMixin:
     if any(isinstance(i, Tensor) for i in idx):
       # scatter the values to the flat positions the same index selects from an arange
       pos = Tensor.arange(self.numel(), device=self.device).reshape(self.shape)[indices]
-      new = self.flatten().scatter(0, pos.flatten(), v.flatten()).reshape(self.shape)
-    else:
-      basic = tuple(1 if isinstance(i, int) else s for i, s in zip([i for i in idx if i is not None], self._basic_index(idx).shape))
-      vb = v.reshape(basic)
-      mask = self._unindex(idx, vb.full_like(True, dtypes.bool))
-      new = mask.where(self._unindex(idx, vb), self)
-    self.assign(new)
+      self.assign(self.flatten().scatter(0, pos.flatten(), v.flatten()).reshape(self.shape))
+      return
+    vb = v.reshape(tuple(1 if isinstance(i, int) else s for i, s in zip([i for i in idx if i is not None], self._basic_index(idx).shape)))
+    if _storage_view(self.uop) is not None:
+      self._basic_index(idx)._assign(vb, share=True)
+      return
+    mask = self._unindex(idx, vb.full_like(True, dtypes.bool))
+    self.uop = mask.where(self._unindex(idx, vb), self).uop
 
   def __iadd__(self, x): return self.assign(self + x)
   def __isub__(self, x): return self.assign(self - x)

@@ -8,6 +8,9 @@ Tensor-level conventions (what Tensor and the UOp mixins build, what the schedul
   REDUCE   src: (x,)           arg: (op, axes)                          keeps the reduced dims as size 1
   ALU / CAST / BITCAST / CONTIGUOUS / COPY / DETACH                     the shape of their sources, which agree (Tensor broadcasts
                                                                         first; COPY's arg is (src device, dst device))
+  AFTER    src: (storage, STORE(view, value))                          Tensor.assign: the storage (a BUFFER or an earlier AFTER,
+                                                                        flat) once value is written through view (a movement chain
+                                                                        over storage); shape: the storage's. The STORE's: the view's
 Kernel-level UOps (RANGE, PARAM, INDEX, LOAD, a Variable, ...) have shape None, and so does everything computed from one: a shape
 is never a property of index arithmetic. An ill-formed tensor-level node raises a RuntimeError naming its op, its arg and the shapes
 of its sources when its shape is first asked for.
@@ -87,10 +90,14 @@ shape_rules = PatternMatcher([
   # the tensor-level REDUCE (op, axes) on one source; a kernel's REDUCE(x, *ranges, arg=(op,)) has no shape
   (UPat(Ops.REDUCE, src=(UPat.var("x"),), name="u"), lambda u, x: _reduce(u, x) if isinstance(u.arg, tuple) and len(u.arg) == 2 else None),
   (UPat(_ELEMENTWISE, name="u"), _elementwise),
+  # the tensor-level STORE and AFTER of Tensor.assign (in a kernel, a STORE writes an INDEX, which has no shape, and so has no AFTER
+  # of it: there it orders an accumulator)
+  (UPat(Ops.STORE, src=(UPat.var("v"), UPat())), lambda v: v.shape),
+  (UPat(Ops.AFTER, src=(UPat.var("x"), UPat(Ops.STORE, name="st"))), lambda x, st: x.shape if st.shape is not None else None),
 ])
 
 # the ops whose shape is read from their sources: a walk to fill in shapes only descends through these
-_FROM_SRC = frozenset(GroupOp.Movement | {Ops.REDUCE} | set(_ELEMENTWISE))
+_FROM_SRC = frozenset(GroupOp.Movement | {Ops.REDUCE, Ops.AFTER} | set(_ELEMENTWISE))
 _NO_SRC = frozenset(set(Ops) - _FROM_SRC)
 
 def _store_shape(u:UOp) -> None: u.__dict__["shape"] = shape_rules.rewrite(u)

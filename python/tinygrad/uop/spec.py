@@ -6,7 +6,8 @@ raises a RuntimeError naming the stage and the offending UOp: its position, op, 
 
   spec_tensor   the tensor graph that tinygrad.tensor builds and the scheduler reads (conventions: tinygrad/uop/shape.py):
                 BUFFER, CONST, movement ops, REDUCE(x, arg=(op, axes)), CONTIGUOUS, COPY, DETACH, CONTIGUOUS_BACKWARD, ALU/CAST/BITCAST,
-                with shapes that agree; no SUB/NEG/FDIV/CMPEQ (one spelling per op, see tinygrad/mixin/mathtraits.py).
+                AFTER(storage, STORE(view, value)) (Tensor.assign), with shapes that agree; no SUB/NEG/FDIV/CMPEQ (one spelling per
+                op, see tinygrad/mixin/mathtraits.py).
   spec_kernel   a kernel AST from the scheduler: SINK(STORE(INDEX(PARAM, idx), value)...) with LOAD/ALU/CAST/CONST, RANGE and
                 REDUCE(x, *reduce RANGEs, arg=(op,)). No movement ops, no BUFFER: every access is index arithmetic on a PARAM.
                 (A copy between devices is scheduled as the AST COPY(arg=KernelInfo), with no srcs.)
@@ -146,6 +147,11 @@ spec_tensor = PatternMatcher([
   # COPY(x, arg=(src device, dst device)) moves x to another device (Tensor.to)
   (UPat(Ops.COPY, src=(UPat(name="s"),), name="x"),
    lambda x, s: s.dtype is x.dtype and isinstance(x.arg, tuple) and len(x.arg) == 2 and all(isinstance(d, str) for d in x.arg)),
+  # Tensor.assign: AFTER(storage, STORE(view, value)) is the storage (a device BUFFER or an earlier AFTER) once value is written through
+  # view, a movement chain over that storage of value's shape and dtype
+  (UPat(Ops.STORE, dtypes.void, src=(UPat(name="v"), UPat(name="x"))),
+   lambda v, x: v.dtype is x.dtype and v.shape is not None and v.shape == x.shape),
+  (UPat(Ops.AFTER, src=(UPat((Ops.BUFFER, Ops.AFTER), name="s"), UPat(Ops.STORE)), name="x"), lambda x, s: x.dtype is s.dtype),
   # one spelling per op (tinygrad/mixin/mathtraits.py): a - b is ADD(a, MUL(b, -1)), a / b is MUL(a, RECIPROCAL(b)), a == b is a negated
   # CMPNE, so rules over the tensor graph (autograd) never meet these; the codegen prints them again
   (UPat((Ops.SUB, Ops.NEG, Ops.FDIV, Ops.CMPEQ)), lambda: False),
