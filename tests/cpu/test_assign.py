@@ -329,3 +329,16 @@ def test_reading_both_versions_in_one_kernel_raises():
   with pytest.raises(RuntimeError, match="both before and after an assign"): (old + a).realize()
   old.realize()   # the earlier read first: then both are fine
   np.testing.assert_equal((old + a).numpy(), [12.0, 14.0, 16.0])
+
+def test_writes_whose_values_read_each_other():
+  # each new value reads both old values (a weight and a bias updated from gradients that read both): they can't both be computed in
+  # place, so one is computed into a buffer first; the result is as if all reads came before all writes
+  w0, b0 = np.array([1., 2., 3.], np.float32), np.array([0.5, -1., 2.], np.float32)
+  w, b = Tensor(w0).contiguous().realize(), Tensor(b0).contiguous().realize()
+  nw, nb = w - 0.1 * (w * 2 + b) * b, b - 0.1 * (w * 2 + b) * w
+  w.assign(nw)
+  b.assign(nb)
+  Tensor.realize(w, b)
+  y0 = w0 * 2 + b0
+  np.testing.assert_allclose(w.numpy(), w0 - 0.1 * y0 * b0, rtol=1e-6)
+  np.testing.assert_allclose(b.numpy(), b0 - 0.1 * y0 * w0, rtol=1e-6)

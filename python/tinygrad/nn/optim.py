@@ -52,10 +52,8 @@ class Optimizer:
       updates = [flat[0][a:b].reshape(t.shape) for a, b, t in zip(self.pos_params, self.pos_params[1:], self.params)]
     else: updates, extra = self._step(self.params, grads)
     new = [self._apply_update(t, u) for t, u in zip(self.params, updates)]
-    # every new value (and the state, which may still be lazy) is computed before any parameter is written: a gradient of one
-    # parameter reads the others (backprop through the layers above it). With the current eager assign that needs this realize;
-    # once assign is lazy the scheduler orders reads before writes and this line should go
-    Tensor.realize(*extra, *new)
+    # the writes are lazy: the scheduler runs every read of a parameter's old value (a gradient reads the layers above it)
+    # before the write that replaces it, all in the one realize of step()
     for t, n in zip(self.params, new): t.assign(n)
     return extra + self.params + self.buffers
 
@@ -100,8 +98,6 @@ class LARS(Optimizer):
     self.b = self._new_optim_param() if momentum else []
 
   def _step(self, params:list[Tensor], grads:list[Tensor]) -> tuple[list[Tensor], list[Tensor]]:
-    # assign is eager for now: each state write computes its value at once, so compute the gradients once first, not per write
-    if self.momentum: Tensor.realize(*grads)
     ret = []
     for i, (t, g) in enumerate(zip(params, grads)):
       # the rule runs where the optimizer's state and lr live; _apply_update brings the update back to the parameter's device
@@ -144,8 +140,6 @@ class LAMB(Optimizer):
     self.m, self.v = self._new_optim_param(), self._new_optim_param()
 
   def _step(self, params:list[Tensor], grads:list[Tensor]) -> tuple[list[Tensor], list[Tensor]]:
-    # assign is eager for now: each state write computes its value at once, so compute the gradients once first, not per write
-    Tensor.realize(*grads)
     ret = []
     self.b1_t *= self.b1
     self.b2_t *= self.b2

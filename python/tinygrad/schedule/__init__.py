@@ -34,7 +34,7 @@ from tinygrad.dtype import dtypes, DType
 from tinygrad.helpers import prod, NOOPT, SPEC, SCACHE
 from tinygrad.device import Buffer
 from tinygrad.schedule.buffers import new_buffer, buffer_of, has_buffer, as_buffer, realized_view, next_buffer_id, storage_buffer, pending_write
-from tinygrad.schedule.rangeify import KernelInfo, reduce_identity, plan_buffers, best_kernel, order_items
+from tinygrad.schedule.rangeify import KernelInfo, reduce_identity, plan_buffers, best_kernel, order_items, WriteCycle
 
 __all__ = ["ScheduleItem", "KernelInfo", "create_schedule", "schedule_to_linear", "reduce_identity"]
 
@@ -75,6 +75,40 @@ def _copy_item(u:UOp, out:UOp, bufs:dict[UOp, UOp]) -> tuple[ScheduleItem, UOp]:
   ast = UOp(Ops.COPY, u.dtype, (), KernelInfo(f"copy {n * u.dtype.itemsize:8d}, {dst_dev} <- {src_dev}"))
   return ScheduleItem(ast, [buffer_of(out), buffer_of(sb)], [u], [out, sb]), read
 
+def _build_items(roots:dict[UOp, str], bufs:dict[UOp, UOp], buffered:set[UOp],
+                 memo:dict) -> tuple[dict[UOp, ScheduleItem], dict[UOp, list[UOp]], dict[UOp, UOp]]:
+  """The kernel (or copy) of every root, from a worklist: a kernel may give a value a buffer of its own (MAX_INDEX_USES, an assign's
+  value that must not be computed in place), which then needs its kernel too. Returns (items, the nodes each item reads, bufs)."""
+  items: dict[UOp, ScheduleItem] = {}
+  reads: dict[UOp, list[UOp]] = {}
+  work = list(roots)
+  while work:
+    u = work.pop()
+    out = bufs[u]
+    if prod(u.shape) == 0: continue
+    if u.op is Ops.COPY:
+      items[u], read = _copy_item(u, out, bufs)
+      reads[u] = [read]
+      continue
+    ast, ctx = best_kernel(u, out, bufs, _realized_buffer, memo)
+    if ctx.hazard or (u in buffered and ast is not None):
+      # the value reads the buffer it overwrites at other elements (a.assign(a.flip(0))), or must not be computed in place: it is
+      # computed into a buffer first
+      v = u.src[1].src[1]
+      if v not in bufs:
+        bufs[v] = new_buffer(out.arg.device, prod(v.shape), v.dtype)
+        work.append(v)
+      ast, ctx = best_kernel(u, out, bufs, _realized_buffer, memo)
+    for x, b in ctx.extra.items():
+      if x not in bufs:
+        bufs[x] = b
+        work.append(x)
+    if ast is None: continue   # an assign with nothing to write (see build_kernel)
+    params = list(ctx.params)
+    items[u] = ScheduleItem(ast, [buffer_of(b) for b in params], [u], params)
+    reads[u] = list(ctx.reads)
+  return items, reads, bufs
+
 def _create_schedule(targets:list[UOp], devices:list[str]) -> tuple[list[ScheduleItem], dict[UOp, UOp]]:
   """The kernels that compute `targets` (tensor-graph UOps) on `devices` (one each), in run order, and {target: BUFFER}."""
   if SPEC:  # SPEC hook: the tensor graph (tinygrad/uop/spec.py)
@@ -95,34 +129,18 @@ def _create_schedule(targets:list[UOp], devices:list[str]) -> tuple[list[Schedul
   for t, w in first.items(): ret[t] = bufs[w]
   for u in roots:
     if u.op is Ops.AFTER: ret[u] = bufs[u]   # realized once the schedule runs (the tensors' _bind_buffers marks it)
-  # kernels, built from a worklist: a kernel may give a value a buffer of its own (MAX_INDEX_USES), which then needs its kernel too
-  items: dict[UOp, ScheduleItem] = {}
-  reads: dict[UOp, list[UOp]] = {}
-  work, memo = list(roots), {}
-  while work:
-    u = work.pop()
-    out = bufs[u]
-    if prod(u.shape) == 0: continue
-    if u.op is Ops.COPY:
-      items[u], read = _copy_item(u, out, bufs)
-      reads[u] = [read]
+  # two writes whose values each read the other's storage before its write (an optimizer updating a weight and a bias, each
+  # gradient reading both) can't both be in place: such a write's value is computed into a buffer of its own first, then stored
+  buffered: set[UOp] = set()
+  while True:
+    items, reads, kbufs = _build_items(roots, dict(bufs), buffered, memo := {})
+    try: order = order_items(list(first.values()), _dependencies(items, reads, kbufs))
+    except WriteCycle as e:
+      if (w := next((k for k in e.cycle if k.op is Ops.AFTER and k not in buffered), None)) is None: raise
+      buffered.add(w)
       continue
-    ast, ctx = best_kernel(u, out, bufs, _realized_buffer, memo)
-    if ctx.hazard:
-      # the value reads the buffer it overwrites at other elements (a.assign(a.flip(0))): it is computed into a buffer first
-      v = u.src[1].src[1]
-      bufs[v] = new_buffer(out.arg.device, prod(v.shape), v.dtype)
-      work.append(v)
-      ast, ctx = best_kernel(u, out, bufs, _realized_buffer, memo)
-    for x, b in ctx.extra.items():
-      if x not in bufs:
-        bufs[x] = b
-        work.append(x)
-    if ast is None: continue   # an assign with nothing to write (see build_kernel)
-    params = list(ctx.params)
-    items[u] = ScheduleItem(ast, [buffer_of(b) for b in params], [u], params)
-    reads[u] = list(ctx.reads)
-  sched = [items[u] for u in order_items(list(first.values()), _dependencies(items, reads, bufs))]
+    break
+  sched = [items[u] for u in order]
   if SPEC:  # SPEC hook: each kernel AST (tinygrad/uop/spec.py)
     from tinygrad.uop.spec import type_verify, spec_kernel
     for si in sched: type_verify(si.ast, spec_kernel, f"kernel AST of {si.name}")

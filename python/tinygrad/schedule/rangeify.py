@@ -361,10 +361,18 @@ def best_kernel(root:UOp, out:UOp, bufs:dict[UOp, UOp], realized_buffer, memo:di
 
 # ***** 3. run order *****
 
+class WriteCycle(RuntimeError):
+  """Kernels that can't be ordered: `cycle`, the roots on a cycle of must-run-before edges (every such cycle passes a write)."""
+  def __init__(self, msg:str, cycle:list[UOp]):
+    super().__init__(msg)
+    self.cycle = cycle
+
 def order_items(first:list[UOp], deps:dict[UOp, list[UOp]]) -> list[UOp]:
   """Post-order over the items (keyed by their kernel's root; deps: root -> the roots whose items must run before) from the roots in
-  `first`, then the rest in deps' order, without recursion. A cycle (two writes of one buffer that each must come first) raises."""
+  `first`, then the rest in deps' order, without recursion. A cycle (two writes of one buffer that each must come first) raises
+  WriteCycle."""
   state: dict[UOp, bool] = {}   # False: on the walk's current path, True: placed
+  path: list[UOp] = []          # the walk's current path, in order
   order: list[UOp] = []
   for k0 in itertools.chain(first, deps):
     if k0 in state or k0 not in deps: continue
@@ -374,13 +382,15 @@ def order_items(first:list[UOp], deps:dict[UOp, list[UOp]]) -> list[UOp]:
       if expanded:
         state[k] = True
         order.append(k)
+        path.pop()
         continue
       if (st := state.get(k)) is not None:
         if st: continue
-        raise RuntimeError(f"can't order the kernels of one schedule: the kernel of {k.op} (shape {k.shape}) would have to run both "
-                           "before and after an assign to a buffer (the graph reads that buffer's contents both from before the write and "
-                           "after it); realize the earlier read, or the assign, first")
+        raise WriteCycle(f"can't order the kernels of one schedule: the kernel of {k.op} (shape {k.shape}) would have to run both "
+                         "before and after an assign to a buffer (the graph reads that buffer's contents both from before the write and "
+                         "after it); realize the earlier read, or the assign, first", path[path.index(k):])
       state[k] = False
+      path.append(k)
       stack.append((k, True))
       stack.extend((d, False) for d in reversed(deps[k]) if d in deps and not state.get(d, False))
   return order
