@@ -69,14 +69,13 @@ class CreationMixin:
     if n == 0: return Tensor.full((0,), 0, dtype=dt, device=device)
     i = _positions(n, device)
     if not dtypes.is_float(dt): return (i.cast(dt) * step + start).cast(dt) if step != 1 or start != 0 else i.cast(dt)
-    # numpy's float fill: value 0 is start and value 1 start+step (each rounded once), value i is start + i*(v1 - v0) in the dtype
-    # (float32 arithmetic for the 16-bit floats)
+    # numpy's float fill: value 0 is start and value 1 start+step (each rounded to dt once), value i is v0 + i*(v1 - v0) computed in
+    # the dtype (in float32 for the 16-bit floats)
     cdt = dt if dt.itemsize >= 4 else dtypes.float32
-    rnd = truncate[cdt]
-    v0, v1 = rnd(start), rnd(start + step)
-    delta = rnd(v1 - v0)
+    v0, v1 = truncate[dt](start), truncate[dt](start + step)
+    delta = truncate[cdt](v1 - v0)
     ret = i.cast(cdt) * delta + v0
-    if n > 1 and rnd(v0 + delta) != v1: ret = i.eq(1).where(v1, ret)
+    if n > 1 and truncate[dt](truncate[cdt](v0 + delta)) != v1: ret = i.eq(1).where(v1, ret)
     return ret.cast(dt)
   @staticmethod
   def eye(n:int, m:int|None=None, dtype:DTypeLike|None=None, device:str|None=None) -> Tensor:
