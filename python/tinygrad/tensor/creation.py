@@ -29,11 +29,10 @@ class CreationMixin:
     return self._new(self.uop.const_like(b, to_dtype(dtype) if dtype is not None else None)).reshape((1,) * self.ndim).expand(self.shape)
   @staticmethod
   def empty(*shape, device:str|None=None, dtype:DTypeLike|None=None) -> Tensor:
-    """A tensor of this shape in a new, uninitialized buffer."""
+    """A tensor of this shape in a new, uninitialized buffer. As in tinygrad, the buffer is allocated when first used (realize, a kernel
+    reading it), so building a graph never opens the device."""
     shape, dt = Tensor._check_shape(shape, "empty"), _dtype_or(dtype, dtypes.default_float)
-    buf = new_buffer(canon_device(device), prod(shape), dt)
-    buffer_of(buf).allocate()
-    return Tensor(buffer_view(buf, shape), device=device)
+    return Tensor(buffer_view(new_buffer(canon_device(device), prod(shape), dt), shape), device=device)
   def empty_like(self, dtype:DTypeLike|None=None, device:str|None=None) -> Tensor:
     return Tensor.empty(self.shape, dtype=dtype if dtype is not None else self.dtype, device=device if device is not None else self.device)
   @staticmethod
