@@ -76,6 +76,13 @@ def at(x:UOp, valid:UOp, idx) -> UOp: return UOp(Ops.INDEX, x.dtype, (x, valid, 
 
 # ***** 1. which nodes get a buffer *****
 
+def _counts(u:UOp) -> bool:
+  """u (a REDUCE) sums a condition (a cast bool, or a select of a constant and 0): the form schedule/reduce_fold.py folds."""
+  x = u.src[0]
+  if u.arg[0] is not Ops.ADD: return False
+  if x.op is Ops.CAST: return x.src[0].dtype is dtypes.bool
+  return x.op is Ops.WHERE and x.src[1].op is Ops.CONST and x.src[2].op is Ops.CONST and x.src[2].arg == 0
+
 def plan_buffers(targets:dict[UOp, str], is_realized) -> dict[UOp, str]:
   """{kernel root: device of its buffer} for the graph under the targets ({target: device}, the targets without a buffer yet).
   is_realized(u): u already has a buffer (the walk stops there)."""
@@ -84,8 +91,8 @@ def plan_buffers(targets:dict[UOp, str], is_realized) -> dict[UOp, str]:
   dev: dict[UOp, str] = {}
   reached = set(roots)
   topo = UOp(Ops.SINK, dtypes.void, tuple(roots)).toposort(gate=lambda n: not is_realized(n))
-  # nodes that read no buffer (functions of the index alone, as Tensor.arange): a reduce of one is recomputed where it is used, as its
-  # sum usually folds into a closed form there (schedule/reduce_fold.py)
+  # nodes that read no buffer (functions of the index alone, as Tensor.arange): a reduce of one that counts a condition is recomputed
+  # where it is used, as its sum folds into a closed form there (schedule/reduce_fold.py)
   reads: set[UOp] = set()
   for u in topo:
     # (a source the walk stopped at is realized)
@@ -93,7 +100,8 @@ def plan_buffers(targets:dict[UOp, str], is_realized) -> dict[UOp, str]:
   for u in reversed(topo):
     if u not in reached or u.op is Ops.BUFFER: continue
     is_top = top.get(u, True)
-    if u not in roots and (u.op in (Ops.CONTIGUOUS, Ops.COPY) or (u.op is Ops.REDUCE and not is_top and u in reads)): roots[u] = dev[u]
+    if u not in roots and (u.op in (Ops.CONTIGUOUS, Ops.COPY) or (u.op is Ops.REDUCE and not is_top and (u in reads or not _counts(u)))):
+      roots[u] = dev[u]
     if u in roots and prod(u.shape) == 0: continue   # an empty buffer: nothing to compute
     if u.op is Ops.REDUCE and any(u.src[0].shape[a] == 0 for a in u.arg[1]): continue  # a reduce of nothing is a constant
     if u.op is Ops.COPY:
