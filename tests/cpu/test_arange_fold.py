@@ -81,7 +81,12 @@ def test_embedding_select_is_an_indexed_load(device):
   out = (Tensor.arange(10, device=device) == idx.unsqueeze(-1)).unsqueeze(-1).where(w, 0).sum(2)
   _no_reduce(out)
   valid = (idx_np >= 0) & (idx_np < 10)
-  np.testing.assert_array_equal(out.numpy(), np.where(valid[..., None], w_np[np.clip(idx_np, 0, 9)], 0))
+  ref = np.where(valid[..., None], w_np[np.clip(idx_np, 0, 9)], 0)
+  np.testing.assert_array_equal(out.numpy(), ref)
+  # the mask multiplied in, as tinygrad's nn.Embedding writes it
+  mul = ((Tensor.arange(10, device=device) == idx.unsqueeze(-1)).unsqueeze(-1) * w).sum(2)
+  _no_reduce(mul)
+  np.testing.assert_array_equal(mul.numpy(), ref)
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_gather_one_hot_tril_fold(device):

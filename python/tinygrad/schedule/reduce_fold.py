@@ -5,6 +5,7 @@ rangeify builds them, an UNROLL range included). Where the summed value depends 
 replaced by arithmetic:
 - `sum_k cond(k)` / `sum_k where(cond(k), c, 0)`      -> c * count(cond), cond an and of linear bounds on k (lo <= k < hi)
 - `sum_k where(k == e, v(k), 0)` (a one-hot select)   -> where(0 <= e < N, v(e), 0), the loads of v gated by the same bound
+  (also `sum_k (k == e) * v(k)`, the mask multiplied in)
 Tensor.arange is the first: its positions are a count of a mask (tensor/creation.py), so arange is an elementwise kernel; a one-hot
 of an arange against indices (embedding, gather, cross-entropy's label pick) then becomes the second, a direct indexed load.
 """
@@ -119,6 +120,9 @@ pm_reduce_fold = PatternMatcher([
   (UPat(Ops.REDUCE, arg=(Ops.ADD,), src=(UPat(Ops.CAST, src=(UPat(dtype=dtypes.bool, name="cond"),)),), allow_any_len=True, name="red"),
    _count_cast),
   (UPat(Ops.REDUCE, arg=(Ops.ADD,), src=(UPat(Ops.WHERE, src=(_EQ, UPat.var("v"), _ZERO)),), allow_any_len=True, name="red"), _select),
+  # the mask multiplied in (tinygrad's Embedding spelling): a NaN or inf away from the selected position no longer reaches the sum
+  (UPat(Ops.REDUCE, arg=(Ops.ADD,), src=(UPat(Ops.MUL, src=[UPat(Ops.CAST, src=(_EQ,)), UPat.var("v")]),), allow_any_len=True, name="red"),
+   lambda red, ne, v: _select(red, ne, v, UOp.const(red.dtype.const(0), red.dtype))),
   (UPat(Ops.REDUCE, arg=(Ops.ADD,), src=(UPat(Ops.WHERE, src=(UPat.var("cond"), UPat.var("c"), _ZERO)),), allow_any_len=True, name="red"),
    _count_where),
 ])
