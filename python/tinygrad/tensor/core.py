@@ -12,11 +12,11 @@ from tinygrad.mixin.movement import MovementMixin
 from tinygrad.mixin.reduce import ReduceMixin
 from tinygrad.dtype import DType, DTypeLike, dtypes, to_dtype, strong_dtype, least_upper_dtype, _to_np_dtype, _from_np_dtype
 from tinygrad.schedule import create_schedule, schedule_to_linear
-from tinygrad.schedule.buffers import new_buffer, buffer_view, buffer_of, as_buffer, mark_realized, has_buffer
+from tinygrad.schedule.buffers import new_buffer, buffer_view, buffer_of, as_buffer, mark_realized
 from tinygrad.engine.realize import run_schedule
 from tinygrad.tensor import creation, random, movement, indexing, linalg, elementwise, reduce, functional, pooling, losses, autograd, hashing
 from tinygrad.tensor.common import canon_device, broadcast_shape, check_tensors
-from tinygrad.tensor.creation import CreationMixin
+from tinygrad.tensor.creation import CreationMixin, unallocated
 from tinygrad.tensor.random import RandomMixin
 from tinygrad.tensor.movement import TensorMovementMixin
 from tinygrad.tensor.indexing import IndexingMixin
@@ -136,9 +136,11 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
     items, bufs = create_schedule([t.uop for t in tensors], [t.device for t in tensors])
     run_schedule(items)
     _bind_buffers(tensors, bufs)
-    # a tensor that was a buffer already (Tensor.empty's is allocated lazily) has its memory once realized
+    # Tensor.empty's buffer is allocated when first used: realizing it is a use
     for t in tensors:
-      if (b := as_buffer(t.uop)) is not None and has_buffer(b): buffer_of(b).ensure_allocated()
+      if (b := as_buffer(t.uop)) is not None and b in unallocated:
+        buffer_of(b).ensure_allocated()
+        unallocated.discard(b)
     return self
   def _buffer(self):
     t = self if (b := as_buffer(self.uop)) is not None and b.src[0].arg == self.numel() else self.contiguous()

@@ -3,12 +3,18 @@ meshgrid), and from memory outside tinygrad (from_blob, from_url)."""
 from __future__ import annotations
 from typing import TYPE_CHECKING
 import math
+import weakref
 from tinygrad.dtype import DType, DTypeLike, dtypes, to_dtype, Invalid, truncate
 from tinygrad.helpers import prod, argfix, fetch
 from tinygrad.schedule.buffers import new_buffer, buffer_view, buffer_of
 from tinygrad.tensor.common import canon_device, broadcast_shape, check_tensors
-if TYPE_CHECKING: from tinygrad.tensor.core import Tensor
+if TYPE_CHECKING:
+  from tinygrad.tensor.core import Tensor
+  from tinygrad.uop.ops import UOp
 else: Tensor = None  # the class, bound by tinygrad/tensor/core.py once it exists (this mixin is one of its bases)
+
+# Tensor.empty's BUFFERs: realize() allocates them (a schedule's outputs are allocated by the kernels that write them)
+unallocated: weakref.WeakSet[UOp] = weakref.WeakSet()
 
 def _dtype_or(dtype:DTypeLike|None, default:DType) -> DType: return to_dtype(dtype) if dtype is not None else default
 
@@ -32,7 +38,8 @@ class CreationMixin:
     """A tensor of this shape in a new, uninitialized buffer. As in tinygrad, the buffer is allocated when first used (realize, a kernel
     reading it), so building a graph never opens the device."""
     shape, dt = Tensor._check_shape(shape, "empty"), _dtype_or(dtype, dtypes.default_float)
-    return Tensor(buffer_view(new_buffer(canon_device(device), prod(shape), dt), shape), device=device)
+    unallocated.add(buf := new_buffer(canon_device(device), prod(shape), dt))
+    return Tensor(buffer_view(buf, shape), device=device)
   def empty_like(self, dtype:DTypeLike|None=None, device:str|None=None) -> Tensor:
     return Tensor.empty(self.shape, dtype=dtype if dtype is not None else self.dtype, device=device if device is not None else self.device)
   @staticmethod
