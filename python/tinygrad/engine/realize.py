@@ -35,7 +35,7 @@ def run_schedule(schedule:list[ScheduleItem]) -> None:
     device = si.bufs[0].device
     if si.ast.op is Ops.COPY:  # a copy between devices (Tensor.to): no kernel, not counted in kernel_count
       st = time.perf_counter()
-      si.bufs[0].copy_from(si.bufs[1])
+      si.bufs[0].copy_from(si.bufs[1].ensure_allocated())   # the source may be a Tensor.empty never used before
       et = time.perf_counter() - st
       with GlobalCounters.lock: GlobalCounters.time_sum_s += et
       if DEBUG >= 2:

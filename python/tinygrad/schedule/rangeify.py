@@ -31,6 +31,7 @@ from tinygrad.uop.symbolic import symbolic
 from tinygrad.dtype import dtypes, DType
 from tinygrad.helpers import prod, NOOPT
 from tinygrad.schedule.buffers import new_buffer, as_buffer
+from tinygrad.schedule.reduce_fold import fold_reduces
 
 MAX_INDEX_USES = 16  # distinct indices of one value in a kernel before it gets a buffer (an UNROLL range's lanes count once)
 UNROLL = 4           # reduce elements per loop iteration (a power of two)
@@ -81,6 +82,13 @@ def at(x:UOp, valid:UOp, idx) -> UOp: return UOp(Ops.INDEX, x.dtype, (x, valid, 
 
 # ***** 1. which nodes get a buffer *****
 
+def _counts(u:UOp) -> bool:
+  """u (a REDUCE) sums a condition (a cast bool, or a select of a constant and 0): the form schedule/reduce_fold.py folds."""
+  x = u.src[0]
+  if u.arg[0] is not Ops.ADD: return False
+  if x.op is Ops.CAST: return x.src[0].dtype is dtypes.bool
+  return x.op is Ops.WHERE and x.src[1].op is Ops.CONST and x.src[2].op is Ops.CONST and x.src[2].arg == 0
+
 def plan_buffers(targets:dict[UOp, str], is_realized) -> dict[UOp, str]:
   """{kernel root: device of its buffer} for the graph under the targets ({target: device}, the targets without a buffer yet).
   is_realized(u): u already has a buffer (the walk stops there)."""
@@ -89,10 +97,18 @@ def plan_buffers(targets:dict[UOp, str], is_realized) -> dict[UOp, str]:
   dev: dict[UOp, str] = {}
   reached = set(roots)
   topo = UOp(Ops.SINK, dtypes.void, tuple(roots)).toposort(gate=lambda n: not is_realized(n))
+  # nodes that read no buffer (functions of the index alone, as Tensor.arange): a reduce of one that counts a condition is recomputed
+  # where it is used, as its sum folds into a closed form there (schedule/reduce_fold.py)
+  reads: set[UOp] = set()
+  for u in topo:
+    # (a source the walk stopped at is realized)
+    if u.op in (Ops.BUFFER, Ops.COPY, Ops.CONTIGUOUS) or any(s in reads or s not in topo for s in u.src): reads.add(u)
   for u in reversed(topo):
     if u not in reached or u.op is Ops.BUFFER: continue
     is_top = top.get(u, True)
-    if u not in roots and (u.op in (Ops.CONTIGUOUS, Ops.COPY, Ops.AFTER) or (u.op is Ops.REDUCE and not is_top)): roots[u] = dev[u]
+    if u not in roots and (u.op in (Ops.CONTIGUOUS, Ops.COPY, Ops.AFTER) or
+                           (u.op is Ops.REDUCE and not is_top and (u in reads or not _counts(u)))):
+      roots[u] = dev[u]
     if u in roots and prod(u.shape) == 0: continue   # an empty buffer: nothing to compute
     if u.op is Ops.REDUCE and any(u.src[0].shape[a] == 0 for a in u.arg[1]): continue  # a reduce of nothing is a constant
     if u.op is Ops.COPY:
@@ -320,14 +336,18 @@ def build_kernel(root:UOp, out:UOp, bufs:dict[UOp, UOp], realized_buffer, merge_
   # output index is pushed down it; the rewrite engine's limits on nested replacements grow with the region walked
   if write is None:
     value = graph_rewrite(at(root, _TRUE, idx), pm_index, ctx=ctx, bpm=pm_kernel_region, name="schedule: value at index")
-    store = UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, out.dtype, (ctx.params[out], flat_index(idx, shape))), value))
   else:
     # the value and where the view puts it, both at the output index: the view, pushed down to its storage, is a load of the
     # element it sees there (gated where a PAD has none), whose index and gate the store takes
     pair = UOp(Ops.SINK, dtypes.void, (at(write.src[1], _TRUE, idx), at(write.src[0], _TRUE, idx)))
     value, seen = graph_rewrite(pair, pm_index, ctx=ctx, bpm=pm_kernel_region, name="schedule: value at index").src
-    if (store := _store_through(ctx, value, seen)) is None: return None, ctx
-
+  if ctx.reduce_dims:
+    value = fold_reduces(value)
+    # the name lists the loops that are left
+    left = value.toposort()
+    ctx.reduce_dims = {r: d for r, d in ctx.reduce_dims.items() if r in left}
+  if write is None: store = UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, out.dtype, (ctx.params[out], flat_index(idx, shape))), value))
+  elif (store := _store_through(ctx, value, seen)) is None: return None, ctx
   red_dims = [d for r in sorted(ctx.reduce_dims, key=lambda r: r.arg[0]) for d in ctx.reduce_dims[r]]
   name = "_".join(["r" if red_dims else "E"] + [str(s) for s in (out_dims or ([] if red_dims else [1]))] + [str(s) for s in red_dims])
   return UOp(Ops.SINK, dtypes.void, (store,), KernelInfo(name)), ctx

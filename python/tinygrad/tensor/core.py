@@ -16,7 +16,7 @@ from tinygrad.schedule.buffers import new_buffer, buffer_view, buffer_of, as_buf
 from tinygrad.engine.realize import run_schedule
 from tinygrad.tensor import creation, random, movement, indexing, linalg, elementwise, reduce, functional, pooling, losses, autograd, hashing
 from tinygrad.tensor.common import canon_device, broadcast_shape, check_tensors
-from tinygrad.tensor.creation import CreationMixin
+from tinygrad.tensor.creation import CreationMixin, unallocated
 from tinygrad.tensor.random import RandomMixin
 from tinygrad.tensor.movement import TensorMovementMixin
 from tinygrad.tensor.indexing import IndexingMixin
@@ -136,6 +136,11 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
     items, bufs = create_schedule([t.uop for t in tensors], [t.device for t in tensors])
     run_schedule(items)
     _bind_buffers(tensors, bufs)
+    # Tensor.empty's buffer is allocated when first used: realizing it is a use
+    for t in tensors:
+      if (b := as_buffer(t.uop)) is not None and b in unallocated:
+        buffer_of(b).ensure_allocated()
+        unallocated.discard(b)
     return self
   def _buffer(self):
     t = self if ((b := as_buffer(self.uop)) is not None and b.src[0].arg == self.numel()) or pending_write(self.uop) is not None \

@@ -3,12 +3,18 @@ meshgrid), and from memory outside tinygrad (from_blob, from_url)."""
 from __future__ import annotations
 from typing import TYPE_CHECKING
 import math
-from tinygrad.dtype import DType, DTypeLike, dtypes, to_dtype, Invalid
-from tinygrad.helpers import prod, argfix, check_host_alloc, fetch
+import weakref
+from tinygrad.dtype import DType, DTypeLike, dtypes, to_dtype, Invalid, truncate
+from tinygrad.helpers import prod, argfix, fetch
 from tinygrad.schedule.buffers import new_buffer, buffer_view, buffer_of
 from tinygrad.tensor.common import canon_device, broadcast_shape, check_tensors
-if TYPE_CHECKING: from tinygrad.tensor.core import Tensor
+if TYPE_CHECKING:
+  from tinygrad.tensor.core import Tensor
+  from tinygrad.uop.ops import UOp
 else: Tensor = None  # the class, bound by tinygrad/tensor/core.py once it exists (this mixin is one of its bases)
+
+# Tensor.empty's BUFFERs: realize() allocates them (a schedule's outputs are allocated by the kernels that write them)
+unallocated: weakref.WeakSet[UOp] = weakref.WeakSet()
 
 def _dtype_or(dtype:DTypeLike|None, default:DType) -> DType: return to_dtype(dtype) if dtype is not None else default
 
@@ -29,10 +35,10 @@ class CreationMixin:
     return self._new(self.uop.const_like(b, to_dtype(dtype) if dtype is not None else None)).reshape((1,) * self.ndim).expand(self.shape)
   @staticmethod
   def empty(*shape, device:str|None=None, dtype:DTypeLike|None=None) -> Tensor:
-    """A tensor of this shape in a new, uninitialized buffer."""
+    """A tensor of this shape in a new, uninitialized buffer. As in tinygrad, the buffer is allocated when first used (realize, a kernel
+    reading it), so building a graph never opens the device."""
     shape, dt = Tensor._check_shape(shape, "empty"), _dtype_or(dtype, dtypes.default_float)
-    buf = new_buffer(canon_device(device), prod(shape), dt)
-    buffer_of(buf).allocate()
+    unallocated.add(buf := new_buffer(canon_device(device), prod(shape), dt))
     return Tensor(buffer_view(buf, shape), device=device)
   def empty_like(self, dtype:DTypeLike|None=None, device:str|None=None) -> Tensor:
     return Tensor.empty(self.shape, dtype=dtype if dtype is not None else self.dtype, device=device if device is not None else self.device)
@@ -59,16 +65,24 @@ class CreationMixin:
   def ones_like(self, **kwargs) -> Tensor: return self.full_like(1, **kwargs)
   @staticmethod
   def arange(start, stop=None, step=1, dtype:DTypeLike|None=None, device:str|None=None) -> Tensor:
-    """Values from start (inclusive) to stop (exclusive) by step; an int dtype unless an argument is a float."""
-    import numpy as np
+    """Values from start (inclusive) to stop (exclusive) by step, numpy's values in dtype; an int dtype unless an argument is a float.
+    A graph without host data: the positions come from _positions, so it fuses into the kernels that read it."""
     if stop is None: start, stop = 0, start
+    for v in (start, stop, step): _check_const("arange", v)
     dt = _dtype_or(dtype, dtypes.default_float if any(isinstance(x, float) for x in (start, stop, step)) else dtypes.default_int)
     if step == 0: raise ValueError("arange needs a nonzero step")
-    n = max(math.ceil((stop - start) / step), 0)
-    check_host_alloc(n * 8, f"arange of {n} elements")   # its values are built on the host first
-    if all(isinstance(v, int) for v in (start, stop, step)): vals = start + np.arange(n, dtype=np.int64) * step
-    else: vals = np.array([start + i * step for i in range(n)], dtype=np.float64 if dtypes.is_float(dt) else np.int64)
-    return Tensor(vals, device=device, dtype=dt)
+    n = max(-((start - stop) // step) if all(isinstance(v, int) for v in (start, stop, step)) else math.ceil((stop - start) / step), 0)
+    if n == 0: return Tensor.full((0,), 0, dtype=dt, device=device)
+    i = _positions(n, device)
+    if not dtypes.is_float(dt): return (i.cast(dt) * step + start).cast(dt) if step != 1 or start != 0 else i.cast(dt)
+    # numpy's float fill: value 0 is start and value 1 start+step (each rounded to dt once), value i is v0 + i*(v1 - v0) computed in
+    # the dtype (in float32 for the 16-bit floats)
+    cdt = dt if dt.itemsize >= 4 else dtypes.float32
+    v0, v1 = truncate[dt](start), truncate[dt](start + step)
+    delta = truncate[cdt](v1 - v0)
+    ret = i.cast(cdt) * delta + v0
+    if n > 1 and truncate[dt](truncate[cdt](v0 + delta)) != v1: ret = i.eq(1).where(v1, ret)
+    return ret.cast(dt)
   @staticmethod
   def eye(n:int, m:int|None=None, dtype:DTypeLike|None=None, device:str|None=None) -> Tensor:
     """The n x m identity: ones where the row index equals the column index (computed in the kernel from two aranges)."""
@@ -113,5 +127,16 @@ class CreationMixin:
     import pathlib
     if not isinstance(url, (str, pathlib.Path)): raise TypeError(f"from_url needs a URL or path string, got {type(url).__name__}")
     return Tensor(pathlib.Path(fetch(str(url), gunzip=gunzip)), **kwargs)
+
+def _positions(n:int, device:str|None) -> Tensor:
+  """0, 1, ..., n-1 (int32, int64 past its range) from a constant and movement ops only: row i of an (n, n) bool mask holds k < i (a
+  row of n Trues then n+1 Falses, tiled with a stride one less than its length, so each row is the previous one shifted right by
+  one), and position i is its row's count. The scheduler folds that sum into a closed form (schedule/rangeify.py), so this is an
+  elementwise kernel without a loop over n, and comparisons against it fold into indexed loads."""
+  width = 2 * n + 1
+  row = Tensor.full((n,), True, dtype=dtypes.bool, device=device).pad(((0, n + 1),))
+  mask = row.reshape(1, width).expand(n, width).reshape(n * width).shrink(((0, n * (width - 1)),)).reshape(n, width - 1)
+  dt = dtypes.int32 if n <= dtypes.int32.max else dtypes.int64
+  return mask.shrink(((0, n), (n, 2 * n))).cast(dt).sum(1, dtype=dt)
 
 __all__ = ["CreationMixin"]
