@@ -23,9 +23,12 @@ def _poly(x, coeffs:tuple[float, ...]):
 # odd Taylor series in x (as polynomials in x*x, times x): atan (|x| <= tan(pi/16) after two halvings), sinh and erf near 0
 _ATAN = tuple((-1) ** n / (2 * n + 1) for n in range(12))
 _SINH = tuple(1 / math.factorial(2 * n + 1) for n in range(7))
-_ERF = tuple(2 / math.sqrt(math.pi) * (-1) ** n / (math.factorial(n) * (2 * n + 1)) for n in range(11))
-# erfc(x) ~ t*exp(-x*x + P(t)), t = 1/(1+x/2): the Chebyshev fit of Numerical Recipes (fractional error < 1.2e-7)
-_ERFC = (-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807, -1.13520398, 1.48851587, -0.82215223, 0.17087277)
+_ERF = tuple(2 / math.sqrt(math.pi) * (-1) ** n / (math.factorial(n) * (2 * n + 1)) for n in range(17))
+# erfc(x) = exp(-x*x) * P(u) for 1 <= x <= 6, u = 4.8*t - 2.2 in [-1, 1], t = 1/(1+x/2): a degree-14 Chebyshev least-squares fit of
+# exp(x*x)*erfc(x) (mpmath at 40 digits), written as monomials in u; with the Taylor series below 1, erf is within 1 ulp in float64
+_ERFCX = (0.2214295402299318, 0.16189356804102528, 0.038560570425181136, 0.0055888162818280365, 0.00019713917778141623,
+          -8.079220414939895e-05, -7.3405184100805375e-06, 1.9795613066316982e-06, 1.6350132319057115e-07, -7.005200351921082e-08,
+          -5.929810558780744e-10, 2.622625405016403e-09, -2.632402449453874e-10, -7.299825734470143e-11, 1.8586743786122412e-11)
 
 class ElementwiseMixin:
   def ufix(self, x) -> Tensor:
@@ -114,10 +117,11 @@ class ElementwiseMixin:
   def erf(self) -> Tensor:
     x = self._to_float()
     a = x.abs()
-    small = a < 0.5
+    small = a < 1
     xs = small.where(x, 0)
-    t = (a * 0.5 + 1).reciprocal()
-    big = 1 - t * (_poly(t, _ERFC) - a * a).exp()
+    # beyond 6, erfc < 2e-17 underflows next to 1: the polynomial is kept inside its interval and exp(-x*x) makes it vanish
+    u = (a.minimum(6) * 0.5 + 1).reciprocal() * 4.8 - 2.2
+    big = 1 - (-(a * a)).exp() * _poly(u, _ERFCX)
     return small.where(xs * _poly(xs * xs, _ERF), (x < 0).where(-big, big))
   def round(self) -> Tensor:
     """Rounds half to even (as numpy and Python's round); ints and bools are returned as they are."""
