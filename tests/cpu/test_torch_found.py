@@ -46,3 +46,19 @@ def test_mean_of_ints_is_float32(default_float):
       assert m.dtype is dtypes.float32
       np.testing.assert_allclose(m.numpy(), np.mean(np.array(data, dtype=np.float64)), rtol=1e-7)
     assert Tensor([1.0, 2.0]).mean().dtype is dtypes.default_float
+
+def _grad(f, v):
+  x = Tensor(np.array(v, np.float32), requires_grad=True)
+  f(x).sum().backward()
+  return x.grad.numpy()
+
+def test_gradients_far_out_and_near_zero():
+  # closed forms: sigmoid' = s(1-s) (0.14 and the 1/(1+exp(-x)) form give NaN at -100), asinh' = 1/sqrt(1+x*x) (log1p's exact branch
+  # counted 1/w twice: 2.0 at 1e-8; log(0) in the unused branch made 0 NaN), softplus' = sigmoid, logsigmoid' = sigmoid(-x)
+  v = np.array([-100.0, -20.0, -1e-8, 0.0, 1e-8, 3.0, 100.0])
+  s = 1 / (1 + np.exp(-v))
+  np.testing.assert_allclose(_grad(lambda x: x.sigmoid(), v), s * (1 - s), rtol=1e-5, atol=1e-30)
+  np.testing.assert_allclose(_grad(lambda x: x.asinh(), v), 1 / np.sqrt(1 + v * v), rtol=1e-5, atol=1e-30)
+  np.testing.assert_allclose(_grad(lambda x: x.softplus(), v), s, rtol=1e-5, atol=1e-30)
+  np.testing.assert_allclose(_grad(lambda x: x.logsigmoid(), v), 1 - s, rtol=1e-5, atol=1e-30)
+  np.testing.assert_allclose(Tensor(v.astype(np.float32)).sigmoid().numpy(), s, rtol=1e-6, atol=1e-38)

@@ -39,8 +39,9 @@ class ElementwiseMixin:
   def _log1p(self) -> Tensor:
     """log(1 + self), accurate for tiny self: log(w) * self / (w - 1) with w = 1 + self rounded (Goldberg's correction)."""
     w = 1 + self
-    exact = (w == 1) | (w == math.inf)
-    return exact.where(w.log() + (w == 1).where(self, 0), w.log() * (self / exact.where(1, w - 1)))
+    one, inf = w == 1, w == math.inf
+    # where 1 + self rounds to 1 the result is self itself (w.log() there would add a second 1/w to the gradient)
+    return one.where(self, inf.where(w, w.log() * (self / (one | inf).where(1, w - 1))))
   def _expm1(self) -> Tensor:
     """exp(self) - 1, accurate for tiny self: (u - 1) * self / log(u) with u = exp(self) rounded (Kahan's correction)."""
     u = self.exp()
@@ -102,7 +103,7 @@ class ElementwiseMixin:
     big = a > a._big()
     s = big.where(1, a)
     # log1p(a + a*a / (1 + sqrt(1 + a*a))) near 0, log(a) + log(2) where a*a would overflow
-    ret = big.where(a.log() + _LN2, (s + s * s / ((s * s + 1).sqrt() + 1))._log1p())
+    ret = big.where(big.where(a, 1).log() + _LN2, (s + s * s / ((s * s + 1).sqrt() + 1))._log1p())
     return (x < 0).where(-ret, ret)
   def acosh(self) -> Tensor:
     x = self._to_float()
@@ -142,7 +143,13 @@ class ElementwiseMixin:
   def isfinite(self) -> Tensor: return (self.isinf() | self.isnan()).logical_not()
 
   # ***** activations *****
-  def sigmoid(self) -> Tensor: return ((-self._to_float()).exp() + 1).reciprocal()
+  def sigmoid(self) -> Tensor:
+    """1/(1+exp(-x)) for x >= 0, e/(1+e) with e = exp(x) below: exp never overflows, so the gradient is 0, not NaN, far out."""
+    x = self._to_float()
+    pos = x >= 0
+    e = pos.where(-x, x).exp()
+    r = (e + 1).reciprocal()
+    return pos.where(r, e * r)
   def hardsigmoid(self, alpha:float=1 / 6, beta:float=0.5) -> Tensor: return (self._to_float() * alpha + beta).clamp(0, 1)
   def relu6(self) -> Tensor: return self.relu().clamp(max_=6)
   def hardswish(self) -> Tensor:
@@ -175,7 +182,9 @@ class ElementwiseMixin:
   def softplus(self, beta=1.0) -> Tensor:
     """log(1 + exp(beta*x)) / beta, as max(z, 0) + log1p(exp(-|z|)) so it neither overflows nor loses small values."""
     z = self._to_float() * beta
-    return (z.relu() + (-z.abs()).exp()._log1p()) * (1 / beta)
+    # both halves take the z >= 0 side at 0 (relu and abs would each pick their own), so the gradient there is 1/2
+    pos = z >= 0
+    return (pos.where(z, 0) + pos.where(-z, z).exp()._log1p()) * (1 / beta)
   def logsigmoid(self) -> Tensor: return -(-self._to_float()).softplus()
   def mish(self) -> Tensor:
     x = self._to_float()
