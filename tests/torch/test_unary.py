@@ -63,3 +63,18 @@ def test_unary_int_inputs():
     compare(lambda x, op=op: getattr(x, op)(), lambda x, op=op: getattr(torch, op)(x), vals=[v])
   for op in ["exp", "sqrt", "sin", "sigmoid"]:
     compare(lambda x, op=op: getattr(x, op)(), lambda x, op=op: getattr(torch, op)(x), vals=[np.abs(v)], atol=1e-6, rtol=1e-6)
+
+EDGES = {
+  "sigmoid": (lambda x: x.sigmoid(), torch.sigmoid, [-100.0, 100.0, -20.0, 0.0]),
+  "softplus": (lambda x: x.softplus(), F.softplus, [-100.0, 100.0, 30.0, 0.0]),
+  "logsigmoid": (lambda x: x.logsigmoid(), F.logsigmoid, [-100.0, 100.0, 0.0]), "mish": (lambda x: x.mish(), F.mish, [-100.0, 100.0, 25.0, 0.0]),
+  "tanh": (lambda x: x.tanh(), torch.tanh, [-100.0, 100.0, 1e-8]), "asinh": (lambda x: x.asinh(), torch.asinh, [-1e20, 1e20, 1e-8, 0.0]),
+  "round": (lambda x: x.round(), torch.round, [0.5, 1.5, 2.5, -0.5, -2.5]), "sqrt": (lambda x: x.sqrt(), torch.sqrt, [0.0, 4.0]),
+  "pow": (lambda x: x ** 2, lambda x: x ** 2, [-3.0, -0.5, 0.0]), "rpow": (lambda x: 2.0 ** x, lambda x: 2.0 ** x, [-3.0, 0.5, 0.0]),
+}
+
+@pytest.mark.parametrize("name", list(EDGES))
+def test_edge_values_and_gradients(name):
+  # far out, at 0 and at ties: values and gradients (the kinks of abs/clamp/relu6/leaky_relu and max ties follow 0.14's convention)
+  ours, theirs, v = EDGES[name]
+  compare(ours, theirs, vals=[np.array(v, dtype=np.float32)], atol=1e-6, rtol=1e-5)
