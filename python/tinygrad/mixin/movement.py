@@ -5,6 +5,7 @@ constant of self's shape: CONST, reshaped to ones and expanded). A movement that
 build exactly the same nodes; bad arguments raise the errors torch would (RuntimeError/ValueError/IndexError naming the shapes).
 """
 from __future__ import annotations
+import math
 from tinygrad.uop import Ops
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import prod, argfix
@@ -65,7 +66,8 @@ class MovementMixin:
     if all(p == (0, 0) for p in pos): return x
     if mode != "constant": return x._pad_edges(pos, mode)
     ret = x._mop(Ops.PAD, pos)
-    if value == 0: return ret
+    # a -0.0 fill is kept (cat pads with it: -0.0 is the exact identity of +, so -0.0 elements survive the sum)
+    if value == 0 and not (isinstance(value, float) and math.copysign(1.0, value) < 0): return ret
     return x.full_like(True, dtypes.bool)._mop(Ops.PAD, pos).where(ret, value)
   def _pad_edges(self, pos, mode:str):
     """Non-constant padding, one dim at a time: the pieces before and after are shrinks (flipped for reflect) of the input,

@@ -35,8 +35,11 @@ class ReduceMixin:
     return self.logical_not() if self.dtype is dtypes.bool else ~self
   def min(self, axis=None, keepdim=False): return self._inverse().max(axis, keepdim)._inverse()
   def mean(self, axis=None, keepdim=False):
+    """Ints and bools give float32 whatever DEFAULT_FLOAT is (0.14's dtype), summed in float32 (0.14 divides in the default float,
+    so under HALF a mean of ints like 60000 overflows)."""
     cnt = prod(s for i, s in enumerate(self.shape) if i in self._axes(axis))
-    ret = self._to_float().sum(axis, keepdim)
+    dt = self.dtype
+    ret = (self.cast(dtypes.float32) if dt is dtypes.bool or (dtypes.is_int(dt) and dt not in dtypes.weaks) else self).sum(axis, keepdim)
     return ret.div(cnt) if cnt > 0 else ret.mul(float("nan"))
 
 __all__ = ["ReduceMixin"]

@@ -23,9 +23,12 @@ def _poly(x, coeffs:tuple[float, ...]):
 # odd Taylor series in x (as polynomials in x*x, times x): atan (|x| <= tan(pi/16) after two halvings), sinh and erf near 0
 _ATAN = tuple((-1) ** n / (2 * n + 1) for n in range(12))
 _SINH = tuple(1 / math.factorial(2 * n + 1) for n in range(7))
-_ERF = tuple(2 / math.sqrt(math.pi) * (-1) ** n / (math.factorial(n) * (2 * n + 1)) for n in range(11))
-# erfc(x) ~ t*exp(-x*x + P(t)), t = 1/(1+x/2): the Chebyshev fit of Numerical Recipes (fractional error < 1.2e-7)
-_ERFC = (-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807, -1.13520398, 1.48851587, -0.82215223, 0.17087277)
+_ERF = tuple(2 / math.sqrt(math.pi) * (-1) ** n / (math.factorial(n) * (2 * n + 1)) for n in range(17))
+# erfc(x) = exp(-x*x) * P(u) for 1 <= x <= 6, u = 4.8*t - 2.2 in [-1, 1], t = 1/(1+x/2): a degree-14 Chebyshev least-squares fit of
+# exp(x*x)*erfc(x) (mpmath at 40 digits), written as monomials in u; with the Taylor series below 1, erf is within 1 ulp in float64
+_ERFCX = (0.2214295402299318, 0.16189356804102528, 0.038560570425181136, 0.0055888162818280365, 0.00019713917778141623,
+          -8.079220414939895e-05, -7.3405184100805375e-06, 1.9795613066316982e-06, 1.6350132319057115e-07, -7.005200351921082e-08,
+          -5.929810558780744e-10, 2.622625405016403e-09, -2.632402449453874e-10, -7.299825734470143e-11, 1.8586743786122412e-11)
 
 class ElementwiseMixin:
   def ufix(self, x) -> Tensor:
@@ -36,8 +39,9 @@ class ElementwiseMixin:
   def _log1p(self) -> Tensor:
     """log(1 + self), accurate for tiny self: log(w) * self / (w - 1) with w = 1 + self rounded (Goldberg's correction)."""
     w = 1 + self
-    exact = (w == 1) | (w == math.inf)
-    return exact.where(w.log() + (w == 1).where(self, 0), w.log() * (self / exact.where(1, w - 1)))
+    one, inf = w == 1, w == math.inf
+    # where 1 + self rounds to 1 the result is self itself (w.log() there would add a second 1/w to the gradient)
+    return one.where(self, inf.where(w, w.log() * (self / (one | inf).where(1, w - 1))))
   def _expm1(self) -> Tensor:
     """exp(self) - 1, accurate for tiny self: (u - 1) * self / log(u) with u = exp(self) rounded (Kahan's correction)."""
     u = self.exp()
@@ -99,7 +103,7 @@ class ElementwiseMixin:
     big = a > a._big()
     s = big.where(1, a)
     # log1p(a + a*a / (1 + sqrt(1 + a*a))) near 0, log(a) + log(2) where a*a would overflow
-    ret = big.where(a.log() + _LN2, (s + s * s / ((s * s + 1).sqrt() + 1))._log1p())
+    ret = big.where(big.where(a, 1).log() + _LN2, (s + s * s / ((s * s + 1).sqrt() + 1))._log1p())
     return (x < 0).where(-ret, ret)
   def acosh(self) -> Tensor:
     x = self._to_float()
@@ -114,10 +118,11 @@ class ElementwiseMixin:
   def erf(self) -> Tensor:
     x = self._to_float()
     a = x.abs()
-    small = a < 0.5
+    small = a < 1
     xs = small.where(x, 0)
-    t = (a * 0.5 + 1).reciprocal()
-    big = 1 - t * (_poly(t, _ERFC) - a * a).exp()
+    # beyond 6, erfc < 2e-17 underflows next to 1: the polynomial is kept inside its interval and exp(-x*x) makes it vanish
+    u = (a.minimum(6) * 0.5 + 1).reciprocal() * 4.8 - 2.2
+    big = 1 - (-(a * a)).exp() * _poly(u, _ERFCX)
     return small.where(xs * _poly(xs * xs, _ERF), (x < 0).where(-big, big))
   def round(self) -> Tensor:
     """Rounds half to even (as numpy and Python's round); ints and bools are returned as they are."""
@@ -138,7 +143,13 @@ class ElementwiseMixin:
   def isfinite(self) -> Tensor: return (self.isinf() | self.isnan()).logical_not()
 
   # ***** activations *****
-  def sigmoid(self) -> Tensor: return ((-self._to_float()).exp() + 1).reciprocal()
+  def sigmoid(self) -> Tensor:
+    """1/(1+exp(-x)) for x >= 0, e/(1+e) with e = exp(x) below: exp never overflows, so the gradient is 0, not NaN, far out."""
+    x = self._to_float()
+    pos = x >= 0
+    e = pos.where(-x, x).exp()
+    r = (e + 1).reciprocal()
+    return pos.where(r, e * r)
   def hardsigmoid(self, alpha:float=1 / 6, beta:float=0.5) -> Tensor: return (self._to_float() * alpha + beta).clamp(0, 1)
   def relu6(self) -> Tensor: return self.relu().clamp(max_=6)
   def hardswish(self) -> Tensor:
@@ -171,7 +182,9 @@ class ElementwiseMixin:
   def softplus(self, beta=1.0) -> Tensor:
     """log(1 + exp(beta*x)) / beta, as max(z, 0) + log1p(exp(-|z|)) so it neither overflows nor loses small values."""
     z = self._to_float() * beta
-    return (z.relu() + (-z.abs()).exp()._log1p()) * (1 / beta)
+    # both halves take the z >= 0 side at 0 (relu and abs would each pick their own), so the gradient there is 1/2
+    pos = z >= 0
+    return (pos.where(z, 0) + pos.where(-z, z).exp()._log1p()) * (1 / beta)
   def logsigmoid(self) -> Tensor: return -(-self._to_float()).softplus()
   def mish(self) -> Tensor:
     x = self._to_float()

@@ -5,7 +5,7 @@ import math
 import re
 from typing import TYPE_CHECKING, Sequence
 from tinygrad.helpers import argfix, prod
-from tinygrad.dtype import least_upper_dtype
+from tinygrad.dtype import dtypes, least_upper_dtype
 from tinygrad.tensor.common import check_tensors
 if TYPE_CHECKING: from tinygrad.tensor.core import Tensor
 else: Tensor = None  # the class, bound by tinygrad/tensor/core.py once it exists (this mixin is one of its bases)
@@ -21,8 +21,10 @@ class TensorMovementMixin:
         raise RuntimeError(f"cat needs the same shape except in dim {d}, got {[t.shape for t in tensors]}")
     dt = least_upper_dtype(*(t.dtype for t in tensors))
     total, off, ret = sum(t.shape[d] for t in tensors), 0, None
+    # floats pad with -0.0, the exact identity of +: a -0.0 element stays -0.0 in the sum (0.0 + -0.0 would be +0.0)
+    fill = -0.0 if dtypes.is_float(dt) and len(tensors) > 1 else 0
     for t in tensors:
-      p = t.cast(dt).pad(tuple((off, total - off - t.shape[d]) if i == d else None for i in range(self.ndim)))
+      p = t.cast(dt).pad(tuple((off, total - off - t.shape[d]) if i == d else None for i in range(self.ndim)), value=fill)
       ret = p if ret is None else ret + p
       off += t.shape[d]
     return ret
