@@ -89,11 +89,31 @@ def _counts(u:UOp) -> bool:
   if x.op is Ops.CAST: return x.src[0].dtype is dtypes.bool
   return x.op is Ops.WHERE and x.src[1].op is Ops.CONST and x.src[2].op is Ops.CONST and x.src[2].arg == 0
 
+MAX_FUSED_READS = 4  # buffers an elementwise value may read and still be computed again for every element of an EXPAND ...
+MIN_RECOMPUTE = 8    # ... of at least this many elements per element
+
+def buffers_read(topo:list[UOp], is_realized) -> dict[UOp, frozenset[UOp]]:
+  """The buffers (inputs, realized nodes, reduces, CONTIGUOUS/COPY/AFTER: nodes with a buffer of their own) each node reads, counted up
+  to MAX_FUSED_READS + 1 (one pass, children first: the sets stay small)."""
+  reads: dict[UOp, frozenset[UOp]] = {}
+  def of(s:UOp) -> frozenset[UOp]:   # a realized node is not in topo (the walk stops above it)
+    if (r := reads.get(s)) is None: r = reads[s] = frozenset((s,)) if is_realized(s) else frozenset()
+    return r
+  for u in topo:
+    if u.op in (Ops.BUFFER, Ops.CONTIGUOUS, Ops.COPY, Ops.AFTER) or is_realized(u): reads[u] = frozenset((u,))
+    else:
+      r = frozenset().union(*(of(s) for s in u.src))
+      # a reduce has a buffer, except one that counts a condition on the index alone (Tensor.arange: folded where it is used)
+      if u.op is Ops.REDUCE and (r or not _counts(u)): r = frozenset((u,))
+      reads[u] = r if len(r) <= MAX_FUSED_READS + 1 else frozenset(list(r)[:MAX_FUSED_READS + 1])
+  return reads
+
 def plan_buffers(targets:dict[UOp, str], is_realized) -> dict[UOp, str]:
   """{kernel root: device of its buffer} for the graph under the targets ({target: device}, the targets without a buffer yet).
   is_realized(u): u already has a buffer (the walk stops there)."""
   roots = dict(targets)
   top: dict[UOp, bool] = {}     # reached from its kernel's root only through elementwise/movement ops without an EXPAND
+  expanded: dict[UOp, int] = {}  # times a node is computed per element in its kernel (the EXPANDs between it and the root; the most)
   dev: dict[UOp, str] = {}
   reached = set(roots)
   topo = UOp(Ops.SINK, dtypes.void, tuple(roots)).toposort(gate=lambda n: not is_realized(n))
@@ -103,21 +123,28 @@ def plan_buffers(targets:dict[UOp, str], is_realized) -> dict[UOp, str]:
   for u in topo:
     # (a source the walk stopped at is realized)
     if u.op in (Ops.BUFFER, Ops.COPY, Ops.CONTIGUOUS) or any(s in reads or s not in topo for s in u.src): reads.add(u)
+  nreads = buffers_read(topo, is_realized)
   for u in reversed(topo):
     if u not in reached or u.op is Ops.BUFFER: continue
     is_top = top.get(u, True)
     if u not in roots and (u.op in (Ops.CONTIGUOUS, Ops.COPY, Ops.AFTER) or
                            (u.op is Ops.REDUCE and not is_top and (u in reads or not _counts(u)))):
       roots[u] = dev[u]
+    # an elementwise value computed again for every element of a large expand gets a buffer when it reads many buffers (a batchnorm
+    # feeding a conv reads five: recomputed for every tap and output channel, it cost more than the conv)
+    elif u not in roots and expanded.get(u, 1) >= MIN_RECOMPUTE and u.op in GroupOp.Elementwise and len(nreads[u]) > MAX_FUSED_READS:
+      roots[u] = dev[u]
     if u in roots and prod(u.shape) == 0: continue   # an empty buffer: nothing to compute
     if u.op is Ops.REDUCE and any(u.src[0].shape[a] == 0 for a in u.arg[1]): continue  # a reduce of nothing is a constant
     if u.op is Ops.COPY:
       if (b := as_buffer(u.src[0])) is None or b.src[0].arg != prod(u.shape): roots.setdefault(u.src[0], u.arg[0])
     child_top = (u in roots or is_top) and u.op not in (Ops.EXPAND, Ops.REDUCE)
+    child_expanded = (1 if u in roots else expanded.get(u, 1)) * (prod(u.shape) // max(1, prod(u.src[0].shape)) if u.op is Ops.EXPAND else 1)
     child_dev = u.arg[0] if u.op is Ops.COPY else roots.get(u) or dev[u]
     for s in u.src:
       reached.add(s)
       top[s] = top.get(s, True) and child_top
+      expanded[s] = max(expanded.get(s, 1), child_expanded)
       dev.setdefault(s, child_dev)
   return roots
 
