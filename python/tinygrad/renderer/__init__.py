@@ -77,7 +77,7 @@ from __future__ import annotations
 import functools
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence, TYPE_CHECKING
 from tinygrad.helpers import Target, to_function_name
 from tinygrad.dtype import DType, dtypes, AddrSpace
@@ -415,11 +415,17 @@ class Renderer:
   def __reduce__(self): return self.__class__, (self.target,)
   def __repr__(self): return f"{type(self).__name__}({self.target!r})"
   def supported_dtypes(self) -> set[DType]: return {dt for dt in dtypes.all if dt not in dtypes.fp8s}
-  def check(self, uops:Sequence[UOp], name:str|None=None) -> LinearKernel:
-    return check_linear(uops, frozenset(self.code_for_op), name, type(self).__name__)
+  def check(self, uops:Sequence[UOp]|LinearKernel, name:str|None=None) -> LinearKernel:
+    """check_linear for this renderer. A LinearKernel (already checked against the contract: verify_linear's result) only gets the
+    checks that depend on the renderer (its ALU ops) and the name, so a lowered kernel is not walked twice."""
+    if not isinstance(uops, LinearKernel): return check_linear(uops, frozenset(self.code_for_op), name, type(self).__name__)
+    for i, u in enumerate(uops.uops):
+      if u.op in GroupOp.ALU and u.op not in self.code_for_op:
+        raise KernelContractError(f"{_desc(i, u)}: {type(self).__name__} has no code for {u.op}; the codegen must decompose it")
+    return uops if name is None else replace(uops, name=to_function_name(name))
   def render(self, uops:Sequence[UOp], name:str|None=None) -> str: raise NotImplementedError(f"{type(self).__name__} does not render source")
-  def to_program(self, uops:Sequence[UOp], name:str|None=None) -> ProgramSpec:
-    """Checks and renders a linear kernel; `name` overrides the SINK's kernel name."""
+  def to_program(self, uops:Sequence[UOp]|LinearKernel, name:str|None=None) -> ProgramSpec:
+    """Checks and renders a linear kernel (a list of UOps, or verify_linear's LinearKernel); `name` overrides the SINK's kernel name."""
     k = self.check(uops, name)
     src = self.render(k, name)
     outs = tuple(b.arg.slot for b in k.bufs if b in k.writable)
@@ -481,10 +487,11 @@ def literal_dtype(consumer:UOp, s:UOp) -> DType:
   if ret in dtypes.weaks or ret is dtypes.void: ret = dtypes.default_int if s.dtype is dtypes.weakint else dtypes.default_float
   return ret
 
-def verify_linear(uops:Sequence[UOp], stage:str="linear program") -> None:
+def verify_linear(uops:Sequence[UOp], stage:str="linear program") -> LinearKernel:
   """SPEC check of a linear program: this contract (check_linear: order, scopes, srcs), then the dtype rules of uop/spec.py's
-  spec_linear. Raises RuntimeError naming the stage."""
+  spec_linear. Raises RuntimeError naming the stage. Returns the checked kernel (Renderer.check then need not walk it again)."""
   from tinygrad.uop.spec import type_verify, spec_linear
-  try: check_linear(uops)
+  try: k = check_linear(uops)
   except KernelContractError as e: raise RuntimeError(f"SPEC: the {stage} is invalid: {e}") from e
   type_verify(uops, spec_linear, stage)
+  return k
