@@ -8,6 +8,7 @@ import shlex
 import shutil
 import subprocess
 import tempfile
+import threading
 from typing import Sequence
 from tinygrad.device import Compiler, CompileError, CompilerNotFoundError, numbered_source
 from tinygrad.helpers import cpu_objdump
@@ -87,11 +88,18 @@ class ClangCompiler(Compiler):
       free_unit.append(i)
     units = [u for u in units if u]
     libs: dict[int, bytes] = {i: self.compile(src) for i, src in enumerate(srcs) if names[i] is None}
-    if len(units) == 1: libs.update(zip(units[0], self._compile_unit([srcs[i] for i in units[0]])))
-    else:
-      from concurrent.futures import ThreadPoolExecutor   # only a batch of several units needs threads
-      with ThreadPoolExecutor(len(units)) as pool:
-        for unit, unit_libs in zip(units, pool.map(lambda u: self._compile_unit([srcs[i] for i in u]), units)): libs.update(zip(unit, unit_libs))
+    # one thread per unit (plain threads: concurrent.futures and the logging it imports would cost a cold process more than they save)
+    results: list[list[bytes]|BaseException|None] = [None] * len(units)
+    def work(n:int):
+      try: results[n] = self._compile_unit([srcs[i] for i in units[n]])
+      except BaseException as e: results[n] = e   # re-raised in the caller's thread
+    threads = [threading.Thread(target=work, args=(n,), name=f"tinygrad-cc-{n}") for n in range(1, len(units))]
+    for t in threads: t.start()
+    work(0)
+    for t in threads: t.join()
+    for unit, res in zip(units, results):
+      if isinstance(res, BaseException): raise res
+      libs.update(zip(unit, res or []))
     return [libs[i] for i in range(len(srcs))]
   def _compile_unit(self, srcs:list[str]) -> list[bytes]:
     """Kernels with distinct names -> one shared object, given to each of them. A unit that fails to compile is compiled kernel by
