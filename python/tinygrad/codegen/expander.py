@@ -64,7 +64,11 @@ def _expand(sink:UOp) -> UOp|None:
   # the ranges' bounds: one graph_rewrite over all of them. A lane's gate is often always true there (r+34 < 105 with r < 34).
   topo = sink.toposort()
   idxs = [x.src[1] for x in topo if x.op in (Ops.INDEX, Ops.SHRINK) and mem_root(x.src[0]) is not None]
-  gates = [g for x in topo if (g := _gate(x)) is not None and g.op is not Ops.CONST and _index_math(g)]
+  # computed from index math only (ranges, index constants, comparisons and logic), which the symbolic engine owns: a condition on
+  # loaded values (a relu mask) is left alone. One pass in order (a per-gate walk would be quadratic in a long chain of WHEREs).
+  index_math: dict[UOp, bool] = {}
+  for x in topo: index_math[x] = x.dtype in (dtypes.weakint, dtypes.bool) and x.op is not Ops.LOAD and all(index_math[s] for s in x.src)
+  gates = [g for x in topo if (g := _gate(x)) is not None and g.op is not Ops.CONST and index_math[g]]
   todo = list(dict.fromkeys(idxs + gates))
   simple = graph_rewrite(UOp(Ops.SINK, dtypes.void, tuple(todo)), symbolic, name="simplify indices").src
   return sink.substitute({a: b for a, b in zip(todo, simple) if a is not b}, name="simplified indices")
@@ -74,10 +78,5 @@ def _gate(x:UOp) -> UOp|None:
   if x.op is Ops.LOAD and len(x.src) == 3: return x.src[2]
   if x.op is Ops.STORE and len(x.src) == 3: return x.src[2]
   return None
-
-def _index_math(g:UOp) -> bool:
-  """Whether a condition is computed from index math only (ranges, index constants, comparisons and logic), which the symbolic engine
-  owns: a condition on loaded values (a relu mask) is left alone."""
-  return all(u.dtype in (dtypes.weakint, dtypes.bool) and u.op is not Ops.LOAD for u in g.toposort())
 
 pm_expand = PatternMatcher([(UPat(Ops.SINK, name="sink"), _expand)])
