@@ -109,23 +109,8 @@ pm_decomp = PatternMatcher([
   (UPat(Ops.CAST, src=(UPat.var("x"),), name="c"), _float_to_int),
 ])
 
-def _conjuncts(g:UOp) -> set[UOp]: return set(g.split_uop(Ops.AND))
-
-def _regated(g:UOp, ld:UOp, alt:UOp, gate:UOp) -> UOp|None:
-  # g ? (gate ? load : alt) : alt is the load when g is one of the conditions of its gate (the valid mask applied again)
-  return ld if _conjuncts(g) <= _conjuncts(gate) else None
-
-# gates the index simplification (expander.py) decided: a WHERE or LOAD whose condition became a constant, a mask applied twice
-pm_gates = PatternMatcher([
-  (UPat.cvar("g", dtypes.bool).where(UPat.var("a"), UPat.var("b")), lambda g, a, b: a if g.arg is True else b if g.arg is False else None),
-  (UPat(Ops.LOAD, src=(UPat.var("idx"), UPat(), UPat.const(True, dtypes.bool)), name="ld"), lambda ld, idx: ld.replace(src=(idx,))),
-  (UPat(Ops.LOAD, src=(UPat(), UPat.var("alt"), UPat.const(False, dtypes.bool))), lambda alt: alt),   # reads nothing
-  (UPat(Ops.STORE, src=(UPat(), UPat(), UPat.const(True, dtypes.bool)), name="st"), lambda st: st.replace(src=st.src[:2])),
-  (UPat.var("g").where(UPat(Ops.LOAD, src=(UPat(), UPat.cvar("alt"), UPat.var("gate")), name="ld"), UPat.cvar("alt")), _regated),
-])
-
 # constant folding is the symbolic engine's (uop/symbolic.py), in its form for values: results wrapped/rounded as the device computes
-pm_const_fold = pm_fold_values + pm_gates
+pm_const_fold = pm_fold_values
 
 def _loop_ranges(sink:UOp) -> list[UOp]:
   """The LOOP ranges, outermost first (by axis id, a split's outer part first: tinygrad/codegen/opt.py range_key)."""

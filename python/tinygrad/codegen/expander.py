@@ -60,23 +60,9 @@ def _expand(sink:UOp) -> UOp|None:
     if u.arg[-1] is AxisType.UNROLL: sink = _expand_unroll(sink, u)
   for u in reversed(rngs):
     if u.arg[-1] is AxisType.UPCAST: sink = _expand_upcast(sink, u)
-  # the lanes' indices and the validity gates of index math (a load's gate, a WHERE's condition), summed up again and checked against
-  # the ranges' bounds: one graph_rewrite over all of them. A lane's gate is often always true there (r+34 < 105 with r < 34).
-  topo = sink.toposort()
-  idxs = [x.src[1] for x in topo if x.op in (Ops.INDEX, Ops.SHRINK) and mem_root(x.src[0]) is not None]
-  # computed from index math only (ranges, index constants, comparisons and logic), which the symbolic engine owns: a condition on
-  # loaded values (a relu mask) is left alone. One pass in order (a per-gate walk would be quadratic in a long chain of WHEREs).
-  index_math: dict[UOp, bool] = {}
-  for x in topo: index_math[x] = x.dtype in (dtypes.weakint, dtypes.bool) and x.op is not Ops.LOAD and all(index_math[s] for s in x.src)
-  gates = [g for x in topo if (g := _gate(x)) is not None and g.op is not Ops.CONST and index_math[g]]
-  todo = list(dict.fromkeys(idxs + gates))
-  simple = graph_rewrite(UOp(Ops.SINK, dtypes.void, tuple(todo)), symbolic, name="simplify indices").src
-  return sink.substitute({a: b for a, b in zip(todo, simple) if a is not b}, name="simplified indices")
-
-def _gate(x:UOp) -> UOp|None:
-  if x.op is Ops.WHERE: return x.src[0]
-  if x.op is Ops.LOAD and len(x.src) == 3: return x.src[2]
-  if x.op is Ops.STORE and len(x.src) == 3: return x.src[2]
-  return None
+  # the lanes' indices, summed up again: one graph_rewrite over all of them
+  idxs = list(dict.fromkeys(x.src[1] for x in sink.toposort() if x.op in (Ops.INDEX, Ops.SHRINK) and mem_root(x.src[0]) is not None))
+  simple = graph_rewrite(UOp(Ops.SINK, dtypes.void, tuple(idxs)), symbolic, name="simplify indices").src
+  return sink.substitute({a: b for a, b in zip(idxs, simple) if a is not b}, name="simplified indices")
 
 pm_expand = PatternMatcher([(UPat(Ops.SINK, name="sink"), _expand)])
