@@ -50,3 +50,20 @@ def test_nested_max_names_its_operands():
   code = ClangRenderer().render(k.sink("max_chain", k.store(out, 0, m)))
   assert len(code) < 2000, code
   assert all(code.count(f"data1_16[{i}]") == 1 for i in range(13)), code
+
+def test_rendered_kernels_compile_without_warnings():
+  # clang warns about `a|b?x:y` (MAX's NaN test), once per MAX: dozens of warnings per kernel cost compile time, so none may be left
+  import subprocess
+  import pytest
+  from linear_kernels import Linear
+  from tinygrad.dtype import dtypes
+  from tinygrad.runtime.support.compiler_cpu import ClangCompiler, find_c_compiler
+  try: cc = find_c_compiler()
+  except Exception: pytest.skip("no C compiler")
+  k = Linear()
+  src, out = k.param(1, dtypes.float, 16), k.param(0, dtypes.float, 1)
+  m = k.load(src, 0)
+  for i in range(1, 4): m = k.add(m.maximum(k.load(src, i)))
+  code = ClangRenderer().render(k.sink("max_chain", k.store(out, 0, m)))
+  proc = subprocess.run(cc + ["-c", "-Werror"] + ClangCompiler.flags + ["-x", "c", "-", "-o", "/dev/null"], input=code.encode(), capture_output=True)
+  assert proc.returncode == 0 and not proc.stderr, proc.stderr.decode() + code

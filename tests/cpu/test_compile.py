@@ -96,19 +96,38 @@ def _kernel(name:str, value:float) -> str: return f"void {name}(float* restrict 
 
 def _call(lib:bytes, name:str) -> float:
   import ctypes
-  from tinygrad.runtime.ops_cpu import _load_shared_object
+  from tinygrad.runtime.ops_cpu import load_library
   out = (ctypes.c_float * 1)()
-  getattr(_load_shared_object(lib), name)(out)
+  load_library(lib)[name](out)
   return out[0]
 
 @pytest.mark.cpu
-def test_compile_many_gives_each_kernel_its_own_library():
-  # two kernels share a name (different units), and one source has no kernel line the batcher recognizes
+def test_compile_many_gives_each_kernel_a_library_with_its_function(monkeypatch):
+  import os
+  from tinygrad.runtime.ops_cpu import load_library
+  monkeypatch.setattr(os, "cpu_count", lambda: 1)   # one unit, plus one for the second kernel named k_a
+  # two kernels share a name (so they go to different units), and one source has no kernel line the batcher recognizes
   srcs = [_kernel("k_a", 1.0), _kernel("k_b", 2.0), _kernel("k_a", 3.0), "__attribute__((used)) " + _kernel("k_c", 5.0)]
   libs = ClangCompiler().compile_many(srcs)
   assert [_call(lib, n) for lib, n in zip(libs, ["k_a", "k_b", "k_a", "k_c"])] == [1.0, 2.0, 3.0, 5.0]
-  from tinygrad.runtime.ops_cpu import _load_shared_object
-  with pytest.raises(AttributeError): _load_shared_object(libs[0]).k_b   # a kernel's library holds only that kernel
+  # k_a and k_b were compiled and linked together: one library, loaded once for both
+  assert libs[0] is libs[1] and libs[2] != libs[0] and load_library(libs[0]) is load_library(libs[1])
+  with pytest.raises(AttributeError): load_library(libs[2])["k_b"]   # the other unit's library holds only its own kernel
+
+@pytest.mark.cpu
+def test_kernels_compiled_together_are_cached_one_by_one(tmp_path, monkeypatch):
+  monkeypatch.setattr(helpers, "CACHEDB", str(tmp_path / "cache.db"))
+  monkeypatch.setattr(helpers, "_db_connection", None)
+  monkeypatch.setattr(helpers, "_db_tables", set())
+  srcs = [_kernel("k_cache_a", 1.0), _kernel("k_cache_b", 2.0), _kernel("k_cache_c", 3.0)]
+  ClangCompiler().compile_cached_many(srcs)
+  c = ClangCompiler()  # a fresh process asking for one of them finds it on disk, in a library that has its function
+  assert _call(c.compile_cached(srcs[1]), "k_cache_b") == 2.0 and c.stats == {"compiled": 0, "mem_hits": 0, "disk_hits": 1}
+  # an edited kernel misses the cache: compiled alone, the others still hit
+  edited = _kernel("k_cache_c", 4.0)
+  assert [_call(lib, n) for lib, n in zip(c.compile_cached_many([srcs[0], edited]), ["k_cache_a", "k_cache_c"])] == [1.0, 4.0]
+  assert c.stats == {"compiled": 1, "mem_hits": 0, "disk_hits": 2}
+  helpers._db_connection.close()
 
 @pytest.mark.cpu
 def test_compile_many_shares_helpers_and_reports_the_failing_kernel():

@@ -56,6 +56,21 @@ def test_ops_outside_the_contract():
   with pytest.raises(KernelContractError, match="empty kernel"): check_linear([])
   with pytest.raises(KernelContractError, match="item 0 of the linear list is a int"): check_linear([3])
 
+def test_renderer_takes_a_checked_kernel_without_walking_it_again(monkeypatch):
+  import tinygrad.renderer as renderer_mod
+  uops = copy_kernel()
+  expected = ClangRenderer().render(uops)
+  k = renderer_mod.verify_linear(uops)
+  x = P(1, dtypes.uint64).index(UOp.const(0, dtypes.int)).load()
+  tf = UOp(Ops.THREEFRY, dtypes.uint64, (x, x))
+  with_threefry = check_linear([x.src[0].src[0], x.src[0], x, tf])   # the contract allows any ALU op: renderers differ
+  monkeypatch.setattr(renderer_mod, "check_linear", lambda *a, **kw: pytest.fail("a checked kernel was checked again"))
+  ren = ClangRenderer()
+  assert ren.check(k) is k and ren.to_program(k).src == expected
+  assert ren.to_program(k, name="renamed").name == "renamed"
+  # the renderer's own check still runs on a checked kernel: an op it has no code for
+  with pytest.raises(KernelContractError, match=r"uop 3 \(Ops.THREEFRY.*ClangRenderer has no code for Ops.THREEFRY"): ren.check(with_threefry)
+
 def test_bad_srcs():
   out, a = P(0), P(1)
   c0 = UOp.const(0, dtypes.int)

@@ -36,7 +36,7 @@ from tinygrad.helpers import SPEC
 from tinygrad.schedule import reduce_identity as _identity
 from tinygrad.codegen.index_dtype import pm_lower_index
 if TYPE_CHECKING:
-  from tinygrad.renderer import Renderer
+  from tinygrad.renderer import Renderer, LinearKernel
 
 def iconst(v:int) -> UOp: return UOp.const(v)   # weakint: pm_lower_index gives it a width
 
@@ -245,6 +245,12 @@ class LoweredKernel:
   ast: UOp
   sink: UOp                      # after the graph passes
   uops: list[UOp] = field(default_factory=list)
+  linear: LinearKernel|None = None  # the uops as checked by SPEC (verify_linear), for the renderer; None under SPEC=0
+
+  @property
+  def program_input(self) -> list[UOp]|LinearKernel:
+    """What Renderer.to_program takes: the checked kernel when there is one (not checked twice), else the uops."""
+    return self.linear if self.linear is not None else self.uops
 
 # (name, PatternMatcher or function sink -> sink, ctx factory (sink, renderer) -> ctx or None): the codegen, in order
 Pass = tuple[str, "PatternMatcher|Callable[[UOp, Any], UOp]", "Callable[[UOp, Any], Any]|None"]
@@ -292,12 +298,13 @@ def lower_ast(ast:UOp, device:str|Renderer|None=None) -> LoweredKernel:
     from tinygrad.uop.spec import type_verify, spec_lowered
     type_verify(sink, spec_lowered, f"lowered kernel {sink.arg.name}")
   uops = linearize(sink)
+  linear = None
   if SPEC:  # SPEC hook: the linear program (tinygrad/uop/spec.py)
     from tinygrad.renderer import verify_linear
-    verify_linear(uops, f"linear program of {sink.arg.name}")
-  return LoweredKernel(ast, sink, uops)
+    linear = verify_linear(uops, f"linear program of {sink.arg.name}")
+  return LoweredKernel(ast, sink, uops, linear)
 
 def get_program(ast:UOp, renderer):
   """ProgramSpec for a kernel AST on a renderer."""
   k = lower_ast(ast, renderer)
-  return renderer.to_program(k.uops)
+  return renderer.to_program(k.program_input)

@@ -77,7 +77,7 @@ from __future__ import annotations
 import functools
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence, TYPE_CHECKING
 from tinygrad.helpers import Target, to_function_name
 from tinygrad.dtype import DType, dtypes, AddrSpace
@@ -149,45 +149,45 @@ def _lanes_of(u:UOp, lanes:dict[UOp, int], i:int) -> int:
 def _check_srcs(i:int, u:UOp, lanes:dict[UOp, int]) -> None:
   """Per-op src shape checks; the messages name the uop so a codegen author can find it."""
   op, n = u.op, len(u.src)
-  def need(ok:bool, what:str):
-    # the description (with the arg's repr) is built only for the error: this runs for every UOp of every kernel
-    if not ok: raise KernelContractError(f"{_desc(i, u)}: {what}")
+  def need(ok:bool, what:str, *args):
+    # the message (and the description, with the arg's repr) is formatted only for the error: this runs for every UOp of every kernel
+    if not ok: raise KernelContractError(f"{_desc(i, u)}: {what.format(*args)}")
   if op in (Ops.INDEX, Ops.SHRINK):
-    need(n == (2 if op is Ops.INDEX else 3), f"{op} takes {'(buf, idx)' if op is Ops.INDEX else '(buf, idx, CONST n)'}, got {n} srcs")
+    need(n == (2 if op is Ops.INDEX else 3), "{} takes {}, got {} srcs", op, "(buf, idx)" if op is Ops.INDEX else "(buf, idx, CONST n)", n)
     if mem_root(u.src[0]) is None:
       need(op is Ops.INDEX and lanes.get(u.src[0], 1) > 1 and isinstance(const_value(u.src[1]), int),
            "INDEX of a value must pick a lane of a vector with a CONST; memory INDEX needs a PARAM/BUFFER (or AFTER of one)")
-      need(0 <= const_value(u.src[1]) < lanes[u.src[0]], f"lane {const_value(u.src[1])} out of range for a {lanes[u.src[0]]}-lane vector")
-    else: need(dtypes.is_int(u.src[1].dtype), f"index must be an int, got {u.src[1].dtype}")
+      need(0 <= const_value(u.src[1]) < lanes[u.src[0]], "lane {} out of range for a {}-lane vector", const_value(u.src[1]), lanes[u.src[0]])
+    else: need(dtypes.is_int(u.src[1].dtype), "index must be an int, got {}", u.src[1].dtype)
   elif op is Ops.LOAD:
     need(n in (1, 3) and u.src[0].op in (Ops.INDEX, Ops.SHRINK) and mem_root(u.src[0].src[0]) is not None,
          "LOAD takes (INDEX/SHRINK of a buffer,) or (index, alt, gate)")
-    if n == 3: need(u.src[2].dtype is dtypes.bool, f"LOAD gate must be bool, got {u.src[2].dtype}")
+    if n == 3: need(u.src[2].dtype is dtypes.bool, "LOAD gate must be bool, got {}", u.src[2].dtype)
   elif op is Ops.STORE:
     need(n in (2, 3) and u.src[0].op in (Ops.INDEX, Ops.SHRINK) and mem_root(u.src[0].src[0]) is not None,
          "STORE takes (INDEX/SHRINK of a buffer, value) or (index, value, gate)")
-    need(lanes.get(u.src[1], 1) == lanes[u.src[0]], f"STORE of a {lanes.get(u.src[1], 1)}-lane value to a {lanes[u.src[0]]}-lane access")
-    if n == 3: need(u.src[2].dtype is dtypes.bool, f"STORE gate must be bool, got {u.src[2].dtype}")
+    need(lanes.get(u.src[1], 1) == lanes[u.src[0]], "STORE of a {}-lane value to a {}-lane access", lanes.get(u.src[1], 1), lanes[u.src[0]])
+    if n == 3: need(u.src[2].dtype is dtypes.bool, "STORE gate must be bool, got {}", u.src[2].dtype)
   elif op is Ops.RANGE: need(n >= 1, "RANGE needs its end as src[0]")
   elif op is Ops.END: need(n in (2, 3) and u.src[1].op is Ops.RANGE, "END takes (body, RANGE) or (body, RANGE, cond)")
   elif op is Ops.IF: need(n >= 1 and u.src[0].dtype is dtypes.bool, "IF takes (cond:bool, ...)")
   elif op is Ops.ENDIF: need(n == 1 and u.src[0].op is Ops.IF, "ENDIF takes (IF,)")
   elif op is Ops.SPECIAL:
     need(n == 1 and dtypes.is_int(u.src[0].dtype) and dtypes.is_int(u.dtype) and u.dtype is not dtypes.bool, "SPECIAL takes (end:int,)")
-    need(u.arg in SPECIAL_NAMES, f"SPECIAL name must be one of {sorted(SPECIAL_NAMES)}")
+    need(u.arg in SPECIAL_NAMES, "SPECIAL name must be one of {}", sorted(SPECIAL_NAMES))
     need(all(x.op in _LAUNCH_OPS or is_variable(x) for x in u.src[0].toposort()),
          "a launch size (SPECIAL end) may only use CONSTs, variable PARAMs and integer arithmetic")
   elif op is Ops.STACK:
-    need(n in _VECTOR_WIDTHS or (n == 0 and u.dtype is dtypes.void), f"STACK must have {_VECTOR_WIDTHS} srcs, got {n}")
+    need(n in _VECTOR_WIDTHS or (n == 0 and u.dtype is dtypes.void), "STACK must have {} srcs, got {}", _VECTOR_WIDTHS, n)
     need(all(lanes.get(s, 1) == 1 for s in u.src), "STACK of vectors is not supported")
   elif op in GroupOp.ALU or op in (Ops.CAST, Ops.BITCAST):
     need(all(lanes.get(s, 1) == 1 for s in u.src), "vector ALU is not supported: devectorize first (STACK lanes, INDEX(vec, i))")
     if op is Ops.WHERE: need(n == 3 and u.src[0].dtype is dtypes.bool, "WHERE takes (cond:bool, a, b)")
     elif op is Ops.MULACC: need(n == 3, "MULACC takes (a, b, c)")
-    elif op in GroupOp.Unary or op in (Ops.CAST, Ops.BITCAST): need(n == 1, f"{op} takes one src")
-    elif op in GroupOp.Binary: need(n == 2, f"{op} takes two srcs")
+    elif op in GroupOp.Unary or op in (Ops.CAST, Ops.BITCAST): need(n == 1, "{} takes one src", op)
+    elif op in GroupOp.Binary: need(n == 2, "{} takes two srcs", op)
     if op is Ops.BITCAST and not is_literal(u):
-      need(u.dtype.itemsize == u.src[0].dtype.itemsize, f"BITCAST between different sizes: {u.src[0].dtype} -> {u.dtype}")
+      need(u.dtype.itemsize == u.src[0].dtype.itemsize, "BITCAST between different sizes: {} -> {}", u.src[0].dtype, u.dtype)
 
 def value_srcs(u:UOp) -> tuple[UOp, ...]:
   """The srcs whose values the rendered code reads (the others only order u)."""
@@ -415,11 +415,17 @@ class Renderer:
   def __reduce__(self): return self.__class__, (self.target,)
   def __repr__(self): return f"{type(self).__name__}({self.target!r})"
   def supported_dtypes(self) -> set[DType]: return {dt for dt in dtypes.all if dt not in dtypes.fp8s}
-  def check(self, uops:Sequence[UOp], name:str|None=None) -> LinearKernel:
-    return check_linear(uops, frozenset(self.code_for_op), name, type(self).__name__)
+  def check(self, uops:Sequence[UOp]|LinearKernel, name:str|None=None) -> LinearKernel:
+    """check_linear for this renderer. A LinearKernel (already checked against the contract: verify_linear's result) only gets the
+    checks that depend on the renderer (its ALU ops) and the name, so a lowered kernel is not walked twice."""
+    if not isinstance(uops, LinearKernel): return check_linear(uops, frozenset(self.code_for_op), name, type(self).__name__)
+    for i, u in enumerate(uops.uops):
+      if u.op in GroupOp.ALU and u.op not in self.code_for_op:
+        raise KernelContractError(f"{_desc(i, u)}: {type(self).__name__} has no code for {u.op}; the codegen must decompose it")
+    return uops if name is None else replace(uops, name=to_function_name(name))
   def render(self, uops:Sequence[UOp], name:str|None=None) -> str: raise NotImplementedError(f"{type(self).__name__} does not render source")
-  def to_program(self, uops:Sequence[UOp], name:str|None=None) -> ProgramSpec:
-    """Checks and renders a linear kernel; `name` overrides the SINK's kernel name."""
+  def to_program(self, uops:Sequence[UOp]|LinearKernel, name:str|None=None) -> ProgramSpec:
+    """Checks and renders a linear kernel (a list of UOps, or verify_linear's LinearKernel); `name` overrides the SINK's kernel name."""
     k = self.check(uops, name)
     src = self.render(k, name)
     outs = tuple(b.arg.slot for b in k.bufs if b in k.writable)
@@ -481,10 +487,11 @@ def literal_dtype(consumer:UOp, s:UOp) -> DType:
   if ret in dtypes.weaks or ret is dtypes.void: ret = dtypes.default_int if s.dtype is dtypes.weakint else dtypes.default_float
   return ret
 
-def verify_linear(uops:Sequence[UOp], stage:str="linear program") -> None:
+def verify_linear(uops:Sequence[UOp], stage:str="linear program") -> LinearKernel:
   """SPEC check of a linear program: this contract (check_linear: order, scopes, srcs), then the dtype rules of uop/spec.py's
-  spec_linear. Raises RuntimeError naming the stage."""
+  spec_linear. Raises RuntimeError naming the stage. Returns the checked kernel (Renderer.check then need not walk it again)."""
   from tinygrad.uop.spec import type_verify, spec_linear
-  try: check_linear(uops)
+  try: k = check_linear(uops)
   except KernelContractError as e: raise RuntimeError(f"SPEC: the {stage} is invalid: {e}") from e
   type_verify(uops, spec_linear, stage)
+  return k

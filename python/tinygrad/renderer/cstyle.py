@@ -66,8 +66,9 @@ _PREFIX = {Ops.LOAD: "val", Ops.STACK: "vec", Ops.CAST: "cast", Ops.BITCAST: "ca
 _STATEMENTS = frozenset({Ops.RANGE, Ops.END, Ops.IF, Ops.ENDIF, Ops.STORE, Ops.BUFFER, Ops.BARRIER})
 
 def _fsuffix(dt:DType) -> str: return "" if dt is dtypes.float64 else "f"
-# a NaN operand wins (numpy's maximum and max); `|` rather than `||` so it holds lane-wise on vectors too
-def _max(a:str, b:str, dtype:DType) -> str: return f"(({a}<{b})|({b}!={b})?{b}:{a})" if dtypes.is_float(dtype) else f"({a}<{b}?{b}:{a})"
+# a NaN operand wins (numpy's maximum and max); `|` rather than `||` so it holds lane-wise on vectors too, in parentheses: clang
+# warns about `a|b?x:y` (-Wbitwise-conditional-parentheses), and warnings for dozens of MAXes per kernel cost compile time
+def _max(a:str, b:str, dtype:DType) -> str: return f"((({a}<{b})|({b}!={b}))?{b}:{a})" if dtypes.is_float(dtype) else f"({a}<{b}?{b}:{a})"
 
 # ***** the rules: one per op (and form), each returning the C text of one UOp *****
 # ctx is the _CWriter of one rendering: ctx[x] is the text of an earlier UOp as an operand of the one being rendered (literals are typed

@@ -3,6 +3,7 @@
 from __future__ import annotations
 import ctypes
 import functools
+import hashlib
 import mmap
 import os
 try: import resource
@@ -129,11 +130,23 @@ def _load_shared_object(lib:bytes) -> ctypes.CDLL:
     except OSError as e: errors.append(f"{d or tempfile.gettempdir()}: {e}")
   raise RuntimeError("could not load the compiled kernel: " + "; ".join(errors))
 
+# the kernels compiled together share one library (runtime/support/compiler_cpu.py): each distinct library is loaded once, while any
+# of its kernels is alive
+_loaded: weakref.WeakValueDictionary[str, ctypes.CDLL] = weakref.WeakValueDictionary()
+_loaded_lock = threading.Lock()
+
+def load_library(lib:bytes) -> ctypes.CDLL:
+  """The loaded library of these bytes, loading it only if no live program holds it yet."""
+  key = hashlib.sha256(lib).hexdigest()
+  with _loaded_lock:
+    if (so := _loaded.get(key)) is None: _loaded[key] = so = _load_shared_object(lib)
+  return so
+
 class CPUProgram(Program['CPUDevice']):
   def __init__(self, dev:CPUDevice, name:str, lib:bytes, spec=None):
     super().__init__(dev, name, lib, spec)
-    self.so = _load_shared_object(lib)
-    try: self.fxn = getattr(self.so, name)
+    self.so = load_library(lib)
+    try: self.fxn = self.so[name]   # its own function object (getattr would share one, and its argtypes, with the library's other users)
     except AttributeError: raise RuntimeError(f"the compiled library has no function {name!r}") from None
     self.fxn.restype = None
     if spec is not None:

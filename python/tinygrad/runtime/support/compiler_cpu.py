@@ -8,7 +8,7 @@ import shlex
 import shutil
 import subprocess
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
+import threading
 from typing import Sequence
 from tinygrad.device import Compiler, CompileError, CompilerNotFoundError, numbered_source
 from tinygrad.helpers import cpu_objdump
@@ -33,7 +33,7 @@ def find_c_compiler() -> list[str]:
 
 @functools.cache
 def _linker() -> str|None:
-  """GNU ld (or gold) on Linux, for cutting per-kernel shared objects out of a unit's object file; None elsewhere."""
+  """GNU ld on Linux: linking a shared object with it directly is a fraction of the cost of the compiler driver's link; None elsewhere."""
   return shutil.which("ld") if platform.system() == "Linux" else None
 
 _KERNEL_NAME = re.compile(r"^void\s+(\w+)\s*\(", re.M)   # the renderer's kernel definition: `void NAME(` at the start of a line
@@ -42,11 +42,12 @@ class ClangCompiler(Compiler):
   """Compiles a kernel's C into a shared object (returned as bytes). Ints wrap (-fwrapv) and nothing fuses into FMAs (-ffp-contract=off),
   so results match the PYTHON device; -fno-math-errno lets sqrt be an instruction.
 
-  Starting the C compiler costs more than compiling a small kernel, so compile_many puts the kernels of a schedule into one translation
-  unit (split over the cores when there are several) compiled by one process to one object file, with each function in its own section;
-  `ld` then cuts one shared object per kernel out of it (--gc-sections keeps only what that kernel's function reaches), so every kernel
-  is still cached and loaded on its own. Without a usable `ld` (or on a source that has no `void NAME(` line) a kernel is compiled and
-  linked alone by the compiler driver."""
+  Starting the C compiler (and the linker) costs more than compiling a small kernel, so compile_many puts the kernels of a schedule into
+  one translation unit (split over the cores when there are several), compiled by one process and linked into one shared object. Each
+  kernel of a unit gets that unit's library (the same bytes object): it holds the kernel's function under its name, so every kernel is
+  still cached and looked up on its own, and the CPU runtime loads a library once however many of its kernels it runs. A source that
+  has no `void NAME(` line is compiled alone.
+  """
   flags = ["-fPIC", "-O2", "-fwrapv", "-ffp-contract=off", "-fno-math-errno", "-fno-ident", *_arch_flags()]
   def __init__(self, cachekey:str="compile_cpu"):
     super().__init__(cachekey)
@@ -64,14 +65,19 @@ class ClangCompiler(Compiler):
       raise CompileError(f"{os.path.basename(cmd[0])} failed to compile the kernel (exit code {proc.returncode}):\n{msg}" +
                          (f"\n--- kernel source ---\n{numbered_source(src)}" if src is not None else ""))
   def compile(self, src:str) -> bytes:
-    """One kernel, compiled and linked by the compiler driver."""
+    """C source (one kernel, or a unit of several) -> a shared object: compiled by the compiler, linked by `ld` where there is one (else
+    by the compiler driver)."""
     with tempfile.TemporaryDirectory(prefix="tinygrad-cc-") as tmp:
-      self._run(self.argv + ["-shared"] + self.flags + ["-x", "c", "-", "-o", out := os.path.join(tmp, "kernel.so"), "-lm"], src)
+      out = os.path.join(tmp, "kernel.so")
+      if (ld := _linker()) is None: self._run(self.argv + ["-shared"] + self.flags + ["-x", "c", "-", "-o", out, "-lm"], src)
+      else:
+        self._run(self.argv + ["-c"] + self.flags + ["-x", "c", "-", "-o", obj := os.path.join(tmp, "kernel.o")], src)
+        self._run([ld, "-shared", obj, "-o", out, "-lm"])
       with open(out, "rb") as f: return f.read()
   def compile_many(self, srcs:Sequence[str]) -> list[bytes]:
     names = [m.group(1) if (m := _KERNEL_NAME.search(src)) else None for src in srcs]
     batched = [i for i, name in enumerate(names) if name is not None]
-    if len(batched) < 2 or (ld := _linker()) is None: return [self.compile(src) for src in srcs]
+    if len(batched) < 2: return [self.compile(src) for src in srcs]
     # units: spread over the cores, balanced by source length (biggest kernels first, each to the lightest unit), and never two
     # kernels of the same name in one unit (different kernels may share a name)
     units: list[list[int]] = [[] for _ in range(min(len(batched), os.cpu_count() or 1))]
@@ -80,22 +86,25 @@ class ClangCompiler(Compiler):
       if not free: units.append(free_unit := [])
       else: free_unit = min(free, key=lambda u: sum(len(srcs[j]) for j in u))
       free_unit.append(i)
+    units = [u for u in units if u]
     libs: dict[int, bytes] = {i: self.compile(src) for i, src in enumerate(srcs) if names[i] is None}
-    with tempfile.TemporaryDirectory(prefix="tinygrad-cc-") as tmp, ThreadPoolExecutor(len(units)) as pool:
-      jobs = [(n, [srcs[i] for i in u], [name for i in u if (name := names[i]) is not None]) for n, u in enumerate(units)]
-      for unit, unit_libs in zip(units, pool.map(lambda job: self._compile_unit(ld, tmp, *job), jobs)): libs.update(zip(unit, unit_libs))
+    # one thread per unit (plain threads: concurrent.futures and the logging it imports would cost a cold process more than they save)
+    results: list[list[bytes]|BaseException|None] = [None] * len(units)
+    def work(n:int):
+      try: results[n] = self._compile_unit([srcs[i] for i in units[n]])
+      except BaseException as e: results[n] = e   # re-raised in the caller's thread
+    threads = [threading.Thread(target=work, args=(n,), name=f"tinygrad-cc-{n}") for n in range(1, len(units))]
+    for t in threads: t.start()
+    work(0)
+    for t in threads: t.join()
+    for unit, res in zip(units, results):
+      if isinstance(res, BaseException): raise res
+      libs.update(zip(unit, res or []))
     return [libs[i] for i in range(len(srcs))]
-  def _compile_unit(self, ld:str, tmp:str, n:int, srcs:list[str], names:list[str]) -> list[bytes]:
-    """Kernels with distinct names -> one object file -> a shared object per kernel. A unit that fails to compile or link is compiled
-    kernel by kernel instead, so an error shows the source of the kernel at fault."""
-    obj = os.path.join(tmp, f"unit{n}.o")
-    try:
-      self._run(self.argv + ["-c", "-ffunction-sections", "-fdata-sections"] + self.flags + ["-x", "c", "-", "-o", obj], "\n".join(srcs))
-      ret = []
-      for name in names:
-        with open(script := os.path.join(tmp, f"unit{n}_{name}.ver"), "w") as f: f.write(f"{{ global: {name}; local: *; }};\n")
-        self._run([ld, "-shared", "--gc-sections", f"--version-script={script}", obj, "-o", so := os.path.join(tmp, f"unit{n}_{name}.so"), "-lm"])
-        with open(so, "rb") as f: ret.append(f.read())
-      return ret
+  def _compile_unit(self, srcs:list[str]) -> list[bytes]:
+    """Kernels with distinct names -> one shared object, given to each of them. A unit that fails to compile is compiled kernel by
+    kernel instead, so an error shows the source of the kernel at fault."""
+    try: lib = self.compile("\n".join(srcs))
     except CompileError: return [self.compile(src) for src in srcs]   # on its own, a kernel that fails raises its own error
+    return [lib] * len(srcs)
   def disassemble(self, lib:bytes): cpu_objdump(lib)
