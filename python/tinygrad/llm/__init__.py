@@ -1,0 +1,1 @@
+"""tinygrad.llm: language-model support; gguf.py reads GGUF weight files."""
