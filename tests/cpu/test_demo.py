@@ -15,7 +15,11 @@ def run_demo(tmp_path, **env) -> str:
 @pytest.mark.cpu
 def test_demo_runs_end_to_end(tmp_path):
   out = run_demo(tmp_path, DEBUG="0")
-  # 1. the linear regression: fitted with Tensor ops on CPU, every check against numpy passed
+  # 1. training: accuracy per epoch, the promised accuracy reached, the reloaded model predicts the same
+  accs = [float(a) for a in re.findall(r"epoch \d+: test accuracy ([0-9.]+)%", out)]
+  assert len(accs) >= 3 and accs[-1] >= 97.0, out[-3000:]
+  assert re.search(r"saved \d+ tensors \(\d+ bytes\) with safe_save; a fresh model loaded from the file predicts the same", out)
+  # 2. the linear regression: fitted with Tensor ops on CPU, every check against numpy passed
   assert "linear regression on CPU with the Tensor API" in out
   for name in ("weights", "bias", "R^2", "softmax"):
     assert re.search(rf"{re.escape(name)}: max \|tinygrad - numpy\| = \S+  OK", out), f"no passed check for {name}:\n{out}"
@@ -23,7 +27,7 @@ def test_demo_runs_end_to_end(tmp_path):
   assert 0.999 < r2 <= 1.0
   kernels = int(re.search(r"; (\d+) kernels ran in", out).group(1))
   assert kernels > 10
-  # 2. the batched softmax fits in a few kernels (max, exp+sum, divide)
+  # the batched softmax fits in a few kernels (max, exp+sum, divide)
   assert int(re.search(r"(\d+) kernels; rows sum to 1", out).group(1)) <= 3
   # 3. the core: the rewrite and the per-rule statistics table printed at exit
   assert "after:  (gidx0*16+lidx0*4)" in out
