@@ -132,8 +132,9 @@ def _create_schedule(targets:list[UOp], devices:list[str]) -> tuple[list[Schedul
   # two writes whose values each read the other's storage before its write (an optimizer updating a weight and a bias, each
   # gradient reading both) can't both be in place: such a write's value is computed into a buffer of its own first, then stored
   buffered: set[UOp] = set()
+  memo: dict = {}
   while True:
-    items, reads, kbufs = _build_items(roots, dict(bufs), buffered, memo := {})
+    items, reads, kbufs = _build_items(roots, dict(bufs), buffered, memo)
     try: order = order_items(list(first.values()), _dependencies(items, reads, kbufs))
     except WriteCycle as e:
       if (w := next((k for k in e.cycle if k.op is Ops.AFTER and k not in buffered), None)) is None: raise

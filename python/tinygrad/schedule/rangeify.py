@@ -117,22 +117,18 @@ def plan_buffers(targets:dict[UOp, str], is_realized) -> dict[UOp, str]:
   dev: dict[UOp, str] = {}
   reached = set(roots)
   topo = UOp(Ops.SINK, dtypes.void, tuple(roots)).toposort(gate=lambda n: not is_realized(n))
-  # nodes that read no buffer (functions of the index alone, as Tensor.arange): a reduce of one that counts a condition is recomputed
-  # where it is used, as its sum folds into a closed form there (schedule/reduce_fold.py)
-  reads: set[UOp] = set()
-  for u in topo:
-    # (a source the walk stopped at is realized)
-    if u.op in (Ops.BUFFER, Ops.COPY, Ops.CONTIGUOUS) or any(s in reads or s not in topo for s in u.src): reads.add(u)
-  nreads = buffers_read(topo, is_realized)
+  reads = buffers_read(topo, is_realized)
   for u in reversed(topo):
     if u not in reached or u.op is Ops.BUFFER: continue
     is_top = top.get(u, True)
+    # a reduce of values that read no buffer (functions of the index alone, as Tensor.arange) that counts a condition is recomputed
+    # where it is used, as its sum folds into a closed form there (schedule/reduce_fold.py)
     if u not in roots and (u.op in (Ops.CONTIGUOUS, Ops.COPY, Ops.AFTER) or
-                           (u.op is Ops.REDUCE and not is_top and (u in reads or not _counts(u)))):
+                           (u.op is Ops.REDUCE and not is_top and (any(reads[s] for s in u.src) or not _counts(u)))):
       roots[u] = dev[u]
     # an elementwise value computed again for every element of a large expand gets a buffer when it reads many buffers (a batchnorm
     # feeding a conv reads five: recomputed for every tap and output channel, it cost more than the conv)
-    elif u not in roots and expanded.get(u, 1) >= MIN_RECOMPUTE and u.op in GroupOp.Elementwise and len(nreads[u]) > MAX_FUSED_READS:
+    elif u not in roots and expanded.get(u, 1) >= MIN_RECOMPUTE and u.op in GroupOp.Elementwise and len(reads[u]) > MAX_FUSED_READS:
       roots[u] = dev[u]
     if u in roots and prod(u.shape) == 0: continue   # an empty buffer: nothing to compute
     if u.op is Ops.REDUCE and any(u.src[0].shape[a] == 0 for a in u.arg[1]): continue  # a reduce of nothing is a constant
