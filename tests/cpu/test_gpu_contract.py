@@ -102,7 +102,8 @@ print(sorted({r['name'] for r in track_rewrites_log}))
   for name in ("decompositions", "constant folding", "launch dims", "end loops", "reduce to accumulator"): assert repr(name) in out, out
 
 def test_optimizer_reads_renderer_capabilities():
-  from tinygrad.codegen.opt import optimize_ast, ranges_of
+  from tinygrad.codegen.opt.heuristic import optimize_ast
+  from tinygrad.codegen.opt.kernel import ranges_of
   from tinygrad.renderer.cstyle import ClangRenderer
   class Serial(ClangRenderer): has_threads = False
   class NoVectors(ClangRenderer): supports_float4 = False

@@ -1,4 +1,4 @@
-# Reduce kernel optimizations (tinygrad/codegen/opt.py): small reduce loops unrolled, the innermost output loop of a reduce kernel
+# Reduce kernel optimizations (tinygrad/codegen/opt/): small reduce loops unrolled, the innermost output loop of a reduce kernel
 # upcast by 4 (4 accumulators, vector loads). Numerics against numpy on both devices, and the generated C.
 import numpy as np
 import pytest

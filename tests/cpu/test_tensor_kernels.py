@@ -249,7 +249,7 @@ class TestCounters:
 class TestThread:
   """Kernels with enough work split their outermost output loop over the cores (core_id launches); NOOPT=1 keeps one launch."""
   def test_big_elementwise_is_threaded(self, monkeypatch):
-    import tinygrad.codegen.opt as opt
+    import tinygrad.codegen.opt.heuristic as opt
     import tinygrad.renderer.cstyle as cstyle
     import tinygrad.engine.realize as realize
     monkeypatch.setattr(realize, "_specs", {})  # specs are cached per (AST, device): these tests change the core count

@@ -2,7 +2,7 @@
 
 `full_rewrite_to_sink` runs the list PASSES: each a (name, PatternMatcher or function, ctx factory) entry, a PatternMatcher run by
 one graph_rewrite with that name (so TRACK_MATCH_STATS and the rewrite log show it). lower_ast adds the ordering and the SPEC checks.
-  optimize      tinygrad/codegen/opt.py shapes the AST for the renderer's capabilities (threading, unrolling, upcasting; NOOPT=1: off)
+  optimize      tinygrad/codegen/opt/ shapes the AST for the renderer's capabilities (threading, unrolling, upcasting; NOOPT=1: off)
                   by splitting its RANGEs into THREAD/LOOP/UPCAST/REDUCE/UNROLL ranges
   pm_expand       UNROLL and UPCAST ranges -> their lanes (tinygrad/codegen/expander.py): vector loads/stores, per-lane REDUCEs
   pm_render_forms the one spelling the tensor graph has for each op (tinygrad/mixin/mathtraits.py) back to the ops renderers print
@@ -113,7 +113,7 @@ pm_decomp = PatternMatcher([
 pm_const_fold = pm_fold_values
 
 def _loop_ranges(sink:UOp) -> list[UOp]:
-  """The LOOP ranges, outermost first (by axis id, a split's outer part first: tinygrad/codegen/opt.py range_key)."""
+  """The LOOP ranges, outermost first (by axis id, a split's outer part first: tinygrad/codegen/opt/ range_key)."""
   loops = [u for u in sink.toposort() if u.op is Ops.RANGE and u.arg[-1] is AxisType.LOOP]
   return sorted(loops, key=lambda r: r.arg[:-1])
 
@@ -256,7 +256,7 @@ class LoweredKernel:
 Pass = tuple[str, "PatternMatcher|Callable[[UOp, Any], UOp]", "Callable[[UOp, Any], Any]|None"]
 
 def _optimize(ast:UOp, ren:Renderer|None) -> UOp:
-  from tinygrad.codegen.opt import optimize_ast
+  from tinygrad.codegen.opt.heuristic import optimize_ast
   return optimize_ast(ast, ren)
 
 def _expand(ast:UOp, ren:Renderer|None) -> UOp:
@@ -291,7 +291,7 @@ def _renderer(device:str|Renderer|None) -> Renderer|None:
   return Device[device].renderer
 
 def lower_ast(ast:UOp, device:str|Renderer|None=None) -> LoweredKernel:
-  """Lowers a kernel AST; with a device (or its renderer), the optimizations of tinygrad/codegen/opt.py for the renderer's capabilities
+  """Lowers a kernel AST; with a device (or its renderer), the optimizations of tinygrad/codegen/opt/ for the renderer's capabilities
   are applied first (not under NOOPT=1)."""
   sink = full_rewrite_to_sink(ast, _renderer(device))
   if SPEC:  # SPEC hook: the lowered kernel (tinygrad/uop/spec.py)

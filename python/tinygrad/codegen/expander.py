@@ -14,7 +14,7 @@ from tinygrad.uop.symbolic import symbolic
 from tinygrad.dtype import dtypes
 from tinygrad.renderer import mem_root
 from tinygrad.codegen import _combine
-from tinygrad.codegen.opt import ranges_of, range_size, vector_loads, _vector_ok, _consecutive
+from tinygrad.codegen.opt.kernel import ranges_of, range_size, vector_loads, _vector_ok, _consecutive
 
 def _tree(op:Ops, xs:list[UOp]) -> UOp:
   while len(xs) > 1: xs = [_combine(op, xs[i], xs[i+1]) if i + 1 < len(xs) else xs[i] for i in range(0, len(xs), 2)]

@@ -391,7 +391,7 @@ class Renderer:
   """Turns a linear kernel into source code for one device. Subclasses set `code_for_op` (the ALU ops they render natively; the
   codegen decomposes the others), `compiler`, and implement `render`.
 
-  The capabilities below are what the codegen (tinygrad/codegen/opt.py) reads to shape a kernel for the device; no pass tests device
+  The capabilities below are what the codegen (tinygrad/codegen/opt/) reads to shape a kernel for the device; no pass tests device
   names. They describe what the optimizer should target, which can be less than what the renderer accepts (the PYTHON renderer runs
   gidx/lidx kernels by looping over the grid, but the optimizer does not make them for it)."""
   device: str = ""

@@ -337,7 +337,7 @@ pm_kernel_region = PatternMatcher([(UPat(tuple(GroupOp.Movement) + tuple(GroupOp
 @dataclass(frozen=True)
 class KernelInfo:
   name: str
-  opts: tuple = ()   # the optimizations applied to the kernel (tinygrad/codegen/opt.py's Opt), in order
+  opts: tuple = ()   # the optimizations applied to the kernel (tinygrad/codegen/opt/'s Opt), in order
   def __repr__(self): return f"KernelInfo({self.name!r}{f', opts={self.opts!r}' if self.opts else ''})"
 
 def build_kernel(root:UOp, out:UOp, bufs:dict[UOp, UOp], realized_buffer, merge_out:bool, merge_reduce:bool,

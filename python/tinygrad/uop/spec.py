@@ -13,7 +13,7 @@ raises a RuntimeError naming the stage and the offending UOp: its position, op, 
                 (A copy between devices is scheduled as the AST COPY(arg=KernelInfo), with no srcs.)
   spec_lowered  the kernel after the codegen's graph passes, before linearizing: REDUCE became a register accumulator
                 (BUFFER(REG), AFTER, STORE/LOAD), every loop is closed by an END, THREAD/GLOBAL/LOCAL ranges became SPECIALs;
-                local BUFFERs and BARRIERs may appear. An upcast kernel (codegen/opt.py) adds SHRINK
+                local BUFFERs and BARRIERs may appear. An upcast kernel (codegen/opt/) adds SHRINK
                 vector loads/stores, STACK, INDEX of a lane and a GROUP of stores.
   spec_linear   the per-UOp dtype rules of the linear program; tinygrad.renderer.verify_linear runs them after the renderer's
                 check_linear (order, scopes, src shapes of the linear-UOp contract), so that part is written once, in the renderer.
@@ -271,7 +271,7 @@ def _linear_const_ok(x:UOp) -> bool:
 
 _void = lambda x: x.dtype is dtypes.void  # noqa: E731
 
-# an upcast kernel (tinygrad/codegen/opt.py) also has vector accesses: SHRINK loads/stores, STACK of lanes, INDEX of a lane, and a
+# an upcast kernel (tinygrad/codegen/opt/) also has vector accesses: SHRINK loads/stores, STACK of lanes, INDEX of a lane, and a
 # GROUP of the stores of one iteration. These rules come first: the lowered INDEX/LOAD/STORE rules reject the vector forms.
 spec_lowered = PatternMatcher([
   (UPat(Ops.SHRINK, name="x"), _shrink_ok),

@@ -1,0 +1,68 @@
+"""Hand-coded kernel optimizations: the Opts a kernel gets without a search.
+
+The heuristics (`hand_coded_optimizations`), in order:
+  thread   split the outermost output loop of a kernel with enough work over the machine's cores (E_16777216 -> E_2_8388608).
+  unroll   a small reduce loop (trip count times the loads of its body at most UNROLL_MAX_LOADS) becomes an UNROLL range: straight-line
+           code, its lanes combined as a tree (a REDUCE left with no range is just that value).
+  upcast   the innermost output loop of size N, N % 4 == 0, gets an UPCAST range of 4: E_100 -> E_25_4. A reduce kernel keeps it only
+           when a load inside its reduce becomes a vector load (a matmul's B row; not x.sum(axis=1), whose lanes read 4 rows).
+  upcast_outer  then, in an upcast reduce kernel, the next output loop too when a load in the reduce does not depend on it (a matmul's
+           B vector load serves 4 rows: 16 accumulators, r_64_16_4_16_4 -> r_16_4_16_4_16_4); with a single output loop
+           (x.sum(axis=0)) that loop again: 16 consecutive outputs, each reduce step reads a 64-byte line of a row.
+"""
+from __future__ import annotations
+from tinygrad.uop.ops import UOp, Ops, AxisType
+from tinygrad.helpers import NOOPT, prod
+from tinygrad.renderer import Renderer
+from tinygrad.codegen.opt import Opt, OptOps
+from tinygrad.codegen.opt.kernel import apply_opt, ranges_of, range_size, rtype, vector_loads
+
+THREAD_MIN_WORK = 1 << 16     # elements of work (output elements times reduce trip count) before a kernel is threaded
+THREAD_MAX = 32               # at most this many launches
+UPCAST = 4
+UNROLL_MAX_LOADS = 32         # a reduce loop is unrolled when its trip count times the loads in its body is at most this
+
+def hand_coded_optimizations(ast:UOp, threads:int, upcast:bool=True) -> UOp:
+  """The heuristics above; `threads`: the most launches a THREAD range may have, `upcast`: whether the target has vector accesses."""
+  # threading decides on the work before upcasting hides a factor of it. The scheduler's UNROLL lanes are not counted: THREAD_MIN_WORK
+  # was tuned when they were not ranges
+  if threads > 1 and (loops := ranges_of(ast, AxisType.LOOP)) and (n_out := range_size(loops[0])) is not None:
+    sizes = [range_size(r) for r in ranges_of(ast, AxisType.LOOP, AxisType.REDUCE)]
+    if all(s is not None for s in sizes) and prod(sizes) >= THREAD_MIN_WORK:  # type: ignore[arg-type]
+      if (n := next((t for t in range(min(threads, n_out), 1, -1) if n_out % t == 0), 1)) > 1:
+        ast = apply_opt(ast, Opt(OptOps.THREAD, ranges_of(ast).index(loops[0]), n))[0]
+  # unroll small reduce loops, innermost first (its lanes are the ones the C compiler can pair up)
+  for red in [u for u in ast.toposort() if u.op is Ops.REDUCE]:
+    loads = max(1, sum(1 for u in red.src[0].toposort() if u.op is Ops.LOAD))
+    loads *= prod(range_size(r) or 1 for r in red.src[1:] if rtype(r) is AxisType.UNROLL)  # the lanes' loads
+    for r in reversed([r for r in red.src[1:] if rtype(r) is AxisType.REDUCE]):
+      if (n := range_size(r)) is None or n * loads > UNROLL_MAX_LOADS: continue
+      ast = apply_opt(ast, Opt(OptOps.UNROLL, ranges_of(ast).index(r), 0))[0]
+      loads *= n
+  # upcast the innermost output loop. A reduce whose loops were all unrolled is straight-line code: upcast like an elementwise kernel
+  has_reduce = bool(ranges_of(ast, AxisType.REDUCE))
+  if not upcast: return ast
+  if len(ast.src) != 1 or ast.src[0].op is not Ops.STORE or len(ast.src[0].src) != 2 or ast.src[0].src[0].op is not Ops.INDEX: return ast
+  if not (loops := ranges_of(ast, AxisType.LOOP)) or (n := range_size(inner_loop := loops[-1])) is None or n % UPCAST != 0: return ast
+  up, outer, lane = apply_opt(ast, Opt(OptOps.UPCAST, ranges_of(ast).index(inner_loop), UPCAST))
+  assert lane is not None
+  # in a reduce kernel the lanes pay off when they share vector loads in the loop (a matmul's B row); lanes that each read their own
+  # row only add memory streams (x.sum(axis=1) got slower)
+  if has_reduce and not vector_loads(up, lane, in_reduce_only=True): return ast
+  if not has_reduce: return up
+  # upcast_outer: the next output loop (x.sum(axis=0) with one output loop: that loop again)
+  loops = [r for r in ranges_of(up, AxisType.LOOP) if r is not outer]
+  if len(ranges_of(ast, AxisType.LOOP)) == 1: out = outer
+  else:
+    if not loops: return up
+    out = loops[-1]
+    # only with a load in the reduce to share between the lanes
+    topo = up.toposort()
+    if all(out in u.toposort() for red in topo if red.op is Ops.REDUCE for u in red.src[0].toposort() if u.op is Ops.LOAD): return up
+  if out is None or (n := range_size(out)) is None or n % UPCAST != 0: return up
+  return apply_opt(up, Opt(OptOps.UPCAST, ranges_of(up).index(out), UPCAST))[0]
+
+def optimize_ast(ast:UOp, ren:Renderer|None=None) -> UOp:
+  """The AST shaped for a renderer's declared capabilities: has_threads (and global_max[0], the thread count), supports_float4."""
+  if NOOPT or ast.op is not Ops.SINK or ren is None: return ast
+  return hand_coded_optimizations(ast, min(ren.global_max[0], THREAD_MAX) if ren.has_threads and ren.global_max else 1, ren.supports_float4)
