@@ -75,16 +75,22 @@ def shift_to(ast:UOp, rng:UOp, amount:int, new_type:AxisType, top:bool=False) ->
 _OPT_SPLIT = {OptOps.THREAD: ((AxisType.LOOP,), AxisType.THREAD, True), OptOps.UPCAST: ((AxisType.LOOP,), AxisType.UPCAST, False),
               OptOps.UNROLL: ((AxisType.REDUCE,), AxisType.UNROLL, False)}
 
-def apply_opt(ast:UOp, opt:Opt) -> tuple[UOp, UOp|None, UOp|None]:
+def apply_opt(ast:UOp, opt:Opt, ren=None) -> tuple[UOp, UOp|None, UOp|None]:
   """ast with opt applied (recorded in its KernelInfo, whose name is read off the new ranges), and the outer and inner ranges of the
-  split."""
+  split. `ren` (the target Renderer, if known) decides which opts its device can run. KernelOptError if opt can't apply."""
   rngs = ranges_of(ast)
-  if not 0 <= opt.axis < len(rngs): raise KernelOptError(f"{opt}: the kernel has {len(rngs)} ranges")
+  if opt.op not in _OPT_SPLIT: raise KernelOptError(f"{opt}: {opt.op} is not supported yet")
+  if opt.axis is None or not 0 <= opt.axis < len(rngs): raise KernelOptError(f"{opt}: the kernel has {len(rngs)} ranges")
   kinds, new_type, top = _OPT_SPLIT[opt.op]
   if rtype(rng := rngs[opt.axis]) not in kinds: raise KernelOptError(f"{opt}: range {rng.arg} is not one of {kinds}")
   amount = opt.arg or range_size(rng) or 0
   ret, outer, inner = shift_to(ast, rng, amount, new_type, top)
   return ret.replace(arg=KernelInfo(kernel_name(ret), (ast.arg.opts if isinstance(ast.arg, KernelInfo) else ()) + (opt,))), outer, inner
+
+def apply_opts(ast:UOp, opts, ren=None) -> UOp:
+  """ast with each of opts applied in order (what a BEAM worker rebuilds a candidate from); KernelOptError if one can't apply."""
+  for opt in opts: ast = apply_opt(ast, opt, ren)[0]
+  return ast
 
 # ***** what a lane of a split reads *****
 
