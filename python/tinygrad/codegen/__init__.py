@@ -5,6 +5,8 @@ one graph_rewrite with that name (so TRACK_MATCH_STATS and the rewrite log show 
   optimize      tinygrad/codegen/opt/ shapes the AST for the renderer's capabilities (threading, unrolling, upcasting; NOOPT=1: off)
                   by splitting its RANGEs into THREAD/LOOP/UPCAST/REDUCE/UNROLL ranges
   pm_expand       UNROLL and UPCAST ranges -> their lanes (tinygrad/codegen/expander.py): vector loads/stores, per-lane REDUCEs
+  group reduces   a REDUCE split over a workgroup (GROUP_REDUCE ranges) -> partials in a local BUFFER, a BARRIER, a final REDUCE
+                  (tinygrad/codegen/group_reduce.py); GROUP_REDUCE ranges become LOCAL ones
   pm_render_forms the one spelling the tensor graph has for each op (tinygrad/mixin/mathtraits.py) back to the ops renderers print
                   directly: x*-1 -> NEG, a+NEG(b) -> SUB, a*RECIPROCAL(b) -> FDIV (before constant folding could turn 1/3 into
                   0.333..., so a/3 rounds once, as written), CMPNE(CMPNE(a, b), True) -> CMPEQ, minimum's max of negations -> a
@@ -208,6 +210,9 @@ def linearize(sink:UOp) -> list[UOp]:
   for u in sink.toposort():
     rs = [ranges[s] | {s} if s.op is Ops.RANGE else ranges[s] for s in u.src]
     ranges[u] = empty if not rs else rs[0] if all(r is rs[0] or r <= rs[0] for r in rs) else frozenset().union(*rs)
+    # what comes after a loop does not run inside it: an END closes its range (so a whole loop, e.g. the partial reduce of a grouped
+    # reduce before its barrier, can be placed before another loop opens)
+    if u.op is Ops.END and u.src[1] in ranges[u]: ranges[u] = ranges[u] - {u.src[1]}
   def ready(x:UOp, r:UOp) -> bool:
     # x can be placed before RANGE r opens: it doesn't need r, and every loop it needs is already open
     return x.op is not Ops.RANGE and r not in ranges[x] and ranges[x] <= open_ranges
@@ -263,9 +268,14 @@ def _expand(ast:UOp, ren:Renderer|None) -> UOp:
   from tinygrad.codegen.expander import pm_expand
   return graph_rewrite(ast, pm_expand, name="expand upcast and unroll")
 
+def _group_reduces(ast:UOp, ren:Renderer|None) -> UOp:
+  from tinygrad.codegen.group_reduce import group_reduces
+  return group_reduces(ast, ren)
+
 PASSES: list[Pass] = [
   ("optimize", _optimize, None),
   ("expand upcast and unroll", _expand, None),
+  ("group reduces", _group_reduces, None),
   ("render forms", pm_render_forms, None),
   ("decompositions", pm_decomp, None),
   ("constant folding", pm_const_fold, None),

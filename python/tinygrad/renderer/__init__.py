@@ -348,6 +348,7 @@ class ProgramSpec:
   vars: tuple[UOp, ...]               # variable PARAMs (and SPECIAL core_id), in call order
   global_size: tuple[sint, ...] = (1, 1, 1)   # launches (workgroups) per dim: an int, or an int UOp of the variables
   local_size: tuple[sint, ...]|None = None    # threads per workgroup (None: no lidx dims)
+  applied_opts: tuple = ()                    # the optimizations (tinygrad/codegen/opt/'s Opt) the kernel was made with, in order
 
   @property
   def function_name(self) -> str: return to_function_name(self.name)
@@ -432,7 +433,7 @@ class Renderer:
     global_size, local_size = launch_size(k)
     return ProgramSpec(k.name, src, self.target.device or self.device, tuple(k.uops), tuple(b.arg.slot for b in k.bufs),
                        tuple(b.dtype for b in k.bufs), outs, tuple(b.arg.slot for b in k.bufs if b not in k.writable), tuple(k.vars),
-                       global_size, local_size)
+                       global_size, local_size, next((tuple(getattr(u.arg, "opts", ())) for u in k.uops if u.op is Ops.SINK), ()))
 
 def _size_of(end:UOp) -> sint: return v if isinstance(v := const_value(end), int) else end
 

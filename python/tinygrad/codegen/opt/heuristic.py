@@ -14,8 +14,9 @@ from __future__ import annotations
 from tinygrad.uop.ops import UOp, Ops, AxisType
 from tinygrad.helpers import NOOPT, prod
 from tinygrad.renderer import Renderer
-from tinygrad.codegen.opt import Opt, OptOps
-from tinygrad.codegen.opt.kernel import apply_opt, ranges_of, range_size, rtype, vector_loads
+from tinygrad.codegen.opt import Opt, OptOps, KernelOptError
+from tinygrad.schedule import KernelInfo
+from tinygrad.codegen.opt.kernel import apply_opt, ranges_of, range_size, rtype, vector_loads, opt_axis, globalize
 
 THREAD_MIN_WORK = 1 << 16     # elements of work (output elements times reduce trip count) before a kernel is threaded
 THREAD_MAX = 32               # at most this many launches
@@ -30,21 +31,21 @@ def hand_coded_optimizations(ast:UOp, threads:int, upcast:bool=True) -> UOp:
     sizes = [range_size(r) for r in ranges_of(ast, AxisType.LOOP, AxisType.REDUCE)]
     if all(s is not None for s in sizes) and prod(sizes) >= THREAD_MIN_WORK:  # type: ignore[arg-type]
       if (n := next((t for t in range(min(threads, n_out), 1, -1) if n_out % t == 0), 1)) > 1:
-        ast = apply_opt(ast, Opt(OptOps.THREAD, ranges_of(ast).index(loops[0]), n))[0]
+        ast = apply_opt(ast, Opt(OptOps.THREAD, opt_axis(ast, OptOps.THREAD, loops[0]), n))[0]
   # unroll small reduce loops, innermost first (its lanes are the ones the C compiler can pair up)
   for red in [u for u in ast.toposort() if u.op is Ops.REDUCE]:
     loads = max(1, sum(1 for u in red.src[0].toposort() if u.op is Ops.LOAD))
     loads *= prod(range_size(r) or 1 for r in red.src[1:] if rtype(r) is AxisType.UNROLL)  # the lanes' loads
     for r in reversed([r for r in red.src[1:] if rtype(r) is AxisType.REDUCE]):
       if (n := range_size(r)) is None or n * loads > UNROLL_MAX_LOADS: continue
-      ast = apply_opt(ast, Opt(OptOps.UNROLL, ranges_of(ast).index(r), 0))[0]
+      ast = apply_opt(ast, Opt(OptOps.UNROLL, opt_axis(ast, OptOps.UNROLL, r), 0))[0]
       loads *= n
   # upcast the innermost output loop. A reduce whose loops were all unrolled is straight-line code: upcast like an elementwise kernel
   has_reduce = bool(ranges_of(ast, AxisType.REDUCE))
   if not upcast: return ast
   if len(ast.src) != 1 or ast.src[0].op is not Ops.STORE or len(ast.src[0].src) != 2 or ast.src[0].src[0].op is not Ops.INDEX: return ast
   if not (loops := ranges_of(ast, AxisType.LOOP)) or (n := range_size(inner_loop := loops[-1])) is None or n % UPCAST != 0: return ast
-  up, outer, lane = apply_opt(ast, Opt(OptOps.UPCAST, ranges_of(ast).index(inner_loop), UPCAST))
+  up, outer, lane = apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, inner_loop), UPCAST))
   assert lane is not None
   # in a reduce kernel the lanes pay off when they share vector loads in the loop (a matmul's B row); lanes that each read their own
   # row only add memory streams (x.sum(axis=1) got slower)
@@ -60,9 +61,51 @@ def hand_coded_optimizations(ast:UOp, threads:int, upcast:bool=True) -> UOp:
     topo = up.toposort()
     if all(out in u.toposort() for red in topo if red.op is Ops.REDUCE for u in red.src[0].toposort() if u.op is Ops.LOAD): return up
   if out is None or (n := range_size(out)) is None or n % UPCAST != 0: return up
-  return apply_opt(up, Opt(OptOps.UPCAST, ranges_of(up).index(out), UPCAST))[0]
+  return apply_opt(up, Opt(OptOps.UPCAST, opt_axis(up, OptOps.UPCAST, out), UPCAST))[0]
+
+# ***** the GPU flavour: renderers with has_local (GPU dims, workgroups) *****
+
+GPU_GROUP_MAX_OUTPUTS = 2048  # a reduce kernel with at most this many outputs splits its reduce over a workgroup (GROUPTOP): too few
+GPU_GROUP_MIN_REDUCE = 256    # outputs to fill the device otherwise; only for reduces of at least this many elements
+GPU_GROUP = 16                # threads that share one reduce
+GPU_LOCAL_MAX = 128           # threads per workgroup the LOCAL splits aim for
+GPU_LOCALS = (32, 16, 8, 4, 2)
+
+def _try(ast:UOp, op:OptOps, rng:UOp, arg:int, ren:Renderer) -> UOp|None:
+  try: return apply_opt(ast, Opt(op, opt_axis(ast, op, rng), arg), ren)[0]
+  except KernelOptError: return None
+
+def hand_coded_gpu(ast:UOp, ren:Renderer) -> UOp:
+  """The heuristics for a renderer with GPU dims, in order: a reduce with few outputs is split over a workgroup (GROUPTOP); otherwise a
+  small reduce is unrolled and the innermost output range upcast by 4 (vector stores); then the output ranges, innermost first, get
+  LOCAL splits (a workgroup of up to GPU_LOCAL_MAX threads). Every Opt goes through apply_opt with the renderer, so none is invalid."""
+  sizes = [range_size(r) for r in ranges_of(ast)]
+  if any(s is None for s in sizes): return ast
+  n_out = prod(range_size(r) or 1 for r in ranges_of(ast, AxisType.LOOP))
+  reds = ranges_of(ast, AxisType.REDUCE)
+  n_red = prod(range_size(r) or 1 for r in ranges_of(ast, AxisType.REDUCE, AxisType.UNROLL))
+  if reds and n_out <= GPU_GROUP_MAX_OUTPUTS and n_red >= GPU_GROUP_MIN_REDUCE:
+    for r in reds:
+      if (ret := _try(ast, OptOps.GROUPTOP, r, GPU_GROUP, ren)) is not None: return ret
+  # unroll a small reduce loop (the innermost); then upcast the innermost output range where enough threads are left
+  if reds and (range_size(reds[-1]) or 0) <= 8 and (ret := _try(ast, OptOps.UNROLL, reds[-1], 0, ren)) is not None: ast = ret
+  if (loops := ranges_of(ast, AxisType.LOOP)) and n_out >= 4096 and (range_size(loops[-1]) or 0) % UPCAST == 0:
+    if (ret := _try(ast, OptOps.UPCAST, loops[-1], UPCAST, ren)) is not None: ast = ret
+  # LOCAL: a workgroup over the output ranges, innermost first
+  threads = 1
+  for r in reversed(ranges_of(ast, AxisType.LOOP)):
+    for amt in GPU_LOCALS:
+      if (range_size(r) or 0) % amt == 0 and threads * amt <= GPU_LOCAL_MAX and (ret := _try(ast, OptOps.LOCAL, r, amt, ren)) is not None:
+        ast, threads = ret, threads * amt
+        break
+  return ast
 
 def optimize_ast(ast:UOp, ren:Renderer|None=None) -> UOp:
-  """The AST shaped for a renderer's declared capabilities: has_threads (and global_max[0], the thread count), supports_float4."""
-  if NOOPT or ast.op is not Ops.SINK or ren is None: return ast
-  return hand_coded_optimizations(ast, min(ren.global_max[0], THREAD_MAX) if ren.has_threads and ren.global_max else 1, ren.supports_float4)
+  """The AST shaped for a renderer's declared capabilities: has_local (GPU dims: hand_coded_gpu, then the output loops become launch
+  dims), has_threads (and global_max[0], the thread count), supports_float4. An AST that has opts applied already (a BEAM result, or
+  apply_opts) keeps them."""
+  if ast.op is not Ops.SINK or ren is None: return ast
+  if not NOOPT and not (isinstance(ast.arg, KernelInfo) and ast.arg.opts):
+    if ren.has_local: ast = hand_coded_gpu(ast, ren)
+    else: ast = hand_coded_optimizations(ast, min(ren.global_max[0], THREAD_MAX) if ren.has_threads and ren.global_max else 1, ren.supports_float4)
+  return globalize(ast) if ren.has_local else ast
