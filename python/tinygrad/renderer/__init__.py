@@ -394,7 +394,7 @@ class Renderer:
 
   The capabilities below are what the codegen (tinygrad/codegen/opt/) reads to shape a kernel for the device; no pass tests device
   names. They describe what the optimizer should target, which can be less than what the renderer accepts (the PYTHON renderer runs
-  gidx/lidx kernels by looping over the grid, but the optimizer does not make them for it)."""
+  gidx/lidx kernels by looping over the grid, but the optimizer makes them for it only under PYTHON_LOCALS=1)."""
   device: str = ""
   suffix: str = ""
   supports_float4: bool = True                    # vector loads/stores (SHRINK of 2..16 lanes) are worth making
@@ -402,7 +402,7 @@ class Renderer:
   has_threads: bool = False                       # CPU threads: the optimizer may make a THREAD range (SPECIAL core_id)
   has_shared: bool = True                         # local (workgroup-shared) BUFFERs and BARRIERs
   global_max: tuple[int, ...]|None = (0x8FFFFFFF,) * 3  # largest launch size per dim (with has_threads: [0] is the thread count)
-  local_max: tuple[int, ...]|None = (0x8FFFFFFF,) * 3   # largest workgroup size per dim
+  local_max: tuple[int, ...]|None = (0x8FFFFFFF,) * 3   # largest workgroup size per dim (the largest of them: threads per workgroup)
   shared_max: int = 32768                         # bytes of local memory per workgroup
   tensor_cores: list = []                         # matrix units the optimizer may target (none yet)
   extra_matcher: Any = None

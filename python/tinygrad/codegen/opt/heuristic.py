@@ -67,9 +67,9 @@ def hand_coded_optimizations(ast:UOp, threads:int, upcast:bool=True) -> UOp:
 
 GPU_GROUP_MAX_OUTPUTS = 2048  # a reduce kernel with at most this many outputs splits its reduce over a workgroup (GROUPTOP): too few
 GPU_GROUP_MIN_REDUCE = 256    # outputs to fill the device otherwise; only for reduces of at least this many elements
-GPU_GROUP = 16                # threads that share one reduce
+GPU_GROUP = 16                # at most this many threads share one reduce (the largest count that divides it)
 GPU_LOCAL_MAX = 128           # threads per workgroup the LOCAL splits aim for
-GPU_LOCALS = (32, 16, 8, 4, 2)
+GPU_LOCALS = (32, 16, 8, 4, 3, 2)
 
 def _try(ast:UOp, op:OptOps, rng:UOp, arg:int, ren:Renderer) -> UOp|None:
   try: return apply_opt(ast, Opt(op, opt_axis(ast, op, rng), arg), ren)[0]
@@ -86,7 +86,8 @@ def hand_coded_gpu(ast:UOp, ren:Renderer) -> UOp:
   n_red = prod(range_size(r) or 1 for r in ranges_of(ast, AxisType.REDUCE, AxisType.UNROLL))
   if reds and n_out <= GPU_GROUP_MAX_OUTPUTS and n_red >= GPU_GROUP_MIN_REDUCE:
     for r in reds:
-      if (ret := _try(ast, OptOps.GROUPTOP, r, GPU_GROUP, ren)) is not None: return ret
+      for amt in [d for d in range(GPU_GROUP, 1, -1) if (range_size(r) or 0) % d == 0][:1]:
+        if (ret := _try(ast, OptOps.GROUPTOP, r, amt, ren)) is not None: return ret
   # unroll a small reduce loop (the innermost); then upcast the innermost output range where enough threads are left
   if reds and (range_size(reds[-1]) or 0) <= 8 and (ret := _try(ast, OptOps.UNROLL, reds[-1], 0, ren)) is not None: ast = ret
   if (loops := ranges_of(ast, AxisType.LOOP)) and n_out >= 4096 and (range_size(loops[-1]) or 0) % UPCAST == 0:

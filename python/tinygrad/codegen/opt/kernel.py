@@ -1,20 +1,27 @@
 """Kernel AST optimizations as changes of typed ranges (NOOPT=1 turns them all off).
 
 A kernel's loops are RANGE(end, arg=(axis_id, *split path, AxisType)) nodes. The scheduler makes LOOP ranges for the output and REDUCE
-ranges for reductions (and an UNROLL range of 4 inside a long reduce). Every optimization is one `shift_to`: a range r of size N
+ranges for reductions (and an UNROLL range of 4 inside a long reduce). Most optimizations are one `shift_to`: a range r of size N
 becomes an outer and an inner range, r -> outer*(N/amount) + inner (top: the new range is the outer one, of size amount) or
 r -> outer*amount + inner (the new range is the inner one). The ranges keep their order as the dims of the kernel (the inner part of
 a split sorts right after its outer part), and the kernel name is read off them: "r_" (a reduce) or "E_", then the sizes in that
 order (a split of the range with path p makes p+(0,) and p+(1,)). An optimization is data, Opt(op, axis, arg): `apply_opt` does
-it (axis: the position among the ranges in that order) and records it in KernelInfo.opts; a search (BEAM) can enumerate Opts.
-The renderer's capabilities decide what is tried: has_threads and global_max[0] (the launches), supports_float4 (upcasts).
+it and records it in KernelInfo.opts; a search (BEAM) enumerates Opts and skips those that raise KernelOptError. `axis` counts the
+ranges as tinygrad 0.14 does (opt_ranges: by kind, then in dim order; UNROLL counts the reduce ranges, GROUP/GROUPTOP the REDUCE ones).
 
-Range kinds after optimizing:
-  THREAD   the outermost output range split over the cores: the kernel is launched n times in parallel, each launch writes its own
-           slice; codegen lowers it to SPECIAL(n, "core_id"), the launch index (tinygrad/renderer/__init__.py).
-  LOOP     a loop over outputs; REDUCE a loop over reduced elements.
-  UPCAST   output lanes computed by one loop iteration; UNROLL reduced lanes combined before the accumulator. codegen/expander.py
-           turns both into their lanes: vector loads/stores where the lane addresses are consecutive, one accumulator per output lane.
+The ops (the renderer's capabilities decide which its device can run: has_threads/global_max, has_local/local_max, has_shared/shared_max):
+  THREAD   LOOP -> THREAD (outer): the kernel is launched n times in parallel on CPU cores, each writes its own slice; codegen lowers it
+           to SPECIAL(n, "core_id"), the launch index (tinygrad/renderer/__init__.py).
+  UPCAST   LOOP/GLOBAL/LOCAL -> UPCAST (inner): output lanes one iteration computes. UNROLL  REDUCE/GROUP_REDUCE -> UNROLL (inner):
+           reduced lanes combined before the accumulator. codegen/expander.py turns both into their lanes: vector loads/stores where
+           the lane addresses are consecutive, one accumulator per output lane.
+  LOCAL    LOOP/GLOBAL -> LOCAL (inner): a thread dim of the workgroup (SPECIAL lidx). On a device with GPU dims the output LOOP ranges
+           left become GLOBAL (launch dims gidx, `globalize`, innermost 3).
+  GROUP    REDUCE -> GROUP_REDUCE (inner; GROUPTOP: outer): the reduce split over threads of the workgroup, partial results combined
+           through local memory after a barrier (codegen/group_reduce.py).
+  NOLOCALS no LOCAL/GROUP may follow. PADTO  a range counts to a multiple of arg, the extra positions masked (loads and stores gated,
+           a reduce gets its identity). SWAP  two LOOP (or two GLOBAL) ranges exchange positions: the nesting of two loops on CPU,
+           which launch dim is which on a GPU. TC  tensor cores: KernelOptError until a renderer declares Renderer.tensor_cores.
 """
 from __future__ import annotations
 from collections import Counter
@@ -94,11 +101,12 @@ def opt_axis(ast:UOp, op:OptOps, rng:UOp) -> int:
   """The axis that names range rng in an Opt of op (axes_for)."""
   return axes_for(ast, op).index(rng)
 
-# Caps on upcasting: the expander copies a kernel's body once per UPCAST x UNROLL lane, so code size, compile time and register pressure
-# grow with the product. 256 float lanes is half of the largest vector register file of a CPU (32 AVX-512 registers x 16 lanes), and an
-# 8x8 output tile with an unroll of 4 (a register-blocked matmul) still fits. One UPCAST is at most 16 lanes (the widest vector access),
-# one UNROLL at most 32 (as tinygrad 0.14).
-MAX_UPCAST, MAX_UNROLL, MAX_LANES = 16, 32, 256
+# Caps on upcasting: the expander copies a kernel's body once per UPCAST and UNROLL lane, so code size, compile time and register
+# pressure grow with them. One UPCAST is at most 16 lanes (the widest vector access), one UNROLL at most 32 (as tinygrad 0.14). All
+# UPCAST lanes together (the outputs, each with its accumulator, one thread computes) at most 256: the largest CPU vector register file
+# holds 512 floats (32 AVX-512 registers x 16 lanes), so a 16x16 register tile already spills. All UNROLL lanes together (reduced values
+# combined per loop step) at most 128: the scheduler's unroll of 4 times one full unroll of 32.
+MAX_UPCAST, MAX_UNROLL, MAX_UPCAST_LANES, MAX_UNROLL_LANES = 16, 32, 256, 128
 
 # the splits: op -> (the range kinds it applies to, the kind of the new range, whether the new range is the outer part)
 _SPLITS = {OptOps.THREAD: ((AxisType.LOOP,), AxisType.THREAD, True),
@@ -208,7 +216,8 @@ def kept_loops(ast:UOp) -> list[UOp]:
 def globalize(ast:UOp) -> UOp:
   """For a device with GPU dims: the innermost (up to 3) output LOOP ranges become GLOBAL ranges (launch dims gidx), the others stay
   loops in every thread."""
-  if not (loops := ranges_of(ast, AxisType.LOOP)[-GPU_GLOBAL_DIMS:]): return ast
+  # a threaded kernel (THREAD: core_id launches) can't have GPU dims too
+  if not (loops := ranges_of(ast, AxisType.LOOP)[-GPU_GLOBAL_DIMS:]) or ranges_of(ast, AxisType.THREAD): return ast
   return ast.substitute({r: r.replace(arg=(*range_key(r), AxisType.GLOBAL)) for r in loops}, name="globalize")
 
 def grouped_reduces(ast:UOp) -> list[UOp]: return [u for u in ast.toposort() if u.op is Ops.REDUCE and
@@ -218,8 +227,9 @@ def _check_limits(ast:UOp, ren, need):
   """What must hold of the whole kernel after any opt: the lanes, the workgroup's dims and size, its shared memory, and where the
   grouped reduces sit."""
   rngs = ranges_of(ast)
-  lanes = prod(range_size(r) or 1 for r in rngs if rtype(r) in (AxisType.UPCAST, AxisType.UNROLL))
-  need(lanes <= MAX_LANES, f"{lanes} upcast x unroll lanes, more than {MAX_LANES}")
+  for kind, mx in ((AxisType.UPCAST, MAX_UPCAST_LANES), (AxisType.UNROLL, MAX_UNROLL_LANES)):
+    lanes = prod(range_size(r) or 1 for r in rngs if rtype(r) is kind)
+    need(lanes <= mx, f"{lanes} {kind.name} lanes in all, more than {mx}")
   local_dims = [r for r in rngs if rtype(r) in _LOCAL_DIMS]
   need(len(local_dims) <= 3, f"{len(local_dims)} local dims (LOCAL/GROUP_REDUCE ranges), a workgroup has 3")
   wg = prod(range_size(r) or 1 for r in local_dims)
@@ -270,6 +280,7 @@ def _consecutive(idxs:list[UOp], lane:UOp) -> list[bool]:
 
 def vector_loads(ast:UOp, lane:UOp, in_reduce_only:bool=False) -> list[UOp]:
   """The loads (ungated, of a vector dtype) whose lanes over UPCAST range `lane` are consecutive: the expander makes each one load."""
+  if range_size(lane) not in (2, 4, 8, 16): return []  # the vector widths of the renderer contract
   topo = ast.toposort()
   cands = [u for u in topo if u.op is Ops.LOAD and len(u.src) == 1 and u.src[0].op is Ops.INDEX and _vector_ok(u.dtype) and
            lane in u.src[0].src[1].toposort()]
