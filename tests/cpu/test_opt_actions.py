@@ -215,8 +215,10 @@ def _asts(dev:str) -> list:
 @pytest.mark.cpu
 def test_cpu_heuristic_valid():
   ren = _ren("CPU")
-  for ast in _asts("CPU"):
-    opts = hand_coded_optimizations(ast, 4, True).arg.opts
+  big = (Tensor(rand(128, 128)) @ Tensor(rand(128, 32, seed=1))).schedule()[0][-1].ast   # enough work to be threaded
+  threads = min(ren.global_max[0], 32) if ren.global_max else 1
+  for ast in _asts("CPU") + [big]:
+    opts = hand_coded_optimizations(ast, threads, True).arg.opts
     apply_opts(ast, opts, ren)  # raises if the heuristic chose an invalid action for this renderer
     apply_opts(ast, hand_coded_optimizations(ast, 1, False).arg.opts, ren)
 
@@ -263,3 +265,12 @@ def test_random_opts(name, data):
     spec = get_program(ast, ren) if applied else ren.to_program(lower_ast(ast).program_input)
     Device["PYTHON"].run(spec, bufs)
     np.testing.assert_allclose(bufs[0].numpy().reshape(want.shape), want, rtol=1e-4, atol=1e-4)
+
+def test_swap_exchanges_launch_dims_and_loops(gpu):
+  # on a GPU-like device SWAP decides which output range is which launch dim; on CPU which loop is outside
+  assert _run("matmul", "PYTHON", [Opt(O.NOLOCALS)]).global_size == (6, 12, 1)
+  assert _run("matmul", "PYTHON", [Opt(O.SWAP, 0, 1)]).global_size == (12, 6, 1)
+  with Context(PYTHON_LOCALS=0):
+    ast, _, _ = _kernel("matmul", "PYTHON")
+    loops = [u.src[0].arg for u in lower_ast(apply_opt(ast, Opt(O.SWAP, 0, 1))[0]).uops if u.op is Ops.RANGE]
+    assert loops[:2] == [12, 6]

@@ -9,6 +9,9 @@ The heuristics (`hand_coded_optimizations`), in order:
   upcast_outer  then, in an upcast reduce kernel, the next output loop too when a load in the reduce does not depend on it (a matmul's
            B vector load serves 4 rows: 16 accumulators, r_64_16_4_16_4 -> r_16_4_16_4_16_4); with a single output loop
            (x.sum(axis=0)) that loop again: 16 consecutive outputs, each reduce step reads a 64-byte line of a row.
+
+For a renderer with GPU dims (has_local), `hand_coded_gpu` instead: GROUPTOP for a long reduce with few outputs, else unroll/upcast as
+above in small, then LOCAL splits of the output ranges; optimize_ast picks by the renderer's capabilities.
 """
 from __future__ import annotations
 from tinygrad.uop.ops import UOp, Ops, AxisType
@@ -16,7 +19,7 @@ from tinygrad.helpers import NOOPT, prod
 from tinygrad.renderer import Renderer
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError
 from tinygrad.schedule import KernelInfo
-from tinygrad.codegen.opt.kernel import apply_opt, ranges_of, range_size, rtype, vector_loads, opt_axis, globalize
+from tinygrad.codegen.opt.kernel import apply_opt, ranges_of, range_size, rtype, vector_loads, opt_axis, globalize, GPU_GLOBAL_DIMS
 
 THREAD_MIN_WORK = 1 << 16     # elements of work (output elements times reduce trip count) before a kernel is threaded
 THREAD_MAX = 32               # at most this many launches
@@ -79,22 +82,21 @@ def hand_coded_gpu(ast:UOp, ren:Renderer) -> UOp:
   """The heuristics for a renderer with GPU dims, in order: a reduce with few outputs is split over a workgroup (GROUPTOP); otherwise a
   small reduce is unrolled and the innermost output range upcast by 4 (vector stores); then the output ranges, innermost first, get
   LOCAL splits (a workgroup of up to GPU_LOCAL_MAX threads). Every Opt goes through apply_opt with the renderer, so none is invalid."""
-  sizes = [range_size(r) for r in ranges_of(ast)]
-  if any(s is None for s in sizes): return ast
+  if any(range_size(r) is None for r in ranges_of(ast)): return ast  # symbolic sizes: left as they are
   n_out = prod(range_size(r) or 1 for r in ranges_of(ast, AxisType.LOOP))
   reds = ranges_of(ast, AxisType.REDUCE)
   n_red = prod(range_size(r) or 1 for r in ranges_of(ast, AxisType.REDUCE, AxisType.UNROLL))
   if reds and n_out <= GPU_GROUP_MAX_OUTPUTS and n_red >= GPU_GROUP_MIN_REDUCE:
     for r in reds:
-      for amt in [d for d in range(GPU_GROUP, 1, -1) if (range_size(r) or 0) % d == 0][:1]:
-        if (ret := _try(ast, OptOps.GROUPTOP, r, amt, ren)) is not None: return ret
+      amt = next((d for d in range(GPU_GROUP, 1, -1) if (range_size(r) or 0) % d == 0), None)
+      if amt is not None and (ret := _try(ast, OptOps.GROUPTOP, r, amt, ren)) is not None: return ret
   # unroll a small reduce loop (the innermost); then upcast the innermost output range where enough threads are left
   if reds and (range_size(reds[-1]) or 0) <= 8 and (ret := _try(ast, OptOps.UNROLL, reds[-1], 0, ren)) is not None: ast = ret
-  if (loops := ranges_of(ast, AxisType.LOOP)) and n_out >= 4096 and (range_size(loops[-1]) or 0) % UPCAST == 0:
+  if ren.supports_float4 and (loops := ranges_of(ast, AxisType.LOOP)) and n_out >= 4096 and (range_size(loops[-1]) or 0) % UPCAST == 0:
     if (ret := _try(ast, OptOps.UPCAST, loops[-1], UPCAST, ren)) is not None: ast = ret
-  # LOCAL: a workgroup over the output ranges, innermost first
+  # LOCAL: a workgroup over the output ranges that become launch dims (globalize: the innermost 3), innermost first
   threads = 1
-  for r in reversed(ranges_of(ast, AxisType.LOOP)):
+  for r in reversed(ranges_of(ast, AxisType.LOOP)[-GPU_GLOBAL_DIMS:]):
     for amt in GPU_LOCALS:
       if (range_size(r) or 0) % amt == 0 and threads * amt <= GPU_LOCAL_MAX and (ret := _try(ast, OptOps.LOCAL, r, amt, ren)) is not None:
         ast, threads = ret, threads * amt
