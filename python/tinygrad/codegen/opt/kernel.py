@@ -104,7 +104,7 @@ def opt_axis(ast:UOp, op:OptOps, rng:UOp) -> int:
 # Caps on upcasting: the expander copies a kernel's body once per UPCAST and UNROLL lane, so code size, compile time and register
 # pressure grow with them. One UPCAST is at most 16 lanes (the widest vector access), one UNROLL at most 32 (as tinygrad 0.14). All
 # UPCAST lanes together (the outputs, each with its accumulator, one thread computes) at most 256: the largest CPU vector register file
-# holds 512 floats (32 AVX-512 registers x 16 lanes), so a 16x16 register tile already spills. All UNROLL lanes together (reduced values
+# holds 512 floats (32 AVX-512 registers x 16 lanes), so a 16x16 register tile already spills. The UNROLL lanes of one reduce (values
 # combined per loop step) at most 128: the scheduler's unroll of 4 times one full unroll of 32.
 MAX_UPCAST, MAX_UNROLL, MAX_UPCAST_LANES, MAX_UNROLL_LANES = 16, 32, 256, 128
 
@@ -227,9 +227,12 @@ def _check_limits(ast:UOp, ren, need):
   """What must hold of the whole kernel after any opt: the lanes, the workgroup's dims and size, its shared memory, and where the
   grouped reduces sit."""
   rngs = ranges_of(ast)
-  for kind, mx in ((AxisType.UPCAST, MAX_UPCAST_LANES), (AxisType.UNROLL, MAX_UNROLL_LANES)):
-    lanes = prod(range_size(r) or 1 for r in rngs if rtype(r) is kind)
-    need(lanes <= mx, f"{lanes} {kind.name} lanes in all, more than {mx}")
+  lanes = prod(range_size(r) or 1 for r in rngs if rtype(r) is AxisType.UPCAST)
+  need(lanes <= MAX_UPCAST_LANES, f"{lanes} UPCAST lanes in all, more than {MAX_UPCAST_LANES}")
+  # unrolled lanes count per reduce: each reduce combines its own
+  lanes = max([prod(range_size(r) or 1 for r in red.src[1:] if rtype(r) is AxisType.UNROLL) for red in ast.toposort() if red.op is Ops.REDUCE],
+              default=1)
+  need(lanes <= MAX_UNROLL_LANES, f"a reduce of {lanes} UNROLL lanes, more than {MAX_UNROLL_LANES}")
   local_dims = [r for r in rngs if rtype(r) in _LOCAL_DIMS]
   need(len(local_dims) <= 3, f"{len(local_dims)} local dims (LOCAL/GROUP_REDUCE ranges), a workgroup has 3")
   wg = prod(range_size(r) or 1 for r in local_dims)
