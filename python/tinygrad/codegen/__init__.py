@@ -2,8 +2,9 @@
 
 `full_rewrite_to_sink` runs the list PASSES: each a (name, PatternMatcher or function, ctx factory) entry, a PatternMatcher run by
 one graph_rewrite with that name (so TRACK_MATCH_STATS and the rewrite log show it). lower_ast adds the ordering and the SPEC checks.
-  optimize      tinygrad/codegen/opt/ shapes the AST for the renderer's capabilities (threading, unrolling, upcasting; NOOPT=1: off)
-                  by splitting its RANGEs into THREAD/LOOP/UPCAST/REDUCE/UNROLL ranges
+  optimize      tinygrad/codegen/opt/ shapes the AST for the renderer's capabilities (threading, unrolling, upcasting; on a device
+                  with GPU dims workgroups: LOCAL/GROUP; NOOPT=1: off) by splitting its RANGEs into THREAD/LOOP/UPCAST/REDUCE/UNROLL/
+                  LOCAL/GROUP_REDUCE ranges; with GPU dims the output LOOP ranges left become GLOBAL ones (launch dims)
   pm_expand       UNROLL and UPCAST ranges -> their lanes (tinygrad/codegen/expander.py): vector loads/stores, per-lane REDUCEs
   group reduces   a REDUCE split over a workgroup (GROUP_REDUCE ranges) -> partials in a local BUFFER, a BARRIER, a final REDUCE
                   (tinygrad/codegen/group_reduce.py); GROUP_REDUCE ranges become LOCAL ones
