@@ -87,6 +87,17 @@ def apply_opt(ast:UOp, opt:Opt, ren=None) -> tuple[UOp, UOp|None, UOp|None]:
   ret, outer, inner = shift_to(ast, rng, amount, new_type, top)
   return ret.replace(arg=KernelInfo(kernel_name(ret), (ast.arg.opts if isinstance(ast.arg, KernelInfo) else ()) + (opt,))), outer, inner
 
+def swap_loops(ast:UOp, a:UOp, b:UOp) -> UOp:
+  """ast with LOOP ranges a and b trading places in the loop nest (each takes the other's position key; sizes and kinds stay), recorded
+  as Opt(SWAP, pos(a), pos(b)). The loop order is the order of the range keys, so this is how a kernel gets j-blocks outside i-blocks
+  (a matmul's B panel reused from cache by every row block)."""
+  rngs = ranges_of(ast)
+  if a not in rngs or b not in rngs or a is b or rtype(a) is not AxisType.LOOP or rtype(b) is not AxisType.LOOP:
+    raise KernelOptError(f"can't swap ranges {a.arg} and {b.arg}: two different LOOP ranges of the kernel are needed")
+  ret = ast.substitute({a: a.replace(arg=(*range_key(b), rtype(a))), b: b.replace(arg=(*range_key(a), rtype(b)))}, name="swap loops")
+  opt = Opt(OptOps.SWAP, rngs.index(a), rngs.index(b))
+  return ret.replace(arg=KernelInfo(kernel_name(ret), (ast.arg.opts if isinstance(ast.arg, KernelInfo) else ()) + (opt,)))
+
 def apply_opts(ast:UOp, opts, ren=None) -> UOp:
   """ast with each of opts applied in order (what a BEAM worker rebuilds a candidate from); KernelOptError if one can't apply."""
   for opt in opts: ast = apply_opt(ast, opt, ren)[0]
