@@ -38,8 +38,9 @@ def test_matmul_tile_big_panel(device, small_tiles, monkeypatch):
   np.testing.assert_allclose(run(opt, bufs, device).reshape(24, 64), a @ b, rtol=1e-5, atol=1e-5)
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_conv_gather_tile(device, small_tiles):
-  x, w = rand(1, 4, 8, 8), rand(32, 4, 3, 3, seed=1)
+@pytest.mark.parametrize("width", [8, 16])
+def test_conv_gather_tile(device, width, small_tiles):
+  x, w = rand(1, 4, 4, width), rand(32, 4, 3, 3, seed=1)
   ast, bufs = ast_of(Tensor(x, device=device).realize().conv2d(Tensor(w, device=device).realize(), padding=1))
   opt = H.hand_coded_optimizations(ast, threads=1)
   # the padded input's loads are gated (no vector load): 8 output columns, each gathered input vector serving 32 output channels

@@ -105,8 +105,10 @@ def register_tile(ast:UOp, loops:list[UOp]) -> UOp|None:
       up, j_out, _ = apply_opt(up, Opt(OptOps.UPCAST, ranges_of(up).index(j_out), 2))
       if j_out is not None and i_out is not None: up = swap_loops(up, j_out, i_out)
     return up
-  if vj != 8 or any(len(ld.src) == 1 for ld in j_loads): return None   # only gathers of gated loads: an 8-lane vector each
-  if (rows := next((v for v in GATHER_ROWS if ni % v == 0), None)) is None: return None
+  # only gathers of gated loads (an ungated load that isn't a vector load is strided: lanes would add memory streams), 8 lanes each
+  if nj % 8 != 0 or any(len(ld.src) == 1 for ld in j_loads) or (rows := next((v for v in GATHER_ROWS if ni % v == 0), None)) is None:
+    return None
+  if vj != 8: up = apply_opt(ast, Opt(OptOps.UPCAST, ranges_of(ast).index(j), 8))[0]
   up, i_out, _ = apply_opt(up, Opt(OptOps.UPCAST, ranges_of(up).index(i), 16))
   return apply_opt(up, Opt(OptOps.UPCAST, ranges_of(up).index(i_out), rows // 16))[0] if rows > 16 and i_out is not None else up
 
