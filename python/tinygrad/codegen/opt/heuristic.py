@@ -27,7 +27,8 @@ TILE_LANES = (16, 8)          # register_tile: lanes of the innermost output loo
 TILE_ROWS = 8                 # and rows of the loop sharing its loads
 GATHER_ROWS = (32, 16)        # rows of a gathering kernel's tile (a conv's output channels per gathered input vector)
 # multiply-adds (all ranges) before a kernel gets that tile, else the 4x4 upcast. The tile's code is ~8x longer (its lanes are scalars
-# until clang vectorizes them): ~0.1 s more to lower and compile, paid back in one run from about this size (4x faster at 2 GFLOP)
+# until clang vectorizes them): ~0.1 s more to lower and compile, which 2-3 runs pay back at this size (a 1024 matmul: ~50 ms with the
+# 4x4 upcast, ~13 ms tiled); smaller kernels (every matmul of bench_models' MLP and GPT-2 block) keep their cold compile time
 TILE_MIN_WORK = 1 << 29
 TILE_PANEL_BYTES = 8 << 20    # B (reduce x j elements) bigger than this: 32 lanes and the j blocks outside the i blocks
 UNROLL_MAX_LOADS = 32         # a reduce loop is unrolled when its trip count times the loads in its body is at most this
