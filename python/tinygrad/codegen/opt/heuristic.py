@@ -9,6 +9,9 @@ The heuristics (`hand_coded_optimizations`), in order:
   upcast_outer  then, in an upcast reduce kernel, the next output loop too when a load in the reduce does not depend on it (a matmul's
            B vector load serves 4 rows: 16 accumulators, r_64_16_4_16_4 -> r_16_4_16_4_16_4); with a single output loop
            (x.sum(axis=0)) that loop again: 16 consecutive outputs, each reduce step reads a 64-byte line of a row.
+  register_tile  instead of upcast/upcast_outer, a big reduce kernel with two output loops (a 1024 matmul, a 64-channel conv) gets a
+           register tile sized for AVX-512: 8 rows x 16 columns of a matmul (and, for a B too big for the caches, 32 columns with the
+           column blocks outside the row blocks), 32 output channels x 8 columns of a conv (see register_tile).
 
 For a renderer with GPU dims (has_local), `hand_coded_gpu` instead: GROUPTOP for a long reduce with few outputs, else unroll/upcast as
 above in small, then LOCAL splits of the output ranges; optimize_ast picks by the renderer's capabilities.
@@ -24,6 +27,14 @@ from tinygrad.codegen.opt.kernel import apply_opt, ranges_of, range_size, rtype,
 THREAD_MIN_WORK = 1 << 16     # elements of work (output elements times reduce trip count) before a kernel is threaded
 THREAD_MAX = 32               # at most this many launches
 UPCAST = 4
+TILE_LANES = (16, 8)          # register_tile: lanes of the innermost output loop (16, else 8)
+TILE_ROWS = 8                 # and rows of the loop sharing its loads
+GATHER_ROWS = (32, 16)        # rows of a gathering kernel's tile (a conv's output channels per gathered input vector)
+# multiply-adds (all ranges) before a kernel gets that tile, else the 4x4 upcast. The tile's code is ~8x longer (its lanes are scalars
+# until clang vectorizes them): ~0.1 s more to lower and compile, which 2-3 runs pay back at this size (a 1024 matmul: ~50 ms with the
+# 4x4 upcast, ~13 ms tiled); smaller kernels (every matmul of bench_models' MLP and GPT-2 block) keep their cold compile time
+TILE_MIN_WORK = 1 << 29
+TILE_PANEL_BYTES = 8 << 20    # B (reduce x j elements) bigger than this: 32 lanes and the j blocks outside the i blocks
 UNROLL_MAX_LOADS = 32         # a reduce loop is unrolled when its trip count times the loads in its body is at most this
 
 def hand_coded_optimizations(ast:UOp, threads:int, upcast:bool=True) -> UOp:
@@ -48,6 +59,7 @@ def hand_coded_optimizations(ast:UOp, threads:int, upcast:bool=True) -> UOp:
   if not upcast: return ast
   if len(ast.src) != 1 or ast.src[0].op is not Ops.STORE or len(ast.src[0].src) != 2 or ast.src[0].src[0].op is not Ops.INDEX: return ast
   if not (loops := ranges_of(ast, AxisType.LOOP)) or (n := range_size(inner_loop := loops[-1])) is None or n % UPCAST != 0: return ast
+  if has_reduce and (tiled := register_tile(ast, loops)) is not None: return tiled
   up, outer, lane = apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, inner_loop), UPCAST))
   assert lane is not None
   # in a reduce kernel the lanes pay off when they share vector loads in the loop (a matmul's B row); lanes that each read their own
@@ -102,6 +114,46 @@ def hand_coded_gpu(ast:UOp, ren:Renderer) -> UOp:
         ast, threads = ret, threads * amt
         break
   return ast
+
+def _reduce_loads(ast:UOp) -> list[UOp]:
+  return [u for red in ast.toposort() if red.op is Ops.REDUCE for u in red.src[0].toposort() if u.op is Ops.LOAD]
+
+def register_tile(ast:UOp, loops:list[UOp]) -> UOp|None:
+  """A big reduce kernel with two or more output loops gets a register tile over the innermost output loop j and the loop i whose
+  lanes share what j's lanes load (the innermost LOOP that no j-dependent load in the reduce depends on: a matmul's rows, a conv's
+  output channels). Two shapes (measured on AVX-512 with clang's SLP vectorizer, which turns the lanes into vector registers):
+    matmul  the j-dependent load is a vector load (B's row): j upcast by 16 (one AVX-512 vector, two AVX2 ones), i by 8, so each B
+            vector serves 8 rows and each A scalar 16 columns (128 accumulators). When B is too big to stay in the caches
+            (K*N*itemsize > TILE_PANEL_BYTES) j gets 32 lanes (two vectors) and the j blocks move outside the i blocks: the K x 32
+            panel of B is read from cache by every row block.
+    gather  the j-dependent loads are gated (a padded conv's input): each lane loads its own scalar, so j gets 8 lanes and i as many
+            as fit (GATHER_ROWS), each gathered input vector serving them all.
+  None if the kernel doesn't qualify (then the 4x4 upcast)."""
+  sizes = [range_size(r) for r in ranges_of(ast)]
+  if len(loops) < 2 or any(s is None for s in sizes) or prod(sizes) < TILE_MIN_WORK: return None  # type: ignore[arg-type]
+  j = loops[-1]
+  j_loads = [ld for ld in _reduce_loads(ast) if j in ld.src[0].toposort()]
+  if not j_loads or not (cands := [r for r in loops[:-1] if all(r not in ld.src[0].toposort() for ld in j_loads)]): return None
+  i = cands[-1]
+  nj, ni = range_size(j) or 0, range_size(i) or 0
+  if (vj := next((v for v in TILE_LANES if nj % v == 0), None)) is None: return None
+  up, j_out, lane = apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, j), vj))
+  if lane is not None and (loads := vector_loads(up, lane, in_reduce_only=True)):
+    if ni % TILE_ROWS != 0: return None
+    red = [r for r in ranges_of(up, AxisType.REDUCE, AxisType.UNROLL) if any(r in ld.src[0].src[1].toposort() for ld in loads)]
+    panel = nj * prod(range_size(r) or 1 for r in red) * loads[0].dtype.itemsize
+    up, i_out, _ = apply_opt(up, Opt(OptOps.UPCAST, opt_axis(up, OptOps.UPCAST, i), TILE_ROWS))
+    if panel > TILE_PANEL_BYTES and j_out is not None and (range_size(j_out) or 0) % 2 == 0:
+      up, j_out, _ = apply_opt(up, Opt(OptOps.UPCAST, opt_axis(up, OptOps.UPCAST, j_out), 2))
+      if j_out is not None and i_out is not None:
+        up = apply_opt(up, Opt(OptOps.SWAP, opt_axis(up, OptOps.SWAP, j_out), opt_axis(up, OptOps.SWAP, i_out)))[0]
+    return up
+  # only gathers of gated loads (an ungated load that isn't a vector load is strided: lanes would add memory streams), 8 lanes each
+  if nj % 8 != 0 or any(len(ld.src) == 1 for ld in j_loads) or (rows := next((v for v in GATHER_ROWS if ni % v == 0), None)) is None:
+    return None
+  if vj != 8: up = apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, j), 8))[0]
+  up, i_out, _ = apply_opt(up, Opt(OptOps.UPCAST, opt_axis(up, OptOps.UPCAST, i), 16))
+  return apply_opt(up, Opt(OptOps.UPCAST, opt_axis(up, OptOps.UPCAST, i_out), rows // 16))[0] if rows > 16 and i_out is not None else up
 
 def optimize_ast(ast:UOp, ren:Renderer|None=None) -> UOp:
   """The AST shaped for a renderer's declared capabilities: has_local (GPU dims: hand_coded_gpu, then the output loops become launch
