@@ -32,7 +32,7 @@ from typing import Any, Callable, TYPE_CHECKING
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, ParamArg, AxisType
 from tinygrad.uop.symbolic import pm_fold_values
 from tinygrad.dtype import dtypes, AddrSpace
-from tinygrad.helpers import SPEC
+from tinygrad.helpers import SPEC, BEAM, NOOPT
 from tinygrad.schedule import reduce_identity as _identity
 from tinygrad.codegen.index_dtype import pm_lower_index
 if TYPE_CHECKING:
@@ -256,6 +256,9 @@ class LoweredKernel:
 Pass = tuple[str, "PatternMatcher|Callable[[UOp, Any], UOp]", "Callable[[UOp, Any], Any]|None"]
 
 def _optimize(ast:UOp, ren:Renderer|None) -> UOp:
+  if BEAM >= 1 and not NOOPT and ren is not None and ast.op is Ops.SINK:
+    from tinygrad.codegen.opt.search import beam_search
+    return beam_search(ast, ren, BEAM.value)
   from tinygrad.codegen.opt.heuristic import optimize_ast
   return optimize_ast(ast, ren)
 
@@ -290,10 +293,14 @@ def _renderer(device:str|Renderer|None) -> Renderer|None:
   from tinygrad.device import Device
   return Device[device].renderer
 
-def lower_ast(ast:UOp, device:str|Renderer|None=None) -> LoweredKernel:
+def lower_ast(ast:UOp, device:str|Renderer|None=None, opts:tuple|None=None) -> LoweredKernel:
   """Lowers a kernel AST; with a device (or its renderer), the optimizations of tinygrad/codegen/opt/ for the renderer's capabilities
-  are applied first (not under NOOPT=1)."""
-  sink = full_rewrite_to_sink(ast, _renderer(device))
+  are applied first (not under NOOPT=1; BEAM=N searches for them). `opts`: apply exactly these Opts instead (a BEAM candidate)."""
+  if opts is None: sink = full_rewrite_to_sink(ast, _renderer(device))
+  else:
+    from tinygrad.codegen.opt.kernel import apply_opts
+    ren = _renderer(device)
+    sink = full_rewrite_to_sink(apply_opts(ast, opts, ren), ren, [p for p in PASSES if p[0] != "optimize"])
   if SPEC:  # SPEC hook: the lowered kernel (tinygrad/uop/spec.py)
     from tinygrad.uop.spec import type_verify, spec_lowered
     type_verify(sink, spec_lowered, f"lowered kernel {sink.arg.name}")

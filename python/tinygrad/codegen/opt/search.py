@@ -1,0 +1,355 @@
+"""BEAM search (BEAM=N): a kernel's Opts found by compiling and timing candidates instead of chosen by the heuristics.
+
+Round 0 times the unoptimized kernel and the hand-coded heuristics' choice (so the search never ends worse than the default). Each later
+round extends every kept candidate by every action of `actions` (invalid ones raise KernelOptError and are skipped, as are kernels with
+too many upcast or local lanes and kernels seen before), compiles the new candidates in worker processes (PARALLEL= of them, spawned),
+times each compiled one on the device in this process (on scratch buffers, a few interleaved runs, the minimum; one far slower than the
+best so far is dropped after its first run) and keeps the N fastest. The search stops when a round brings no improvement. The result (its
+list of Opts) is cached on disk by the kernel's AST, device and N (CACHELEVEL=0: no cache; IGNORE_BEAM_CACHE=1: search again).
+
+Workers get only plain picklable data: the kernel AST, the list of Opts, the renderer (which pickles as its class and Target), the
+compiler's class and a snapshot of the ContextVars; they lower, render and compile, and send back the program description and binary.
+The pool is our own (_Pool): each worker has a pipe, so a worker that crashes, is killed or runs past BEAM_TIMEOUT_SEC costs only its
+candidate (tried once more on a fresh worker) and the search goes on; if workers can't even start, candidates are compiled here.
+Workers are spawned with a stand-in __main__, so the user's script is never run again in them.
+
+BEAM_DEBUG=1 prints each round's best candidates, DEBUG>=2 the search's result, and a progress bar is drawn on stderr (on a terminal).
+"""
+from __future__ import annotations
+import atexit
+import collections
+import hashlib
+import math
+import multiprocessing
+import pickle
+import signal
+import sys
+import threading
+import time
+import types
+from dataclasses import replace
+from multiprocessing.connection import wait as wait_connections
+from typing import Any, Sequence
+from tinygrad.helpers import DEBUG, PARALLEL, CACHELEVEL, IGNORE_BEAM_CACHE, ContextVar, getenv, diskcache_get, diskcache_put, tqdm
+from tinygrad.helpers import time_to_str, colored, prod
+from tinygrad.device import Device, Buffer
+from tinygrad.uop.ops import UOp, Ops, AxisType
+from tinygrad.renderer import Renderer, ProgramSpec, Estimates, buffer_size
+from tinygrad.codegen.opt import Opt, OptOps, KernelOptError
+from tinygrad.codegen.opt.kernel import apply_opts, ranges_of, range_size
+
+# ***** the action space (tinygrad 0.14's list; axis and amount checks are apply_opt's) *****
+
+actions = [Opt(OptOps.UPCAST, axis, amt) for amt in [0, 2, 3, 4, 5, 7] for axis in range(8)]
+actions += [Opt(OptOps.UNROLL, axis, amt) for amt in [0, 4, 7] for axis in range(5)]
+actions += [Opt(OptOps.LOCAL, axis, amt) for amt in [2, 3, 4, 8, 13, 16, 29] for axis in range(6)]
+actions += [Opt(OptOps.GROUPTOP, axis, amt) for amt in [13, 16, 28, 29, 32, 49, 64, 256] for axis in range(3)]
+actions += [Opt(OptOps.GROUP, axis, amt) for amt in [0, 4, 8, 16] for axis in range(3)]
+if getenv("BEAM_PADTO", 0): actions += [Opt(OptOps.PADTO, axis, amt) for amt in [32] for axis in range(7)]
+actions += [Opt(OptOps.LOCAL, 0, 32), Opt(OptOps.LOCAL, 6, 2)]
+actions += [Opt(OptOps.TC, 0, (-1, 0, getenv("TC", 1)))]
+actions += [Opt(OptOps.TC, axis, (-1, getenv("TC_OPT", 2), getenv("TC", 1))) for axis in range(9)]
+actions += [Opt(OptOps.SWAP, axis0, axis1) for axis0 in range(5) for axis1 in range(axis0 + 1, 5)]
+actions += [Opt(OptOps.THREAD, axis, amt) for amt in [2, 3, 4, 5, 8, 12, 16, 24, 32, 64] for axis in range(3)]
+if getenv("NOLOCALS"): actions += [Opt(OptOps.NOLOCALS)]
+
+BEAM_DEBUG = ContextVar("BEAM_DEBUG", 0)
+UPCAST_MAX, LOCAL_MAX = getenv("BEAM_UPCAST_MAX", 256), getenv("BEAM_LOCAL_MAX", 1024)  # lanes of all UPCAST/UNROLL (LOCAL/GROUP) ranges
+UOPS_MAX = getenv("BEAM_UOPS_MAX", 3000)             # a candidate lowering to more linear UOps is not compiled
+TIMEOUT_SEC = getenv("BEAM_TIMEOUT_SEC", 10)         # a compile taking longer is killed
+SLOW_FACTOR = getenv("BEAM_SLOW_FACTOR", 3.0)        # a candidate whose first run is this much slower than the best so far is dropped
+RUNS = getenv("BEAM_RUNS", 3)                        # timed runs per candidate (the minimum counts)
+MIN_PROGRESS = getenv("BEAM_MIN_PROGRESS", 0.01)     # a round must beat the best by this fraction to go on
+
+_IN_WORKER = False   # set in worker processes: a worker lowering a kernel never starts a search of its own
+
+def kernel_actions(ast:UOp, ren:Renderer|None=None) -> dict[Opt, UOp]:
+  """Every action that applies to ast (one more Opt on top of its own), within the lane limits: {action: the new AST}."""
+  ret: dict[Opt, UOp] = {}
+  for a in actions:
+    try: new = apply_opts(ast, [a], ren)
+    except (KernelOptError, ValueError): continue   # ValueError: shift_to's amount that does not divide the range
+    if prod(range_size(r) or 1 for r in ranges_of(new, AxisType.UPCAST, AxisType.UNROLL)) > UPCAST_MAX: continue
+    if prod(range_size(r) or 1 for r in ranges_of(new, AxisType.LOCAL, AxisType.GROUP_REDUCE)) > LOCAL_MAX: continue
+    ret[a] = new
+  return ret
+
+# ***** compiling a candidate (in a worker) *****
+
+def compile_candidate(ast:UOp, opts:Sequence[Opt], ren:Renderer, compiler) -> tuple[ProgramSpec, Estimates, bytes]:
+  """The kernel ast with opts applied, lowered, rendered and compiled: (its program without the linear UOps, its estimates, the binary)."""
+  from tinygrad.codegen import lower_ast
+  k = lower_ast(ast, ren, opts=tuple(opts))
+  if UOPS_MAX > 0 and len(k.uops) > UOPS_MAX: raise RuntimeError(f"{len(k.uops)} UOps, more than BEAM_UOPS_MAX={UOPS_MAX}")
+  spec = ren.to_program(k.program_input)
+  return replace(spec, uops=()), spec.estimates, compiler.compile(spec.src)
+
+def _context_snapshot() -> dict[str, Any]:
+  """The ContextVars' current values (those that are plain data), so a worker lowers exactly as this process would."""
+  return {k: v.value for k, v in ContextVar._cache.items() if type(v.value) in (int, float, str, bool)}
+
+def worker_payload(ast:UOp, opts:Sequence[Opt], ren:Renderer) -> bytes:
+  """What a worker receives for one candidate, pickled: the ContextVars, the AST, the Opts, the renderer and its compiler's class."""
+  return pickle.dumps((_context_snapshot(), ast, tuple(opts), ren, type(ren.compiler)))
+
+_compilers: dict[type, Any] = {}
+def run_payload(data:bytes) -> tuple[str, Any]:
+  """A worker's job: ("ok", compile_candidate(...)) or ("err", the error)."""
+  try:
+    ctxvals, ast, opts, ren, compiler_t = pickle.loads(data)
+    for k, v in ctxvals.items():
+      if (var := ContextVar._cache.get(k)) is not None: var.value = v
+    for k in ("DEBUG", "BEAM", "VIZ", "TRACK_MATCH_STATS"): ContextVar._cache[k].value = 0
+    if (comp := _compilers.get(compiler_t)) is None: comp = _compilers[compiler_t] = compiler_t()
+    return "ok", compile_candidate(ast, opts, ren, comp)
+  except Exception as e:   # a candidate that fails to lower or compile is just not a candidate
+    return "err", f"{type(e).__name__}: {e}"
+
+def _worker_main(conn) -> None:
+  global _IN_WORKER
+  _IN_WORKER = True
+  signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the parent's to handle (it stops the workers)
+  conn.send_bytes(b"ready")
+  while True:
+    try: data = conn.recv_bytes()
+    except (EOFError, OSError): return
+    if not data: return
+    conn.send_bytes(pickle.dumps(run_payload(data)))
+
+# ***** the worker pool *****
+
+_start_lock = threading.Lock()
+def _start_without_main(proc:multiprocessing.process.BaseProcess) -> None:
+  # spawn imports the parent's __main__ in the child (as __mp_main__) when it has a __file__ or a __spec__, which runs the top level of
+  # the user's script again: the child is started while __main__ is a stand-in module with neither
+  with _start_lock:
+    real = sys.modules.get("__main__")
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try: proc.start()
+    finally:
+      if real is not None: sys.modules["__main__"] = real
+      else: del sys.modules["__main__"]
+
+class _Worker:
+  def __init__(self, ctx):
+    self.conn, child = ctx.Pipe(duplex=True)
+    self.proc = ctx.Process(target=_worker_main, args=(child,), daemon=True, name="tinygrad-beam-worker")
+    _start_without_main(self.proc)
+    child.close()   # only the child holds its end now: its death is an EOF here
+    self.ready, self.task, self.since = False, None, 0.0
+  def stop(self, kill:bool=False) -> None:
+    if not kill:
+      try: self.conn.send_bytes(b"")
+      except OSError: kill = True
+    if kill and self.proc.is_alive(): self.proc.kill()
+    self.proc.join(timeout=1 if not kill else 5)
+    if self.proc.is_alive():
+      self.proc.kill()
+      self.proc.join(timeout=5)
+    self.conn.close()
+
+class _Pool:
+  """`size` spawned worker processes, each on its own pipe. map() hands out payloads and yields results as they come; a worker that dies
+  or passes the timeout is replaced and its payload retried once. Workers that keep dying before they are ready break the pool."""
+  START_FAILURES = 3
+  def __init__(self, size:int):
+    self.ctx = multiprocessing.get_context("spawn")
+    self.size, self.start_failures, self.broken = size, 0, False
+    self.workers: list[_Worker] = [_Worker(self.ctx) for _ in range(size)]
+  def _replace(self, w:_Worker) -> None:
+    if not w.ready: self.start_failures += 1
+    w.stop(kill=True)
+    self.workers.remove(w)
+    if self.start_failures >= self.START_FAILURES: self.broken = True
+    else: self.workers.append(_Worker(self.ctx))
+  def map(self, payloads:Sequence[bytes], timeout:float):
+    """Yields (index, result or None) for every payload, in completion order; None: its worker died or timed out twice."""
+    todo, tries = collections.deque(range(len(payloads))), [0] * len(payloads)
+    def lost(w:_Worker):
+      i = w.task
+      self._replace(w)
+      if i is None: return None
+      tries[i] += 1
+      if tries[i] < 2 and not self.broken: todo.appendleft(i)
+      else: return i
+      return None
+    while (todo or any(w.task is not None for w in self.workers)) and not self.broken:
+      for w in list(self.workers):
+        if w.task is None and todo:
+          i = todo.popleft()
+          try: w.conn.send_bytes(payloads[i])
+          except OSError:   # the worker is already gone
+            todo.appendleft(i)
+            self._replace(w)
+            continue
+          w.task, w.since = i, time.monotonic()
+      busy = {w.conn: w for w in self.workers if w.task is not None or not w.ready}
+      for conn in wait_connections(list(busy), timeout=0.1):
+        w = busy[conn]
+        try: data = conn.recv_bytes()
+        except (EOFError, OSError):
+          if (i := lost(w)) is not None: yield i, None
+          continue
+        if data == b"ready":
+          w.ready, self.start_failures = True, 0
+          continue
+        i, w.task = w.task, None
+        try: res = pickle.loads(data)
+        except Exception: res = None
+        yield i, res
+      now = time.monotonic()
+      for w in [w for w in self.workers if w.task is not None and (now - w.since > timeout or not w.proc.is_alive())]:
+        if w in self.workers and (i := lost(w)) is not None: yield i, None
+    if self.broken:   # what is left is compiled by the caller
+      for i in list(todo) + [w.task for w in self.workers if w.task is not None]: yield i, "unrun"
+  def close(self) -> None:
+    for w in self.workers: w.stop()
+    self.workers = []
+
+_pool: _Pool|None = None
+_pool_lock = threading.Lock()   # one search at a time uses the pool
+
+def _get_pool() -> _Pool|None:
+  global _pool
+  if PARALLEL.value <= 0 or _IN_WORKER or multiprocessing.current_process().daemon: return None
+  if _pool is not None and (_pool.broken or _pool.size != PARALLEL.value):
+    _pool.close()
+    _pool = None
+  if _pool is None: _pool = _Pool(PARALLEL.value)
+  return _pool
+
+def close_pool() -> None:
+  """Stops the search's worker processes (a later search starts new ones)."""
+  global _pool
+  if _pool is not None: _pool.close()
+  _pool = None
+atexit.register(close_pool)
+
+def _compile_all(base:UOp, cands:list[tuple[Opt, ...]], ren:Renderer) -> dict[int, tuple[ProgramSpec, Estimates, bytes]]:
+  """Compiles the candidates (in the workers, or here without them); {index: result} of those that compiled."""
+  payloads = [worker_payload(base, opts, ren) for opts in cands]
+  results: dict[int, Any] = {}
+  with tqdm(total=len(cands), desc=f"BEAM {kernel_label(base)}", disable=None) as bar:
+    pool = _get_pool()
+    for i, res in (pool.map(payloads, TIMEOUT_SEC) if pool is not None else ((i, "unrun") for i in range(len(payloads)))):
+      if res == "unrun": res = run_payload(payloads[i])
+      bar.update(1)
+      if res is None: continue
+      if res[0] == "ok": results[i] = res[1]
+      elif BEAM_DEBUG >= 2: print(f"BEAM: {list(cands[i])} failed: {res[1]}")
+  return results
+
+# ***** timing on the device *****
+
+def _scratch_buffers(ast:UOp, device:str) -> dict[int, Buffer]|None:
+  """A fresh buffer for each PARAM slot of the kernel (None if a size is symbolic)."""
+  ret: dict[int, Buffer] = {}
+  for p in ast.toposort():
+    if p.op is Ops.PARAM and p.src and p.arg.addrspace is not None and p.arg.addrspace.name == "GLOBAL":
+      if (n := buffer_size(p)) is None: return None
+      ret[p.arg.slot] = Buffer(device, max(n, 1), p.arg.dtype).ensure_allocated()
+  return ret
+
+def _time_all(progs:list[Any], bufs:dict[int, Buffer], best:float) -> list[float]:
+  """Min run time of each loaded (program, spec), runs interleaved across the candidates; after two runs (the first may pay for page
+  faults or starting threads), a candidate slower than SLOW_FACTOR x the best is not run again. inf: failed to run."""
+  tms = [math.inf] * len(progs)
+  for rep in range(max(RUNS, 2)):
+    cutoff = min([best] + tms) * SLOW_FACTOR
+    for i, (prg, spec) in enumerate(progs):
+      if prg is None or (rep > 1 and tms[i] > cutoff): continue
+      try:
+        gs, ls = spec.launch_dims({})
+        t = prg(*[bufs[s]._buf for s in spec.globals], global_size=gs, local_size=ls, vals=spec.vals(_var_bounds(spec)), wait=True)
+      except Exception as e:
+        if BEAM_DEBUG >= 2: print(f"BEAM: {spec.name} failed to run: {e}")
+        progs[i] = (None, spec)
+        continue
+      if t is None: return []   # the device can't time its kernels: no search
+      tms[i] = min(tms[i], t)
+  return tms
+
+def _var_bounds(spec:ProgramSpec) -> dict[str, int]:
+  return {n: int(v.arg.vmin_vmax[1]) for v, n in zip(spec.vars, spec.var_names) if getattr(v.arg, "vmin_vmax", None) is not None}
+
+# ***** the search *****
+
+def kernel_label(ast:UOp) -> str: return getattr(ast.arg, "name", "kernel")
+
+def _cache_key(ast:UOp, ren:Renderer, amt:int) -> dict:
+  return {"ast": hashlib.sha256(pickle.dumps(ast.replace(arg=None))).hexdigest(), "amt": amt, "device": ren.target.device or ren.device,
+          "renderer": f"{type(ren).__name__}{ren.suffix}{ren.target!r}"}
+
+def _opts_to_plain(opts:Sequence[Opt]) -> list: return [[o.op.name, o.axis, o.arg] for o in opts]
+def _opts_from_plain(x:list) -> tuple[Opt, ...]:
+  return tuple(Opt(OptOps[op], axis, tuple(arg) if isinstance(arg, list) else arg) for op, axis, arg in x)
+
+def beam_search(ast:UOp, ren:Renderer|str, amt:int, disable_cache:bool|None=None) -> UOp:
+  """The kernel ast with the Opts a BEAM search of width amt finds fastest on ren's device (see the module's docstring)."""
+  from tinygrad.codegen.opt.heuristic import optimize_ast
+  if isinstance(ren, str): ren = Device[ren].renderer
+  base = ast
+  if _IN_WORKER or amt < 1 or ast.op is not Ops.SINK: return optimize_ast(ast, ren)
+  key = _cache_key(base, ren, amt)
+  if not (IGNORE_BEAM_CACHE.value if disable_cache is None else disable_cache) and CACHELEVEL >= 1 and \
+     (val := diskcache_get("beam_search", key)) is not None:
+    try:
+      ret = apply_opts(base, _opts_from_plain(val), ren)
+      if DEBUG >= 2: print(f"BEAM {kernel_label(ret)}: cached {list(ret.arg.opts)}")
+      return ret
+    except (KernelOptError, KeyError, TypeError, ValueError): pass   # an entry of another version of the action space: search again
+  device = Device.canonicalize(ren.target.device or ren.device)
+  with _pool_lock: ret = _search(base, ren, amt, device, optimize_ast(base, ren))
+  if ret is None: return optimize_ast(base, ren)
+  if CACHELEVEL >= 1: diskcache_put("beam_search", key, _opts_to_plain(ret.arg.opts))
+  return ret
+
+def _search(base:UOp, ren:Renderer, amt:int, device:str, heuristic:UOp) -> UOp|None:
+  st = time.perf_counter()
+  if (bufs := _scratch_buffers(base, device)) is None: return None
+  dev = Device[device]
+  seen: set[UOp] = set()       # candidates by AST (the recorded opts aside): each is compiled once
+  seen_src: set[str] = set()   # and by source: different opts may render the same code
+  def new_candidates(parents:list[UOp], expand:bool) -> list[UOp]:
+    ret = []
+    for p in parents:
+      for c in (kernel_actions(p, ren).values() if expand else [p]):
+        if (k := c.replace(arg=None)) not in seen:
+          seen.add(k)
+          ret.append(c)
+    return ret
+  best: tuple[float, UOp]|None = None
+  default_tm = math.inf
+  beam, n_tried, rnd = [base, heuristic], 0, 0
+  while True:
+    cands = new_candidates(beam, rnd > 0)
+    if not cands: break
+    compiled = _compile_all(base, [c.arg.opts for c in cands], ren)
+    progs, which = [], []
+    for i, (spec, est, lib) in compiled.items():
+      if spec.src in seen_src: continue
+      seen_src.add(spec.src)
+      try: progs.append((dev.runtime(spec.function_name, lib, spec), spec))
+      except Exception as e:
+        if BEAM_DEBUG >= 2: print(f"BEAM: {spec.name} failed to load: {e}")
+        continue
+      which.append(cands[i])
+    tms = _time_all(progs, bufs, best[0] if best is not None else math.inf)
+    if not tms and progs: return None
+    n_tried += len(cands)
+    timed = sorted([(t, c) for t, c in zip(tms, which) if t < math.inf], key=lambda x: x[0])
+    if rnd == 0: default_tm = next((t for t, c in timed if c is heuristic), math.inf)
+    if BEAM_DEBUG:
+      print(f"BEAM {kernel_label(base)} round {rnd}: {len(cands)} candidates, {len(compiled)} compiled, {len(timed)} timed, "
+            f"{time.perf_counter() - st:.2f}s")
+      for t, c in timed[:max(amt, 3)]: print(f"  {time_to_str(t, w=10)}  {list(c.arg.opts)}")
+    if not timed: break
+    improved = best is None or timed[0][0] < best[0] * (1 - MIN_PROGRESS)
+    if best is None or timed[0][0] < best[0]: best = timed[0]
+    if not improved: break
+    beam, rnd = [c for _, c in timed[:amt]], rnd + 1
+  if best is None: return None
+  if DEBUG >= 2:
+    print(f"BEAM {colored(kernel_label(best[1]), 'green')}: {time_to_str(best[0], w=0)} (default {time_to_str(default_tm, w=0)}) "
+          f"{list(best[1].arg.opts)} from {n_tried} candidates in {time.perf_counter() - st:.2f}s")
+  return best[1]
