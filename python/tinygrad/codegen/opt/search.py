@@ -57,9 +57,14 @@ BEAM_DEBUG = ContextVar("BEAM_DEBUG", 0)
 UPCAST_MAX, LOCAL_MAX = getenv("BEAM_UPCAST_MAX", 256), getenv("BEAM_LOCAL_MAX", 1024)  # lanes of all UPCAST/UNROLL (LOCAL/GROUP) ranges
 UOPS_MAX = getenv("BEAM_UOPS_MAX", 3000)             # a candidate lowering to more linear UOps is not compiled
 TIMEOUT_SEC = getenv("BEAM_TIMEOUT_SEC", 10)         # a compile taking longer is killed
+START_TIMEOUT_SEC = 120                              # a worker not ready (Python started, tinygrad imported) by then is replaced
 SLOW_FACTOR = getenv("BEAM_SLOW_FACTOR", 3.0)        # a candidate whose first run is this much slower than the best so far is dropped
 RUNS = getenv("BEAM_RUNS", 3)                        # timed runs per candidate (the minimum counts)
 MIN_PROGRESS = getenv("BEAM_MIN_PROGRESS", 0.01)     # a round must beat the best by this fraction to go on
+RUN_BUDGET_SEC = getenv("BEAM_RUN_BUDGET_MS", 50) / 1e3   # no more runs of a candidate once its runs add up to this
+# the unoptimized kernel is a candidate only where the default runs faster than this: it can win only where threading and upcasting
+# cost more than they save (small kernels), and on a big kernel one run of it can take seconds
+BASE_MAX_SEC = getenv("BEAM_BASE_MAX_MS", 2) / 1e3
 
 _IN_WORKER = False   # set in worker processes: a worker lowering a kernel never starts a search of its own
 
@@ -71,6 +76,7 @@ def kernel_actions(ast:UOp, ren:Renderer|None=None) -> dict[Opt, UOp]:
     except (KernelOptError, ValueError): continue   # ValueError: shift_to's amount that does not divide the range
     if prod(range_size(r) or 1 for r in ranges_of(new, AxisType.UPCAST, AxisType.UNROLL)) > UPCAST_MAX: continue
     if prod(range_size(r) or 1 for r in ranges_of(new, AxisType.LOCAL, AxisType.GROUP_REDUCE)) > LOCAL_MAX: continue
+    if len(ranges_of(new, AxisType.THREAD)) > 1: continue   # one launch dimension of threads: the codegen would reject it
     ret[a] = new
   return ret
 
@@ -136,7 +142,7 @@ class _Worker:
     self.proc = ctx.Process(target=_worker_main, args=(child,), daemon=True, name="tinygrad-beam-worker")
     _start_without_main(self.proc)
     child.close()   # only the child holds its end now: its death is an EOF here
-    self.ready, self.task, self.since = False, None, 0.0
+    self.ready, self.task, self.since, self.started = False, None, 0.0, time.monotonic()
   def stop(self, kill:bool=False) -> None:
     if not kill:
       try: self.conn.send_bytes(b"")
@@ -163,45 +169,57 @@ class _Pool:
     if self.start_failures >= self.START_FAILURES: self.broken = True
     else: self.workers.append(_Worker(self.ctx))
   def map(self, payloads:Sequence[bytes], timeout:float):
-    """Yields (index, result or None) for every payload, in completion order; None: its worker died or timed out twice."""
+    """Yields (index, result) for every payload, in completion order. The result is None where the payload's worker died or timed out
+    twice, and "unrun" where the pool broke before it ran (the caller compiles those itself)."""
     todo, tries = collections.deque(range(len(payloads))), [0] * len(payloads)
-    def lost(w:_Worker):
-      i = w.task
+    def lost(w:_Worker) -> int|None:
+      # the payload of a worker that died or hung goes back to the queue, unless it had already been tried on another worker
+      i, started = w.task, w.ready
       self._replace(w)
       if i is None: return None
-      tries[i] += 1
-      if tries[i] < 2 and not self.broken: todo.appendleft(i)
-      else: return i
-      return None
-    while (todo or any(w.task is not None for w in self.workers)) and not self.broken:
-      for w in list(self.workers):
-        if w.task is None and todo:
-          i = todo.popleft()
-          try: w.conn.send_bytes(payloads[i])
-          except OSError:   # the worker is already gone
-            todo.appendleft(i)
-            self._replace(w)
+      if started: tries[i] += 1
+      if tries[i] < 2 and not self.broken:
+        todo.appendleft(i)
+        return None
+      return i
+    try:
+      while (todo or any(w.task is not None for w in self.workers)) and not self.broken:
+        for w in list(self.workers):
+          if w.task is None and todo:
+            i = todo.popleft()
+            try: w.conn.send_bytes(payloads[i])
+            except OSError:   # the worker is already gone
+              todo.appendleft(i)
+              self._replace(w)
+              continue
+            w.task, w.since = i, time.monotonic()
+        busy = {w.conn: w for w in self.workers if w.task is not None or not w.ready}
+        for conn in wait_connections(list(busy), timeout=0.1):
+          w = busy[conn]
+          try: data = conn.recv_bytes()
+          except (EOFError, OSError):
+            if (i := lost(w)) is not None: yield i, None if tries[i] else "unrun"
             continue
-          w.task, w.since = i, time.monotonic()
-      busy = {w.conn: w for w in self.workers if w.task is not None or not w.ready}
-      for conn in wait_connections(list(busy), timeout=0.1):
-        w = busy[conn]
-        try: data = conn.recv_bytes()
-        except (EOFError, OSError):
-          if (i := lost(w)) is not None: yield i, None
-          continue
-        if data == b"ready":
-          w.ready, self.start_failures = True, 0
-          continue
-        i, w.task = w.task, None
-        try: res = pickle.loads(data)
-        except Exception: res = None
-        yield i, res
-      now = time.monotonic()
-      for w in [w for w in self.workers if w.task is not None and (now - w.since > timeout or not w.proc.is_alive())]:
-        if w in self.workers and (i := lost(w)) is not None: yield i, None
-    if self.broken:   # what is left is compiled by the caller
-      for i in list(todo) + [w.task for w in self.workers if w.task is not None]: yield i, "unrun"
+          if data == b"ready":   # a task's time runs from here: starting Python and importing tinygrad is not compiling
+            w.ready, w.since, self.start_failures = True, time.monotonic(), 0
+            continue
+          i, w.task = w.task, None
+          try: res = pickle.loads(data)
+          except Exception: res = None
+          yield i, res
+        now = time.monotonic()
+        for w in [w for w in self.workers if (w.task is not None and w.ready and now - w.since > timeout) or not w.proc.is_alive() or
+                  (not w.ready and now - w.started > START_TIMEOUT_SEC)]:
+          if w in self.workers and (i := lost(w)) is not None: yield i, None if tries[i] else "unrun"
+      if self.broken:   # workers can't start here: the caller compiles what is left, except what already crashed a worker
+        left = list(todo) + [w.task for w in self.workers if w.task is not None]
+        for w in self.workers: w.task = None
+        for i in left: yield i, None if tries[i] else "unrun"
+    finally:
+      # left early (an exception, Ctrl-C, the caller stopped): a worker still busy would answer into the next map, so it is replaced
+      for w in [w for w in self.workers if w.task is not None]:
+        w.task = None
+        self._replace(w)
   def close(self) -> None:
     for w in self.workers: w.stop()
     self.workers = []
@@ -250,14 +268,18 @@ def _scratch_buffers(ast:UOp, device:str) -> dict[int, Buffer]|None:
       ret[p.arg.slot] = Buffer(device, max(n, 1), p.arg.dtype).ensure_allocated()
   return ret
 
-def _time_all(progs:list[Any], bufs:dict[int, Buffer], best:float) -> list[float]:
-  """Min run time of each loaded (program, spec), runs interleaved across the candidates; after two runs (the first may pay for page
-  faults or starting threads), a candidate slower than SLOW_FACTOR x the best is not run again. inf: failed to run."""
-  tms = [math.inf] * len(progs)
-  for rep in range(max(RUNS, 2)):
+def _time_all(progs:list[Any], bufs:dict[int, Buffer], best:float) -> list[float]|None:
+  """Min run time of each loaded (program, spec), runs interleaved across the candidates: up to RUNS each, fewer for a long kernel (once
+  its runs add up to RUN_BUDGET_SEC); after its first run, a candidate slower than SLOW_FACTOR x the best is not run again. inf: failed
+  to run. None: the device can't time its kernels."""
+  tms, spent = [math.inf] * len(progs), [0.0] * len(progs)
+  # untimed warm-up runs, so no candidate pays for first touching the buffers or starting the device's threads: the first program, and
+  # the first that runs on several cores
+  warm = {0, next((i for i, (_, spec) in enumerate(progs) if spec.core_id is not None), 0)} if progs else set()
+  for rep in [-1] + list(range(RUNS)):
     cutoff = min([best] + tms) * SLOW_FACTOR
     for i, (prg, spec) in enumerate(progs):
-      if prg is None or (rep > 1 and tms[i] > cutoff): continue
+      if prg is None or (rep == -1 and i not in warm) or (rep > 0 and (tms[i] > cutoff or spent[i] >= RUN_BUDGET_SEC)): continue
       try:
         gs, ls = spec.launch_dims({})
         t = prg(*[bufs[s]._buf for s in spec.globals], global_size=gs, local_size=ls, vals=spec.vals(_var_bounds(spec)), wait=True)
@@ -265,8 +287,8 @@ def _time_all(progs:list[Any], bufs:dict[int, Buffer], best:float) -> list[float
         if BEAM_DEBUG >= 2: print(f"BEAM: {spec.name} failed to run: {e}")
         progs[i] = (None, spec)
         continue
-      if t is None: return []   # the device can't time its kernels: no search
-      tms[i] = min(tms[i], t)
+      if t is None: return None
+      if rep >= 0: tms[i], spent[i] = min(tms[i], t), spent[i] + t
   return tms
 
 def _var_bounds(spec:ProgramSpec) -> dict[str, int]:
@@ -310,23 +332,14 @@ def _search(base:UOp, ren:Renderer, amt:int, device:str, heuristic:UOp) -> UOp|N
   dev = Device[device]
   seen: set[UOp] = set()       # candidates by AST (the recorded opts aside): each is compiled once
   seen_src: set[str] = set()   # and by source: different opts may render the same code
-  def new_candidates(parents:list[UOp], expand:bool) -> list[UOp]:
-    ret = []
-    for p in parents:
-      for c in (kernel_actions(p, ren).values() if expand else [p]):
-        if (k := c.replace(arg=None)) not in seen:
-          seen.add(k)
-          ret.append(c)
-    return ret
-  best: tuple[float, UOp]|None = None
-  default_tm = math.inf
-  beam, n_tried, rnd = [base, heuristic], 0, 0
-  while True:
-    cands = new_candidates(beam, rnd > 0)
-    if not cands: break
-    compiled = _compile_all(base, [c.arg.opts for c in cands], ren)
+  n_tried = 0
+  def measure(cands:list[UOp], best:float) -> list[tuple[float, UOp]]|None:
+    """The candidates not seen before, compiled and timed: (time, AST) of those that ran, fastest first; None if the device can't time."""
+    nonlocal n_tried
+    cands = [c for c in cands if (k := c.replace(arg=None)) not in seen and not seen.add(k)]  # type: ignore[func-returns-value]
+    n_tried += len(cands)
     progs, which = [], []
-    for i, (spec, est, lib) in compiled.items():
+    for i, (spec, _, lib) in _compile_all(base, [c.arg.opts for c in cands], ren).items():
       if spec.src in seen_src: continue
       seen_src.add(spec.src)
       try: progs.append((dev.runtime(spec.function_name, lib, spec), spec))
@@ -334,22 +347,28 @@ def _search(base:UOp, ren:Renderer, amt:int, device:str, heuristic:UOp) -> UOp|N
         if BEAM_DEBUG >= 2: print(f"BEAM: {spec.name} failed to load: {e}")
         continue
       which.append(cands[i])
-    tms = _time_all(progs, bufs, best[0] if best is not None else math.inf)
-    if not tms and progs: return None
-    n_tried += len(cands)
-    timed = sorted([(t, c) for t, c in zip(tms, which) if t < math.inf], key=lambda x: x[0])
-    if rnd == 0: default_tm = next((t for t, c in timed if c is heuristic), math.inf)
+    if (tms := _time_all(progs, bufs, best)) is None: return None
+    return sorted([(t, c) for t, c in zip(tms, which) if t < math.inf], key=lambda x: x[0])
+  # round 0: the default; the unoptimized kernel too where the default is fast enough that it could lose to it
+  if (timed := measure([heuristic], math.inf)) is None: return None
+  default_tm = timed[0][0] if timed else math.inf
+  if default_tm < BASE_MAX_SEC and (more := measure([base], default_tm)): timed = sorted(timed + more, key=lambda x: x[0])
+  best: tuple[float, UOp]|None = timed[0] if timed else None
+  beam, rnd = timed[:amt], 0
+  while beam and best is not None:
     if BEAM_DEBUG:
-      print(f"BEAM {kernel_label(base)} round {rnd}: {len(cands)} candidates, {len(compiled)} compiled, {len(timed)} timed, "
-            f"{time.perf_counter() - st:.2f}s")
-      for t, c in timed[:max(amt, 3)]: print(f"  {time_to_str(t, w=10)}  {list(c.arg.opts)}")
-    if not timed: break
-    improved = best is None or timed[0][0] < best[0] * (1 - MIN_PROGRESS)
-    if best is None or timed[0][0] < best[0]: best = timed[0]
-    if not improved: break
-    beam, rnd = [c for _, c in timed[:amt]], rnd + 1
+      print(f"BEAM {kernel_label(base)} round {rnd}: {n_tried} candidates so far, {time.perf_counter() - st:.2f}s")
+      for t, c in beam[:max(amt, 3)]: print(f"  {time_to_str(t, w=10)}  {list(c.arg.opts)}")
+    # every action on every kept candidate that is not far slower than the best (its extensions would be too, and each run costs)
+    cands = [c for t, c in beam if t <= best[0] * SLOW_FACTOR for c in kernel_actions(c, ren).values()]
+    if (timed := measure(cands, best[0])) is None: return None
+    rnd += 1
+    if not timed or timed[0][0] >= best[0] * (1 - MIN_PROGRESS):   # no progress: done
+      if timed and timed[0][0] < best[0]: best = timed[0]
+      break
+    best, beam = timed[0], timed[:amt]
   if best is None: return None
   if DEBUG >= 2:
     print(f"BEAM {colored(kernel_label(best[1]), 'green')}: {time_to_str(best[0], w=0)} (default {time_to_str(default_tm, w=0)}) "
-          f"{list(best[1].arg.opts)} from {n_tried} candidates in {time.perf_counter() - st:.2f}s")
+          f"{list(best[1].arg.opts)} from {n_tried} candidates in {rnd} rounds, {time.perf_counter() - st:.2f}s")
   return best[1]
