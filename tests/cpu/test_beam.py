@@ -225,14 +225,20 @@ print("RESULT", np.allclose(out, a @ a, rtol=1e-4), "WORKERS", len(search._pool.
 def _run_script(exe:str, tmp_path:pathlib.Path) -> subprocess.CompletedProcess:
   # no `if __name__ == "__main__":` guard: spawn would run the top level again in every worker
   (script := tmp_path / "user_script.py").write_text(_SCRIPT)
-  env = {**os.environ, "BEAM": "1", "PARALLEL": "2", "IGNORE_BEAM_CACHE": "1", "CACHEDB": str(tmp_path / "cache.db"),
-         "PYTHONPATH": str(ROOT / "python")}
+  env = {**os.environ, "BEAM": "1", "PARALLEL": "2", "DEBUG": "2", "CACHEDB": str(tmp_path / "cache.db"), "PYTHONPATH": str(ROOT / "python")}
+  env.pop("IGNORE_BEAM_CACHE", None)
   return subprocess.run([exe, str(script)], capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
 
-def test_main_is_not_run_again_in_workers(tmp_path):
+def test_main_is_not_run_again_in_workers_and_the_cache_serves_the_next_run(tmp_path):
   r = _run_script(sys.executable, tmp_path)
   assert r.returncode == 0, r.stderr[-3000:]
   assert r.stdout.count("TOP-LEVEL-RUN") == 1 and "RESULT True WORKERS 2" in r.stdout, r.stdout + r.stderr[-3000:]
+  searched = [ln for ln in r.stdout.splitlines() if ln.startswith("BEAM ") and " candidates in " in ln]
+  assert searched and "cached" not in r.stdout
+  # the same program again: every kernel's opts come from the disk cache, no search and no worker
+  r2 = _run_script(sys.executable, tmp_path)
+  assert r2.returncode == 0 and "RESULT True WORKERS 0" in r2.stdout, r2.stdout + r2.stderr[-3000:]
+  assert " candidates in " not in r2.stdout and r2.stdout.count(": cached [") == len(searched), r2.stdout
 
 def test_beam_on_other_pythons(tmp_path):
   # the whole search (pickling, spawning, workers) on each newer Python that has the package's core built for it and numpy

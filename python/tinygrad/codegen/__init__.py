@@ -3,7 +3,7 @@
 `full_rewrite_to_sink` runs the list PASSES: each a (name, PatternMatcher or function, ctx factory) entry, a PatternMatcher run by
 one graph_rewrite with that name (so TRACK_MATCH_STATS and the rewrite log show it). lower_ast adds the ordering and the SPEC checks.
   optimize      tinygrad/codegen/opt/ shapes the AST for the renderer's capabilities (threading, unrolling, upcasting; NOOPT=1: off)
-                  by splitting its RANGEs into THREAD/LOOP/UPCAST/REDUCE/UNROLL ranges
+                  by splitting its RANGEs into THREAD/LOOP/UPCAST/REDUCE/UNROLL ranges; BEAM=N: the Opts of a search (opt/search.py)
   pm_expand       UNROLL and UPCAST ranges -> their lanes (tinygrad/codegen/expander.py): vector loads/stores, per-lane REDUCEs
   pm_render_forms the one spelling the tensor graph has for each op (tinygrad/mixin/mathtraits.py) back to the ops renderers print
                   directly: x*-1 -> NEG, a+NEG(b) -> SUB, a*RECIPROCAL(b) -> FDIV (before constant folding could turn 1/3 into

@@ -33,6 +33,7 @@ from typing import Any, Sequence
 from tinygrad.helpers import DEBUG, PARALLEL, CACHELEVEL, IGNORE_BEAM_CACHE, ContextVar, getenv, diskcache_get, diskcache_put, tqdm
 from tinygrad.helpers import time_to_str, colored, prod
 from tinygrad.device import Device, Buffer
+from tinygrad.dtype import AddrSpace
 from tinygrad.uop.ops import UOp, Ops, AxisType
 from tinygrad.renderer import Renderer, ProgramSpec, Estimates, buffer_size
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError
@@ -100,7 +101,9 @@ def worker_payload(ast:UOp, opts:Sequence[Opt], ren:Renderer) -> bytes:
 
 _compilers: dict[type, Any] = {}
 def run_payload(data:bytes) -> tuple[str, Any]:
-  """A worker's job: ("ok", compile_candidate(...)) or ("err", the error)."""
+  """A worker's job (or this process's, without workers): ("ok", compile_candidate(...)) or ("err", the error). The ContextVars are the
+  payload's while it runs (quiet: DEBUG, VIZ and match statistics off) and restored after."""
+  saved = {k: v.value for k, v in ContextVar._cache.items()}
   try:
     ctxvals, ast, opts, ren, compiler_t = pickle.loads(data)
     for k, v in ctxvals.items():
@@ -110,6 +113,8 @@ def run_payload(data:bytes) -> tuple[str, Any]:
     return "ok", compile_candidate(ast, opts, ren, comp)
   except Exception as e:   # a candidate that fails to lower or compile is just not a candidate
     return "err", f"{type(e).__name__}: {e}"
+  finally:
+    for k, v in saved.items(): ContextVar._cache[k].value = v
 
 def _worker_main(conn) -> None:
   global _IN_WORKER
@@ -263,7 +268,7 @@ def _scratch_buffers(ast:UOp, device:str) -> dict[int, Buffer]|None:
   """A fresh buffer for each PARAM slot of the kernel (None if a size is symbolic)."""
   ret: dict[int, Buffer] = {}
   for p in ast.toposort():
-    if p.op is Ops.PARAM and p.src and p.arg.addrspace is not None and p.arg.addrspace.name == "GLOBAL":
+    if p.op is Ops.PARAM and p.src and p.arg.addrspace is AddrSpace.GLOBAL:
       if (n := buffer_size(p)) is None: return None
       ret[p.arg.slot] = Buffer(device, max(n, 1), p.arg.dtype).ensure_allocated()
   return ret
