@@ -51,8 +51,8 @@ def test_beam_matmul_no_slower_than_default_and_numpy_equal():
   default, beamed = get_program(optimize_ast(ast, ren), ren), get_program(found, ren)
   bufs = search._scratch_buffers(ast, "CPU")
   # interleaved, best of several tries: the machine is shared, so allow noise
-  t_default = min(_min_time(default, bufs) for _ in range(3))
-  t_beam = min(_min_time(beamed, bufs) for _ in range(3))
+  t_default = t_beam = float("inf")
+  for _ in range(4): t_default, t_beam = min(t_default, _min_time(default, bufs)), min(t_beam, _min_time(beamed, bufs))
   assert t_beam <= t_default * 1.5 + 5e-6, f"BEAM {found.arg.opts}: {t_beam*1e6:.1f}us, default {t_default*1e6:.1f}us"
 
 def test_beam_cache_second_run_does_no_search(monkeypatch):
