@@ -7,10 +7,12 @@ times each compiled one on the device in this process (on scratch buffers, a few
 best so far is dropped after its first run) and keeps the N fastest. The search stops when a round brings no improvement. The result (its
 list of Opts) is cached on disk by the kernel's AST, device and N (CACHELEVEL=0: no cache; IGNORE_BEAM_CACHE=1: search again).
 
-Workers get only plain picklable data: the kernel AST, the list of Opts, the renderer (which pickles as its class and Target), the
-compiler's class and a snapshot of the ContextVars; they lower, render and compile, and send back the program description and binary.
-The pool is our own (_Pool): each worker has a pipe, so a worker that crashes, is killed or runs past BEAM_TIMEOUT_SEC costs only its
-candidate (tried once more on a fresh worker) and the search goes on; if workers can't even start, candidates are compiled here.
+Workers get only plain picklable data: the kernel AST, a batch of candidates' lists of Opts, the renderer (which pickles as its class
+and Target), the compiler's class and a snapshot of the ContextVars; they lower and render each candidate, compile the batch in one
+compiler run (starting the C compiler per candidate cost about 1.4x the search time of small kernels), and send back the program
+descriptions and binaries. The pool is our own (_Pool): each worker has a pipe, so a worker that crashes, is killed or runs past its
+timeout costs only its batch (tried once more on a fresh worker) and the search goes on; if workers can't even start, candidates are
+compiled here.
 Workers are spawned with a stand-in __main__, so the user's script is never run again in them.
 
 BEAM_DEBUG=1 prints each round's best candidates, DEBUG>=2 the search's result, and a progress bar is drawn on stderr (on a terminal).
@@ -57,7 +59,8 @@ if getenv("NOLOCALS"): actions += [Opt(OptOps.NOLOCALS)]
 BEAM_DEBUG = ContextVar("BEAM_DEBUG", 0)
 UPCAST_MAX, LOCAL_MAX = getenv("BEAM_UPCAST_MAX", 256), getenv("BEAM_LOCAL_MAX", 1024)  # lanes of all UPCAST/UNROLL (LOCAL/GROUP) ranges
 UOPS_MAX = getenv("BEAM_UOPS_MAX", 3000)             # a candidate lowering to more linear UOps is not compiled
-TIMEOUT_SEC = getenv("BEAM_TIMEOUT_SEC", 10)         # a compile taking longer is killed
+TIMEOUT_SEC = getenv("BEAM_TIMEOUT_SEC", 10)         # a compile taking longer (per candidate of a batch) is killed
+BATCH = getenv("BEAM_BATCH", 8)                      # candidates compiled together by a worker (one C compiler run)
 START_TIMEOUT_SEC = 120                              # a worker not ready (Python started, tinygrad imported) by then is replaced
 SLOW_FACTOR = getenv("BEAM_SLOW_FACTOR", 3.0)        # a candidate whose first run is this much slower than the best so far is dropped
 RUNS = getenv("BEAM_RUNS", 3)                        # timed runs per candidate (the minimum counts)
@@ -83,35 +86,55 @@ def kernel_actions(ast:UOp, ren:Renderer|None=None) -> dict[Opt, UOp]:
 
 # ***** compiling a candidate (in a worker) *****
 
-def compile_candidate(ast:UOp, opts:Sequence[Opt], ren:Renderer, compiler) -> tuple[ProgramSpec, Estimates, bytes]:
-  """The kernel ast with opts applied, lowered, rendered and compiled: (its program without the linear UOps, its estimates, the binary)."""
+def lower_candidate(ast:UOp, opts:Sequence[Opt], ren:Renderer) -> ProgramSpec:
+  """The kernel ast with opts applied, lowered and rendered."""
   from tinygrad.codegen import lower_ast
   k = lower_ast(ast, ren, opts=tuple(opts))
   if UOPS_MAX > 0 and len(k.uops) > UOPS_MAX: raise RuntimeError(f"{len(k.uops)} UOps, more than BEAM_UOPS_MAX={UOPS_MAX}")
-  spec = ren.to_program(k.program_input)
-  return replace(spec, uops=()), spec.estimates, compiler.compile(spec.src)
+  return ren.to_program(k.program_input)
+
+def compile_candidates(ast:UOp, cands:Sequence[Sequence[Opt]], ren:Renderer, compiler) -> list[tuple[str, Any]]:
+  """Each candidate (a list of Opts on ast) lowered, rendered and compiled: ("ok", (its program without the linear UOps, its estimates,
+  the binary)) or ("err", why not). They are compiled together (compile_many: the CPU's C compiler starts once for several), and one
+  by one if that fails, so each error is a kernel's own."""
+  out: list[tuple[str, Any]] = []
+  for opts in cands:
+    try: out.append(("ok", lower_candidate(ast, opts, ren)))
+    except Exception as e: out.append(("err", f"{type(e).__name__}: {e}"))   # a candidate that fails to lower is just not a candidate
+  todo = [i for i, (ok, _) in enumerate(out) if ok == "ok"]
+  try: libs: list[Any] = compiler.compile_many([out[i][1].src for i in todo])
+  except Exception:
+    libs = []
+    for i in todo:
+      try: libs.append(compiler.compile(out[i][1].src))
+      except Exception as e: libs.append(e)
+  for i, lib in zip(todo, libs):
+    spec = out[i][1]
+    out[i] = ("err", f"{type(lib).__name__}: {lib}") if isinstance(lib, Exception) else ("ok", (replace(spec, uops=()), spec.estimates, lib))
+  return out
 
 def _context_snapshot() -> dict[str, Any]:
   """The ContextVars' current values (those that are plain data), so a worker lowers exactly as this process would."""
   return {k: v.value for k, v in ContextVar._cache.items() if type(v.value) in (int, float, str, bool)}
 
-def worker_payload(ast:UOp, opts:Sequence[Opt], ren:Renderer) -> bytes:
-  """What a worker receives for one candidate, pickled: the ContextVars, the AST, the Opts, the renderer and its compiler's class."""
-  return pickle.dumps((_context_snapshot(), ast, tuple(opts), ren, type(ren.compiler)))
+def worker_payload(ast:UOp, cands:Sequence[Sequence[Opt]], ren:Renderer) -> bytes:
+  """What a worker receives for a batch of candidates, pickled: the ContextVars, the AST, each candidate's Opts, the renderer and its
+  compiler's class."""
+  return pickle.dumps((_context_snapshot(), ast, tuple(tuple(opts) for opts in cands), ren, type(ren.compiler)))
 
 _compilers: dict[type, Any] = {}
 def run_payload(data:bytes) -> tuple[str, Any]:
-  """A worker's job (or this process's, without workers): ("ok", compile_candidate(...)) or ("err", the error). The ContextVars are the
-  payload's while it runs (quiet: DEBUG, VIZ and match statistics off) and restored after."""
+  """A worker's job (or this process's, without workers): ("ok", compile_candidates(...)) or ("err", why the payload failed). The
+  ContextVars are the payload's while it runs (quiet: DEBUG, VIZ and match statistics off) and restored after."""
   saved = {k: v.value for k, v in ContextVar._cache.items()}
   try:
-    ctxvals, ast, opts, ren, compiler_t = pickle.loads(data)
+    ctxvals, ast, cands, ren, compiler_t = pickle.loads(data)
     for k, v in ctxvals.items():
       if (var := ContextVar._cache.get(k)) is not None: var.value = v
     for k in ("DEBUG", "BEAM", "VIZ", "TRACK_MATCH_STATS"): ContextVar._cache[k].value = 0
     if (comp := _compilers.get(compiler_t)) is None: comp = _compilers[compiler_t] = compiler_t()
-    return "ok", compile_candidate(ast, opts, ren, comp)
-  except Exception as e:   # a candidate that fails to lower or compile is just not a candidate
+    return "ok", compile_candidates(ast, cands, ren, comp)
+  except Exception as e:
     return "err", f"{type(e).__name__}: {e}"
   finally:
     for k, v in saved.items(): ContextVar._cache[k].value = v
@@ -249,17 +272,23 @@ def close_pool() -> None:
 atexit.register(close_pool)
 
 def _compile_all(base:UOp, cands:list[tuple[Opt, ...]], ren:Renderer) -> dict[int, tuple[ProgramSpec, Estimates, bytes]]:
-  """Compiles the candidates (in the workers, or here without them); {index: result} of those that compiled."""
-  payloads = [worker_payload(base, opts, ren) for opts in cands]
+  """Compiles the candidates (in the workers, or here without them), in batches of up to BATCH, at least two per worker so they even
+  out; {index: result} of those that compiled."""
+  pool = _get_pool()
+  size = max(1, min(BATCH, math.ceil(len(cands) / (2 * len(pool.workers))) if pool is not None and pool.workers else BATCH))
+  batches = [list(range(i, min(i + size, len(cands)))) for i in range(0, len(cands), size)]
+  payloads = [worker_payload(base, [cands[i] for i in b], ren) for b in batches]
   results: dict[int, Any] = {}
   with tqdm(total=len(cands), desc=f"BEAM {kernel_label(base)}", disable=None) as bar:
-    pool = _get_pool()
-    for i, res in (pool.map(payloads, TIMEOUT_SEC) if pool is not None else ((i, "unrun") for i in range(len(payloads)))):
-      if res == "unrun": res = run_payload(payloads[i])
-      bar.update(1)
-      if res is None: continue
-      if res[0] == "ok": results[i] = res[1]
-      elif BEAM_DEBUG >= 2: print(f"BEAM: {list(cands[i])} failed: {res[1]}")
+    for j, res in (pool.map(payloads, TIMEOUT_SEC * size) if pool is not None else ((j, "unrun") for j in range(len(payloads)))):
+      if res == "unrun": res = run_payload(payloads[j])
+      bar.update(len(batches[j]))
+      if res is None or res[0] != "ok":
+        if BEAM_DEBUG >= 2: print(f"BEAM: a batch of {len(batches[j])} candidates failed: {'its worker died' if res is None else res[1]}")
+        continue
+      for i, (ok, r) in zip(batches[j], res[1]):
+        if ok == "ok": results[i] = r
+        elif BEAM_DEBUG >= 2: print(f"BEAM: {list(cands[i])} failed: {r}")
   return results
 
 # ***** timing on the device *****
