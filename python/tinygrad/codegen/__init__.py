@@ -4,7 +4,8 @@
 one graph_rewrite with that name (so TRACK_MATCH_STATS and the rewrite log show it). lower_ast adds the ordering and the SPEC checks.
   optimize      tinygrad/codegen/opt/ shapes the AST for the renderer's capabilities (threading, unrolling, upcasting; on a device
                   with GPU dims workgroups: LOCAL/GROUP; NOOPT=1: off) by splitting its RANGEs into THREAD/LOOP/UPCAST/REDUCE/UNROLL/
-                  LOCAL/GROUP_REDUCE ranges; with GPU dims the output LOOP ranges left become GLOBAL ones (launch dims)
+                  LOCAL/GROUP_REDUCE ranges; with GPU dims the output LOOP ranges left become GLOBAL ones (launch dims); BEAM=N: the Opts of a
+                  search (opt/search.py) instead of the heuristics
   pm_expand       UNROLL and UPCAST ranges -> their lanes (tinygrad/codegen/expander.py): vector loads/stores, per-lane REDUCEs
   group reduces   a REDUCE split over a workgroup (GROUP_REDUCE ranges) -> partials in a local BUFFER, a BARRIER, a final REDUCE
                   (tinygrad/codegen/group_reduce.py); GROUP_REDUCE ranges become LOCAL ones
@@ -35,7 +36,7 @@ from typing import Any, Callable, TYPE_CHECKING
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, ParamArg, AxisType
 from tinygrad.uop.symbolic import pm_fold_values
 from tinygrad.dtype import dtypes, AddrSpace
-from tinygrad.helpers import SPEC
+from tinygrad.helpers import SPEC, BEAM, NOOPT
 from tinygrad.schedule import reduce_identity as _identity
 from tinygrad.codegen.index_dtype import pm_lower_index
 if TYPE_CHECKING:
@@ -262,8 +263,17 @@ class LoweredKernel:
 Pass = tuple[str, "PatternMatcher|Callable[[UOp, Any], UOp]", "Callable[[UOp, Any], Any]|None"]
 
 def _optimize(ast:UOp, ren:Renderer|None) -> UOp:
+  if BEAM >= 1 and not NOOPT and ren is not None and ast.op is Ops.SINK:
+    from tinygrad.codegen.opt.search import beam_search
+    return _launch_dims(beam_search(ast, ren, BEAM.value), ren)
   from tinygrad.codegen.opt.heuristic import optimize_ast
   return optimize_ast(ast, ren)
+
+def _launch_dims(ast:UOp, ren:Renderer|None) -> UOp:
+  """An AST with its opts chosen (a search's, or given): on a device with GPU dims its output loops left become launch dims, as
+  optimize_ast does after the heuristics."""
+  from tinygrad.codegen.opt.kernel import globalize
+  return globalize(ast) if ren is not None and ren.has_local else ast
 
 def _expand(ast:UOp, ren:Renderer|None) -> UOp:
   from tinygrad.codegen.expander import pm_expand
@@ -301,10 +311,14 @@ def _renderer(device:str|Renderer|None) -> Renderer|None:
   from tinygrad.device import Device
   return Device[device].renderer
 
-def lower_ast(ast:UOp, device:str|Renderer|None=None) -> LoweredKernel:
+def lower_ast(ast:UOp, device:str|Renderer|None=None, opts:tuple|None=None) -> LoweredKernel:
   """Lowers a kernel AST; with a device (or its renderer), the optimizations of tinygrad/codegen/opt/ for the renderer's capabilities
-  are applied first (not under NOOPT=1)."""
-  sink = full_rewrite_to_sink(ast, _renderer(device))
+  are applied first (not under NOOPT=1; BEAM=N searches for them). `opts`: apply exactly these Opts instead (a BEAM candidate)."""
+  if opts is None: sink = full_rewrite_to_sink(ast, _renderer(device))
+  else:
+    from tinygrad.codegen.opt.kernel import apply_opts
+    ren = _renderer(device)
+    sink = full_rewrite_to_sink(_launch_dims(apply_opts(ast, opts, ren), ren), ren, [p for p in PASSES if p[0] != "optimize"])
   if SPEC:  # SPEC hook: the lowered kernel (tinygrad/uop/spec.py)
     from tinygrad.uop.spec import type_verify, spec_lowered
     type_verify(sink, spec_lowered, f"lowered kernel {sink.arg.name}")

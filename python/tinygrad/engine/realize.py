@@ -1,17 +1,17 @@
 """Running a schedule: each ScheduleItem is lowered (tinygrad.codegen), rendered, compiled (cached by the device) and launched."""
 from __future__ import annotations
 import time
-from tinygrad.helpers import DEBUG, NOOPT, GlobalCounters, colored, BoundedCache
+from tinygrad.helpers import DEBUG, NOOPT, BEAM, GlobalCounters, colored, BoundedCache
 from tinygrad.device import Device
 from tinygrad.uop.ops import Ops
 from tinygrad.schedule import ScheduleItem
 from tinygrad.uop.ops import UOp
 from tinygrad.codegen import lower_ast
 
-_specs: dict = BoundedCache(4096)   # (kernel AST, device, NOOPT) -> ProgramSpec (the codegen optimizes unless NOOPT)
+_specs: dict = BoundedCache(4096)   # (kernel AST, device, NOOPT, BEAM) -> ProgramSpec (the codegen optimizes unless NOOPT, searches with BEAM)
 
 def get_spec(si:ScheduleItem, device:str):
-  if (spec := _specs.get(key := (si.ast, device, NOOPT.value))) is None:
+  if (spec := _specs.get(key := (si.ast, device, NOOPT.value, BEAM.value))) is None:
     dev = Device[device]
     k = lower_ast(si.ast, device)
     if DEBUG >= 3:

@@ -2,6 +2,7 @@
 
   kernel.py     the ranges of a kernel AST and apply_opt: an Opt -> the AST with that range split/retyped (KernelOptError if invalid)
   heuristic.py  hand_coded_optimizations: the Opts chosen for a kernel without a search (NOOPT=1: none)
+  search.py     beam_search (BEAM=N): the Opts found by compiling and timing candidates, in worker processes, cached on disk
 """
 from __future__ import annotations
 from dataclasses import dataclass
