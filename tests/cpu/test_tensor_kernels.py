@@ -320,3 +320,17 @@ class TestUpcast:
     a = Tensor(x).realize()
     t = (a.T + 1).contiguous()   # output (8, 4): innermost dim 4 reads with stride 8
     np.testing.assert_array_equal(t.numpy(), x.T + 1)
+
+def test_two_sums_combined_under_an_expand_are_one_kernel():
+  # a + b of two row sums, broadcast back over the rows (batchnorm's backward does this for the mean's gradient): one kernel runs both
+  # sums, instead of one kernel each
+  rng = np.random.default_rng(0)
+  a_np, b_np, c_np = (rng.standard_normal((6, 5)).astype(np.float32) for _ in range(3))
+  a, b, c = Tensor(a_np), Tensor(b_np), Tensor(c_np)
+  out = ((a.sum(1, keepdim=True) + (b * 2).sum(1, keepdim=True)) * c).sum(0)
+  assert len(out.schedule()[0]) == 2
+  np.testing.assert_allclose(out.numpy(), ((a_np.sum(1, keepdims=True) + (b_np * 2).sum(1, keepdims=True)) * c_np).sum(0), rtol=1e-5)
+  # a sum that something else needs too keeps its own buffer: no kernel is added for the combination
+  s = a.sum(1, keepdim=True)
+  out2 = (((s + b.sum(1, keepdim=True)) * c).sum(0), (s * c).max(0))
+  assert len(out2[0].schedule(out2[1])[0]) == 4
