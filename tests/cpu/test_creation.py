@@ -9,10 +9,10 @@ from tinygrad.schedule.buffers import as_buffer
 
 DEVICES = ["PYTHON", pytest.param("CPU", marks=pytest.mark.cpu)]
 
-# (data, dtype, shape) as tinygrad 0.14 gives them; Python scalars are the exception: 0.14 keeps them weak (weakint/weakfloat, which
-# realize as the default int/float), here a scalar tensor is made with its strong dtype
+# (data, dtype, shape) as tinygrad 0.14 gives them: a Python int or float scalar is weak (weakint/weakfloat: stored as the default
+# int/float, and taking the type of the tensor it meets)
 CONSTRUCTOR = [
-  (3, dtypes.int32, ()), (3.0, dtypes.float32, ()), (True, dtypes.bool, ()), ([1, 2], dtypes.int32, (2,)),
+  (3, dtypes.weakint, ()), (3.0, dtypes.weakfloat, ()), (True, dtypes.bool, ()), ([1, 2], dtypes.int32, (2,)),
   ([1.0, 2], dtypes.float32, (2,)), ([True, False], dtypes.bool, (2,)), ([], dtypes.float32, (0,)), ([[1], [2]], dtypes.int32, (2, 1)),
   ((1, 2), dtypes.int32, (2,)), ([[1, 2.5], [3, 4]], dtypes.float32, (2, 2)), (b"ab", dtypes.uint8, (2,)),
 ]
@@ -228,7 +228,7 @@ def test_full_tensors_are_independent():
 def test_full_without_buffer_is_a_broadcast_constant():
   # buffer=False: the constant, fused into the kernels that read it (equal ones are one interned node, with no gradient)
   a, b = Tensor.full((4, 4), 2.0, buffer=False), Tensor.full((4, 4), 2.0, buffer=False)
-  assert a.uop is b.uop and a.zeros_like(buffer=False).uop is Tensor.zeros(4, 4, buffer=False).uop
+  assert a.uop is b.uop and a.zeros_like(buffer=False, dtype=dtypes.float).uop is Tensor.zeros(4, 4, buffer=False).uop
   x = Tensor.ones(4, 4, buffer=False)
   GlobalCounters.reset()
   assert (x * a + 1).tolist() == [[3.0] * 4] * 4 and GlobalCounters.kernel_count == 1

@@ -1,7 +1,7 @@
 # Kernel counts, kernel names, generated C and DEBUG output of the Tensor -> schedule -> codegen -> C pipeline.
 import numpy as np
 import pytest
-from tinygrad import Tensor, Device
+from tinygrad import Tensor, Device, dtypes
 from tinygrad.helpers import GlobalCounters, Context
 from tinygrad.uop.ops import Ops
 from tinygrad.codegen import lower_ast
@@ -50,7 +50,7 @@ class TestKernelCount:
   def test_matmul_is_one_kernel(self, x):
     assert count_kernels(x @ x) == 1
   def test_full_plus_full_one_kernel_storing_3(self):
-    t = (Tensor.full((10, 10), 1, buffer=False) + Tensor.full((10, 10), 2, buffer=False)).contiguous()
+    t = (Tensor.full((10, 10), 1, dtypes.int32, buffer=False) + Tensor.full((10, 10), 2, dtypes.int32, buffer=False)).contiguous()
     srcs = src_of(t)
     # upcast by 4: 25 iterations of one 4-lane store of the constant (tinygrad's E_25_4)
     assert len(srcs) == 1 and "void E_25_4(" in srcs[0] and "= (int4){3,3,3,3};" in srcs[0]
@@ -291,12 +291,13 @@ class TestUpcast:
   @pytest.mark.parametrize("device,a,b", [("CPU", 5, 6), ("PYTHON", 7, 8)])
   def test_seed_example(self, device, a, b):
     # seed 002's full + full (other constants than TestKernelCount's: a realized graph isn't scheduled again)
-    t = (Tensor.full((10, 10), a, device=device, buffer=False) + Tensor.full((10, 10), b, device=device, buffer=False)).contiguous()
+    t = (Tensor.full((10, 10), a, dtypes.int32, device, buffer=False) + Tensor.full((10, 10), b, dtypes.int32, device, buffer=False)).contiguous()
     items, _ = t.schedule()
     assert len(items) == 1 and get_spec(items[0], device).name == "E_25_4"
     assert t.numpy().tolist() == [[a + b] * 10] * 10
     with Context(NOOPT=1):
-      t = (Tensor.full((10, 10), a + 10, device=device, buffer=False) + Tensor.full((10, 10), b, device=device, buffer=False)).contiguous()
+      t = (Tensor.full((10, 10), a + 10, dtypes.int32, device, buffer=False) +
+           Tensor.full((10, 10), b, dtypes.int32, device, buffer=False)).contiguous()
       assert get_spec(t.schedule()[0][0], device).name == "E_10_10"
   def test_vector_loads_and_scalar_fallback(self):
     x = np.arange(64, dtype=np.float32).reshape(8, 8)

@@ -30,7 +30,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 import threading
 from tinygrad.uop.ops import UOp, Ops
-from tinygrad.dtype import dtypes, DType
+from tinygrad.dtype import dtypes, DType, strong_dtype
 from tinygrad.helpers import prod, NOOPT, SPEC, SCACHE
 from tinygrad.device import Buffer
 from tinygrad.schedule.buffers import new_buffer, buffer_of, has_buffer, as_buffer, realized_view, next_buffer_id, storage_buffer, pending_write
@@ -133,7 +133,7 @@ def _create_schedule(targets:list[UOp], devices:list[str]) -> tuple[list[Schedul
   plan = plan_buffers(todo, _is_realized)
   roots = plan.roots
   # an AFTER (Tensor.assign) writes into its storage's buffer
-  bufs = {u: storage_buffer(u) if u.op is Ops.AFTER else new_buffer(d, prod(u.shape), u.dtype) for u, d in roots.items()}
+  bufs = {u: storage_buffer(u) if u.op is Ops.AFTER else new_buffer(d, prod(u.shape), strong_dtype(u.dtype)) for u, d in roots.items()}
   for t, w in first.items(): ret[t] = bufs[w]
   for u in roots:
     if u.op is Ops.AFTER: ret[u] = bufs[u]   # realized once the schedule runs (the tensors' _bind_buffers marks it)

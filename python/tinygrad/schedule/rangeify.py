@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import itertools
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, GroupOp, ParamArg, AxisType, BottomUpGate
 from tinygrad.uop.symbolic import symbolic
-from tinygrad.dtype import dtypes, DType
+from tinygrad.dtype import dtypes, DType, strong_dtype
 from tinygrad.helpers import prod, NOOPT
 from tinygrad.schedule.buffers import new_buffer, as_buffer
 from tinygrad.schedule.reduce_fold import fold_reduces
@@ -366,10 +366,17 @@ def _staged_reduce(ctx:KernelContext, u:UOp, src:UOp, valid:UOp, idx:list, red:l
   for r in reversed(rngs[:-1]): x = UOp(Ops.REDUCE, u.dtype, (x, r), (Ops.ADD,))
   return x
 
+def _commit_weak(x:UOp, u:UOp) -> UOp:
+  # a weak node (an expression of Python values, Tensor(3) + 0.5) computes in the default int/float, the dtype it is stored as
+  dt = strong_dtype(u.dtype)
+  arg = dt if u.op is Ops.CAST else dt.const(u.arg) if u.op is Ops.CONST else u.arg
+  return at(UOp(u.op, dt, u.src, arg), x.src[1], x.src[2:])
+
 def _at(ops) -> UPat: return UPat(Ops.INDEX, arg=AT, src=(UPat(ops, name="u"),), allow_any_len=True, name="x")
 
 pm_index = PatternMatcher([
   (UPat(Ops.INDEX, arg=AT, name="x"), _from_buffer),      # first: input BUFFERs, realized nodes and other kernels' roots are loaded
+  (UPat(Ops.INDEX, arg=AT, src=(UPat(dtype=tuple(dtypes.weaks), name="u"),), allow_any_len=True, name="x"), _commit_weak),
   (_at(Ops.CONST), lambda x, u: u),
   (_at(tuple(GroupOp.ALU) + (Ops.CAST, Ops.BITCAST)), _elementwise),
   (_at(Ops.RESHAPE), _reshape),

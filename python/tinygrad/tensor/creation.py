@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 import math
 import weakref
-from tinygrad.dtype import DType, DTypeLike, dtypes, to_dtype, Invalid, truncate
+from tinygrad.dtype import DType, DTypeLike, dtypes, to_dtype, Invalid, truncate, strong_dtype
 from tinygrad.helpers import prod, argfix, fetch
 from tinygrad.schedule.buffers import new_buffer, buffer_view, buffer_of
 from tinygrad.tensor.common import canon_device, broadcast_shape, check_tensors
@@ -55,7 +55,9 @@ class CreationMixin:
     shape = Tensor._check_shape((shape,), "full")
     if fill_value is Invalid: return Tensor.invalids(shape, dtype=dtype, device=device)
     val = Tensor(fill_value, device=device, dtype=dtype).reshape((1,) * len(shape)).expand(shape)
-    return Tensor.empty(shape, dtype=val.dtype, device=device).assign(val) if buffer else val
+    if not buffer: return val
+    # a buffer is never weak: a Python value without a dtype is stored as the default int/float (as in 0.14)
+    return Tensor.empty(shape, dtype=(dt := strong_dtype(val.dtype)), device=device).assign(val.cast(dt))
   def full_like(self, fill_value, dtype:DTypeLike|None=None, device:str|None=None, buffer=True) -> Tensor:
     return Tensor.full(self.shape, fill_value, dtype=dtype if dtype is not None else self.dtype,
                        device=device if device is not None else self.device, buffer=buffer)
