@@ -54,10 +54,11 @@ class CreationMixin:
     which fuses into the kernels that read it (equal constants are one interned node)."""
     shape = Tensor._check_shape((shape,), "full")
     if fill_value is Invalid: return Tensor.invalids(shape, dtype=dtype, device=device)
-    val = Tensor(fill_value, device=device, dtype=dtype).reshape((1,) * len(shape)).expand(shape)
-    if not buffer: return val
+    val = Tensor(fill_value, device=device, dtype=dtype)
     # a buffer is never weak: a Python value without a dtype is stored as the default int/float (as in 0.14)
-    return Tensor.empty(shape, dtype=(dt := strong_dtype(val.dtype)), device=device).assign(val.cast(dt))
+    if buffer and val.dtype in dtypes.weaks: val = Tensor(fill_value, device=device, dtype=strong_dtype(val.dtype))
+    val = val.reshape((1,) * len(shape)).expand(shape)
+    return Tensor.empty(shape, dtype=val.dtype, device=device).assign(val) if buffer else val
   def full_like(self, fill_value, dtype:DTypeLike|None=None, device:str|None=None, buffer=True) -> Tensor:
     return Tensor.full(self.shape, fill_value, dtype=dtype if dtype is not None else self.dtype,
                        device=device if device is not None else self.device, buffer=buffer)
