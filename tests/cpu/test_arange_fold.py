@@ -116,3 +116,29 @@ def test_cross_entropy_label_pick_folds():
   lsm = logits_np - logits_np.max(1, keepdims=True)
   lsm = lsm - np.log(np.exp(lsm).sum(1, keepdims=True))
   np.testing.assert_allclose(loss.item(), -lsm[np.arange(5), y_np].mean(), rtol=1e-5)
+
+def test_cross_entropy_backward_folds():
+  # the backward of the label pick sums -onehot/n over the classes: folded too, so the gradient of the logits is the row max, the row
+  # sum of exps and one elementwise kernel
+  rng = np.random.default_rng(3)
+  logits_np, y_np = rng.standard_normal((6, 9)).astype(np.float32), np.array([0, 8, 3, 3, 1, 5], dtype=np.int32)
+  logits = Tensor(logits_np, requires_grad=True)
+  logits.sparse_categorical_crossentropy(Tensor(y_np)).backward()
+  assert len(_asts(logits.grad)) == 3, [a.arg.name for a in _asts(logits.grad)]
+  p = np.exp(logits_np - logits_np.max(1, keepdims=True))
+  p /= p.sum(1, keepdims=True)
+  np.testing.assert_allclose(logits.grad.numpy(), (p - np.eye(9, dtype=np.float32)[y_np]) / 6, rtol=1e-5, atol=1e-7)
+
+def test_select_that_does_not_fold_gets_a_buffer():
+  # a one-hot against 2*arange is not a pick of one position per row the fold knows: the sum planned to fold where it is used (under an
+  # expand) is computed into a buffer of its own instead of a loop in every element of its user
+  rng = np.random.default_rng(4)
+  w_np, x_np = rng.standard_normal((5, 10)).astype(np.float32), rng.standard_normal((5, 7)).astype(np.float32)
+  idx_np = np.array([4, 3, 18, 0, 7], dtype=np.int32)
+  w, x, idx = Tensor(w_np), Tensor(x_np), Tensor(idx_np)
+  picked = ((Tensor.arange(10) * 2) == idx.unsqueeze(-1)).where(w, 0).sum(1)
+  out = (picked.unsqueeze(-1) * x).sum(1)
+  asts = _asts(out)
+  assert len(asts) == 2 and all(sum(u.op is Ops.REDUCE for u in a.toposort()) == 1 for a in asts), [a.arg.name for a in asts]
+  ref = np.where(np.arange(10) * 2 == idx_np[:, None], w_np, 0).sum(1)
+  np.testing.assert_allclose(out.numpy(), (ref[:, None] * x_np).sum(1), rtol=1e-5)

@@ -9,10 +9,10 @@ from tinygrad.schedule.buffers import as_buffer
 
 DEVICES = ["PYTHON", pytest.param("CPU", marks=pytest.mark.cpu)]
 
-# (data, dtype, shape) as tinygrad 0.14 gives them; Python scalars are the exception: 0.14 keeps them weak (weakint/weakfloat, which
-# realize as the default int/float), here a scalar tensor is made with its strong dtype
+# (data, dtype, shape) as tinygrad 0.14 gives them: a Python int or float scalar is weak (weakint/weakfloat: stored as the default
+# int/float, and taking the type of the tensor it meets)
 CONSTRUCTOR = [
-  (3, dtypes.int32, ()), (3.0, dtypes.float32, ()), (True, dtypes.bool, ()), ([1, 2], dtypes.int32, (2,)),
+  (3, dtypes.weakint, ()), (3.0, dtypes.weakfloat, ()), (True, dtypes.bool, ()), ([1, 2], dtypes.int32, (2,)),
   ([1.0, 2], dtypes.float32, (2,)), ([True, False], dtypes.bool, (2,)), ([], dtypes.float32, (0,)), ([[1], [2]], dtypes.int32, (2, 1)),
   ((1, 2), dtypes.int32, (2,)), ([[1, 2.5], [3, 4]], dtypes.float32, (2, 2)), (b"ab", dtypes.uint8, (2,)),
 ]
@@ -201,3 +201,37 @@ def test_keccak_matches_hashlib():
   assert [bytes(r).hex() for r in out.tolist()] == [hashlib.sha3_256(m).hexdigest() for m in msgs]
   with pytest.raises(ValueError, match="keccak cfg must be one of"): Tensor([1], dtype=dtypes.uint8).keccak("md5")
   with pytest.raises(RuntimeError, match="at least one dimension"): Tensor(1).keccak()
+
+def test_full_tensors_are_independent():
+  # as in tinygrad 0.14, full/zeros/ones (buffer=True, the default) are a buffer of their own each: equal ones are not one node
+  a, b = Tensor.zeros(3), Tensor.zeros(3)
+  assert a.uop is not b.uop
+  a.requires_grad = True
+  (a * 2 + 1).sum().backward()
+  assert a.grad is not None and a.grad.tolist() == [2.0] * 3 and b.grad is None
+  w = Tensor.zeros(3)
+  w.requires_grad = True
+  (w * Tensor([1.0, 2.0, 3.0])).sum().backward()
+  assert w.grad.tolist() == [1.0, 2.0, 3.0]
+  c, d = Tensor.zeros(3), Tensor.zeros(3)
+  c.assign(Tensor([1.0, 2.0, 3.0]))
+  assert c.tolist() == [1.0, 2.0, 3.0] and d.tolist() == [0.0] * 3
+  e, f = Tensor.ones(2, 2).realize(), Tensor.ones(2, 2).realize()
+  e[0] = 5
+  assert e.tolist() == [[5.0, 5.0], [1.0, 1.0]] and f.tolist() == [[1.0, 1.0], [1.0, 1.0]]
+  g = Tensor.full((2,), 7)
+  g += 1
+  assert g.tolist() == [8, 8] and Tensor.full((2,), 7).tolist() == [7, 7] and g.dtype is dtypes.int32
+  x, y = Tensor.zeros(2, 2).realize(), Tensor.zeros(2, 2).realize()
+  assert as_buffer(x.uop) is not as_buffer(y.uop)
+
+def test_full_without_buffer_is_a_broadcast_constant():
+  # buffer=False: the constant, fused into the kernels that read it (equal ones are one interned node, with no gradient)
+  a, b = Tensor.full((4, 4), 2.0, buffer=False), Tensor.full((4, 4), 2.0, buffer=False)
+  assert a.uop is b.uop and a.zeros_like(buffer=False, dtype=dtypes.float).uop is Tensor.zeros(4, 4, buffer=False).uop
+  x = Tensor.ones(4, 4, buffer=False)
+  GlobalCounters.reset()
+  assert (x * a + 1).tolist() == [[3.0] * 4] * 4 and GlobalCounters.kernel_count == 1
+  # with a buffer: one kernel fills it, one reads it (as 0.14 schedules it)
+  GlobalCounters.reset()
+  assert (Tensor.ones(4, 4) + 1).tolist() == [[2.0] * 4] * 4 and GlobalCounters.kernel_count == 2

@@ -1,5 +1,7 @@
-# tinygrad.nn.datasets.mnist through helpers.fetch, against a local HTTP server on 127.0.0.1 serving small gzipped IDX files.
+# tinygrad.nn.datasets.mnist through helpers.fetch, against a local HTTP server on 127.0.0.1 serving small gzipped IDX files (their
+# checksums stand in for the real files' ones), and the checksum check that rejects any other file.
 import gzip
+import hashlib
 import http.server
 import struct
 import threading
@@ -36,6 +38,8 @@ def server(tmp_path, monkeypatch):
   monkeypatch.setattr(helpers, "cache_dir", str(tmp_path / "cache"))
   monkeypatch.setattr(datasets, "MNIST_URL", f"http://127.0.0.1:{httpd.server_address[1]}/mnist/")
   monkeypatch.delenv("MNIST_URL", raising=False)
+  # the test files' checksums as the known ones (mnist() checks every download against them)
+  monkeypatch.setitem(datasets.CHECKSUMS, "mnist", {k.split("/")[-1]: ("sha256", hashlib.sha256(v).hexdigest()) for k, v in files.items()})
   yield arrays, files, requests
   httpd.shutdown()
   httpd.server_close()
@@ -58,7 +62,29 @@ def test_mnist_downloads_parses_and_caches(server):
   (b"\x00\x00\x0d\x03" + bytes(20), "IDX file of unsigned bytes"),                                        # float elements
   (b"\x00\x00", "too short"),
 ])
-def test_mnist_rejects_bad_idx(server, body, match):
+def test_mnist_rejects_bad_idx(server, body, match, monkeypatch):
   _, files, _ = server
-  files["/mnist/train-images-idx3-ubyte.gz"] = gzip.compress(body)
+  files["/mnist/train-images-idx3-ubyte.gz"] = bad = gzip.compress(body)
+  monkeypatch.setitem(datasets.CHECKSUMS["mnist"], "train-images-idx3-ubyte.gz", ("sha256", hashlib.sha256(bad).hexdigest()))
   with pytest.raises(ValueError, match=match): datasets.mnist()
+
+def test_mnist_rejects_a_file_with_the_wrong_checksum(server):
+  arrays, files, requests = server
+  good = files["/mnist/t10k-labels-idx1-ubyte.gz"]
+  # another file where the test labels should be: a valid IDX file, but not the known one
+  files["/mnist/t10k-labels-idx1-ubyte.gz"] = gzip.compress(_idx(np.array([1, 2, 3])))
+  with pytest.raises(ValueError, match=r"t10k-labels-idx1-ubyte\.gz from http://127\.0\.0\.1:\d+/mnist/t10k-labels-idx1-ubyte\.gz: "
+                     r"sha256 [0-9a-f]{64} is not the mnist file's [0-9a-f]{64}"):
+    datasets.mnist()
+  # the bad download is not cached: once the server has the right file, it is downloaded again and loads
+  files["/mnist/t10k-labels-idx1-ubyte.gz"] = good
+  n = len(requests)
+  np.testing.assert_array_equal(datasets.mnist()[3].numpy(), arrays["t10k-labels-idx1-ubyte.gz"])
+  assert requests[n:] == ["/mnist/t10k-labels-idx1-ubyte.gz"]
+
+def test_every_file_has_a_known_checksum():
+  # a checksum (sha256 for MNIST, Zalando's published md5 for Fashion-MNIST) for each of the four files of each dataset
+  names = {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"}
+  assert set(datasets.CHECKSUMS) == {"mnist", "fashion"} and all(set(v) == names for v in datasets.CHECKSUMS.values())
+  for algo, h in (x for v in datasets.CHECKSUMS.values() for x in v.values()):
+    assert len(h) == hashlib.new(algo).digest_size * 2 and int(h, 16) >= 0

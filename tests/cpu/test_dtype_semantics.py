@@ -151,3 +151,24 @@ def test_half_and_edge_bounds(device):
   c = Tensor([1.0, 2.0], device=device) > 1.5
   assert c.where(Tensor([1e10, 5.0], device=device), 0.0).cast(dtypes.int32).tolist() == [0, 5]
   assert c.where(Tensor([1e10, 5.0], device=device), 3e9).cast(dtypes.int32).tolist() == [-2 ** 31, 5]
+
+def test_python_scalar_tensors_are_weak():
+  # as in tinygrad 0.14: Tensor(3) is weakint and Tensor(3.0) weakfloat; they take the type of the tensor they meet, stay weak next to
+  # each other, and are stored (numpy, item, clone) as the default int/float
+  i, f = Tensor(3), Tensor(3.0)
+  assert (i.dtype, f.dtype, Tensor(True).dtype, Tensor(3, dtype=dtypes.int8).dtype) == (dtypes.weakint, dtypes.weakfloat, dtypes.bool, dtypes.int8)
+  assert (i + 1).dtype is dtypes.weakint and (i + 1.5).dtype is dtypes.weakfloat and (i * True).dtype is dtypes.weakint
+  assert (i + f).item() == 6.0 and (i + f).dtype is dtypes.weakfloat
+  assert (i + Tensor([1, 2], dtype=dtypes.int8)).dtype is dtypes.int8 and (f * Tensor([1], dtype=dtypes.half)).dtype is dtypes.half
+  assert (i + Tensor([1, 2])).tolist() == [4, 5] and (Tensor([1.5]) * i).dtype is dtypes.float32
+  assert i.numpy().dtype == np.int32 and f.numpy().dtype == np.float32 and i.item() == 3 and f.tolist() == 3.0
+  assert i.realize().dtype is dtypes.weakint and i.contiguous().dtype is dtypes.weakint and i.clone().dtype is dtypes.int32
+  # a weak tensor of some shape next to a Python value keeps its shape
+  w = Tensor.full((2, 3), 2, buffer=False)
+  assert w.dtype is dtypes.weakint and (w * 2).shape == (2, 3) and (w != 0).tolist() == [[True] * 3] * 2 and (w + 0.5).tolist() == [[2.5] * 3] * 2
+  assert Tensor(3.0).nonzero().shape == (1, 0)
+  # a buffer is never weak: full() stores the default dtype
+  assert Tensor.full((2,), 3).dtype is dtypes.int32 and Tensor.full((2,), 3.0).dtype is dtypes.float32
+  with pytest.raises(RuntimeError, match="concrete dtype"): i.element_size()
+  with pytest.raises(OverflowError, match="doesn't fit in dtypes.int"): Tensor(2**40)
+  assert Tensor(2**40, dtype=dtypes.int64).item() == 2**40

@@ -23,7 +23,7 @@ class TestCreation:
     assert Tensor([1.0, 2]).dtype is dtypes.float32
     assert Tensor([True, False]).dtype is dtypes.bool
     assert Tensor(np.arange(3, dtype=np.int16)).dtype is dtypes.int16
-    assert Tensor(3.5).dtype is dtypes.float32 and Tensor(3).dtype is dtypes.int32
+    assert Tensor(3.5).dtype is dtypes.weakfloat and Tensor(3).dtype is dtypes.weakint   # weak Python scalars, as in 0.14
   def test_explicit_dtype(self):
     t = Tensor([1, 2, 3], dtype=dtypes.float16)
     assert t.dtype is dtypes.float16

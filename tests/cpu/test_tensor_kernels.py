@@ -1,7 +1,7 @@
 # Kernel counts, kernel names, generated C and DEBUG output of the Tensor -> schedule -> codegen -> C pipeline.
 import numpy as np
 import pytest
-from tinygrad import Tensor, Device
+from tinygrad import Tensor, Device, dtypes
 from tinygrad.helpers import GlobalCounters, Context
 from tinygrad.uop.ops import Ops
 from tinygrad.codegen import lower_ast
@@ -50,7 +50,7 @@ class TestKernelCount:
   def test_matmul_is_one_kernel(self, x):
     assert count_kernels(x @ x) == 1
   def test_full_plus_full_one_kernel_storing_3(self):
-    t = (Tensor.full((10, 10), 1) + Tensor.full((10, 10), 2)).contiguous()
+    t = (Tensor.full((10, 10), 1, dtypes.int32, buffer=False) + Tensor.full((10, 10), 2, dtypes.int32, buffer=False)).contiguous()
     srcs = src_of(t)
     # upcast by 4: 25 iterations of one 4-lane store of the constant (tinygrad's E_25_4)
     assert len(srcs) == 1 and "void E_25_4(" in srcs[0] and "= (int4){3,3,3,3};" in srcs[0]
@@ -94,8 +94,8 @@ class TestNames:
     # the 16 reduced elements are one loop, unrolled by 4: 4 iterations of 4
     assert [si.name for si in x.sum().schedule()[0]] == ["r_4_4"]
     with Context(NOOPT=1): assert [si.name for si in x.sum().schedule()[0]] == ["r_4_4"]
-    assert [si.name for si in Tensor.ones(3, 32).sum(1).schedule()[0]] == ["r_3_8_4"]
-    assert [si.name for si in Tensor.ones(3, 7).sum(1).schedule()[0]] == ["r_3_7"]
+    assert [si.name for si in Tensor.ones(3, 32, buffer=False).sum(1).schedule()[0]] == ["r_3_8_4"]
+    assert [si.name for si in Tensor.ones(3, 7, buffer=False).sum(1).schedule()[0]] == ["r_3_7"]
   def test_permuted_keeps_dims(self, x):
     assert [si.name for si in (x.T + 1).schedule()[0]] == ["E_4_4"]
 
@@ -291,12 +291,13 @@ class TestUpcast:
   @pytest.mark.parametrize("device,a,b", [("CPU", 5, 6), ("PYTHON", 7, 8)])
   def test_seed_example(self, device, a, b):
     # seed 002's full + full (other constants than TestKernelCount's: a realized graph isn't scheduled again)
-    t = (Tensor.full((10, 10), a, device=device) + Tensor.full((10, 10), b, device=device)).contiguous()
+    t = (Tensor.full((10, 10), a, dtypes.int32, device, buffer=False) + Tensor.full((10, 10), b, dtypes.int32, device, buffer=False)).contiguous()
     items, _ = t.schedule()
     assert len(items) == 1 and get_spec(items[0], device).name == "E_25_4"
     assert t.numpy().tolist() == [[a + b] * 10] * 10
     with Context(NOOPT=1):
-      t = (Tensor.full((10, 10), a + 10, device=device) + Tensor.full((10, 10), b, device=device)).contiguous()
+      t = (Tensor.full((10, 10), a + 10, dtypes.int32, device, buffer=False) +
+           Tensor.full((10, 10), b, dtypes.int32, device, buffer=False)).contiguous()
       assert get_spec(t.schedule()[0][0], device).name == "E_10_10"
   def test_vector_loads_and_scalar_fallback(self):
     x = np.arange(64, dtype=np.float32).reshape(8, 8)
@@ -320,3 +321,17 @@ class TestUpcast:
     a = Tensor(x).realize()
     t = (a.T + 1).contiguous()   # output (8, 4): innermost dim 4 reads with stride 8
     np.testing.assert_array_equal(t.numpy(), x.T + 1)
+
+def test_two_sums_combined_under_an_expand_are_one_kernel():
+  # a + b of two row sums, broadcast back over the rows (batchnorm's backward does this for the mean's gradient): one kernel runs both
+  # sums, instead of one kernel each
+  rng = np.random.default_rng(0)
+  a_np, b_np, c_np = (rng.standard_normal((6, 5)).astype(np.float32) for _ in range(3))
+  a, b, c = Tensor(a_np), Tensor(b_np), Tensor(c_np)
+  out = ((a.sum(1, keepdim=True) + (b * 2).sum(1, keepdim=True)) * c).sum(0)
+  assert len(out.schedule()[0]) == 2
+  np.testing.assert_allclose(out.numpy(), ((a_np.sum(1, keepdims=True) + (b_np * 2).sum(1, keepdims=True)) * c_np).sum(0), rtol=1e-5)
+  # a sum that something else needs too keeps its own buffer: no kernel is added for the combination
+  s = a.sum(1, keepdim=True)
+  out2 = (((s + b.sum(1, keepdim=True)) * c).sum(0), (s * c).max(0))
+  assert len(out2[0].schedule(out2[1])[0]) == 4

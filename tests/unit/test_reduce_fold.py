@@ -64,3 +64,17 @@ def test_select_folds():
 def test_other_sums_keep_their_loop(cond):
   r = _rng(10, 1)
   _check(UOp(Ops.REDUCE, dtypes.int32, (_cast(cond(r), dtypes.int32), r), (Ops.ADD,)), I, folds=False)
+
+def test_scaled_select_folds():
+  # sum_k c * where(k == e, v, 0), c free of k (a gradient's sign and scale), is c times the select's closed form
+  r = _rng(10, 1)
+  sel = _not(UOp(Ops.CMPNE, dtypes.bool, (r, I + -1))).where(_cast(r * 7, dtypes.int32), UOp.const(0, dtypes.int32))
+  for c in (UOp.const(-3, dtypes.int32), _cast(I, dtypes.int32) + 2):
+    _check(UOp(Ops.REDUCE, dtypes.int32, (c * sel, r), (Ops.ADD,)), I)
+    _check(UOp(Ops.REDUCE, dtypes.int32, (sel * c, r), (Ops.ADD,)), I)
+
+def test_scaled_sum_that_does_not_fold_keeps_its_loop():
+  r = _rng(10, 1)
+  sel = _not(UOp(Ops.CMPNE, dtypes.bool, (r, I))).where(UOp.const(1, dtypes.int32), UOp.const(0, dtypes.int32))
+  _check(UOp(Ops.REDUCE, dtypes.int32, (_cast(r, dtypes.int32) * sel, r), (Ops.ADD,)), I, folds=False)   # the factor depends on k
+  _check(UOp(Ops.REDUCE, dtypes.int32, (UOp.const(2, dtypes.int32) * _cast(r * r < I, dtypes.int32), r), (Ops.ADD,)), I, folds=False)

@@ -5,7 +5,7 @@
   _broadcasted(y, reverse, match_dtype)  self and y (a Python value or the same class) as two operands: one dtype (unless
                                       match_dtype=False) and, for Tensor, one shape
   cast(dtype), dtype                  and, for UPat's `where`, ufix(x)
-`UOpMathTrait` implements them for UOp (a tensor-level constant also needs `full_like`, see ops.py), `UPatMathTrait` for UPat (a
+`UOpMathTrait` implements them for UOp (a tensor-level constant also needs `_full`, see ops.py), `UPatMathTrait` for UPat (a
 Python value becomes a CONST pattern, nothing is promoted, so `UPat.var("x") * 1` matches exactly the nodes `x * 1` builds in index
 arithmetic); Tensor implements them in tensor.py by calling UOp's. ops.py attaches the UOp and UPat classes to the Rust classes.
 
@@ -260,7 +260,7 @@ class UOpMathTrait(MathTrait):
     """The Python value v as the other operand of self."""
     if self.dtype not in _WEAKS and self.shape is not None:
       # tensor-level: the CONST Tensor would build, with self's shape
-      return self.full_like(v, strong_dtype(least_upper_dtype(self.dtype, _weak(v)) if match_dtype else _weak(v)))
+      return self._full(v, strong_dtype(least_upper_dtype(self.dtype, _weak(v)) if match_dtype else _weak(v)))
     return self.const(v)
   def _broadcasted(self, y, reverse:bool=False, match_dtype:bool=True):
     if type(y) is not type(self): y = self._const_operand(y, match_dtype)

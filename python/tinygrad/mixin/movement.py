@@ -1,8 +1,9 @@
 """The movement operations (reshape, expand, permute, pad, shrink, flip and what is built from them), written once for Tensor and UOp.
 
-Primitives each class provides: `shape`, `_mop(op, arg)` (the movement node, arg already checked) and `full_like(value, dtype)` (a
-constant of self's shape: CONST, reshaped to ones and expanded). A movement that changes nothing returns self, so Tensor and UOp
-build exactly the same nodes; bad arguments raise the errors torch would (RuntimeError/ValueError/IndexError naming the shapes).
+Primitives each class provides: `shape`, `_mop(op, arg)` (the movement node, arg already checked) and `_full(value, dtype)` (a
+constant of self's shape: CONST, reshaped to ones and expanded, Tensor.full_like(value, dtype, buffer=False)). A movement that
+changes nothing returns self, so Tensor and UOp build exactly the same nodes; bad arguments raise the errors torch would
+(RuntimeError/ValueError/IndexError naming the shapes).
 """
 from __future__ import annotations
 import math
@@ -68,7 +69,7 @@ class MovementMixin:
     ret = x._mop(Ops.PAD, pos)
     # a -0.0 fill is kept (cat pads with it: -0.0 is the exact identity of +, so -0.0 elements survive the sum)
     if value == 0 and not (isinstance(value, float) and math.copysign(1.0, value) < 0): return ret
-    return x.full_like(True, dtypes.bool)._mop(Ops.PAD, pos).where(ret, value)
+    return x._full(True, dtypes.bool)._mop(Ops.PAD, pos).where(ret, value)
   def _pad_edges(self, pos, mode:str):
     """Non-constant padding, one dim at a time: the pieces before and after are shrinks (flipped for reflect) of the input,
     joined by zero padding and adds."""

@@ -15,12 +15,6 @@ def __getattr__(name:str):
   if name in ("state", "datasets"): return importlib.import_module(f"tinygrad.nn.{name}")
   raise AttributeError(f"module 'tinygrad.nn' has no attribute {name!r}")
 
-def _filled(shape:int|tuple[int, ...], value:float, dtype=None) -> Tensor:
-  """A parameter (or statistic) holding value, in a buffer of its own. Tensor.full is a broadcast constant here: equal constants are
-  one interned UOp (they would share a gradient and, once realized, a buffer) and constants get no gradient."""
-  shape, dtype = make_tuple(shape, 1), dtypes.default_float if dtype is None else dtype
-  return Tensor.empty(*shape, dtype=dtype).assign(Tensor.full(shape, value, dtype=dtype))
-
 def _check_channels(layer:str, x:Tensor, channels:int) -> None:
   if x.ndim < 2 or x.shape[1] != channels: raise RuntimeError(f"{layer}: expected input of shape (N, {channels}, ...), got {x.shape}")
 
@@ -35,11 +29,11 @@ class BatchNorm:
   running statistics, with the unbiased variance), the running statistics in evaluation. BatchNorm2d and BatchNorm3d are aliases."""
   def __init__(self, sz:int, eps=1e-5, affine=True, track_running_stats=True, momentum=0.1):
     self.eps, self.track_running_stats, self.momentum = eps, track_running_stats, momentum
-    self.weight: Tensor|None = _filled(sz, 1.0) if affine else None
-    self.bias: Tensor|None = _filled(sz, 0.0) if affine else None
+    self.weight: Tensor|None = Tensor.ones(sz) if affine else None
+    self.bias: Tensor|None = Tensor.zeros(sz) if affine else None
     # statistics are state, not parameters: an optimizer given them (get_parameters) realizes but never updates them
-    self.num_batches_tracked = _filled((), 0, dtypes.long).is_param_(False)
-    if track_running_stats: self.running_mean, self.running_var = _filled(sz, 0.0).is_param_(False), _filled(sz, 1.0).is_param_(False)
+    self.num_batches_tracked = Tensor.zeros((), dtype=dtypes.long).is_param_(False)
+    if track_running_stats: self.running_mean, self.running_var = Tensor.zeros(sz).is_param_(False), Tensor.ones(sz).is_param_(False)
 
   def calc_stats(self, x:Tensor) -> tuple[Tensor, Tensor]:
     """(mean, biased variance) per channel: the running ones in evaluation, else the batch's."""
@@ -133,8 +127,8 @@ class GroupNorm:
   def __init__(self, num_groups:int, num_channels:int, eps=1e-5, affine=True):
     if num_channels % num_groups: raise ValueError(f"num_channels ({num_channels}) must be divisible by num_groups ({num_groups})")
     self.num_groups, self.num_channels, self.eps = num_groups, num_channels, eps
-    self.weight: Tensor|None = _filled(num_channels, 1.0) if affine else None
-    self.bias: Tensor|None = _filled(num_channels, 0.0) if affine else None
+    self.weight: Tensor|None = Tensor.ones(num_channels) if affine else None
+    self.bias: Tensor|None = Tensor.zeros(num_channels) if affine else None
 
   def __call__(self, x:Tensor) -> Tensor:
     _check_channels("GroupNorm", x, self.num_channels)
@@ -145,8 +139,8 @@ class InstanceNorm:
   """Normalises each channel of each sample of (N, C, ...) input over its spatial dims, then a per-channel affine."""
   def __init__(self, num_features:int, eps:float=1e-5, affine:bool=True):
     self.num_features, self.eps = num_features, eps
-    self.weight: Tensor|None = _filled(num_features, 1.0) if affine else None
-    self.bias: Tensor|None = _filled(num_features, 0.0) if affine else None
+    self.weight: Tensor|None = Tensor.ones(num_features) if affine else None
+    self.bias: Tensor|None = Tensor.zeros(num_features) if affine else None
 
   def __call__(self, x:Tensor) -> Tensor:
     _check_channels("InstanceNorm", x, self.num_features)
@@ -158,8 +152,8 @@ class LayerNorm:
   def __init__(self, normalized_shape:int|tuple[int, ...], eps:float=1e-5, elementwise_affine:bool=True):
     self.normalized_shape: tuple[int, ...] = make_tuple(normalized_shape, 1)
     self.axis, self.eps = tuple(-1 - i for i in range(len(self.normalized_shape))), eps
-    self.weight: Tensor|None = _filled(self.normalized_shape, 1.0) if elementwise_affine else None
-    self.bias: Tensor|None = _filled(self.normalized_shape, 0.0) if elementwise_affine else None
+    self.weight: Tensor|None = Tensor.ones(self.normalized_shape) if elementwise_affine else None
+    self.bias: Tensor|None = Tensor.zeros(self.normalized_shape) if elementwise_affine else None
 
   def __call__(self, x:Tensor) -> Tensor:
     n = len(self.normalized_shape)
@@ -179,7 +173,7 @@ class RMSNorm:
   """x / sqrt(mean(x^2 over the last dim) + eps) * weight, computed in float32 and cast back to x's dtype."""
   def __init__(self, dim:int, eps=1e-6, elementwise_affine=True):
     self.eps = eps
-    self.weight = _filled(dim, 1.0) if elementwise_affine else None
+    self.weight = Tensor.ones(dim) if elementwise_affine else None
 
   def _norm(self, x:Tensor) -> Tensor: return x * (x.square().mean(-1, keepdim=True) + self.eps).rsqrt()
 
@@ -206,13 +200,13 @@ class LSTMCell:
     bound = 1.0 / math.sqrt(hidden_size)
     self.weight_ih = Tensor.uniform(hidden_size * 4, input_size, low=-bound, high=bound)
     self.weight_hh = Tensor.uniform(hidden_size * 4, hidden_size, low=-bound, high=bound)
-    self.bias_ih: Tensor|None = _filled(hidden_size * 4, 0.0) if bias else None
-    self.bias_hh: Tensor|None = _filled(hidden_size * 4, 0.0) if bias else None
+    self.bias_ih: Tensor|None = Tensor.zeros(hidden_size * 4) if bias else None
+    self.bias_hh: Tensor|None = Tensor.zeros(hidden_size * 4) if bias else None
 
   def __call__(self, x:Tensor, hc:tuple[Tensor, Tensor]|None=None) -> tuple[Tensor, Tensor]:
     hidden, inp = self.weight_hh.shape[1], self.weight_ih.shape[1]
     if x.ndim != 2 or x.shape[1] != inp: raise RuntimeError(f"LSTMCell: expected input of shape (batch, {inp}), got {x.shape}")
-    if hc is None: hc = (Tensor.zeros(x.shape[0], hidden, dtype=x.dtype, device=x.device),) * 2
+    if hc is None: hc = (Tensor.zeros(x.shape[0], hidden, dtype=x.dtype, device=x.device, buffer=False),) * 2
     elif any(t.shape != (x.shape[0], hidden) for t in hc):
       raise RuntimeError(f"LSTMCell: h and c must have shape ({x.shape[0]}, {hidden}), got {tuple(t.shape for t in hc)}")
     gates = x.linear(self.weight_ih.T, self.bias_ih) + hc[0].linear(self.weight_hh.T, self.bias_hh)

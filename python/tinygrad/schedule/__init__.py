@@ -30,7 +30,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 import threading
 from tinygrad.uop.ops import UOp, Ops
-from tinygrad.dtype import dtypes, DType
+from tinygrad.dtype import dtypes, DType, strong_dtype
 from tinygrad.helpers import prod, NOOPT, SPEC, SCACHE
 from tinygrad.device import Buffer
 from tinygrad.schedule.buffers import new_buffer, buffer_of, has_buffer, as_buffer, realized_view, next_buffer_id, storage_buffer, pending_write
@@ -75,10 +75,11 @@ def _copy_item(u:UOp, out:UOp, bufs:dict[UOp, UOp]) -> tuple[ScheduleItem, UOp]:
   ast = UOp(Ops.COPY, u.dtype, (), KernelInfo(f"copy {n * u.dtype.itemsize:8d}, {dst_dev} <- {src_dev}"))
   return ScheduleItem(ast, [buffer_of(out), buffer_of(sb)], [u], [out, sb]), read
 
-def _build_items(roots:dict[UOp, str], bufs:dict[UOp, UOp], buffered:set[UOp],
-                 memo:dict) -> tuple[dict[UOp, ScheduleItem], dict[UOp, list[UOp]], dict[UOp, UOp]]:
+def _build_items(roots:dict[UOp, str], bufs:dict[UOp, UOp], buffered:set[UOp], memo:dict,
+                 inline:frozenset[UOp]) -> tuple[dict[UOp, ScheduleItem], dict[UOp, list[UOp]], dict[UOp, UOp]]:
   """The kernel (or copy) of every root, from a worklist: a kernel may give a value a buffer of its own (MAX_INDEX_USES, an assign's
-  value that must not be computed in place), which then needs its kernel too. Returns (items, the nodes each item reads, bufs)."""
+  value that must not be computed in place, a reduce of `inline` that did not fold), which then needs its kernel too. Returns
+  (items, the nodes each item reads, bufs)."""
   items: dict[UOp, ScheduleItem] = {}
   reads: dict[UOp, list[UOp]] = {}
   work = list(roots)
@@ -90,7 +91,13 @@ def _build_items(roots:dict[UOp, str], bufs:dict[UOp, UOp], buffered:set[UOp],
       items[u], read = _copy_item(u, out, bufs)
       reads[u] = [read]
       continue
-    ast, ctx = best_kernel(u, out, bufs, _realized_buffer, memo)
+    ast, ctx = best_kernel(u, out, bufs, _realized_buffer, memo, inline)
+    if ctx.unfolded:
+      # a reduce planned to fold where it is used did not: it is computed once into a buffer, and this kernel loads it
+      for x in ctx.unfolded:
+        bufs[x] = new_buffer(out.arg.device, prod(x.shape), x.dtype)
+        work.append(x)
+      ast, ctx = best_kernel(u, out, bufs, _realized_buffer, memo, inline)
     if ctx.hazard or (u in buffered and ast is not None):
       # the value reads the buffer it overwrites at other elements (a.assign(a.flip(0))), or must not be computed in place: it is
       # computed into a buffer first
@@ -98,7 +105,7 @@ def _build_items(roots:dict[UOp, str], bufs:dict[UOp, UOp], buffered:set[UOp],
       if v not in bufs:
         bufs[v] = new_buffer(out.arg.device, prod(v.shape), v.dtype)
         work.append(v)
-      ast, ctx = best_kernel(u, out, bufs, _realized_buffer, memo)
+      ast, ctx = best_kernel(u, out, bufs, _realized_buffer, memo, inline)
     for x, b in ctx.extra.items():
       if x not in bufs:
         bufs[x] = b
@@ -123,9 +130,10 @@ def _create_schedule(targets:list[UOp], devices:list[str]) -> tuple[list[Schedul
       # a tensor that was assigned is its storage once the write has run: no buffer of its own
       todo.setdefault(w := t if (p := pending_write(t)) is None else p, d)
       first[t] = w
-  roots = plan_buffers(todo, _is_realized)
+  plan = plan_buffers(todo, _is_realized)
+  roots = plan.roots
   # an AFTER (Tensor.assign) writes into its storage's buffer
-  bufs = {u: storage_buffer(u) if u.op is Ops.AFTER else new_buffer(d, prod(u.shape), u.dtype) for u, d in roots.items()}
+  bufs = {u: storage_buffer(u) if u.op is Ops.AFTER else new_buffer(d, prod(u.shape), strong_dtype(u.dtype)) for u, d in roots.items()}
   for t, w in first.items(): ret[t] = bufs[w]
   for u in roots:
     if u.op is Ops.AFTER: ret[u] = bufs[u]   # realized once the schedule runs (the tensors' _bind_buffers marks it)
@@ -134,7 +142,7 @@ def _create_schedule(targets:list[UOp], devices:list[str]) -> tuple[list[Schedul
   buffered: set[UOp] = set()
   memo: dict = {}
   while True:
-    items, reads, kbufs = _build_items(roots, dict(bufs), buffered, memo)
+    items, reads, kbufs = _build_items(roots, dict(bufs), buffered, memo, plan.inline)
     try: order = order_items(list(first.values()), _dependencies(items, reads, kbufs))
     except WriteCycle as e:
       if (w := next((k for k in e.cycle if k.op is Ops.AFTER and k not in buffered), None)) is None: raise

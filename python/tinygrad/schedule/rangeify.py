@@ -7,6 +7,10 @@
    whose buffer is its storage's: its kernel computes value at the indices of view and stores it where view puts each element in
    the buffer (a PAD in view gates the store), so an elementwise or reduce value is written in place, with no copy. Where value
    reads that buffer at another element than the one written (a.assign(a.flip(0))), value gets a buffer of its own first.
+   Also: an elementwise value recomputed for every element of a large EXPAND that reads many buffers (MAX_FUSED_READS, MIN_RECOMPUTE),
+   and an elementwise value of two or more reduces nothing else uses, needed under an EXPAND or in another reduce (one kernel runs
+   them all). A reduce that counts a condition on the index (arange) or selects one element of a one-hot (a gather) gets no buffer:
+   it folds into a closed form where it is used (reduce_fold.py); one of the latter that does not fold gets its buffer after all.
 2. One kernel per root (`build_kernel`): its value at the output ranges is the node INDEX(root, valid, *idx, arg="at"), "root at
    index idx, where valid holds", and `pm_index` (run bottom up, so a node is rewritten before anything below it is visited) pushes
    that node down the graph: movement ops become index arithmetic (a PAD adds to valid and a WHERE), ALU ops and casts distribute,
@@ -28,7 +32,7 @@ from dataclasses import dataclass, field
 import itertools
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, GroupOp, ParamArg, AxisType, BottomUpGate
 from tinygrad.uop.symbolic import symbolic
-from tinygrad.dtype import dtypes, DType
+from tinygrad.dtype import dtypes, DType, strong_dtype
 from tinygrad.helpers import prod, NOOPT
 from tinygrad.schedule.buffers import new_buffer, as_buffer
 from tinygrad.schedule.reduce_fold import fold_reduces
@@ -89,13 +93,42 @@ def _counts(u:UOp) -> bool:
   if x.op is Ops.CAST: return x.src[0].dtype is dtypes.bool
   return x.op is Ops.WHERE and x.src[1].op is Ops.CONST and x.src[2].op is Ops.CONST and x.src[2].arg == 0
 
+def _const(x:UOp) -> UOp|None:
+  """The CONST a tensor-level constant is (Tensor.full: a CONST reshaped and expanded), or None."""
+  while x.op in (Ops.RESHAPE, Ops.EXPAND): x = x.src[0]
+  return x if x.op is Ops.CONST else None
+
+def _invariant(x:UOp, axes:tuple[int, ...]) -> bool:
+  """x is the same along `axes` (broadcast along them by its EXPAND, or a constant)."""
+  return _const(x) is not None or (x.op is Ops.EXPAND and all(x.src[0].shape[a] == 1 for a in axes))
+
+def _selects(u:UOp, reads:dict[UOp, frozenset[UOp]]) -> bool:
+  """u (a REDUCE) sums a one-hot selection, maybe scaled: where(e == f(k), v, 0) or (e == f(k)) * v over k, with f(k) a function of
+  the index alone (an arange), times factors the same for every k. reduce_fold.py folds such a sum into a load of v at e (a gather),
+  so it can be computed where it is used (cross-entropy's pick of the label's log-probability, and its backward)."""
+  if u.arg[0] is not Ops.ADD: return False
+  x = u.src[0]
+  while x.op is Ops.MUL and (rest := [s for s in x.src if not _invariant(s, u.arg[1])]) and len(rest) == 1: x = rest[0]
+  if x.op is Ops.WHERE and (z := _const(x.src[2])) is not None and z.arg == 0: eq = x.src[0]
+  elif x.op is Ops.MUL and (m := next((s for s in x.src if s.op is Ops.CAST and s.src[0].dtype is dtypes.bool), None)) is not None:
+    eq = m.src[0]
+  else: return False
+  if eq.op is not Ops.CMPNE or (t := _const(eq.src[1])) is None or t.arg is not True or eq.src[0].op is not Ops.CMPNE: return False
+  return any(not reads[s] for s in eq.src[0].src)
+
 MAX_FUSED_READS = 4  # buffers an elementwise value may read and still be computed again for every element of an EXPAND ...
 MIN_RECOMPUTE = 8    # ... of at least this many elements per element
 
-def buffers_read(topo:list[UOp], is_realized) -> dict[UOp, frozenset[UOp]]:
-  """The buffers (inputs, realized nodes, reduces, CONTIGUOUS/COPY/AFTER: nodes with a buffer of their own) each node reads, counted up
-  to MAX_FUSED_READS + 1 (one pass, children first: the sets stay small)."""
+def buffers_read(topo:list[UOp], is_realized) -> tuple[dict[UOp, frozenset[UOp]], dict[UOp, frozenset[UOp]]]:
+  """({node: the buffers it reads}, {node: the reduces it owns}), in one pass, children first. Buffers are inputs, realized nodes,
+  reduces, CONTIGUOUS/COPY/AFTER (nodes with a buffer of their own), counted up to MAX_FUSED_READS + 1. The reduces a node owns (up to
+  2) are those it reaches without an EXPAND or another reduce, through nodes used by nothing else: the loops it runs itself when it is
+  a kernel's root, which no other kernel needs."""
   reads: dict[UOp, frozenset[UOp]] = {}
+  tops: dict[UOp, frozenset[UOp]] = {}
+  users: dict[UOp, int] = {}
+  for u in topo:
+    for s in set(u.src): users[s] = users.get(s, 0) + 1
   def of(s:UOp) -> frozenset[UOp]:   # a realized node is not in topo (the walk stops above it)
     if (r := reads.get(s)) is None: r = reads[s] = frozenset((s,)) if is_realized(s) else frozenset()
     return r
@@ -103,32 +136,50 @@ def buffers_read(topo:list[UOp], is_realized) -> dict[UOp, frozenset[UOp]]:
     if u.op in (Ops.BUFFER, Ops.CONTIGUOUS, Ops.COPY, Ops.AFTER) or is_realized(u): reads[u] = frozenset((u,))
     else:
       r = frozenset().union(*(of(s) for s in u.src))
-      # a reduce has a buffer, except one that counts a condition on the index alone (Tensor.arange: folded where it is used)
-      if u.op is Ops.REDUCE and (r or not _counts(u)): r = frozenset((u,))
+      # a reduce has a buffer, except one that counts a condition on the index alone (Tensor.arange) or selects one element (a
+      # gather): folded where it is used
+      if u.op is Ops.REDUCE and (r or not _counts(u)) and not (r and _selects(u, reads)):
+        r = frozenset((u,))
+        tops[u] = r
+      elif u.op not in (Ops.EXPAND, Ops.REDUCE) and (t := frozenset().union(*(tops.get(s, frozenset()) for s in u.src if users[s] == 1))):
+        tops[u] = t if len(t) <= 2 else frozenset(list(t)[:2])
       reads[u] = r if len(r) <= MAX_FUSED_READS + 1 else frozenset(list(r)[:MAX_FUSED_READS + 1])
-  return reads
+  return reads, tops
 
-def plan_buffers(targets:dict[UOp, str], is_realized) -> dict[UOp, str]:
-  """{kernel root: device of its buffer} for the graph under the targets ({target: device}, the targets without a buffer yet).
+@dataclass(frozen=True)
+class BufferPlan:
+  roots: dict[UOp, str]   # {kernel root: device of its buffer}
+  inline: frozenset[UOp]  # reduces computed where they are used on the assumption that they fold (see _selects); a kernel gives one
+                          # that does not fold a buffer of its own
+
+def plan_buffers(targets:dict[UOp, str], is_realized) -> BufferPlan:
+  """The kernel roots for the graph under the targets ({target: device}, the targets without a buffer yet).
   is_realized(u): u already has a buffer (the walk stops there)."""
   roots = dict(targets)
+  inline: set[UOp] = set()
   top: dict[UOp, bool] = {}     # reached from its kernel's root only through elementwise/movement ops without an EXPAND
   expanded: dict[UOp, int] = {}  # times a node is computed per element in its kernel (the EXPANDs between it and the root; the most)
   dev: dict[UOp, str] = {}
   reached = set(roots)
   topo = UOp(Ops.SINK, dtypes.void, tuple(roots)).toposort(gate=lambda n: not is_realized(n))
-  reads = buffers_read(topo, is_realized)
+  reads, tops = buffers_read(topo, is_realized)
   for u in reversed(topo):
     if u not in reached or u.op is Ops.BUFFER: continue
     is_top = top.get(u, True)
-    # a reduce of values that read no buffer (functions of the index alone, as Tensor.arange) that counts a condition is recomputed
-    # where it is used, as its sum folds into a closed form there (schedule/reduce_fold.py)
-    if u not in roots and (u.op in (Ops.CONTIGUOUS, Ops.COPY, Ops.AFTER) or
-                           (u.op is Ops.REDUCE and not is_top and (any(reads[s] for s in u.src) or not _counts(u)))):
+    # a reduce of values that read no buffer (functions of the index alone, as Tensor.arange) that counts a condition, or one that
+    # selects an element (a gather), is recomputed where it is used, as its sum folds into a closed form there (reduce_fold.py)
+    if u not in roots and u.op is Ops.REDUCE and not is_top and any(reads[s] for s in u.src) and u not in tops: inline.add(u)
+    elif u not in roots and (u.op in (Ops.CONTIGUOUS, Ops.COPY, Ops.AFTER) or
+                             (u.op is Ops.REDUCE and not is_top and (any(reads[s] for s in u.src) or not _counts(u)))):
       roots[u] = dev[u]
     # an elementwise value computed again for every element of a large expand gets a buffer when it reads many buffers (a batchnorm
     # feeding a conv reads five: recomputed for every tap and output channel, it cost more than the conv)
     elif u not in roots and expanded.get(u, 1) >= MIN_RECOMPUTE and u.op in GroupOp.Elementwise and len(reads[u]) > MAX_FUSED_READS:
+      roots[u] = dev[u]
+    # an elementwise value of two or more reduces that nothing else uses, needed under an EXPAND or in another reduce, is one kernel
+    # running those reduces (each would have a buffer of its own otherwise): batchnorm's backward adds two sums for the gradient of the
+    # mean
+    elif u not in roots and not is_top and u.op in GroupOp.Elementwise and len(tops.get(u, ())) >= 2:
       roots[u] = dev[u]
     if u in roots and prod(u.shape) == 0: continue   # an empty buffer: nothing to compute
     if u.op is Ops.REDUCE and any(u.src[0].shape[a] == 0 for a in u.arg[1]): continue  # a reduce of nothing is a constant
@@ -142,7 +193,7 @@ def plan_buffers(targets:dict[UOp, str], is_realized) -> dict[UOp, str]:
       top[s] = top.get(s, True) and child_top
       expanded[s] = max(expanded.get(s, 1), child_expanded)
       dev.setdefault(s, child_dev)
-  return roots
+  return BufferPlan(roots, frozenset(inline))
 
 # ***** 2. one kernel: pushing "the value at an index" down the graph *****
 
@@ -160,6 +211,9 @@ class KernelContext:
   uses: dict[UOp, int] = field(default_factory=dict)
   extra: dict[UOp, UOp] = field(default_factory=dict)    # nodes this kernel gave a buffer (MAX_INDEX_USES) -> BUFFER
   reads: dict[UOp, None] = field(default_factory=dict)   # the nodes it loads (a BUFFER, a realized node, a root), in load order
+  inline: frozenset[UOp] = frozenset()                   # BufferPlan.inline
+  reduce_of: dict[UOp, UOp] = field(default_factory=dict)  # REDUCE range -> the tensor-graph REDUCE it sums for
+  unfolded: list[UOp] = field(default_factory=list)       # the reduces of `inline` this kernel still loops over (no closed form)
   hazard: bool = False                                    # an AFTER's value reads the storage at another element than it writes
   out_merge_possible: bool = False
   reduce_merge_possible: bool = False
@@ -268,6 +322,7 @@ def _reduce(ctx:KernelContext, x:UOp, u:UOp) -> UOp:
     unroll = UNROLL if not NOOPT and total % UNROLL == 0 and total >= 2 * UNROLL else 1
     r = UOp.range(total // unroll, next(ctx.axis), AxisType.REDUCE)
     ctx.reduce_dims[r] = [total // unroll, unroll] if unroll > 1 else [total]
+    ctx.reduce_of[r] = u
     ranges = [r] if unroll == 1 else [r, UOp.range(unroll, next(ctx.axis), AxisType.UNROLL)]
     for a, v in zip(red, unflatten(r if unroll == 1 else r * unroll + ranges[1], sub)): idx[a] = v
     return UOp(Ops.REDUCE, u.dtype, (at(src, valid, tuple(idx)), *ranges), (rop,))
@@ -275,6 +330,7 @@ def _reduce(ctx:KernelContext, x:UOp, u:UOp) -> UOp:
   for a in red:
     ranges.append(r := UOp.range(in_shape[a], next(ctx.axis), AxisType.REDUCE))
     ctx.reduce_dims[r] = [in_shape[a]]
+    ctx.reduce_of[r] = u
     idx[a] = r
   if not (rop is Ops.ADD and dtypes.is_float(u.dtype) and prod(in_shape[a] for a in red) > REDUCE_STAGE):
     return UOp(Ops.REDUCE, u.dtype, (at(src, valid, idx), *ranges), (rop,))
@@ -294,7 +350,9 @@ def _staged_reduce(ctx:KernelContext, u:UOp, src:UOp, valid:UOp, idx:list, red:l
   sizes = [-(-total // (1 << (bits * (levels - 1))))] + [1 << bits] * (levels - 1)   # outermost first; a power of two inside
   unroll = 1 if NOOPT else UNROLL
   rngs = [UOp.range(s if i < levels - 1 else s // unroll, next(ctx.axis), AxisType.REDUCE) for i, s in enumerate(sizes)]
-  for r, s in zip(rngs, sizes): ctx.reduce_dims[r] = [s // unroll, unroll] if r is rngs[-1] and unroll > 1 else [s]
+  for r, s in zip(rngs, sizes):
+    ctx.reduce_dims[r] = [s // unroll, unroll] if r is rngs[-1] and unroll > 1 else [s]
+    ctx.reduce_of[r] = u
   inner = [rngs[-1]] if unroll == 1 else [rngs[-1], UOp.range(unroll, next(ctx.axis), AxisType.UNROLL)]
   flat = inner[0] if unroll == 1 else inner[0] * unroll + inner[1]
   for r, stride in zip(rngs[:-1], [1 << (bits * (levels - 1 - i)) for i in range(levels - 1)]): flat = flat + r * stride
@@ -308,10 +366,17 @@ def _staged_reduce(ctx:KernelContext, u:UOp, src:UOp, valid:UOp, idx:list, red:l
   for r in reversed(rngs[:-1]): x = UOp(Ops.REDUCE, u.dtype, (x, r), (Ops.ADD,))
   return x
 
+def _commit_weak(x:UOp, u:UOp) -> UOp:
+  # a weak node (an expression of Python values, Tensor(3) + 0.5) computes in the default int/float, the dtype it is stored as
+  dt = strong_dtype(u.dtype)
+  arg = dt if u.op is Ops.CAST else dt.const(u.arg) if u.op is Ops.CONST else u.arg
+  return at(UOp(u.op, dt, u.src, arg), x.src[1], x.src[2:])
+
 def _at(ops) -> UPat: return UPat(Ops.INDEX, arg=AT, src=(UPat(ops, name="u"),), allow_any_len=True, name="x")
 
 pm_index = PatternMatcher([
   (UPat(Ops.INDEX, arg=AT, name="x"), _from_buffer),      # first: input BUFFERs, realized nodes and other kernels' roots are loaded
+  (UPat(Ops.INDEX, arg=AT, src=(UPat(dtype=tuple(dtypes.weaks), name="u"),), allow_any_len=True, name="x"), _commit_weak),
   (_at(Ops.CONST), lambda x, u: u),
   (_at(tuple(GroupOp.ALU) + (Ops.CAST, Ops.BITCAST)), _elementwise),
   (_at(Ops.RESHAPE), _reshape),
@@ -341,12 +406,12 @@ class KernelInfo:
   def __repr__(self): return f"KernelInfo({self.name!r}{f', opts={self.opts!r}' if self.opts else ''})"
 
 def build_kernel(root:UOp, out:UOp, bufs:dict[UOp, UOp], realized_buffer, merge_out:bool, merge_reduce:bool,
-                 memo:dict|None=None) -> tuple[UOp|None, KernelContext]:
+                 memo:dict|None=None, inline:frozenset[UOp]=frozenset()) -> tuple[UOp|None, KernelContext]:
   """The kernel AST computing root into the BUFFER out. With merge_out (merge_reduce) the output (reduced) dims are one loop,
   split again by index arithmetic where a buffer needs that. For an AFTER root: the kernel writing its value into its storage
   (None when there is nothing to write: the view holds no element of the storage, or the value is what it holds; ctx.hazard when
-  the write can't be in place)."""
-  ctx = KernelContext(root, out, bufs, realized_buffer, merge_reduce, {} if memo is None else memo)
+  the write can't be in place). ctx.unfolded lists the reduces of `inline` it computes with a loop."""
+  ctx = KernelContext(root, out, bufs, realized_buffer, merge_reduce, {} if memo is None else memo, inline=inline)
   write = root.src[1] if root.op is Ops.AFTER else None
   shape = root.shape if write is None else write.src[1].shape
   ctx.param(out)
@@ -369,6 +434,7 @@ def build_kernel(root:UOp, out:UOp, bufs:dict[UOp, UOp], realized_buffer, merge_
     # the name lists the loops that are left
     left = value.toposort()
     ctx.reduce_dims = {r: d for r, d in ctx.reduce_dims.items() if r in left}
+    ctx.unfolded = list(dict.fromkeys(x for r in ctx.reduce_dims if (x := ctx.reduce_of[r]) in inline and x is not root))
   if write is None: store = UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, out.dtype, (ctx.params[out], flat_index(idx, shape))), value))
   elif (store := _store_through(ctx, value, seen)) is None: return None, ctx
   red_dims = [d for r in sorted(ctx.reduce_dims, key=lambda r: r.arg[0]) for d in ctx.reduce_dims[r]]
@@ -386,15 +452,16 @@ def _store_through(ctx:KernelContext, value:UOp, seen:UOp) -> UOp|None:
 
 def divmods(ast:UOp) -> int: return sum(1 for x in ast.toposort() if x.op in (Ops.FLOORDIV, Ops.FLOORMOD))
 
-def best_kernel(root:UOp, out:UOp, bufs:dict[UOp, UOp], realized_buffer, memo:dict|None=None) -> tuple[UOp|None, KernelContext]:
+def best_kernel(root:UOp, out:UOp, bufs:dict[UOp, UOp], realized_buffer, memo:dict|None=None,
+                inline:frozenset[UOp]=frozenset()) -> tuple[UOp|None, KernelContext]:
   """The loop structure with the fewest divisions (index arithmetic), the most merged one on a tie."""
   best: tuple[int, UOp, KernelContext]|None = None
   built: set[tuple[bool, bool]] = set()
   for mo, mr in ((False, False),) if NOOPT else ((True, True), (True, False), (False, True), (False, False)):
     # a candidate that merges nothing more than one already built gives the same AST
     if best is not None and (mo and best[2].out_merge_possible, mr and best[2].reduce_merge_possible) in built: continue
-    ast, ctx = build_kernel(root, out, bufs, realized_buffer, mo, mr, memo)
-    if ast is None or ctx.hazard: return ast, ctx
+    ast, ctx = build_kernel(root, out, bufs, realized_buffer, mo, mr, memo, inline)
+    if ast is None or ctx.hazard or ctx.unfolded: return ast, ctx
     built.add((mo and ctx.out_merge_possible, mr and ctx.reduce_merge_possible))
     n = divmods(ast)
     if best is None or n < best[0]: best = (n, ast, ctx)

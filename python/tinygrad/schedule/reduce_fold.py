@@ -6,6 +6,8 @@ replaced by arithmetic:
 - `sum_k cond(k)` / `sum_k where(cond(k), c, 0)`      -> c * count(cond), cond an and of linear bounds on k (lo <= k < hi)
 - `sum_k where(k == e, v(k), 0)` (a one-hot select)   -> where(0 <= e < N, v(e), 0), the loads of v gated by the same bound
   (also `sum_k (k == e) * v(k)`, the mask multiplied in)
+- `sum_k c * x(k)`, c free of k, where `sum_k x(k)` is one of the above -> c * (its closed form) (a gradient's sign or scale:
+  cross-entropy's backward sums -onehot/n)
 Tensor.arange is the first: its positions are a count of a mask (tensor/creation.py), so arange is an elementwise kernel; a one-hot
 of an arange against indices (embedding, gather, cross-entropy's label pick) then becomes the second, a direct indexed load.
 """
@@ -114,6 +116,12 @@ def _select(red:UOp, ne:UOp, v:UOp, z:UOp) -> UOp|None:
 _ZERO = UPat(Ops.CONST, name="z")
 _EQ = UPat(Ops.CMPNE, src=(UPat(Ops.CMPNE, name="ne"), UPat(Ops.CONST, arg=True)))
 
+def _scaled(red:UOp, c:UOp, x:UOp) -> UOp|None:
+  """sum_k c * x(k) -> c * sum_k x(k) when c does not depend on k and the sum of x folds (otherwise the sum is left as it is)."""
+  if _depends(c, red.src[1:]): return None
+  inner = UOp(Ops.REDUCE, red.dtype, (x, *red.src[1:]), red.arg)
+  return None if (folded := pm_reduce_fold.rewrite(inner)) is None else c * folded
+
 pm_reduce_fold = PatternMatcher([
   # a bool condition spelled as a select of its two values
   (UPat(Ops.WHERE, dtypes.bool, src=(UPat.var("c"), UPat(Ops.CONST, arg=True), UPat(Ops.CONST, arg=False))), lambda c: c),
@@ -125,6 +133,7 @@ pm_reduce_fold = PatternMatcher([
    lambda red, ne, v: _select(red, ne, v, UOp.const(red.dtype.const(0), red.dtype))),
   (UPat(Ops.REDUCE, arg=(Ops.ADD,), src=(UPat(Ops.WHERE, src=(UPat.var("cond"), UPat.var("c"), _ZERO)),), allow_any_len=True, name="red"),
    _count_where),
+  (UPat(Ops.REDUCE, arg=(Ops.ADD,), src=(UPat(Ops.MUL, src=[UPat.var("c"), UPat.var("x")]),), allow_any_len=True, name="red"), _scaled),
 ])
 
 def fold_reduces(value:UOp) -> UOp:

@@ -2,8 +2,9 @@
 
 As in tinygrad 0.14, backward() fills `.grad` of every live float tensor whose UOp is in the loss's graph (parameters, inputs and
 intermediates alike), so the Tensor class keeps a weak set of all tensors (`track`). Two kinds are left out: tensors with
-requires_grad=False (an opt-out, as in torch) and pure constants (Tensor(2.0), Tensor.full(...): their UOps are interned, so the
-same node also stands for every equal constant the graph uses internally, and 0.14 gives them no device and no gradient either).
+requires_grad=False (an opt-out, as in torch) and pure constants (Tensor(2.0), Tensor.full(..., buffer=False): their UOps are
+interned, so the same node also stands for every equal constant the graph uses internally, and 0.14 gives them no device and no
+gradient either). Tensor.full/zeros/ones (buffer=True, the default) are a buffer of their own, with a gradient like any tensor.
 """
 from __future__ import annotations
 import weakref

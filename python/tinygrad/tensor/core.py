@@ -44,10 +44,12 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
       self.uop = data if dtype is None or data.dtype is dtype else UOp(Ops.CAST, dtype, (data,), dtype)
       return
     if isinstance(data, (bool, int, float)):
-      dt = dtype or strong_dtype(_weak(data))
-      if isinstance(data, int) and not isinstance(data, bool) and dtypes.is_int(dt) and not dt.min <= data <= dt.max:
-        raise OverflowError(f"Python int {data} doesn't fit in {dt} (range [{dt.min}, {dt.max}])")
-      self.uop = UOp.const(dt.const(data), dt)
+      # as in tinygrad 0.14, a Python int or float without a dtype is weak (weakint/weakfloat): it takes the type of the tensor it
+      # meets, and is stored (numpy, realize) as the default int/float
+      dt = dtype or _weak(data)
+      if isinstance(data, int) and not isinstance(data, bool) and dtypes.is_int(dt) and not (sd := strong_dtype(dt)).min <= data <= sd.max:
+        raise OverflowError(f"Python int {data} doesn't fit in {sd} (range [{sd.min}, {sd.max}])")
+      self.uop = UOp.const(dt.const(data) if dt not in dtypes.weaks else data, dt)
       return
     import numpy as np
     if isinstance(data, pathlib.Path):
@@ -115,13 +117,13 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
   def schedule(self, *lst:Tensor):
     """The kernels realize() would run (a list of ScheduleItems, in run order), and {tensor uop: BUFFER}. Nothing runs and the
     tensors are unchanged; see schedule_linear for tinygrad 0.14's form."""
-    check_tensors("schedule", lst)
-    return create_schedule([t.uop for t in (self,) + lst], [t.device for t in (self,) + lst])
+    tensors = _stored((self,) + check_tensors("schedule", lst))
+    return create_schedule([t.uop for t in tensors], [t.device for t in tensors])
   def linear_with_vars(self, *lst:Tensor) -> tuple[UOp, dict[str, int]]:
     """tinygrad 0.14's schedule API: the LINEAR UOp that realizes these tensors (src: one CALL(kernel AST, *BUFFERs) per kernel or
     copy, in run order) and the values of its symbolic variables (none yet: always {}). As in tinygrad, the tensors now refer to
     their output buffers, which hold the data once `tinygrad.engine.realize.run_linear(linear, var_vals)` has run it."""
-    tensors = (self,) + check_tensors("linear_with_vars", lst)
+    tensors = _stored((self,) + check_tensors("linear_with_vars", lst))
     items, bufs = create_schedule([t.uop for t in tensors], [t.device for t in tensors])
     _bind_buffers(tensors, bufs)
     return schedule_to_linear(items), {}
@@ -131,8 +133,9 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
     if var_vals: raise RuntimeError(f"schedule_linear can't bind variables {sorted(var_vals)}: use linear_with_vars")
     return linear
   def realize(self, *lst:Tensor, do_update_stats=True) -> Tensor:
-    """Computes these tensors (also as `Tensor.realize(a, b, ...)`); `do_update_stats` is 0.14's flag (the counters always count)."""
-    tensors = (self,) + check_tensors("realize", lst)
+    """Computes these tensors (also as `Tensor.realize(a, b, ...)`); `do_update_stats` is 0.14's flag (the counters always count).
+    A tensor of a weak dtype is a constant expression of Python values: it has no storage and is left as it is (as in 0.14)."""
+    if not (tensors := _stored((self,) + check_tensors("realize", lst))): return self
     items, bufs = create_schedule([t.uop for t in tensors], [t.device for t in tensors])
     run_schedule(items)
     _bind_buffers(tensors, bufs)
@@ -143,13 +146,14 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
         unallocated.discard(b)
     return self
   def _buffer(self):
+    if self.dtype in dtypes.weaks: return self.cast(strong_dtype(self.dtype))._buffer()   # stored as the default int/float
     t = self if ((b := as_buffer(self.uop)) is not None and b.src[0].arg == self.numel()) or pending_write(self.uop) is not None \
       else self.contiguous()
     t.realize()
     return buffer_of(as_buffer(t.uop))
   def numpy(self):
     import numpy as np
-    if self.numel() == 0: return np.zeros(self.shape, dtype=_to_np_dtype(self.dtype) or np.float32)
+    if self.numel() == 0: return np.zeros(self.shape, dtype=_to_np_dtype(strong_dtype(self.dtype)) or np.float32)
     # writable and independent of the tensor, as in tinygrad: a large CPU buffer is shared copy-on-write (no copy until either side
     # writes), anything else is copied once
     return self._buffer().numpy(share=True).reshape(self.shape)
@@ -177,7 +181,9 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
     """A copy of this tensor in a buffer of its own (on `device` if given)."""
     # a copy to another device already lands in a new buffer
     if device is not None and (ret := self.to(device)) is not self: return ret
-    return self._new(UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,)))
+    # a weak constant gets storage of the default int/float (as in 0.14)
+    src = self if self.dtype not in dtypes.weaks else self.cast(strong_dtype(self.dtype))
+    return self._new(UOp(Ops.CONTIGUOUS, src.dtype, (src.uop,)))
   def replace(self, x:Tensor) -> Tensor:
     """Makes this tensor refer to x's data (shape must match; dtype and device may change)."""
     check_tensors("replace", (x,))
@@ -187,8 +193,9 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
   def decode_hevc_frame(self, frame_pos, shape:tuple[int, ...], state:Tensor, ref_frames:list[Tensor]|None=None) -> Tensor:
     raise NotImplementedError("decode_hevc_frame needs a hardware HEVC decoder (tinygrad's NV backend); no device here has one")
   def contiguous(self) -> Tensor:
-    if self.uop.op in (Ops.CONTIGUOUS, Ops.COPY) or ((b := as_buffer(self.uop)) is not None and b.src[0].arg == self.numel()) or \
-       pending_write(self.uop) is not None: return self
+    # a weak tensor is a constant of Python values, without storage (as in 0.14)
+    if self.dtype in dtypes.weaks or self.uop.op in (Ops.CONTIGUOUS, Ops.COPY) or pending_write(self.uop) is not None or \
+       ((b := as_buffer(self.uop)) is not None and b.src[0].arg == self.numel()): return self
     return self._new(UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,)))
 
   # ***** the primitives of the mixins (tinygrad/mixin): movement, reductions and elementwise ops are written there, once *****
@@ -207,15 +214,18 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
     and the constant a Python value becomes are UOp's rule for tensor-level nodes (so Tensor and UOp build the same nodes); only
     the device check and broadcasting two shapes are Tensor's own."""
     if not isinstance(y, Tensor):
-      a, b = self.uop._broadcasted(y, reverse, match_dtype)
-      return self._new(a), self._new(b)
+      # next to a weak tensor of some shape a Python value is a weak 0-d tensor, broadcast below (UOp's rule makes it shapeless)
+      if self.dtype not in dtypes.weaks or not self.shape:
+        a, b = self.uop._broadcasted(y, reverse, match_dtype)
+        return self._new(a), self._new(b)
+      y = Tensor(y, device=self.device)
     self._same_device(y)
     weak_x, weak_y = self.dtype in dtypes.weaks, y.dtype in dtypes.weaks
     if match_dtype and not (weak_x and weak_y) and (weak_x or weak_y or least_upper_dtype(self.dtype, y.dtype) in dtypes.weaks):
       # a weak constant (Tensor.const) next to a typed tensor, or two dtypes whose promotion is weak (int8 and uint64 meet at weakfloat):
       # both become the strong dtype of their promotion, as 0.14 stores them (nothing weak is stored)
       out = strong_dtype(least_upper_dtype(self.dtype, y.dtype))
-      xu, yu = (y.uop.cast(out), self.uop.cast(out)) if reverse else (self.uop.cast(out), y.uop.cast(out))
+      xu, yu = (_as_dtype(y.uop, out), _as_dtype(self.uop, out)) if reverse else (_as_dtype(self.uop, out), _as_dtype(y.uop, out))
     else: xu, yu = self.uop._broadcasted(y.uop, reverse, match_dtype)
     x, y = self._new(xu), self._new(yu)
     if x.shape == y.shape: return x, y
@@ -247,6 +257,24 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
 
   def __matmul__(self, x): return self.matmul(x)
   def __rmatmul__(self, x): return self.matmul(x, reverse=True)
+
+def _as_dtype(u:UOp, dt:DType) -> UOp:
+  """u cast to dt; a constant (a CONST, maybe reshaped and expanded: Tensor(3), full(..., buffer=False)) is that constant of dt, so a
+  Python value meeting a tensor is the same node whether it came as a number or as a weak tensor."""
+  if u.dtype is dt: return u
+  movs: list[UOp] = []
+  c = u
+  while c.op in (Ops.RESHAPE, Ops.EXPAND):
+    movs.append(c)
+    c = c.src[0]
+  if c.op is not Ops.CONST: return u.cast(dt)
+  ret = UOp.const(dt.const(c.arg), dt)
+  for m in reversed(movs): ret = UOp(m.op, dt, (ret,), m.arg)
+  return ret
+
+def _stored(tensors:tuple[Tensor, ...]) -> tuple[Tensor, ...]:
+  # a tensor of a weak dtype is a constant expression of Python values, with no storage: nothing to schedule (as in 0.14)
+  return tuple(t for t in tensors if t.dtype not in dtypes.weaks)
 
 def _bind_buffers(tensors:tuple[Tensor, ...], bufs:dict[UOp, UOp]) -> None:
   """Points each tensor (and every graph holding its old UOp) at the buffer its schedule writes; the writes of Tensor.assign

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 import math
 import weakref
-from tinygrad.dtype import DType, DTypeLike, dtypes, to_dtype, Invalid, truncate
+from tinygrad.dtype import DType, DTypeLike, dtypes, to_dtype, Invalid, truncate, strong_dtype
 from tinygrad.helpers import prod, argfix, fetch
 from tinygrad.schedule.buffers import new_buffer, buffer_view, buffer_of
 from tinygrad.tensor.common import canon_device, broadcast_shape, check_tensors
@@ -49,14 +49,22 @@ class CreationMixin:
     return Tensor.empty(*shape, dtype=_dtype_or(dtype, dtypes.bool), device=device)
   @staticmethod
   def full(shape, fill_value, dtype:DTypeLike|None=None, device:str|None=None, buffer=True) -> Tensor:
-    """fill_value in the given shape. tinygrad 0.14 stores it into a buffer unless buffer=False; here it is a broadcast constant
-    either way, fused into the kernels that read it and stored when realized (so `buffer` changes nothing)."""
+    """fill_value in the given shape, in a buffer of its own (as in tinygrad 0.14: a new buffer the value is assigned into, so two
+    equal full tensors are independent for assign, __setitem__ and gradients). buffer=False gives the broadcast constant instead,
+    which fuses into the kernels that read it (equal constants are one interned node)."""
     shape = Tensor._check_shape((shape,), "full")
     if fill_value is Invalid: return Tensor.invalids(shape, dtype=dtype, device=device)
-    return Tensor(fill_value, device=device, dtype=dtype).reshape((1,) * len(shape)).expand(shape)
+    val = Tensor(fill_value, device=device, dtype=dtype)
+    # a buffer is never weak: a Python value without a dtype is stored as the default int/float (as in 0.14)
+    if buffer and val.dtype in dtypes.weaks: val = Tensor(fill_value, device=device, dtype=strong_dtype(val.dtype))
+    val = val.reshape((1,) * len(shape)).expand(shape)
+    return Tensor.empty(shape, dtype=val.dtype, device=device).assign(val) if buffer else val
   def full_like(self, fill_value, dtype:DTypeLike|None=None, device:str|None=None, buffer=True) -> Tensor:
     return Tensor.full(self.shape, fill_value, dtype=dtype if dtype is not None else self.dtype,
                        device=device if device is not None else self.device, buffer=buffer)
+  def _full(self, fill_value, dtype:DTypeLike|None=None) -> Tensor:
+    """The mixins' primitive (see mixin/movement.py): fill_value as a broadcast constant of self's shape."""
+    return self.full_like(fill_value, dtype, buffer=False)
   @staticmethod
   def zeros(*shape, **kwargs) -> Tensor: return Tensor.full(argfix(*shape), 0.0, **{"dtype": dtypes.default_float, **kwargs})
   @staticmethod
@@ -72,7 +80,7 @@ class CreationMixin:
     dt = _dtype_or(dtype, dtypes.default_float if any(isinstance(x, float) for x in (start, stop, step)) else dtypes.default_int)
     if step == 0: raise ValueError("arange needs a nonzero step")
     n = max(-((start - stop) // step) if all(isinstance(v, int) for v in (start, stop, step)) else math.ceil((stop - start) / step), 0)
-    if n == 0: return Tensor.full((0,), 0, dtype=dt, device=device)
+    if n == 0: return Tensor.full((0,), 0, dtype=dt, device=device, buffer=False)
     i = _positions(n, device)
     if not dtypes.is_float(dt): return (i.cast(dt) * step + start).cast(dt) if step != 1 or start != 0 else i.cast(dt)
     # numpy's float fill: value 0 is start and value 1 start+step (each rounded to dt once), value i is v0 + i*(v1 - v0) computed in
@@ -134,7 +142,7 @@ def _positions(n:int, device:str|None) -> Tensor:
   one), and position i is its row's count. The scheduler folds that sum into a closed form (schedule/rangeify.py), so this is an
   elementwise kernel without a loop over n, and comparisons against it fold into indexed loads."""
   width = 2 * n + 1
-  row = Tensor.full((n,), True, dtype=dtypes.bool, device=device).pad(((0, n + 1),))
+  row = Tensor.full((n,), True, dtype=dtypes.bool, device=device, buffer=False).pad(((0, n + 1),))
   mask = row.reshape(1, width).expand(n, width).reshape(n * width).shrink(((0, n * (width - 1)),)).reshape(n, width - 1)
   dt = dtypes.int32 if n <= dtypes.int32.max else dtypes.int64
   return mask.shrink(((0, n), (n, 2 * n))).cast(dt).sum(1, dtype=dt)

@@ -70,7 +70,7 @@ class HashingMixin:
     words = data.reshape(bs, nblocks, rate // 8, 8).cast(dtypes.uint64)
     words = (words << Tensor([8 * i for i in range(8)], device=self.device, dtype=dtypes.uint64)).sum(-1, dtype=dtypes.uint64)
     words = words.pad(((0, 0), (0, 0), (0, 25 - rate // 8)))
-    state = Tensor.zeros(bs, 5, 5, device=self.device, dtype=dtypes.uint64)
+    state = Tensor.zeros(bs, 5, 5, device=self.device, dtype=dtypes.uint64, buffer=False)
     for k in range(nblocks): state = _keccak_f(state ^ words[:, k].reshape(bs, 5, 5))
     obytes = (200 - rate) // 2
     out = _as_bytes(state.reshape(bs, 25))[:, :obytes]

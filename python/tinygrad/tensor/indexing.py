@@ -153,7 +153,7 @@ class IndexingMixin:
       mask = m if mask is None else mask & m
     axes = tuple(nb + pos for pos, _, _ in adv)
     xe = x.reshape((1,) * nb + x.shape)
-    ret = mask.where(xe, xe.zeros_like()).sum(axes).cast(self.dtype)
+    ret = mask.where(xe, xe._full(0)).sum(axes).cast(self.dtype)
     positions = [pos for pos, _, _ in adv]
     if positions == list(range(positions[0], positions[0] + len(positions))) and positions[0] > 0:
       rest = len(shape) - len(positions)
@@ -220,7 +220,7 @@ class IndexingMixin:
     if _storage_view(self.uop) is not None:
       self._basic_index(idx)._assign(vb, share=True)
       return
-    mask = self._unindex(idx, vb.full_like(True, dtypes.bool))
+    mask = self._unindex(idx, vb._full(True, dtypes.bool))
     self.uop = mask.where(self._unindex(idx, vb), self).uop
 
   def __iadd__(self, x): return self.assign(self + x)
@@ -257,13 +257,13 @@ class IndexingMixin:
     x = self.shrink(tuple(None if i == d else (0, s) for i, s in enumerate(index.shape)))
     x = x.unsqueeze(-1).transpose(d, -1)
     mask = self._onehot_along(d, index, n)
-    return mask.where(x, x.zeros_like()).sum(-1).cast(self.dtype)
+    return mask.where(x, x._full(0)).sum(-1).cast(self.dtype)
 
   def _scatter_parts(self, name:str, dim:int, index:Tensor, src):
     """For each element of self: the mask of index entries writing it and their src values, both shaped out + (m,) where m is
     index's size along dim (the writers are moved to the last axis)."""
     d = self._check_index(name, dim, index)
-    if not isinstance(src, Tensor): src = Tensor.full(index.shape, src, device=self.device, dtype=self.dtype)
+    if not isinstance(src, Tensor): src = Tensor.full(index.shape, src, device=self.device, dtype=self.dtype, buffer=False)
     if src.ndim != index.ndim or any(a > b for a, b in zip(index.shape, src.shape)):
       raise RuntimeError(f"{name}: src {src.shape} must have index's ndim and be at least as large as index {index.shape}")
     src = src.shrink(tuple((0, s) for s in index.shape)).cast(self.dtype)
@@ -277,12 +277,12 @@ class IndexingMixin:
     without reduce, the last one wins."""
     if reduce not in (None, "add", "multiply"): raise TypeError(f"scatter reduce must be None, 'add' or 'multiply', got {reduce!r}")
     _, mask, src = self._scatter_parts("scatter", dim, index, src)
-    if reduce == "add": return self + mask.where(src, src.zeros_like()).sum(-1).cast(self.dtype)
-    if reduce == "multiply": return self * mask.where(src, src.ones_like()).prod(-1)
+    if reduce == "add": return self + mask.where(src, src._full(0)).sum(-1).cast(self.dtype)
+    if reduce == "multiply": return self * mask.where(src, src._full(1)).prod(-1)
     order = Tensor.arange(1, mask.shape[-1] + 1, device=self.device)
     last = mask.where(order, 0).max(-1, keepdim=True)
     pick = mask & order.eq(last)
-    return mask.max(-1).where(pick.where(src, src.zeros_like()).sum(-1).cast(self.dtype), self)
+    return mask.max(-1).where(pick.where(src, src._full(0)).sum(-1).cast(self.dtype), self)
 
   def scatter_reduce(self, dim:int, index:Tensor, src:Tensor, reduce:str, include_self:bool=True) -> Tensor:
     """Combines the src values written to each element (and self's own, if include_self) with sum, prod, mean, amax or amin."""
@@ -291,14 +291,14 @@ class IndexingMixin:
     _, mask, src = self._scatter_parts("scatter_reduce", dim, index, src)
     hit = mask.max(-1)
     if reduce in ("sum", "mean"):
-      s = mask.where(src, src.zeros_like()).sum(-1).cast(self.dtype)
+      s = mask.where(src, src._full(0)).sum(-1).cast(self.dtype)
       if reduce == "sum": return self + s if include_self else hit.where(s, self)
       cnt = mask.sum(-1) + (1 if include_self else 0)
       tot = self + s if include_self else s
       mean = (tot.div(cnt) if dtypes.is_float(self.dtype) else tot.div(cnt, rounding_mode="floor")).cast(self.dtype)
       return hit.where(mean, self)
     if reduce == "prod":
-      p = mask.where(src, src.ones_like()).prod(-1)
+      p = mask.where(src, src._full(1)).prod(-1)
       return self * p if include_self else hit.where(p, self)
     if dtypes.is_float(self.dtype): lo, hi = float("-inf"), float("inf")
     elif self.dtype is dtypes.bool: lo, hi = False, True
@@ -318,7 +318,7 @@ class IndexingMixin:
 
   def _select_flat(self, values:Tensor, flat_mask:Tensor, slot:Tensor, size:int, fill_value) -> Tensor:
     hit = flat_mask.unsqueeze(0) & slot.unsqueeze(0).eq(Tensor.arange(size, device=self.device).unsqueeze(1))   # (size, n)
-    got = hit.where(values.unsqueeze(0), values.zeros_like().unsqueeze(0)).sum(1).cast(values.dtype)
+    got = hit.where(values.unsqueeze(0), values._full(0).unsqueeze(0)).sum(1).cast(values.dtype)
     return hit.max(1).where(got, Tensor(fill_value, device=self.device, dtype=values.dtype)) if size else got
 
   def masked_select(self, mask, size:int|None=None, fill_value=0) -> Tensor:

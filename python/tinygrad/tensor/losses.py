@@ -77,7 +77,7 @@ class LossMixin:
     cdim = 1 if self.ndim > 1 else 0
     n = self.shape[cdim]
     if weight is not None and weight.shape != (n,): raise RuntimeError(f"nll_loss: weight shape {weight.shape} must be ({n},)")
-    w = Y.full_like(1, dtype=self.dtype) if weight is None else self._label_mask(Y, n, -1).where(weight, 0).sum(-1)
+    w = Y._full(1, self.dtype) if weight is None else self._label_mask(Y, n, -1).where(weight, 0).sum(-1)
     if ignore_index is not None: w = w * Y.ne(ignore_index)
     nll = -self._label_mask(Y, n, cdim).where(self, 0).sum(cdim) * w
     if reduction != "mean": return nll._do_reduction(reduction)

@@ -146,7 +146,7 @@ class TensorMovementMixin:
     if self.ndim != 1: raise ValueError(f"diag needs a 1-D tensor, got shape {self.shape}")
     n = self.shape[0]
     eye = Tensor.arange(n, device=self.device).unsqueeze(1).eq(Tensor.arange(n, device=self.device))
-    return eye.where(self.unsqueeze(0).expand(n, n), self.zeros_like().unsqueeze(0).expand(n, n))
+    return eye.where(self.unsqueeze(0).expand(n, n), self._full(0).unsqueeze(0).expand(n, n))
   def diagonal(self, offset:int=0, dim1:int=0, dim2:int=1) -> Tensor:
     """The diagonal (offset above it when positive) of the dims dim1, dim2, as a last dim (as torch)."""
     d1, d2 = self._norm_axis(dim1), self._norm_axis(dim2)
@@ -163,7 +163,7 @@ class TensorMovementMixin:
     n, m = self.shape[-2:]
     rows, cols = Tensor.arange(n, device=self.device).unsqueeze(1), Tensor.arange(m, device=self.device).unsqueeze(0)
     keep = (cols - rows >= diagonal) if upper else (cols - rows <= diagonal)
-    return keep.where(self, self.zeros_like())
+    return keep.where(self, self._full(0))
   def tril(self, diagonal:int=0) -> Tensor:
     """The lower triangle of the last two dims (on and below the `diagonal`-th diagonal); the rest zero."""
     return self._tri(diagonal, False)

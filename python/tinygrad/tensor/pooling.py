@@ -81,7 +81,7 @@ class PoolingMixin:
     if count_include_pad and not ceil_mode: return total / prod(k_)
     # the divisor: ones over the input (and its regular padding when counted), zeros in the rest
     sp = self.shape[-len(k_):]
-    ones = Tensor.ones(*sp, device=self.device, dtype=dtypes.default_float)
+    ones = Tensor.ones(*sp, device=self.device, dtype=dtypes.default_float, buffer=False)
     if count_include_pad: ones, extra = ones._pad_spatial(pads, 1.0), [(0, ca - a) for (_, a), (_, ca) in zip(pads, cpads)]
     else: extra = cpads
     return total / ones._pad_spatial(extra)._pool(k_, s_, d_).sum(axes)

@@ -16,7 +16,7 @@ def _identity(op:Ops, dt:DType):
   if dt is dtypes.bool: return op is Ops.MUL
   return {Ops.ADD: 0, Ops.MUL: 1, Ops.MAX: dt.min}[op]
 
-def _isnan(x:Tensor) -> Tensor: return x.ne(x) if dtypes.is_float(x.dtype) else x.full_like(False, dtypes.bool)
+def _isnan(x:Tensor) -> Tensor: return x.ne(x) if dtypes.is_float(x.dtype) else x._full(False, dtypes.bool)
 
 def _before(a:Tensor, b:Tensor, ia:Tensor, ib:Tensor, descending:bool) -> Tensor:
   """Whether (a, ia) sorts before (b, ib): by value (NaN above everything, like numpy and torch), ties by the original index."""
@@ -54,7 +54,7 @@ class TensorReduceMixin:
     if axis is None: return self.flatten().argmax(0).reshape((1,) * self.ndim if keepdim else ())
     if self.ndim == 0:
       self._norm_axis(axis)
-      return self.full_like(0, dtypes.int32)
+      return self._full(0, dtypes.int32)
     ax = self._norm_axis(axis)
     if (n := self.shape[ax]) == 0: raise IndexError(f"argmax/argmin of an empty dim {ax} of shape {self.shape}")
     hit = self.eq(self.max(ax, keepdim=True)) | _isnan(self)
@@ -101,7 +101,7 @@ class TensorReduceMixin:
     stays the value with the index of the first NaN."""
     if self.ndim == 0:
       self._norm_axis(axis)
-      return self, self.full_like(0, dtypes.int32)
+      return self, self._full(0, dtypes.int32)
     ax = self._norm_axis(axis)
     values = self._scan(ax, Ops.MAX)
     if (n := self.shape[ax]) == 0: return values, values.cast(dtypes.int32)
@@ -138,7 +138,7 @@ class TensorReduceMixin:
     """(values, int32 indices) sorted along dim, stable (equal values keep their order); NaN sorts above every value, as in torch.
     A bitonic network over the dim padded to a power of two, carrying each element's original index."""
     d = self._norm_axis(dim)
-    if self.ndim == 0 or self.shape[d] <= 1: return self, self.full_like(0, dtypes.int32)
+    if self.ndim == 0 or self.shape[d] <= 1: return self, self._full(0, dtypes.int32)
     x, n = self.transpose(d, -1), self.shape[d]
     k = (n - 1).bit_length()
     pad = ((0, 0),) * (x.ndim - 1) + ((0, 2**k - n),)

@@ -797,12 +797,13 @@ class _UOpTensorLevel:
   def _mop(self:UOp, op:Ops, arg:Any) -> UOp: return UOp(op, self.dtype, (self,), arg)
   def _rop(self:UOp, op:Ops, axes:tuple[int, ...]) -> UOp: return UOp(_REDUCE, self.dtype, (self,), (op, axes))
   def full_like(self:UOp, fill_value:ConstType, dtype:DType|None=None) -> UOp:
-    """fill_value with self's shape: a CONST, reshaped to ones and expanded (as Tensor.full_like builds it)."""
+    """fill_value with self's shape: a CONST, reshaped to ones and expanded (as Tensor.full_like(..., buffer=False) builds it)."""
     dt = dtype or self.dtype
     ret = UOp(_CONST, dt, (), dt.const(fill_value))
     if not (shape := self.shape): return ret
     ret = UOp(_RESHAPE, dt, (ret,), (1,) * len(shape))
     return ret if all(s == 1 for s in shape) else UOp(_EXPAND, dt, (ret,), shape)
+  _full = full_like   # the mixins' primitive for a constant of self's shape
 _REDUCE, _RESHAPE, _EXPAND = Ops.REDUCE, Ops.RESHAPE, Ops.EXPAND
 
 # the operations (tinygrad/mixin); attached base class first so the subclass overrides win
