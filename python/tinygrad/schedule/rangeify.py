@@ -90,6 +90,7 @@ def _counts(u:UOp) -> bool:
   return x.op is Ops.WHERE and x.src[1].op is Ops.CONST and x.src[2].op is Ops.CONST and x.src[2].arg == 0
 
 MAX_FUSED_READS = 4  # buffers an elementwise value may read and still be computed again for every element of an EXPAND ...
+MAX_FUSED_OPS = 32   # ... and ALU ops it may take (gelu takes 59: recomputed inside the matmul it feeds, for every output column) ...
 MIN_RECOMPUTE = 8    # ... of at least this many elements per element
 
 def buffers_read(topo:list[UOp], is_realized) -> dict[UOp, frozenset[UOp]]:
@@ -108,6 +109,18 @@ def buffers_read(topo:list[UOp], is_realized) -> dict[UOp, frozenset[UOp]]:
       reads[u] = r if len(r) <= MAX_FUSED_READS + 1 else frozenset(list(r)[:MAX_FUSED_READS + 1])
   return reads
 
+def alu_ops(topo:list[UOp], reads:dict[UOp, frozenset[UOp]]) -> dict[UOp, frozenset[UOp]]:
+  """The ALU ops each node computes itself (stopping at nodes with a buffer and at reduces), counted up to MAX_FUSED_OPS + 1."""
+  ops: dict[UOp, frozenset[UOp]] = {}
+  empty: frozenset[UOp] = frozenset()
+  for u in topo:
+    if u.op is Ops.REDUCE or reads.get(u) == {u}: ops[u] = empty
+    else:
+      r = frozenset().union(*(ops.get(s, empty) for s in u.src))
+      if u.op in GroupOp.ALU: r = r | {u}
+      ops[u] = r if len(r) <= MAX_FUSED_OPS + 1 else frozenset(list(r)[:MAX_FUSED_OPS + 1])
+  return ops
+
 def plan_buffers(targets:dict[UOp, str], is_realized) -> dict[UOp, str]:
   """{kernel root: device of its buffer} for the graph under the targets ({target: device}, the targets without a buffer yet).
   is_realized(u): u already has a buffer (the walk stops there)."""
@@ -118,6 +131,7 @@ def plan_buffers(targets:dict[UOp, str], is_realized) -> dict[UOp, str]:
   reached = set(roots)
   topo = UOp(Ops.SINK, dtypes.void, tuple(roots)).toposort(gate=lambda n: not is_realized(n))
   reads = buffers_read(topo, is_realized)
+  ops = alu_ops(topo, reads)
   for u in reversed(topo):
     if u not in reached or u.op is Ops.BUFFER: continue
     is_top = top.get(u, True)
@@ -127,8 +141,10 @@ def plan_buffers(targets:dict[UOp, str], is_realized) -> dict[UOp, str]:
                            (u.op is Ops.REDUCE and not is_top and (any(reads[s] for s in u.src) or not _counts(u)))):
       roots[u] = dev[u]
     # an elementwise value computed again for every element of a large expand gets a buffer when it reads many buffers (a batchnorm
-    # feeding a conv reads five: recomputed for every tap and output channel, it cost more than the conv)
-    elif u not in roots and expanded.get(u, 1) >= MIN_RECOMPUTE and u.op in GroupOp.Elementwise and len(reads[u]) > MAX_FUSED_READS:
+    # feeding a conv reads five: recomputed for every tap and output channel, it cost more than the conv) or takes many ops (gelu
+    # feeding a matmul; on top of a reduce, as after a linear layer, it becomes that reduce's kernel: no kernel more)
+    elif u not in roots and expanded.get(u, 1) >= MIN_RECOMPUTE and u.op in GroupOp.Elementwise and \
+        (len(reads[u]) > MAX_FUSED_READS or len(ops[u]) > MAX_FUSED_OPS):
       roots[u] = dev[u]
     if u in roots and prod(u.shape) == 0: continue   # an empty buffer: nothing to compute
     if u.op is Ops.REDUCE and any(u.src[0].shape[a] == 0 for a in u.arg[1]): continue  # a reduce of nothing is a constant
