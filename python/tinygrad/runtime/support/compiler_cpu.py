@@ -154,12 +154,12 @@ class ClangCompiler(Compiler):
       with cond: pending.clear()
       finish([], [])
       raise
-    # the rest: one unit per core, balanced by source length (biggest kernels first, each to the lightest unit), counting the unit a
-    # helper is still compiling as its load (the caller's unit is the first)
+    # the rest: one unit per core, balanced by source length (biggest kernels first, each to the lightest unit), counting half of the
+    # unit a helper is still compiling as its load (how much of it is done is unknown; the caller's unit is the first)
     with cond:
       nunits = len(helpers) + 1 if started or len(pending) > 1 else 1
       units: list[list[int]] = [[] for _ in range(nunits)]
-      load = [0] + sorted(busy.values(), reverse=True)[:nunits - 1] + [0] * (nunits - 1 - len(busy))
+      load = [0] + sorted((b // 2 for b in busy.values()), reverse=True)[:nunits - 1] + [0] * (nunits - 1 - len(busy))
       for i in sorted(pending, key=lambda i: -len(todo[i])):
         units[k := min(range(nunits), key=lambda k: load[k])].append(i)
         load[k] += len(todo[i])
