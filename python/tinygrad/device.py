@@ -13,7 +13,7 @@ import re
 import threading
 from collections import defaultdict
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Generic, Iterable, Iterator, Sequence, TypeVar, TYPE_CHECKING
+from typing import Any, Callable, Generic, Iterator, Sequence, TypeVar, TYPE_CHECKING
 from tinygrad.helpers import DEBUG, LRU, CCACHE, ALLOW_DEVICE_USAGE, MAX_BUFFER_SIZE, DEV, GlobalCounters, diskcache_get, diskcache_put
 from tinygrad.helpers import select_by_name, select_first_inited, flat_mv, size_to_str, suppress_finalizing, check_host_alloc, BoundedCache
 from tinygrad.dtype import DType, dtypes, _to_np_dtype, from_storage_scalar, storage_fmt_for_dtype
@@ -311,36 +311,28 @@ class Compiler:
     """What besides the source determines the binary (compiler path, flags); part of the cache key."""
     return type(self).__name__
   def compile(self, src:str) -> bytes: return src.encode()
-  def compile_many(self, srcs:Iterable[str]) -> list[bytes]:
-    """Compiles several sources at once (srcs may be a generator). A compiler with a per-process cost (the CPU's C compiler) overrides
-    this to pay it once, and to compile the first sources while the generator makes the later ones."""
+  def compile_many(self, srcs:Sequence[str]) -> list[bytes]:
+    """Compiles several sources at once. A compiler with a per-process cost (the CPU's C compiler) overrides this to pay it once."""
     return [self.compile(src) for src in srcs]
   def cache_key(self, src:str) -> str: return hashlib.sha256(f"{self.cache_id()}\0{src}".encode()).hexdigest()
   def compile_cached(self, src:str) -> bytes: return self.compile_cached_many([src])[0]
-  def compile_cached_many(self, srcs:Iterable[str]) -> list[bytes]:
-    """compile_cached of each source; the ones found in neither cache are compiled together by one compile_many call, which gets them
-    as srcs yields them (a generator's later sources may still be in the making while the first ones compile)."""
+  def compile_cached_many(self, srcs:Sequence[str]) -> list[bytes]:
+    """compile_cached of each source; the ones found in neither cache are compiled together by one compile_many call."""
+    keys = [self.cache_key(src) for src in srcs]
     use_disk = self.cachekey is not None and CCACHE
-    keys: list[str] = []
     missing: dict[str, str] = {}   # key -> source, each distinct source once
     found: dict[str, bytes] = {}     # this call's results (the bounded memory cache may drop some of them before the end)
-    def misses() -> Iterator[str]:
-      for src in srcs:
-        keys.append(key := self.cache_key(src))
-        with self._lock:
-          if key in found or key in missing: continue   # the same source twice in this call: looked up or compiled once
-          if (lib := self._mem.get(key)) is not None:
-            self.stats["mem_hits"] += 1
-            found[key] = lib
-            continue
-          if use_disk and isinstance(lib := diskcache_get(self.cachekey, key), bytes):
-            self.stats["disk_hits"] += 1
-            found[key] = self._mem[key] = lib
-            continue
-          missing[key] = src
-        yield src
-    compiled = self.compile_many(misses())
-    libs = dict(zip(missing, compiled))
+    with self._lock:
+      for src, key in zip(srcs, keys):
+        if key in found or key in missing: continue   # the same source twice in this call: looked up or compiled once
+        if (lib := self._mem.get(key)) is not None:
+          self.stats["mem_hits"] += 1
+          found[key] = lib
+        elif use_disk and isinstance(lib := diskcache_get(self.cachekey, key), bytes):
+          self.stats["disk_hits"] += 1
+          found[key] = self._mem[key] = lib
+        else: missing[key] = src
+    libs = dict(zip(missing, self.compile_many(list(missing.values())))) if missing else {}
     with self._lock:
       for key, lib in libs.items():
         self.stats["compiled"] += 1
@@ -408,17 +400,12 @@ class Compiled:
       self.load_programs([spec])
       prg = self._programs[key]
     return prg
-  def load_programs(self, specs:Iterable[ProgramSpec]) -> None:
-    """Compiles and loads the kernels not loaded yet, all in one compiler call (the CPU device then starts its C compiler once per core
-    for a whole schedule instead of once per kernel). specs may be a generator: the compiler takes each spec as it comes."""
-    todo: dict[tuple[str, str], ProgramSpec] = {}
-    def srcs() -> Iterator[str]:
-      for spec in specs:
-        if (key := (spec.function_name, spec.src)) in self._programs or key in todo: continue
-        todo[key] = spec
-        yield spec.src
-    libs = self.compiler.compile_cached_many(srcs())
-    for (key, spec), lib in zip(todo.items(), libs):
+  def load_programs(self, specs:Sequence[ProgramSpec]) -> None:
+    """Compiles and loads the kernels not loaded yet, all in one compiler call (the CPU device then starts its C compiler once for
+    a whole schedule instead of once per kernel)."""
+    todo = {key: spec for spec in specs if (key := (spec.function_name, spec.src)) not in self._programs}
+    if not todo: return
+    for (key, spec), lib in zip(todo.items(), self.compiler.compile_cached_many([spec.src for spec in todo.values()])):
       self._programs[key] = self.runtime(spec.function_name, lib, spec)
   def run(self, spec:ProgramSpec, bufs:Sequence[Buffer], var_vals:dict|None=None, wait:bool=False) -> float|None:
     """Runs a rendered kernel on Buffers (allocating them if needed), in the spec's buffer order."""

@@ -26,12 +26,11 @@ def run_schedule(schedule:list[ScheduleItem]) -> None:
   AST and its linear UOps, 4: the C source (3 and 4 when a kernel is first compiled)."""
   if not schedule: return
   st_all, ops0, mem0 = time.perf_counter(), GlobalCounters.global_ops, GlobalCounters.global_mem
-  # each device compiles all of its new kernels in one go, lowering and rendering them as its compiler takes them (the CPU's compiles
-  # the first ones on the other cores while the later ones are lowered)
-  by_device: dict[str, list[ScheduleItem]] = {}
+  # lower and render every kernel first, so each device compiles all of its new kernels in one go
+  by_device: dict[str, list] = {}
   for si in schedule:
-    if si.ast.op is not Ops.COPY: by_device.setdefault(si.bufs[0].device, []).append(si)
-  for device, sis in by_device.items(): Device[device].load_programs(get_spec(si, device) for si in sis)
+    if si.ast.op is not Ops.COPY: by_device.setdefault(si.bufs[0].device, []).append(get_spec(si, si.bufs[0].device))
+  for device, specs in by_device.items(): Device[device].load_programs(specs)
   for si in schedule:
     device = si.bufs[0].device
     if si.ast.op is Ops.COPY:  # a copy between devices (Tensor.to): no kernel, not counted in kernel_count

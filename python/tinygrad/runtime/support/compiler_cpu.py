@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
-from typing import Iterable
+from typing import Sequence
 from tinygrad.device import Compiler, CompileError, CompilerNotFoundError, numbered_source
 from tinygrad.helpers import cpu_objdump
 
@@ -37,7 +37,6 @@ def _linker() -> str|None:
   """GNU ld on Linux: linking a shared object with it directly is a fraction of the cost of the compiler driver's link; None elsewhere."""
   return shutil.which("ld") if platform.system() == "Linux" else None
 
-STREAM_UNIT = 16384   # bytes of C a core takes at a time while the kernels are still being lowered (a compiler start costs ~30 ms)
 _KERNEL_NAME = re.compile(r"^void\s+(\w+)\s*\(", re.M)   # the renderer's kernel definition: `void NAME(` at the start of a line
 
 def unit_symbol(name:str, src:str) -> str:
@@ -81,94 +80,30 @@ class ClangCompiler(Compiler):
         self._run(self.argv + ["-c"] + self.flags + ["-x", "c", "-", "-o", obj := os.path.join(tmp, "kernel.o")], src)
         self._run([ld, "-shared", obj, "-o", out, "-lm"])
       with open(out, "rb") as f: return f.read()
-  def compile_many(self, srcs:Iterable[str]) -> list[bytes]:
-    """srcs may be a generator that lowers the kernels as it goes (run_schedule's): while it runs, the other cores compile what it
-    has produced so far, a unit of at least STREAM_UNIT bytes at a time; what is left at its end is split over all the cores by source
-    length. Kernels of the same name may share a unit (_compile_unit renames all but the first)."""
-    todo: list[str] = []
-    libs: dict[int, bytes] = {}
-    pending: list[int] = []          # batchable sources no unit has taken yet
-    final: list[list[int]] = []      # the units the end of the stream left, for whichever thread is free
-    state = {"done": False, "pending_bytes": 0}
-    busy: dict[int, int] = {}         # helper -> bytes of the unit it is compiling
-    errors: list[BaseException] = []
-    cond = threading.Condition()
-    def run(unit:list[int]) -> None:
-      res = self._compile_unit([todo[i] for i in unit])
-      with cond: libs.update(zip(unit, res))
-    def streamed_unit() -> bool:
-      return not state["done"] and state["pending_bytes"] >= STREAM_UNIT
-    def helper(n:int) -> None:
-      try:
-        while True:
-          with cond:
-            cond.wait_for(lambda: bool(final) or state["done"] or streamed_unit())
-            if final: unit = final.pop()
-            elif not state["done"]:
-              unit = pending[:]
-              pending.clear()
-              state["pending_bytes"] = 0
-              busy[n] = sum(len(todo[i]) for i in unit)
-            else: return
-          run(unit)
-          with cond: busy.pop(n, None)
-      except BaseException as e:   # re-raised in the caller's thread
-        errors.append(e)
-        with cond: state["done"] = True   # stop waiting for more: the caller raises once the stream ends
-    # plain threads: concurrent.futures and the logging it imports would cost a cold process more than they save
-    helpers = [threading.Thread(target=helper, args=(n,), name=f"tinygrad-cc-{n}", daemon=True) for n in range(1, os.cpu_count() or 1)]
-    started = False
-    def start() -> None:
-      nonlocal started
-      if not started:
-        for t in helpers: t.start()
-        started = True
-    def finish(mine:list[int], others:list[list[int]]) -> None:
-      """Compiles the caller's last unit while the helpers take the others, and waits for them."""
-      with cond:
-        final.extend(u for u in others if u)
-        state["done"] = True
-        cond.notify_all()
-      if final: start()
-      try:
-        if mine: run(mine)
-        while True:   # then the units no helper took yet
-          with cond:
-            if not final: break
-            unit = final.pop()
-          run(unit)
-      finally:
-        if started:
-          for t in helpers: t.join()
-    try:
-      for src in srcs:
-        todo.append(src)
-        if _KERNEL_NAME.search(src) is None: continue   # compiled alone, at the end
-        with cond:
-          pending.append(len(todo) - 1)
-          state["pending_bytes"] += len(src)
-          if streamed_unit():
-            start()
-            cond.notify()
-    except BaseException:
-      with cond: pending.clear()
-      finish([], [])
-      raise
-    # the rest: one unit per core, balanced by source length (biggest kernels first, each to the lightest unit), counting half of the
-    # unit a helper is still compiling as its load (how much of it is done is unknown; the caller's unit is the first)
-    with cond:
-      nunits = len(helpers) + 1 if started or len(pending) > 1 else 1
-      units: list[list[int]] = [[] for _ in range(nunits)]
-      load = [0] + sorted((b // 2 for b in busy.values()), reverse=True)[:nunits - 1] + [0] * (nunits - 1 - len(busy))
-      for i in sorted(pending, key=lambda i: -len(todo[i])):
-        units[k := min(range(nunits), key=lambda k: load[k])].append(i)
-        load[k] += len(todo[i])
-      pending.clear()
-    finish(units[0], units[1:])
-    if errors: raise errors[0]
-    for i, src in enumerate(todo):
-      if i not in libs: libs[i] = self.compile(src)   # the sources with no `void NAME(` line
-    return [libs[i] for i in range(len(todo))]
+  def compile_many(self, srcs:Sequence[str]) -> list[bytes]:
+    names = [m.group(1) if (m := _KERNEL_NAME.search(src)) else None for src in srcs]
+    batched = [i for i, name in enumerate(names) if name is not None]
+    if len(batched) < 2: return [self.compile(src) for src in srcs]
+    # units: one per core, balanced by source length (biggest kernels first, each to the lightest unit). Kernels of the same name may
+    # share a unit (_compile_unit renames all but the first): keeping them apart started a compiler per duplicate (a CNN's backward
+    # has seven kernels of one name)
+    units: list[list[int]] = [[] for _ in range(min(len(batched), os.cpu_count() or 1))]
+    for i in sorted(batched, key=lambda i: -len(srcs[i])): min(units, key=lambda u: sum(len(srcs[j]) for j in u)).append(i)
+    units = [u for u in units if u]
+    libs: dict[int, bytes] = {i: self.compile(src) for i, src in enumerate(srcs) if names[i] is None}
+    # one thread per unit (plain threads: concurrent.futures and the logging it imports would cost a cold process more than they save)
+    results: list[list[bytes]|BaseException|None] = [None] * len(units)
+    def work(n:int):
+      try: results[n] = self._compile_unit([srcs[i] for i in units[n]])
+      except BaseException as e: results[n] = e   # re-raised in the caller's thread
+    threads = [threading.Thread(target=work, args=(n,), name=f"tinygrad-cc-{n}") for n in range(1, len(units))]
+    for t in threads: t.start()
+    work(0)
+    for t in threads: t.join()
+    for unit, res in zip(units, results):
+      if isinstance(res, BaseException): raise res
+      libs.update(zip(unit, res or []))
+    return [libs[i] for i in range(len(srcs))]
   def _compile_unit(self, srcs:list[str]) -> list[bytes]:
     """Kernels -> one shared object, given to each of them: a kernel whose name an earlier one of the unit has is defined under
     unit_symbol(name, src) instead (the same source twice is compiled once). A unit that fails to compile is compiled kernel by kernel
