@@ -7,7 +7,7 @@ from test_linear_kernels import add_kernel
 from tinygrad.device import Device, Buffer, CompileError, CompilerNotFoundError
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import Context
-from tinygrad.runtime.support.compiler_cpu import ClangCompiler
+from tinygrad.runtime.support.compiler_cpu import ClangCompiler, unit_symbol
 
 def _src(tag:str) -> str: return f"void f_{tag}(float* restrict a) {{ a[0] = 1.0f; }}\n"
 
@@ -105,14 +105,32 @@ def _call(lib:bytes, name:str) -> float:
 def test_compile_many_gives_each_kernel_a_library_with_its_function(monkeypatch):
   import os
   from tinygrad.runtime.ops_cpu import load_library
-  monkeypatch.setattr(os, "cpu_count", lambda: 1)   # one unit, plus one for the second kernel named k_a
-  # two kernels share a name (so they go to different units), and one source has no kernel line the batcher recognizes
-  srcs = [_kernel("k_a", 1.0), _kernel("k_b", 2.0), _kernel("k_a", 3.0), "__attribute__((used)) " + _kernel("k_c", 5.0)]
+  monkeypatch.setattr(os, "cpu_count", lambda: 1)   # one unit
+  # two kernels share a name (the second is renamed in the unit), the same source comes twice, and one source has no kernel line the
+  # batcher recognizes (compiled alone)
+  srcs = [_kernel("k_a", 1.0), _kernel("k_b", 2.0), _kernel("k_a", 3.0), _kernel("k_a", 3.0), "__attribute__((used)) " + _kernel("k_c", 5.0)]
   libs = ClangCompiler().compile_many(srcs)
-  assert [_call(lib, n) for lib, n in zip(libs, ["k_a", "k_b", "k_a", "k_c"])] == [1.0, 2.0, 3.0, 5.0]
-  # k_a and k_b were compiled and linked together: one library, loaded once for both
-  assert libs[0] is libs[1] and libs[2] != libs[0] and load_library(libs[0]) is load_library(libs[1])
-  with pytest.raises(AttributeError): load_library(libs[2])["k_b"]   # the other unit's library holds only its own kernel
+  # k_a, k_b and the other k_a were compiled and linked together, by one compiler process: one library, loaded once for all
+  assert libs[0] is libs[1] is libs[2] is libs[3] and libs[4] is not libs[0] and load_library(libs[0]) is load_library(libs[2])
+  assert [_call(libs[0], "k_a"), _call(libs[1], "k_b"), _call(libs[2], unit_symbol("k_a", srcs[2])), _call(libs[4], "k_c")] == [1, 2, 3, 5]
+  with pytest.raises(AttributeError): load_library(libs[4])["k_b"]   # the other library holds only its own kernel
+
+@pytest.mark.cpu
+def test_kernels_of_one_name_compiled_together_each_run_their_own_code(monkeypatch):
+  import os
+  from tinygrad import Tensor
+  monkeypatch.setattr(os, "cpu_count", lambda: 1)   # one unit for the whole schedule
+  dev = Device["CPU"]
+  calls = []
+  orig = dev.compiler.compile
+  monkeypatch.setattr(dev.compiler, "compile", lambda src: calls.append(src) or orig(src))
+  a = Tensor([1.0, 2.0, 3.0, 4.0]).realize()
+  x, y, z = a + 1.4453125, a * 2.4453125, a - 3.4453125   # three kernels named E_4 (constants no other test uses: none cached)
+  with Context(CACHELEVEL=0): Tensor.realize(x, y, z)
+  assert len(calls) == 1 and calls[0].count("void E_4(") == 1 and calls[0].count("void E_4__") == 2   # one compiler run for the three
+  np.testing.assert_allclose(x.numpy(), np.array([1, 2, 3, 4], np.float32) + 1.4453125)
+  np.testing.assert_allclose(y.numpy(), np.array([1, 2, 3, 4], np.float32) * 2.4453125)
+  np.testing.assert_allclose(z.numpy(), np.array([1, 2, 3, 4], np.float32) - 3.4453125)
 
 @pytest.mark.cpu
 def test_kernels_compiled_together_are_cached_one_by_one(tmp_path, monkeypatch):

@@ -44,6 +44,20 @@ class TestKernelCount:
     assert count_kernels(t) <= 3
     ref = np.exp(x.numpy() - x.numpy().max(1, keepdims=True))
     np.testing.assert_allclose(t.numpy(), ref / ref.sum(1, keepdims=True), rtol=1e-5)
+  def test_expensive_activation_is_not_recomputed_in_the_next_matmul(self):
+    # gelu (about 60 ops) feeding a matmul is computed once per element, in its own matmul's kernel (no kernel more), not again for
+    # every output column of the next one; a cheap one (relu) still fuses into the consumer
+    rng = np.random.default_rng(0)
+    a, w1, b1, w2 = (Tensor(rng.standard_normal(s, dtype=np.float32) * 0.5).realize() for s in ((4, 8), (8, 16), (16,), (16, 8)))
+    t = (a @ w1 + b1).gelu() @ w2
+    items, _ = t.schedule()
+    assert len(items) == 2
+    exps = [sum(1 for u in si.ast.toposort() if u.op is Ops.EXP2) for si in items]
+    assert exps[0] > 0 and exps[1] == 0
+    h = a.numpy() @ w1.numpy() + b1.numpy()
+    ref = 0.5 * h * (1 + np.tanh(0.7978845608 * (h + 0.044715 * h ** 3))) @ w2.numpy()
+    np.testing.assert_allclose(t.numpy(), ref, rtol=1e-4, atol=1e-5)
+    assert len((a @ w1 + b1).relu().matmul(w2).schedule()[0]) == 2
   def test_movement_makes_no_copies(self, x):
     t = x.permute(1, 0)[::2].flip(0).pad(((1, 1), (0, 0))).reshape(-1) + 1
     assert count_kernels(t) == 1

@@ -17,7 +17,7 @@ from tinygrad.device import Compiled, LRUAllocator, BufferSpec, Program
 from tinygrad.dtype import DType, dtypes
 from tinygrad.helpers import to_mv, mv_address, cache_dir, NUM_CPU_THREADS
 from tinygrad.renderer.cstyle import ClangRenderer
-from tinygrad.runtime.support.compiler_cpu import ClangCompiler
+from tinygrad.runtime.support.compiler_cpu import ClangCompiler, unit_symbol
 
 class CPUBuffer:
   """A span of host memory: `mv` is a byte view of it, `addr` its address. Views keep their base alive through `base`. `fd` is the
@@ -146,8 +146,14 @@ class CPUProgram(Program['CPUDevice']):
   def __init__(self, dev:CPUDevice, name:str, lib:bytes, spec=None):
     super().__init__(dev, name, lib, spec)
     self.so = load_library(lib)
-    try: self.fxn = self.so[name]   # its own function object (getattr would share one, and its argtypes, with the library's other users)
-    except AttributeError: raise RuntimeError(f"the compiled library has no function {name!r}") from None
+    # its own function object (getattr would share one, and its argtypes, with the library's other users); in a library compiled with
+    # another kernel of the same name, it is under unit_symbol
+    for sym in ([unit_symbol(name, spec.src)] if spec is not None else []) + [name]:
+      try:
+        self.fxn = self.so[sym]
+        break
+      except AttributeError: pass
+    else: raise RuntimeError(f"the compiled library has no function {name!r}")
     self.fxn.restype = None
     if spec is not None:
       if bad := [dt for dt in spec.var_dtypes if dt not in _CTYPES]: raise TypeError(f"kernel {name}: variables of dtype {bad} can't be passed")

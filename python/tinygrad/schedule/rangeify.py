@@ -117,6 +117,7 @@ def _selects(u:UOp, reads:dict[UOp, frozenset[UOp]]) -> bool:
   return any(not reads[s] for s in eq.src[0].src)
 
 MAX_FUSED_READS = 4  # buffers an elementwise value may read and still be computed again for every element of an EXPAND ...
+MAX_FUSED_OPS = 32   # ... and ALU ops it may take (gelu takes 59: recomputed inside the matmul it feeds, for every output column) ...
 MIN_RECOMPUTE = 8    # ... of at least this many elements per element
 
 def buffers_read(topo:list[UOp], is_realized) -> tuple[dict[UOp, frozenset[UOp]], dict[UOp, frozenset[UOp]]]:
@@ -146,6 +147,18 @@ def buffers_read(topo:list[UOp], is_realized) -> tuple[dict[UOp, frozenset[UOp]]
       reads[u] = r if len(r) <= MAX_FUSED_READS + 1 else frozenset(list(r)[:MAX_FUSED_READS + 1])
   return reads, tops
 
+def alu_ops(topo:list[UOp], reads:dict[UOp, frozenset[UOp]]) -> dict[UOp, frozenset[UOp]]:
+  """The ALU ops each node computes itself (stopping at nodes with a buffer and at reduces), counted up to MAX_FUSED_OPS + 1."""
+  ops: dict[UOp, frozenset[UOp]] = {}
+  empty: frozenset[UOp] = frozenset()
+  for u in topo:
+    if u.op is Ops.REDUCE or reads.get(u) == {u}: ops[u] = empty
+    else:
+      r = frozenset().union(*(ops.get(s, empty) for s in u.src))
+      if u.op in GroupOp.ALU: r = r | {u}
+      ops[u] = r if len(r) <= MAX_FUSED_OPS + 1 else frozenset(list(r)[:MAX_FUSED_OPS + 1])
+  return ops
+
 @dataclass(frozen=True)
 class BufferPlan:
   roots: dict[UOp, str]   # {kernel root: device of its buffer}
@@ -163,6 +176,7 @@ def plan_buffers(targets:dict[UOp, str], is_realized) -> BufferPlan:
   reached = set(roots)
   topo = UOp(Ops.SINK, dtypes.void, tuple(roots)).toposort(gate=lambda n: not is_realized(n))
   reads, tops = buffers_read(topo, is_realized)
+  ops = alu_ops(topo, reads)
   for u in reversed(topo):
     if u not in reached or u.op is Ops.BUFFER: continue
     is_top = top.get(u, True)
@@ -173,8 +187,10 @@ def plan_buffers(targets:dict[UOp, str], is_realized) -> BufferPlan:
                              (u.op is Ops.REDUCE and not is_top and (any(reads[s] for s in u.src) or not _counts(u)))):
       roots[u] = dev[u]
     # an elementwise value computed again for every element of a large expand gets a buffer when it reads many buffers (a batchnorm
-    # feeding a conv reads five: recomputed for every tap and output channel, it cost more than the conv)
-    elif u not in roots and expanded.get(u, 1) >= MIN_RECOMPUTE and u.op in GroupOp.Elementwise and len(reads[u]) > MAX_FUSED_READS:
+    # feeding a conv reads five: recomputed for every tap and output channel, it cost more than the conv) or takes many ops (gelu
+    # feeding a matmul; on top of a reduce, as after a linear layer, it becomes that reduce's kernel: no kernel more)
+    elif u not in roots and expanded.get(u, 1) >= MIN_RECOMPUTE and u.op in GroupOp.Elementwise and \
+        (len(reads[u]) > MAX_FUSED_READS or len(ops[u]) > MAX_FUSED_OPS):
       roots[u] = dev[u]
     # an elementwise value of two or more reduces that nothing else uses, needed under an EXPAND or in another reduce, is one kernel
     # running those reduces (each would have a buffer of its own otherwise): batchnorm's backward adds two sums for the gradient of the

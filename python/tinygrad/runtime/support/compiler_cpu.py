@@ -1,6 +1,7 @@
 # The CPU compiler: C source -> a shared object, built by the system C compiler (clang if on PATH, else gcc; CC overrides).
 from __future__ import annotations
 import functools
+import hashlib
 import os
 import re
 import platform
@@ -38,15 +39,20 @@ def _linker() -> str|None:
 
 _KERNEL_NAME = re.compile(r"^void\s+(\w+)\s*\(", re.M)   # the renderer's kernel definition: `void NAME(` at the start of a line
 
+def unit_symbol(name:str, src:str) -> str:
+  """The symbol of kernel `name` (source src) in a unit that already holds another kernel of that name (kernels of one shape share
+  their name: a backward pass has several). The runtime looks it up first, then the name itself."""
+  return f"{name}__{hashlib.sha256(src.encode()).hexdigest()[:16]}"
+
 class ClangCompiler(Compiler):
   """Compiles a kernel's C into a shared object (returned as bytes). Ints wrap (-fwrapv) and nothing fuses into FMAs (-ffp-contract=off),
   so results match the PYTHON device; -fno-math-errno lets sqrt be an instruction.
 
   Starting the C compiler (and the linker) costs more than compiling a small kernel, so compile_many puts the kernels of a schedule into
   one translation unit (split over the cores when there are several), compiled by one process and linked into one shared object. Each
-  kernel of a unit gets that unit's library (the same bytes object): it holds the kernel's function under its name, so every kernel is
-  still cached and looked up on its own, and the CPU runtime loads a library once however many of its kernels it runs. A source that
-  has no `void NAME(` line is compiled alone.
+  kernel of a unit gets that unit's library (the same bytes object): it holds the kernel's function under its name (or unit_symbol when
+  the unit has another kernel of that name), so every kernel is still cached and looked up on its own, and the CPU runtime loads a
+  library once however many of its kernels it runs. A source that has no `void NAME(` line is compiled alone.
   """
   flags = ["-fPIC", "-O2", "-fwrapv", "-ffp-contract=off", "-fno-math-errno", "-fno-ident", *_arch_flags()]
   def __init__(self, cachekey:str="compile_cpu"):
@@ -78,14 +84,11 @@ class ClangCompiler(Compiler):
     names = [m.group(1) if (m := _KERNEL_NAME.search(src)) else None for src in srcs]
     batched = [i for i, name in enumerate(names) if name is not None]
     if len(batched) < 2: return [self.compile(src) for src in srcs]
-    # units: spread over the cores, balanced by source length (biggest kernels first, each to the lightest unit), and never two
-    # kernels of the same name in one unit (different kernels may share a name)
+    # units: one per core, balanced by source length (biggest kernels first, each to the lightest unit). Kernels of the same name may
+    # share a unit (_compile_unit renames all but the first): keeping them apart started a compiler per duplicate (a CNN's backward
+    # has seven kernels of one name)
     units: list[list[int]] = [[] for _ in range(min(len(batched), os.cpu_count() or 1))]
-    for i in sorted(batched, key=lambda i: -len(srcs[i])):
-      free = [u for u in units if all(names[j] != names[i] for j in u)]
-      if not free: units.append(free_unit := [])
-      else: free_unit = min(free, key=lambda u: sum(len(srcs[j]) for j in u))
-      free_unit.append(i)
+    for i in sorted(batched, key=lambda i: -len(srcs[i])): min(units, key=lambda u: sum(len(srcs[j]) for j in u)).append(i)
     units = [u for u in units if u]
     libs: dict[int, bytes] = {i: self.compile(src) for i, src in enumerate(srcs) if names[i] is None}
     # one thread per unit (plain threads: concurrent.futures and the logging it imports would cost a cold process more than they save)
@@ -102,9 +105,18 @@ class ClangCompiler(Compiler):
       libs.update(zip(unit, res or []))
     return [libs[i] for i in range(len(srcs))]
   def _compile_unit(self, srcs:list[str]) -> list[bytes]:
-    """Kernels with distinct names -> one shared object, given to each of them. A unit that fails to compile is compiled kernel by
-    kernel instead, so an error shows the source of the kernel at fault."""
-    try: lib = self.compile("\n".join(srcs))
+    """Kernels -> one shared object, given to each of them: a kernel whose name an earlier one of the unit has is defined under
+    unit_symbol(name, src) instead (the same source twice is compiled once). A unit that fails to compile is compiled kernel by kernel
+    instead, so an error shows the source of the kernel at fault."""
+    names: set[str] = set()
+    unit: dict[str, str] = {}   # source -> the source as compiled in the unit
+    for src in srcs:
+      if src in unit: continue
+      m = _KERNEL_NAME.search(src)
+      if m is not None and m.group(1) in names: unit[src] = src[:m.start(1)] + unit_symbol(m.group(1), src) + src[m.end(1):]
+      else: unit[src] = src
+      if m is not None: names.add(m.group(1))
+    try: lib = self.compile("\n".join(unit.values()))
     except CompileError: return [self.compile(src) for src in srcs]   # on its own, a kernel that fails raises its own error
     return [lib] * len(srcs)
   def disassemble(self, lib:bytes): cpu_objdump(lib)
