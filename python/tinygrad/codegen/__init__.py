@@ -11,10 +11,14 @@ one graph_rewrite with that name (so TRACK_MATCH_STATS and the rewrite log show 
                   WHERE over CMPLT. Value dtypes only: index arithmetic (weak ints) keeps its form for the symbolic rules.
   pm_decomp       THREEFRY(x, key) (uint64) -> Threefry-2x32 in uint32 ADD/XOR/SHL/SHR (no renderer has a THREEFRY op); float -> int
                   CAST -> a CAST of in-range values and a WHERE for the rest (one meaning on every device: _float_to_int)
-  pm_const_fold   ALU/CAST of constants -> the constant (so `full(1) + full(2)` stores 3)
+  split_ranges    a STORE whose value compares a LOOP range with constants (cat, pad) -> one STORE per piece of the range, consecutive
+                  loops in which those comparisons are constants (codegen/split_ranges.py)
+  pm_const_fold   ALU/CAST of constants -> the constant (so `full(1) + full(2)` stores 3), and the masks a constant comparison decides
+                  (WHERE, gated LOAD, x + -0.0: codegen/split_ranges.py's pm_fold_gates)
   pm_add_specials THREAD/GLOBAL/LOCAL ranges -> SPECIAL launch dims: "core_id" for THREAD, "gidx<i>"/"lidx<i>" for the i-th
                   GLOBAL/LOCAL range by axis id (the renderer contract, tinygrad/renderer/__init__.py); they get no loop and no END
-  pm_end_loops    STORE of the SINK -> END(...END(STORE, innermost LOOP range)..., outermost range)
+  pm_end_loops    STORE of the SINK -> END(...END(STORE, innermost LOOP range)..., outermost range); the pieces of a split range are
+                  consecutive loops inside the loops they share
   pm_reduce       REDUCE(x, *ranges, arg=(op,)) -> a register accumulator slot i:
                     acc = BUFFER(REG); STORE(INDEX(AFTER(acc, *loop ranges), i), identity)
                     in the loop: STORE(INDEX(AFTER(acc, init, *reduce ranges), i), op(LOAD(that), x)), closed by END per range
@@ -35,6 +39,7 @@ from tinygrad.dtype import dtypes, AddrSpace
 from tinygrad.helpers import SPEC
 from tinygrad.schedule import reduce_identity as _identity
 from tinygrad.codegen.index_dtype import pm_lower_index
+from tinygrad.codegen.split_ranges import split_ranges, pm_fold_gates
 if TYPE_CHECKING:
   from tinygrad.renderer import Renderer, LinearKernel
 
@@ -110,7 +115,7 @@ pm_decomp = PatternMatcher([
 ])
 
 # constant folding is the symbolic engine's (uop/symbolic.py), in its form for values: results wrapped/rounded as the device computes
-pm_const_fold = pm_fold_values
+pm_const_fold = pm_fold_values + pm_fold_gates
 
 def _loop_ranges(sink:UOp) -> list[UOp]:
   """The LOOP ranges, outermost first (by axis id, a split's outer part first: tinygrad/codegen/opt/ range_key)."""
@@ -119,10 +124,18 @@ def _loop_ranges(sink:UOp) -> list[UOp]:
 
 def _end_loops(sink:UOp) -> UOp|None:
   if not sink.src or any(s.op is not Ops.STORE for s in sink.src): return None
-  # several stores (an upcast kernel that could not vectorize its store) run in the same loops: one GROUP
-  ret = sink.src[0] if len(sink.src) == 1 else UOp(Ops.GROUP, dtypes.void, sink.src)
-  for r in reversed(_loop_ranges(sink)): ret = UOp(Ops.END, dtypes.void, (ret, r))
-  return sink.replace(src=(ret,))
+  # each store is closed by its own LOOP ranges, innermost first; consecutive stores in the same loops (an upcast kernel that could
+  # not vectorize its store) are one GROUP, and the pieces of a split range (codegen/split_ranges.py) are consecutive loops inside
+  # the loops they share. With one store or all stores in the same loops this is the GROUP in every loop of the kernel.
+  items: list[tuple[tuple[UOp, ...], UOp]] = [(tuple(_loop_ranges(st)), st) for st in sink.src]
+  while (depth := max(len(rs) for rs, _ in items)) > 0:
+    nxt: list[tuple[tuple[UOp, ...], list[UOp]]] = []
+    for rs, x in items:
+      if nxt and len(rs) == depth and nxt[-1][0] == rs: nxt[-1][1].append(x)
+      else: nxt.append((rs, [x]))
+    items = [(rs[:-1], UOp(Ops.END, dtypes.void, (xs[0] if len(xs) == 1 else UOp(Ops.GROUP, dtypes.void, tuple(xs)), rs[-1])))
+             if len(rs) == depth else (rs, xs[0]) for rs, xs in nxt]
+  return sink.replace(src=tuple(x for _, x in items))
 
 pm_end_loops = PatternMatcher([(UPat(Ops.SINK, name="sink"), _end_loops)])
 
@@ -265,6 +278,7 @@ def _expand(ast:UOp, ren:Renderer|None) -> UOp:
 
 PASSES: list[Pass] = [
   ("optimize", _optimize, None),
+  ("split ranges", split_ranges, None),
   ("expand upcast and unroll", _expand, None),
   ("render forms", pm_render_forms, None),
   ("decompositions", pm_decomp, None),
