@@ -21,6 +21,7 @@ from tinygrad.dtype import dtypes
 MAX_STORES = 32    # a kernel is split into at most this many stores (a cat of many tensors stays one loop past that)
 _INTS = frozenset(dtypes.ints + (dtypes.weakint,))
 
+def _drop_neg_zero(x:UOp, z:UOp) -> UOp|None: return x if dtypes.is_float(x.dtype) and z.arg == 0 and math.copysign(1.0, z.arg) < 0 else None
 def _fold_gated_load(ld:UOp, g:UOp) -> UOp: return ld.replace(src=(ld.src[0],)) if g.arg else ld.src[1]
 
 # a comparison folded to a constant takes its mask with it. x + -0.0 is x for every float x (the masked-out side of a cat's sum)
@@ -29,7 +30,7 @@ pm_fold_gates = PatternMatcher([
   (UPat(Ops.LOAD, src=(UPat(), UPat(), UPat.cvar("g", dtypes.bool)), name="ld"), _fold_gated_load),
   (UPat(Ops.AND, dtypes.bool, src=[UPat.var("x"), UPat.cvar("c")]), lambda x, c: x if c.arg else c),
   (UPat(Ops.OR, dtypes.bool, src=[UPat.var("x"), UPat.cvar("c")]), lambda x, c: c if c.arg else x),
-  (UPat(Ops.ADD, src=[UPat.var("x"), UPat.cvar("z")]), lambda x, z: x if dtypes.is_float(x.dtype) and z.arg == 0 and math.copysign(1.0, z.arg) < 0 else None),
+  (UPat(Ops.ADD, src=[UPat.var("x"), UPat.cvar("z")]), _drop_neg_zero),
 ])
 _pm_piece = pm_fold_values + pm_fold_gates
 
@@ -82,7 +83,8 @@ def _split_one(st:UOp) -> list[UOp]|None:
     bounds = [0, *sorted(cuts), n]
     pieces = []
     for p, (start, end) in enumerate(zip(bounds, bounds[1:])):
-      rp = UOp.const(start, r.dtype) if end - start == 1 else UOp(Ops.RANGE, r.dtype, (UOp.const(end - start, r.dtype),), (*r.arg[:-1], p, AxisType.LOOP))
+      size = UOp.const(end - start, r.dtype)
+      rp = UOp.const(start, r.dtype) if end - start == 1 else UOp(Ops.RANGE, r.dtype, (size,), (*r.arg[:-1], p, AxisType.LOOP))
       repl = {r: rp if start == 0 or rp.op is Ops.CONST else rp + start}
       repl.update({u: u.replace(arg=(*u.arg[:-1], p, u.arg[-1])) for u in inner})
       pieces.append(_simplify(st.substitute(repl, name="split range")))
