@@ -26,6 +26,8 @@ one graph_rewrite with that name (so TRACK_MATCH_STATS and the rewrite log show 
                   REDUCEs over the same ranges (an upcast reduce kernel's lanes) share the loop: their updates are one GROUP.
   pm_lower_index  (codegen/index_dtype.py) every weakint UOp (index math, RANGE, SPECIAL, sizes, variables) -> int32, or int64
                   where its bounds need it; FLOORDIV/FLOORMOD -> CDIV/CMOD (shifts/masks by powers of two), exact for negative dividends.
+  (renderer)      the target renderer's extra_matcher (its device rules), then its pre_matcher (user rules): Renderer in
+                  tinygrad/renderer/__init__.py
   linearize       orders the graph into blocks (PARAMs and BUFFERs first, then the SPECIALs): everything a loop body needs that
                   does not depend on the loop is placed before the RANGE (loop-invariant code motion falls out of this), then the
                   RANGE, the body and its END.
@@ -289,12 +291,18 @@ PASSES: list[Pass] = [
   ("lower index dtype", pm_lower_index, None),
 ]
 
+def _renderer_passes(ren:Renderer|None) -> list[Pass]:
+  """The target's own rewrites after the codegen: its class's extra_matcher (the device's rules), then its pre_matcher (a user's rules,
+  with the renderer as ctx), so a user rule sees the graph exactly as the linearizer will (tinygrad/renderer/__init__.py)."""
+  if ren is None: return []
+  return ([("renderer", ren.extra_matcher, None)] if ren.extra_matcher is not None else []) + \
+         ([("renderer pre_matcher", ren.pre_matcher, lambda sink, r: r)] if ren.pre_matcher is not None else [])
+
 def full_rewrite_to_sink(ast:UOp, ren:Renderer|None=None, passes:list[Pass]|None=None) -> UOp:
   """The kernel AST after every codegen pass (PASSES unless given), ready to linearize. `ren` is the target: its capabilities steer
-  the optimizer and its extra_matcher (if any) runs last. Without one, the AST is not optimized."""
+  the optimizer, and its extra_matcher then its pre_matcher (if any) run last. Without one, the AST is not optimized."""
   sink = ast
-  for name, pm, ctx in (PASSES if passes is None else passes) + ([("renderer", ren.extra_matcher, None)] if ren is not None and
-                                                                   ren.extra_matcher is not None else []):
+  for name, pm, ctx in (PASSES if passes is None else passes) + _renderer_passes(ren):
     if isinstance(pm, PatternMatcher): sink = graph_rewrite(sink, pm, ctx=None if ctx is None else ctx(sink, ren), name=name)
     else: sink = pm(sink, ren)
   return sink

@@ -8,11 +8,13 @@ from tinygrad.schedule import ScheduleItem
 from tinygrad.uop.ops import UOp
 from tinygrad.codegen import lower_ast
 
-_specs: dict = BoundedCache(4096)   # (kernel AST, device, NOOPT) -> ProgramSpec (the codegen optimizes unless NOOPT)
+# (kernel AST, device, NOOPT, the renderer's pre_matcher) -> ProgramSpec (the codegen optimizes unless NOOPT; a user's pre_matcher
+# changes the kernel)
+_specs: dict = BoundedCache(4096)
 
 def get_spec(si:ScheduleItem, device:str):
-  if (spec := _specs.get(key := (si.ast, device, NOOPT.value))) is None:
-    dev = Device[device]
+  dev = Device[device]
+  if (spec := _specs.get(key := (si.ast, device, NOOPT.value, dev.renderer.pre_matcher))) is None:
     k = lower_ast(si.ast, device)
     if DEBUG >= 3:
       print(si.ast)
