@@ -30,12 +30,14 @@ one graph_rewrite with that name (so TRACK_MATCH_STATS and the rewrite log show 
                   tinygrad/renderer/__init__.py
   linearize       orders the graph into blocks (PARAMs and BUFFERs first, then the SPECIALs): everything a loop body needs that
                   does not depend on the loop is placed before the RANGE (loop-invariant code motion falls out of this), then the
-                  RANGE, the body and its END.
+                  RANGE, the body and its END. Inside a block a value is placed when its first user needs it, the sources in
+                  Sethi-Ullman order (a source that runs a loop first), so few values are live at once (codegen/liveness.py).
 """
 from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, TYPE_CHECKING
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, ParamArg, AxisType
+from tinygrad.uop import GroupOp
 from tinygrad.uop.symbolic import pm_fold_values
 from tinygrad.dtype import dtypes, AddrSpace
 from tinygrad.helpers import SPEC
@@ -210,6 +212,11 @@ pm_reduce = PatternMatcher([(UPat(Ops.SINK, name="sink"), _lower_reduces)])
 
 # ***** ordering *****
 
+# ops whose sources may be computed in any order (values, and a store's address and value)
+_REORDERED = GroupOp.ALU | {Ops.STORE, Ops.LOAD, Ops.INDEX, Ops.SHRINK, Ops.STACK, Ops.CAST, Ops.BITCAST}
+# nodes that hold no computed value (literals, arguments, loop counters)
+_PLACED = {Ops.CONST, Ops.PARAM, Ops.BUFFER, Ops.RANGE, Ops.SPECIAL}
+_LOOP_NEED = 1 << 30   # the need of a loop's END: more than any straight-line value's
 
 def linearize(sink:UOp) -> list[UOp]:
   """The graph under sink in an order the renderer contract accepts (see tinygrad/renderer/__init__.py). An explicit stack instead of
@@ -220,9 +227,17 @@ def linearize(sink:UOp) -> list[UOp]:
   # the RANGEs each node depends on (a node without a new one shares its source's set: memory stays linear in a deep chain)
   ranges: dict[UOp, frozenset[UOp]] = {}
   empty: frozenset[UOp] = frozenset()
+  # the order a value's sources are computed in (Sethi-Ullman): the source that needs the most values live first, so fewer results
+  # wait for the others; a source that runs a loop (a reduce's result) before any, so nothing computed before it is live across it
+  need: dict[UOp, int] = {}
   for u in sink.toposort():
     rs = [ranges[s] | {s} if s.op is Ops.RANGE else ranges[s] for s in u.src]
     ranges[u] = empty if not rs else rs[0] if all(r is rs[0] or r <= rs[0] for r in rs) else frozenset().union(*rs)
+    if (op := u.op) in _PLACED or not (src := u.src): need[u] = 0
+    elif op is Ops.END: need[u] = _LOOP_NEED
+    elif len(src) == 1: need[u] = need[src[0]] or 1
+    elif len(src) == 2: need[u] = a + 1 if (a := need[src[0]]) == (b := need[src[1]]) else a if a > b else b
+    else: need[u] = max([1] + [n + i for i, n in enumerate(sorted([need[s] for s in src], reverse=True)) if n])
   def ready(x:UOp, r:UOp) -> bool:
     # x can be placed before RANGE r opens: it doesn't need r, and every loop it needs is already open
     return x.op is not Ops.RANGE and r not in ranges[x] and ranges[x] <= open_ranges
@@ -241,7 +256,10 @@ def linearize(sink:UOp) -> list[UOp]:
         body, r = u.src[0], u.src[1]
         stack.extend([("close", r), ("visit", body), ("open", r)])
         stack.extend(("hoist", (x, r)) for x in reversed(list(body.toposort())))
-      else: stack.extend(("visit", s) for s in reversed(u.src))
+      elif len(src := u.src) == 2 and u.op in _REORDERED and need[src[1]] > need[src[0]]:
+        stack.extend((("visit", src[0]), ("visit", src[1])))
+      elif len(src) > 2 and u.op in _REORDERED: stack.extend(("visit", s) for s in sorted(reversed(src), key=need.__getitem__))
+      else: stack.extend(("visit", s) for s in reversed(src))
     elif kind == "hoist":
       x, r = u
       if x not in done and x.op is not Ops.CONST and ready(x, r): stack.append(("visit", x))
