@@ -7,7 +7,7 @@ from tinygrad import Tensor
 from tinygrad.uop.ops import UOp, Ops, AxisType
 from tinygrad.codegen import lower_ast, full_rewrite_to_sink
 from tinygrad.codegen.split_ranges import split_ranges, _cuts
-from tinygrad.device import Device
+from tinygrad.device import Device, Buffer
 
 CMPS = (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ)
 
@@ -69,6 +69,7 @@ def test_cuts():
   # not affine in r, or outside the range: nothing
   assert _cuts((r // 3) < 2, r, 20) is None and _cuts(r < 30, r, 20) == set()
 
+@pytest.mark.cpu
 def test_threaded_kernel_stays_correct():
   # past the threading threshold the range is split over cores first: the pieces are only what the launches agree on
   a, b = rand(70001), rand(5000, seed=1)
@@ -90,3 +91,20 @@ def test_pass_in_passes():
   items, _ = t.schedule()
   sink = full_rewrite_to_sink(items[0].ast, Device["CPU"].renderer)
   assert not [u for u in sink.toposort() if u.op in CMPS]
+
+@pytest.mark.cpu
+def test_a_buffer_nothing_reads_stays_an_argument():
+  # folding can drop every load of an input (here a mask that is constant false); the kernel still takes the schedule's buffers in
+  # slot order, the dropped one as an unused argument
+  from tinygrad.dtype import dtypes
+  from tinygrad.uop.ops import ParamArg
+  from tinygrad.schedule import KernelInfo
+  out, inp = [UOp(Ops.PARAM, dtypes.float, (UOp.const(8, dtypes.int),), ParamArg(i, dtypes.float)) for i in range(2)]
+  r = UOp.range(8, 0, AxisType.LOOP)
+  val = UOp.const(False, dtypes.bool).where(inp.index(r).load(), UOp.const(2.0, dtypes.float))
+  ast = UOp(Ops.SINK, dtypes.void, (out.index(r).store(val),), KernelInfo("E_8"))
+  spec = Device["CPU"].renderer.to_program(lower_ast(ast, "CPU").program_input)
+  assert spec.globals == (0, 1) and not [u for u in spec.uops if u.op is Ops.LOAD]
+  bufs = [Buffer("CPU", 8, dtypes.float).ensure_allocated(), Buffer("CPU", 8, dtypes.float).copyin(rand(8).data)]
+  Device["CPU"].run(spec, bufs)
+  np.testing.assert_array_equal(bufs[0].numpy(), np.full(8, 2.0, np.float32))

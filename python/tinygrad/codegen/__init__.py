@@ -323,7 +323,15 @@ def full_rewrite_to_sink(ast:UOp, ren:Renderer|None=None, passes:list[Pass]|None
   for name, pm, ctx in (PASSES if passes is None else passes) + _renderer_passes(ren):
     if isinstance(pm, PatternMatcher): sink = graph_rewrite(sink, pm, ctx=None if ctx is None else ctx(sink, ren), name=name)
     else: sink = pm(sink, ren)
-  return sink
+  return _keep_params(ast, sink)
+
+def _keep_params(ast:UOp, sink:UOp) -> UOp:
+  """sink still taking every buffer argument of ast: folding can drop each load of one (the piece of a split cat that reads none of
+  it), but the kernel's arguments are the schedule's buffers in slot order, so a buffer nothing reads stays an unused argument."""
+  if sink.op is not Ops.SINK: return sink
+  params = [u for u in ast.toposort() if u.op is Ops.PARAM]
+  if not params or len(have := {u.arg for u in sink.toposort() if u.op is Ops.PARAM}) == len(params): return sink
+  return sink.replace(src=sink.src + tuple(p for p in params if p.arg not in have))
 
 def _renderer(device:str|Renderer|None) -> Renderer|None:
   if device is None or not isinstance(device, str): return device

@@ -226,8 +226,9 @@ def _special_ok(x:UOp) -> bool:
 spec_lowered = PatternMatcher([
   (UPat(Ops.SPECIAL, name="x"), _special_ok),
   (UPat(Ops.BARRIER, dtypes.void), lambda: True),
+  # (a PARAM in the SINK: a buffer argument nothing reads any more, kept so the kernel takes the schedule's buffers: codegen)
   (UPat(Ops.SINK, dtypes.void, name="x"),
-   lambda x: len(x.src) >= 1 and all(s.op in (Ops.STORE, Ops.END, Ops.GROUP) for s in x.src) and hasattr(x.arg, "name")),
+   lambda x: len(x.src) >= 1 and all(s.op in (Ops.STORE, Ops.END, Ops.GROUP, Ops.PARAM) for s in x.src) and hasattr(x.arg, "name")),
   (UPat(Ops.INDEX, name="x"), lambda x: _index_ok(x, (Ops.PARAM, Ops.BUFFER))),
   (UPat(Ops.RANGE, name="x"), range_ok),
   (UPat(Ops.END, name="x"), _end_ok),
