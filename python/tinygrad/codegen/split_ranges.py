@@ -80,7 +80,9 @@ def _split_one(st:UOp) -> list[UOp]|None:
       if r in cmp.toposort() and (cs := _cuts(cmp, r, n)) is not None: cuts |= cs
     if not cuts: continue
     inner = [u for u in loops if u.arg[:-1] > r.arg[:-1]]
-    bounds = [0, *sorted(cuts), n]
+    # in two at the middle cut, each half split again: a half folds away the masks of the other's inputs, so a cat of k inputs costs
+    # about log2(k) passes over the store instead of k
+    bounds = [0, sorted(cuts)[len(cuts) // 2], n]
     pieces = []
     for p, (start, end) in enumerate(zip(bounds, bounds[1:])):
       size = UOp.const(end - start, r.dtype)
