@@ -2,9 +2,12 @@
 
 `full_rewrite_to_sink` runs the list PASSES: each a (name, PatternMatcher or function, ctx factory) entry, a PatternMatcher run by
 one graph_rewrite with that name (so TRACK_MATCH_STATS and the rewrite log show it). lower_ast adds the ordering and the SPEC checks.
-  optimize      tinygrad/codegen/opt/ shapes the AST for the renderer's capabilities (threading, unrolling, upcasting; NOOPT=1: off)
-                  by splitting its RANGEs into THREAD/LOOP/UPCAST/REDUCE/UNROLL ranges
+  optimize      tinygrad/codegen/opt/ shapes the AST for the renderer's capabilities (threading, unrolling, upcasting; on a device
+                  with GPU dims workgroups: LOCAL/GROUP; NOOPT=1: off) by splitting its RANGEs into THREAD/LOOP/UPCAST/REDUCE/UNROLL/
+                  LOCAL/GROUP_REDUCE ranges; with GPU dims the output LOOP ranges left become GLOBAL ones (launch dims)
   pm_expand       UNROLL and UPCAST ranges -> their lanes (tinygrad/codegen/expander.py): vector loads/stores, per-lane REDUCEs
+  group reduces   a REDUCE split over a workgroup (GROUP_REDUCE ranges) -> partials in a local BUFFER, a BARRIER, a final REDUCE
+                  (tinygrad/codegen/group_reduce.py); GROUP_REDUCE ranges become LOCAL ones
   pm_render_forms the one spelling the tensor graph has for each op (tinygrad/mixin/mathtraits.py) back to the ops renderers print
                   directly: x*-1 -> NEG, a+NEG(b) -> SUB, a*RECIPROCAL(b) -> FDIV (before constant folding could turn 1/3 into
                   0.333..., so a/3 rounds once, as written), CMPNE(CMPNE(a, b), True) -> CMPEQ, minimum's max of negations -> a
@@ -233,6 +236,9 @@ def linearize(sink:UOp) -> list[UOp]:
   for u in sink.toposort():
     rs = [ranges[s] | {s} if s.op is Ops.RANGE else ranges[s] for s in u.src]
     ranges[u] = empty if not rs else rs[0] if all(r is rs[0] or r <= rs[0] for r in rs) else frozenset().union(*rs)
+    # what comes after a loop does not run inside it: an END closes its range (so a whole loop, e.g. the partial reduce of a grouped
+    # reduce before its barrier, can be placed before another loop opens)
+    if u.op is Ops.END and u.src[1] in ranges[u]: ranges[u] = ranges[u] - {u.src[1]}
     if (op := u.op) in _PLACED or not (src := u.src): need[u] = 0
     elif op is Ops.END: need[u] = _LOOP_NEED
     elif len(src) == 1: need[u] = need[src[0]] or 1
@@ -296,10 +302,15 @@ def _expand(ast:UOp, ren:Renderer|None) -> UOp:
   from tinygrad.codegen.expander import pm_expand
   return graph_rewrite(ast, pm_expand, name="expand upcast and unroll")
 
+def _group_reduces(ast:UOp, ren:Renderer|None) -> UOp:
+  from tinygrad.codegen.group_reduce import group_reduces
+  return group_reduces(ast, ren)
+
 PASSES: list[Pass] = [
   ("optimize", _optimize, None),
   ("split ranges", split_ranges, None),
   ("expand upcast and unroll", _expand, None),
+  ("group reduces", _group_reduces, None),
   ("render forms", pm_render_forms, None),
   ("decompositions", pm_decomp, None),
   ("constant folding", pm_const_fold, None),

@@ -4,8 +4,7 @@
           left the REDUCE is just that value.
   UPCAST  (innermost first) every STORE that depends on the range u becomes one store per lane, STORE(idx[u=j], val[u=j]); where the
           lane addresses are consecutive the stores are one SHRINK store of a STACK of the lanes. Ungated loads whose lane addresses
-          are consecutive become one SHRINK (vector) load, lane j read as INDEX(vector, j). Both only for 2, 4, 8 or 16 lanes (the
-          widths of the renderer contract); an upcast of 3 or 5 accesses its lanes one by one. A REDUCE in a stored value becomes one
+          are consecutive become one SHRINK (vector) load, lane j read as INDEX(vector, j). A REDUCE in a stored value becomes one
           REDUCE per lane (codegen runs REDUCEs over the same ranges in one loop: one accumulator per lane).
 Last, every memory index is simplified by uop/symbolic.py: the substitutions leave terms like (r*64)+(0*4)+1.
 """
@@ -16,8 +15,6 @@ from tinygrad.dtype import dtypes
 from tinygrad.renderer import mem_root
 from tinygrad.codegen import _combine
 from tinygrad.codegen.opt.kernel import ranges_of, range_size, vector_loads, _vector_ok, _consecutive
-
-_VECTOR_WIDTHS = (2, 4, 8, 16)
 
 def _tree(op:Ops, xs:list[UOp]) -> UOp:
   while len(xs) > 1: xs = [_combine(op, xs[i], xs[i+1]) if i + 1 < len(xs) else xs[i] for i in range(0, len(xs), 2)]
@@ -36,8 +33,7 @@ def _expand_unroll(sink:UOp, u:UOp) -> UOp:
 def _expand_upcast(sink:UOp, u:UOp) -> UOp:
   n = range_size(u) or 0
   # every vectorizable load's lanes from one substitution per lane (not one per load and lane: compile time)
-  # (only at the vector widths every renderer has: an upcast of 3 or 5 reads its lanes one by one)
-  loads = vector_loads(sink, u) if n in _VECTOR_WIDTHS else []
+  loads = vector_loads(sink, u)
   lane_loads = [_lane(UOp(Ops.SINK, dtypes.void, tuple(loads)), u, j).src for j in range(n)] if loads else []
   repl: list[dict[UOp, UOp]] = [{} for _ in range(n)]
   for i, ld in enumerate(loads):
@@ -52,7 +48,7 @@ def _expand_upcast(sink:UOp, u:UOp) -> UOp:
     lanes = [_lane(st, u, j) for j in range(n)]
     lanes = [s.substitute(r, name="vector loads") if r else s for s, r in zip(lanes, repl)]
     buf = st.src[0].src[0]
-    if st.src[0].op is Ops.INDEX and len(st.src) == 2 and _vector_ok(buf.dtype) and n in _VECTOR_WIDTHS and _consecutive([st.src[0].src[1]], u)[0]:
+    if st.src[0].op is Ops.INDEX and len(st.src) == 2 and _vector_ok(buf.dtype) and n in (2, 4, 8, 16) and _consecutive([st.src[0].src[1]], u)[0]:
       shrink = UOp(Ops.SHRINK, buf.dtype, (buf, lanes[0].src[0].src[1], UOp.const(n, dtypes.int)))
       stores.append(UOp(Ops.STORE, dtypes.void, (shrink, UOp(Ops.STACK, buf.dtype, tuple(s.src[1] for s in lanes)))))
     else: stores.extend(lanes)

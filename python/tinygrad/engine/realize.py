@@ -20,6 +20,7 @@ def get_spec(si:ScheduleItem, device:str):
       print(si.ast)
       for i, u in enumerate(k.uops): print(f"{i:4d} {str(u.op):20s} {str(u.dtype):20s} {u.arg!r}")
     _specs[key] = spec = dev.renderer.to_program(k.program_input)
+    if DEBUG >= 3: print(f"{spec.name} opts: {list(spec.applied_opts)}")
     if DEBUG >= 4: print(spec.src)
   return spec
 

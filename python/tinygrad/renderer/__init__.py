@@ -348,6 +348,7 @@ class ProgramSpec:
   vars: tuple[UOp, ...]               # variable PARAMs (and SPECIAL core_id), in call order
   global_size: tuple[sint, ...] = (1, 1, 1)   # launches (workgroups) per dim: an int, or an int UOp of the variables
   local_size: tuple[sint, ...]|None = None    # threads per workgroup (None: no lidx dims)
+  applied_opts: tuple = ()                    # the optimizations (tinygrad/codegen/opt/'s Opt) the kernel was made with, in order
 
   @property
   def function_name(self) -> str: return to_function_name(self.name)
@@ -393,7 +394,7 @@ class Renderer:
 
   The capabilities below are what the codegen (tinygrad/codegen/opt/) reads to shape a kernel for the device; no pass tests device
   names. They describe what the optimizer should target, which can be less than what the renderer accepts (the PYTHON renderer runs
-  gidx/lidx kernels by looping over the grid, but the optimizer does not make them for it)."""
+  gidx/lidx kernels by looping over the grid, but the optimizer makes them for it only under PYTHON_LOCALS=1)."""
   device: str = ""
   suffix: str = ""
   supports_float4: bool = True                    # vector loads/stores (SHRINK of 2..16 lanes) are worth making
@@ -401,7 +402,7 @@ class Renderer:
   has_threads: bool = False                       # CPU threads: the optimizer may make a THREAD range (SPECIAL core_id)
   has_shared: bool = True                         # local (workgroup-shared) BUFFERs and BARRIERs
   global_max: tuple[int, ...]|None = (0x8FFFFFFF,) * 3  # largest launch size per dim (with has_threads: [0] is the thread count)
-  local_max: tuple[int, ...]|None = (0x8FFFFFFF,) * 3   # largest workgroup size per dim
+  local_max: tuple[int, ...]|None = (0x8FFFFFFF,) * 3   # largest workgroup size per dim (the largest of them: threads per workgroup)
   shared_max: int = 32768                         # bytes of local memory per workgroup
   tensor_cores: list = []                         # matrix units the optimizer may target (none yet)
   # rewrites of the lowered kernel (after every codegen pass, before linearizing), in this order: extra_matcher, the renderer class's
@@ -437,7 +438,7 @@ class Renderer:
     global_size, local_size = launch_size(k)
     return ProgramSpec(k.name, src, self.target.device or self.device, tuple(k.uops), tuple(b.arg.slot for b in k.bufs),
                        tuple(b.dtype for b in k.bufs), outs, tuple(b.arg.slot for b in k.bufs if b not in k.writable), tuple(k.vars),
-                       global_size, local_size)
+                       global_size, local_size, next((tuple(getattr(u.arg, "opts", ())) for u in k.uops if u.op is Ops.SINK), ()))
 
 def _size_of(end:UOp) -> sint: return v if isinstance(v := const_value(end), int) else end
 

@@ -10,7 +10,7 @@ import math
 import struct
 from typing import Callable, Sequence
 from tinygrad.dtype import DType, dtypes, truncate, Invalid, bitcast, float_to_fp16, float_to_bf16, to_storage_scalar, from_storage_scalar
-from tinygrad.helpers import cdiv, cmod, strip_parens
+from tinygrad.helpers import cdiv, cmod, strip_parens, ContextVar
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp
 from tinygrad.renderer import Renderer, LinearKernel, KernelContractError, CORE_ID, const_value, is_literal, is_variable, mem_root, buffer_size
@@ -70,14 +70,22 @@ def _div(a, b, dtype): return f"_fdiv({a}, {b})" if _is_float(dtype) else f"_cdi
 # a NaN operand wins (numpy's maximum and max)
 def _max(a, b, dtype): return f"({b} if {a} < {b} or {b} != {b} else {a})" if _is_float(dtype) else f"({b} if {a} < {b} else {a})"
 
+# PYTHON_LOCALS=1: the PYTHON device declares GPU dims and shared memory, so the optimizer makes LOCAL/GROUP kernels for it (its GPU
+# heuristics, launch dims, local buffers and barriers) and tests can run them without a GPU. Off by default: looping over threads in
+# Python gains nothing.
+PYTHON_LOCALS = ContextVar("PYTHON_LOCALS", 0)
+
 class PythonRenderer(Renderer):
   """Renders the same op set as the C renderer, as Python. It accepts GPU dims, local buffers and barriers (the runtime loops over the
-  launch grid), but the optimizer is not asked to make them (has_local/has_shared are False: looping in Python gains nothing)."""
+  launch grid, the threads of a workgroup in lock-step between barriers); the optimizer makes them only under PYTHON_LOCALS=1."""
   device = "PYTHON"
-  has_local = False
-  has_shared = False
   global_max = None
-  local_max = None
+  @property
+  def has_local(self) -> bool: return bool(PYTHON_LOCALS.value)  # type: ignore[override]
+  @property
+  def has_shared(self) -> bool: return bool(PYTHON_LOCALS.value)  # type: ignore[override]
+  @property
+  def local_max(self) -> tuple[int, ...]|None: return (256, 256, 64) if PYTHON_LOCALS.value else None  # type: ignore[override]
   code_for_op: dict[Ops, Callable] = {
     Ops.NEG: lambda x, dtype: f"(-{x})", Ops.RECIPROCAL: lambda x, dtype: f"_fdiv(1.0, {x})", Ops.SQRT: lambda x, dtype: f"_sqrt({x})",
     Ops.EXP2: lambda x, dtype: f"_exp2({x})", Ops.LOG2: lambda x, dtype: f"_log2({x})", Ops.SIN: lambda x, dtype: f"_sin({x})",

@@ -9,17 +9,32 @@ The heuristics (`hand_coded_optimizations`), in order:
   upcast_outer  then, in an upcast reduce kernel, the next output loop too when a load in the reduce does not depend on it (a matmul's
            B vector load serves 4 rows: 16 accumulators, r_64_16_4_16_4 -> r_16_4_16_4_16_4); with a single output loop
            (x.sum(axis=0)) that loop again: 16 consecutive outputs, each reduce step reads a 64-byte line of a row.
+  register_tile  instead of upcast/upcast_outer, a big reduce kernel with two output loops (a 1024 matmul, a 64-channel conv) gets a
+           register tile sized for AVX-512: 8 rows x 16 columns of a matmul (and, for a B too big for the caches, 32 columns with the
+           column blocks outside the row blocks), 32 output channels x 8 columns of a conv (see register_tile).
+
+For a renderer with GPU dims (has_local), `hand_coded_gpu` instead: GROUPTOP for a long reduce with few outputs, else unroll/upcast as
+above in small, then LOCAL splits of the output ranges; optimize_ast picks by the renderer's capabilities.
 """
 from __future__ import annotations
 from tinygrad.uop.ops import UOp, Ops, AxisType
 from tinygrad.helpers import NOOPT, prod
 from tinygrad.renderer import Renderer
-from tinygrad.codegen.opt import Opt, OptOps
-from tinygrad.codegen.opt.kernel import apply_opt, ranges_of, range_size, rtype, vector_loads
+from tinygrad.codegen.opt import Opt, OptOps, KernelOptError
+from tinygrad.schedule import KernelInfo
+from tinygrad.codegen.opt.kernel import apply_opt, ranges_of, range_size, rtype, vector_loads, opt_axis, globalize, GPU_GLOBAL_DIMS
 
 THREAD_MIN_WORK = 1 << 16     # elements of work (output elements times reduce trip count) before a kernel is threaded
 THREAD_MAX = 32               # at most this many launches
 UPCAST = 4
+TILE_LANES = (16, 8)          # register_tile: lanes of the innermost output loop (16, else 8)
+TILE_ROWS = 8                 # and rows of the loop sharing its loads
+GATHER_ROWS = (32, 16)        # rows of a gathering kernel's tile (a conv's output channels per gathered input vector)
+# multiply-adds (all ranges) before a kernel gets that tile, else the 4x4 upcast. The tile's code is ~8x longer (its lanes are scalars
+# until clang vectorizes them): ~0.1 s more to lower and compile, which 2-3 runs pay back at this size (a 1024 matmul: ~50 ms with the
+# 4x4 upcast, ~13 ms tiled); smaller kernels (every matmul of bench_models' MLP and GPT-2 block) keep their cold compile time
+TILE_MIN_WORK = 1 << 29
+TILE_PANEL_BYTES = 8 << 20    # B (reduce x j elements) bigger than this: 32 lanes and the j blocks outside the i blocks
 UNROLL_MAX_LOADS = 32         # a reduce loop is unrolled when its trip count times the loads in its body is at most this
 
 def hand_coded_optimizations(ast:UOp, threads:int, upcast:bool=True) -> UOp:
@@ -30,21 +45,22 @@ def hand_coded_optimizations(ast:UOp, threads:int, upcast:bool=True) -> UOp:
     sizes = [range_size(r) for r in ranges_of(ast, AxisType.LOOP, AxisType.REDUCE)]
     if all(s is not None for s in sizes) and prod(sizes) >= THREAD_MIN_WORK:  # type: ignore[arg-type]
       if (n := next((t for t in range(min(threads, n_out), 1, -1) if n_out % t == 0), 1)) > 1:
-        ast = apply_opt(ast, Opt(OptOps.THREAD, ranges_of(ast).index(loops[0]), n))[0]
+        ast = apply_opt(ast, Opt(OptOps.THREAD, opt_axis(ast, OptOps.THREAD, loops[0]), n))[0]
   # unroll small reduce loops, innermost first (its lanes are the ones the C compiler can pair up)
   for red in [u for u in ast.toposort() if u.op is Ops.REDUCE]:
     loads = max(1, sum(1 for u in red.src[0].toposort() if u.op is Ops.LOAD))
     loads *= prod(range_size(r) or 1 for r in red.src[1:] if rtype(r) is AxisType.UNROLL)  # the lanes' loads
     for r in reversed([r for r in red.src[1:] if rtype(r) is AxisType.REDUCE]):
       if (n := range_size(r)) is None or n * loads > UNROLL_MAX_LOADS: continue
-      ast = apply_opt(ast, Opt(OptOps.UNROLL, ranges_of(ast).index(r), 0))[0]
+      ast = apply_opt(ast, Opt(OptOps.UNROLL, opt_axis(ast, OptOps.UNROLL, r), 0))[0]
       loads *= n
   # upcast the innermost output loop. A reduce whose loops were all unrolled is straight-line code: upcast like an elementwise kernel
   has_reduce = bool(ranges_of(ast, AxisType.REDUCE))
   if not upcast: return ast
   if len(ast.src) != 1 or ast.src[0].op is not Ops.STORE or len(ast.src[0].src) != 2 or ast.src[0].src[0].op is not Ops.INDEX: return ast
   if not (loops := ranges_of(ast, AxisType.LOOP)) or (n := range_size(inner_loop := loops[-1])) is None or n % UPCAST != 0: return ast
-  up, outer, lane = apply_opt(ast, Opt(OptOps.UPCAST, ranges_of(ast).index(inner_loop), UPCAST))
+  if has_reduce and (tiled := register_tile(ast, loops)) is not None: return tiled
+  up, outer, lane = apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, inner_loop), UPCAST))
   assert lane is not None
   # in a reduce kernel the lanes pay off when they share vector loads in the loop (a matmul's B row); lanes that each read their own
   # row only add memory streams (x.sum(axis=1) got slower)
@@ -60,9 +76,91 @@ def hand_coded_optimizations(ast:UOp, threads:int, upcast:bool=True) -> UOp:
     topo = up.toposort()
     if all(out in u.toposort() for red in topo if red.op is Ops.REDUCE for u in red.src[0].toposort() if u.op is Ops.LOAD): return up
   if out is None or (n := range_size(out)) is None or n % UPCAST != 0: return up
-  return apply_opt(up, Opt(OptOps.UPCAST, ranges_of(up).index(out), UPCAST))[0]
+  return apply_opt(up, Opt(OptOps.UPCAST, opt_axis(up, OptOps.UPCAST, out), UPCAST))[0]
+
+# ***** the GPU flavour: renderers with has_local (GPU dims, workgroups) *****
+
+GPU_GROUP_MAX_OUTPUTS = 2048  # a reduce kernel with at most this many outputs splits its reduce over a workgroup (GROUPTOP): too few
+GPU_GROUP_MIN_REDUCE = 256    # outputs to fill the device otherwise; only for reduces of at least this many elements
+GPU_GROUP = 16                # at most this many threads share one reduce (the largest count that divides it)
+GPU_LOCAL_MAX = 128           # threads per workgroup the LOCAL splits aim for
+GPU_LOCALS = (32, 16, 8, 4, 3, 2)
+
+def _try(ast:UOp, op:OptOps, rng:UOp, arg:int, ren:Renderer) -> UOp|None:
+  try: return apply_opt(ast, Opt(op, opt_axis(ast, op, rng), arg), ren)[0]
+  except KernelOptError: return None
+
+def hand_coded_gpu(ast:UOp, ren:Renderer) -> UOp:
+  """The heuristics for a renderer with GPU dims, in order: a reduce with few outputs is split over a workgroup (GROUPTOP); otherwise a
+  small reduce is unrolled and the innermost output range upcast by 4 (vector stores); then the output ranges, innermost first, get
+  LOCAL splits (a workgroup of up to GPU_LOCAL_MAX threads). Every Opt goes through apply_opt with the renderer, so none is invalid."""
+  if any(range_size(r) is None for r in ranges_of(ast)): return ast  # symbolic sizes: left as they are
+  n_out = prod(range_size(r) or 1 for r in ranges_of(ast, AxisType.LOOP))
+  reds = ranges_of(ast, AxisType.REDUCE)
+  n_red = prod(range_size(r) or 1 for r in ranges_of(ast, AxisType.REDUCE, AxisType.UNROLL))
+  if reds and n_out <= GPU_GROUP_MAX_OUTPUTS and n_red >= GPU_GROUP_MIN_REDUCE:
+    for r in reds:
+      amt = next((d for d in range(GPU_GROUP, 1, -1) if (range_size(r) or 0) % d == 0), None)
+      if amt is not None and (ret := _try(ast, OptOps.GROUPTOP, r, amt, ren)) is not None: return ret
+  # unroll a small reduce loop (the innermost); then upcast the innermost output range where enough threads are left
+  if reds and (range_size(reds[-1]) or 0) <= 8 and (ret := _try(ast, OptOps.UNROLL, reds[-1], 0, ren)) is not None: ast = ret
+  if ren.supports_float4 and (loops := ranges_of(ast, AxisType.LOOP)) and n_out >= 4096 and (range_size(loops[-1]) or 0) % UPCAST == 0:
+    if (ret := _try(ast, OptOps.UPCAST, loops[-1], UPCAST, ren)) is not None: ast = ret
+  # LOCAL: a workgroup over the output ranges that become launch dims (globalize: the innermost 3), innermost first
+  threads = 1
+  for r in reversed(ranges_of(ast, AxisType.LOOP)[-GPU_GLOBAL_DIMS:]):
+    for amt in GPU_LOCALS:
+      if (range_size(r) or 0) % amt == 0 and threads * amt <= GPU_LOCAL_MAX and (ret := _try(ast, OptOps.LOCAL, r, amt, ren)) is not None:
+        ast, threads = ret, threads * amt
+        break
+  return ast
+
+def _reduce_loads(ast:UOp) -> list[UOp]:
+  return [u for red in ast.toposort() if red.op is Ops.REDUCE for u in red.src[0].toposort() if u.op is Ops.LOAD]
+
+def register_tile(ast:UOp, loops:list[UOp]) -> UOp|None:
+  """A big reduce kernel with two or more output loops gets a register tile over the innermost output loop j and the loop i whose
+  lanes share what j's lanes load (the innermost LOOP that no j-dependent load in the reduce depends on: a matmul's rows, a conv's
+  output channels). Two shapes (measured on AVX-512 with clang's SLP vectorizer, which turns the lanes into vector registers):
+    matmul  the j-dependent load is a vector load (B's row): j upcast by 16 (one AVX-512 vector, two AVX2 ones), i by 8, so each B
+            vector serves 8 rows and each A scalar 16 columns (128 accumulators). When B is too big to stay in the caches
+            (K*N*itemsize > TILE_PANEL_BYTES) j gets 32 lanes (two vectors) and the j blocks move outside the i blocks: the K x 32
+            panel of B is read from cache by every row block.
+    gather  the j-dependent loads are gated (a padded conv's input): each lane loads its own scalar, so j gets 8 lanes and i as many
+            as fit (GATHER_ROWS), each gathered input vector serving them all.
+  None if the kernel doesn't qualify (then the 4x4 upcast)."""
+  sizes = [range_size(r) for r in ranges_of(ast)]
+  if len(loops) < 2 or any(s is None for s in sizes) or prod(sizes) < TILE_MIN_WORK: return None  # type: ignore[arg-type]
+  j = loops[-1]
+  j_loads = [ld for ld in _reduce_loads(ast) if j in ld.src[0].toposort()]
+  if not j_loads or not (cands := [r for r in loops[:-1] if all(r not in ld.src[0].toposort() for ld in j_loads)]): return None
+  i = cands[-1]
+  nj, ni = range_size(j) or 0, range_size(i) or 0
+  if (vj := next((v for v in TILE_LANES if nj % v == 0), None)) is None: return None
+  up, j_out, lane = apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, j), vj))
+  if lane is not None and (loads := vector_loads(up, lane, in_reduce_only=True)):
+    if ni % TILE_ROWS != 0: return None
+    red = [r for r in ranges_of(up, AxisType.REDUCE, AxisType.UNROLL) if any(r in ld.src[0].src[1].toposort() for ld in loads)]
+    panel = nj * prod(range_size(r) or 1 for r in red) * loads[0].dtype.itemsize
+    up, i_out, _ = apply_opt(up, Opt(OptOps.UPCAST, opt_axis(up, OptOps.UPCAST, i), TILE_ROWS))
+    if panel > TILE_PANEL_BYTES and j_out is not None and (range_size(j_out) or 0) % 2 == 0:
+      up, j_out, _ = apply_opt(up, Opt(OptOps.UPCAST, opt_axis(up, OptOps.UPCAST, j_out), 2))
+      if j_out is not None and i_out is not None:
+        up = apply_opt(up, Opt(OptOps.SWAP, opt_axis(up, OptOps.SWAP, j_out), opt_axis(up, OptOps.SWAP, i_out)))[0]
+    return up
+  # only gathers of gated loads (an ungated load that isn't a vector load is strided: lanes would add memory streams), 8 lanes each
+  if nj % 8 != 0 or any(len(ld.src) == 1 for ld in j_loads) or (rows := next((v for v in GATHER_ROWS if ni % v == 0), None)) is None:
+    return None
+  if vj != 8: up = apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, j), 8))[0]
+  up, i_out, _ = apply_opt(up, Opt(OptOps.UPCAST, opt_axis(up, OptOps.UPCAST, i), 16))
+  return apply_opt(up, Opt(OptOps.UPCAST, opt_axis(up, OptOps.UPCAST, i_out), rows // 16))[0] if rows > 16 and i_out is not None else up
 
 def optimize_ast(ast:UOp, ren:Renderer|None=None) -> UOp:
-  """The AST shaped for a renderer's declared capabilities: has_threads (and global_max[0], the thread count), supports_float4."""
-  if NOOPT or ast.op is not Ops.SINK or ren is None: return ast
-  return hand_coded_optimizations(ast, min(ren.global_max[0], THREAD_MAX) if ren.has_threads and ren.global_max else 1, ren.supports_float4)
+  """The AST shaped for a renderer's declared capabilities: has_local (GPU dims: hand_coded_gpu, then the output loops become launch
+  dims), has_threads (and global_max[0], the thread count), supports_float4. An AST that has opts applied already (a BEAM result, or
+  apply_opts) keeps them."""
+  if ast.op is not Ops.SINK or ren is None: return ast
+  if not NOOPT and not (isinstance(ast.arg, KernelInfo) and ast.arg.opts):
+    if ren.has_local: ast = hand_coded_gpu(ast, ren)
+    else: ast = hand_coded_optimizations(ast, min(ren.global_max[0], THREAD_MAX) if ren.has_threads and ren.global_max else 1, ren.supports_float4)
+  return globalize(ast) if ren.has_local else ast

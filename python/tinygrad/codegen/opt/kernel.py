@@ -1,27 +1,35 @@
 """Kernel AST optimizations as changes of typed ranges (NOOPT=1 turns them all off).
 
 A kernel's loops are RANGE(end, arg=(axis_id, *split path, AxisType)) nodes. The scheduler makes LOOP ranges for the output and REDUCE
-ranges for reductions (and an UNROLL range of 4 inside a long reduce). Every optimization is one `shift_to`: a range r of size N
+ranges for reductions (and an UNROLL range of 4 inside a long reduce). Most optimizations are one `shift_to`: a range r of size N
 becomes an outer and an inner range, r -> outer*(N/amount) + inner (top: the new range is the outer one, of size amount) or
 r -> outer*amount + inner (the new range is the inner one). The ranges keep their order as the dims of the kernel (the inner part of
 a split sorts right after its outer part), and the kernel name is read off them: "r_" (a reduce) or "E_", then the sizes in that
 order (a split of the range with path p makes p+(0,) and p+(1,)). An optimization is data, Opt(op, axis, arg): `apply_opt` does
-it (axis: the position among the ranges in that order) and records it in KernelInfo.opts; a search (BEAM) can enumerate Opts.
-The renderer's capabilities decide what is tried: has_threads and global_max[0] (the launches), supports_float4 (upcasts).
+it and records it in KernelInfo.opts; a search (BEAM) enumerates Opts and skips those that raise KernelOptError. `axis` counts the
+ranges as tinygrad 0.14 does (opt_ranges: by kind, then in dim order; UNROLL counts the reduce ranges, GROUP/GROUPTOP the REDUCE ones).
 
-Range kinds after optimizing:
-  THREAD   the outermost output range split over the cores: the kernel is launched n times in parallel, each launch writes its own
-           slice; codegen lowers it to SPECIAL(n, "core_id"), the launch index (tinygrad/renderer/__init__.py).
-  LOOP     a loop over outputs; REDUCE a loop over reduced elements.
-  UPCAST   output lanes computed by one loop iteration; UNROLL reduced lanes combined before the accumulator. codegen/expander.py
-           turns both into their lanes: vector loads/stores where the lane addresses are consecutive, one accumulator per output lane.
+The ops (the renderer's capabilities decide which its device can run: has_threads/global_max, has_local/local_max, has_shared/shared_max):
+  THREAD   LOOP -> THREAD (outer): the kernel is launched n times in parallel on CPU cores, each writes its own slice; codegen lowers it
+           to SPECIAL(n, "core_id"), the launch index (tinygrad/renderer/__init__.py).
+  UPCAST   LOOP/GLOBAL/LOCAL -> UPCAST (inner): output lanes one iteration computes. UNROLL  REDUCE/GROUP_REDUCE -> UNROLL (inner):
+           reduced lanes combined before the accumulator. codegen/expander.py turns both into their lanes: vector loads/stores where
+           the lane addresses are consecutive, one accumulator per output lane.
+  LOCAL    LOOP/GLOBAL -> LOCAL (inner): a thread dim of the workgroup (SPECIAL lidx). On a device with GPU dims the output LOOP ranges
+           left become GLOBAL (launch dims gidx, `globalize`, innermost 3).
+  GROUP    REDUCE -> GROUP_REDUCE (inner; GROUPTOP: outer): the reduce split over threads of the workgroup, partial results combined
+           through local memory after a barrier (codegen/group_reduce.py).
+  NOLOCALS no LOCAL/GROUP may follow. PADTO  a range counts to a multiple of arg, the extra positions masked (loads and stores gated,
+           a reduce gets its identity). SWAP  two LOOP (or two GLOBAL) ranges exchange positions: the nesting of two loops on CPU,
+           which launch dim is which on a GPU. TC  tensor cores: KernelOptError until a renderer declares Renderer.tensor_cores.
 """
 from __future__ import annotations
 from collections import Counter
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, AxisType
 from tinygrad.uop.symbolic import symbolic
 from tinygrad.dtype import dtypes
-from tinygrad.schedule import KernelInfo
+from tinygrad.schedule import KernelInfo, reduce_identity
+from tinygrad.helpers import prod, round_up
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError
 
 # ***** ranges *****
@@ -72,20 +80,179 @@ def shift_to(ast:UOp, rng:UOp, amount:int, new_type:AxisType, top:bool=False) ->
 
 # ***** the optimizations as data *****
 
-_OPT_SPLIT = {OptOps.THREAD: ((AxisType.LOOP,), AxisType.THREAD, True), OptOps.UPCAST: ((AxisType.LOOP,), AxisType.UPCAST, False),
-              OptOps.UNROLL: ((AxisType.REDUCE,), AxisType.UNROLL, False)}
+# Opt(op, axis, arg) numbers the ranges as tinygrad 0.14 does: by kind first (output loops, launch dims, locals, upcasts, reduces,
+# unrolls), then in dim order. UNROLL's axis counts only the reduce ranges, GROUP's only the REDUCE ranges (axes_for).
+_AXIS_POS = {AxisType.LOOP: -1, AxisType.THREAD: 0, AxisType.GLOBAL: 0, AxisType.LOCAL: 2, AxisType.GROUP_REDUCE: 2, AxisType.UPCAST: 3,
+             AxisType.REDUCE: 4, AxisType.UNROLL: 5}
+
+def opt_ranges(ast:UOp) -> list[UOp]:
+  """The ranges in the order an Opt's axis counts them (tinygrad 0.14's): by kind, then in dim order."""
+  return sorted(ranges_of(ast), key=lambda r: (_AXIS_POS.get(rtype(r), 6), range_key(r)))
+
+def axes_for(ast:UOp, op:OptOps) -> list[UOp]:
+  """The ranges Opt(op, axis) picks from with axis: UNROLL the reduce ranges (REDUCE/GROUP_REDUCE) of a known size > 1, GROUP and
+  GROUPTOP the REDUCE ranges, every other op all ranges (opt_ranges)."""
+  rngs = opt_ranges(ast)
+  if op is OptOps.UNROLL: return [r for r in rngs if rtype(r) in (AxisType.REDUCE, AxisType.GROUP_REDUCE) and (range_size(r) or 0) > 1]
+  if op in (OptOps.GROUP, OptOps.GROUPTOP): return [r for r in rngs if rtype(r) is AxisType.REDUCE]
+  return rngs
+
+def opt_axis(ast:UOp, op:OptOps, rng:UOp) -> int:
+  """The axis that names range rng in an Opt of op (axes_for)."""
+  return axes_for(ast, op).index(rng)
+
+# Caps on upcasting: the expander copies a kernel's body once per UPCAST and UNROLL lane, so code size, compile time and register
+# pressure grow with them. One UPCAST is at most 16 lanes (the widest vector access), one UNROLL at most 32 (as tinygrad 0.14). All
+# UPCAST lanes together (the outputs, each with its accumulator, one thread computes) at most 256: the largest CPU vector register file
+# holds 512 floats (32 AVX-512 registers x 16 lanes), so a 16x16 register tile already spills. The UNROLL lanes of one reduce (values
+# combined per loop step) at most 128: the scheduler's unroll of 4 times one full unroll of 32.
+MAX_UPCAST, MAX_UNROLL, MAX_UPCAST_LANES, MAX_UNROLL_LANES = 16, 32, 256, 128
+
+# the splits: op -> (the range kinds it applies to, the kind of the new range, whether the new range is the outer part)
+_SPLITS = {OptOps.THREAD: ((AxisType.LOOP,), AxisType.THREAD, True),
+           OptOps.UPCAST: ((AxisType.LOOP, AxisType.GLOBAL, AxisType.LOCAL), AxisType.UPCAST, False),
+           OptOps.UNROLL: ((AxisType.REDUCE, AxisType.GROUP_REDUCE), AxisType.UNROLL, False),
+           OptOps.LOCAL: ((AxisType.LOOP, AxisType.GLOBAL), AxisType.LOCAL, False),
+           OptOps.GROUP: ((AxisType.REDUCE,), AxisType.GROUP_REDUCE, False),
+           OptOps.GROUPTOP: ((AxisType.REDUCE,), AxisType.GROUP_REDUCE, True)}
+_LOCAL_DIMS = (AxisType.LOCAL, AxisType.GROUP_REDUCE)   # the thread dims of a workgroup (each becomes a SPECIAL lidx)
+GPU_GLOBAL_DIMS = 3
+
+def _rdesc(r:UOp) -> str: return f"{rtype(r).name} range {range_key(r)} of size {range_size(r) if range_size(r) is not None else r.src[0]}"
 
 def apply_opt(ast:UOp, opt:Opt, ren=None) -> tuple[UOp, UOp|None, UOp|None]:
   """ast with opt applied (recorded in its KernelInfo, whose name is read off the new ranges), and the outer and inner ranges of the
-  split. `ren` (the target Renderer, if known) decides which opts its device can run. KernelOptError if opt can't apply."""
+  split (None for an op that splits nothing). `ren` (the target Renderer) decides what its device can run; without one, only the
+  checks that hold on every device are made. KernelOptError, naming the opt and the reason, if opt can't apply."""
+  def need(cond:bool, why:str):
+    if not cond: raise KernelOptError(f"{opt}: {why}")
+  opts = ast.arg.opts if isinstance(ast.arg, KernelInfo) else ()
+  outer = inner = None
+  if opt.op is OptOps.TC:
+    # the entry point a renderer with matrix units fills (Renderer.tensor_cores); none has them yet
+    need(isinstance(opt.arg, tuple) and len(opt.arg) == 3, "TC takes arg=(tc_select, tc_opt, use_tensor_cores)")
+    need(ren is not None and bool(ren.tensor_cores), f"{ren!r} has no tensor cores")
+    need(not opts, "tensor core opts must come first")
+    raise KernelOptError(f"{opt}: lowering to tensor cores is not implemented yet")
+  if opt.op is OptOps.NOLOCALS:
+    need(not any(o.op is OptOps.NOLOCALS for o in opts), "NOLOCALS was applied already")
+    need(not ranges_of(ast, *_LOCAL_DIMS), "the kernel has LOCAL/GROUP_REDUCE ranges already")
+    ret = ast
+  else:
+    cands = axes_for(ast, opt.op)
+    what = {OptOps.UNROLL: "reduce ranges of size > 1", OptOps.GROUP: "REDUCE ranges", OptOps.GROUPTOP: "REDUCE ranges"}.get(opt.op, "ranges")
+    need(type(opt.axis) is int and 0 <= opt.axis < len(cands), f"axis {opt.axis} is out of range: the kernel has {len(cands)} {what} "
+         f"({', '.join(_rdesc(r) for r in cands) or 'none'})")
+    rng = cands[opt.axis]  # type: ignore[index]
+    if opt.op in _SPLITS: ret, outer, inner = _split(ast, opt, rng, ren, need, opts)
+    elif opt.op is OptOps.PADTO: ret = _padto(ast, opt, rng, need)
+    elif opt.op is OptOps.SWAP: ret = _swap(ast, opt, rng, cands, need)
+    else: raise KernelOptError(f"{opt}: unknown op {opt.op}")
+  _check_limits(ret, ren, need)
+  return ret.replace(arg=KernelInfo(kernel_name(ret), opts + (opt,))), outer, inner
+
+def _split(ast:UOp, opt:Opt, rng:UOp, ren, need, opts:tuple) -> tuple[UOp, UOp|None, UOp|None]:
+  kinds, new_type, top = _SPLITS[opt.op]
+  need(rtype(rng) in kinds, f"{_rdesc(rng)}: {opt.op.name} applies to {'/'.join(k.name for k in kinds)} ranges")
+  need((size := range_size(rng)) is not None, f"{_rdesc(rng)}: a symbolic size can't be split")
+  amount = size if opt.arg == 0 else opt.arg
+  need(type(amount) is int and amount >= 2, f"the amount must be an int >= 2 (0: the whole range), got {opt.arg!r}")
+  need(size % amount == 0, f"{amount} does not divide the size {size} of the {_rdesc(rng)}")
+  present = {rtype(r) for r in ranges_of(ast)}
+  if opt.op in (OptOps.LOCAL, OptOps.GROUP, OptOps.GROUPTOP):
+    need(ren is None or ren.has_local, f"{ren!r} has no local dims (has_local=False)")
+    need(not any(o.op is OptOps.NOLOCALS for o in opts), "NOLOCALS was applied: the kernel may not use local dims")
+    need(AxisType.THREAD not in present, "the kernel is threaded (THREAD): CPU threads and GPU dims don't mix")
+  if opt.op in (OptOps.GROUP, OptOps.GROUPTOP):
+    need(ren is None or ren.has_shared, f"{ren!r} has no shared memory (has_shared=False) for the partial results")
+  if opt.op is OptOps.THREAD:
+    need(ren is None or ren.has_threads, f"{ren!r} has no CPU threads (has_threads=False)")
+    need(AxisType.THREAD not in present, "the kernel is threaded already")
+    need(not present & {AxisType.GLOBAL, *_LOCAL_DIMS}, "the kernel has GPU dims (GLOBAL/LOCAL/GROUP_REDUCE): CPU threads and GPU dims don't mix")
+    need(ren is None or not ren.global_max or amount <= ren.global_max[0], f"{amount} threads, the device has {ren.global_max[0] if ren else 0}")
+  if opt.op is OptOps.UPCAST: need(amount <= MAX_UPCAST, f"an upcast of {amount} lanes, more than {MAX_UPCAST}")
+  if opt.op is OptOps.UNROLL: need(amount <= MAX_UNROLL, f"an unroll of {amount} lanes, more than {MAX_UNROLL}")
+  return shift_to(ast, rng, amount, new_type, top)
+
+def _padto(ast:UOp, opt:Opt, rng:UOp, need) -> UOp:
+  """rng (size n) counts to round_up(n, arg); what reads or writes memory at the extra positions is gated off, and a reduce over rng
+  gets its identity there."""
+  need(rtype(rng) not in (AxisType.UPCAST, AxisType.UNROLL, AxisType.THREAD), f"{_rdesc(rng)}: UPCAST/UNROLL/THREAD ranges can't be padded")
+  need((size := range_size(rng)) is not None, f"{_rdesc(rng)}: a symbolic size can't be padded")
+  need(type(opt.arg) is int and opt.arg >= 2, f"the multiple must be an int >= 2, got {opt.arg!r}")
+  need((new := round_up(size, opt.arg)) != size, f"the size {size} of the {_rdesc(rng)} is a multiple of {opt.arg} already")  # type: ignore
+  need(size > new // 4, f"padding {size} to {new} more than quadruples the work")
+  padded = UOp(Ops.RANGE, rng.dtype, (UOp.const(new, rng.dtype),), rng.arg)
+  valid = UOp(Ops.CMPLT, dtypes.bool, (padded, UOp.const(size, rng.dtype)))
+  def gate(g:UOp|None) -> UOp: return valid if g is None else UOp(Ops.AND, dtypes.bool, (g, valid))
+  # built on the original nodes: the substitution replaces a node before its sources, so nested loads get their gates too
+  repl: dict[UOp, UOp] = {rng: padded}
+  for u in ast.toposort():
+    if u.op in (Ops.LOAD, Ops.STORE) and u.src[0].op is Ops.INDEX and rng in u.src[0].toposort():
+      if u.op is Ops.LOAD: repl[u] = UOp(Ops.LOAD, u.dtype, (u.src[0], u.src[1] if len(u.src) == 3 else UOp.const(0, u.dtype),
+                                                               gate(u.src[2] if len(u.src) == 3 else None)))
+      else: repl[u] = UOp(Ops.STORE, dtypes.void, (u.src[0], u.src[1], gate(u.src[2] if len(u.src) == 3 else None)))
+    elif u.op is Ops.REDUCE and rng in u.src[1:]:
+      x = u.src[0]
+      repl[u] = u.replace(src=(UOp(Ops.WHERE, x.dtype, (valid, x, reduce_identity(u.arg[0], x.dtype))), *u.src[1:]))
+  return ast.substitute(repl, name="padto")
+
+def _swap(ast:UOp, opt:Opt, rng:UOp, cands:list[UOp], need) -> UOp:
+  """Exchanges the positions (axis ids) of two output ranges of one kind: on CPU the nesting of two loops, on a GPU which launch dim
+  is which."""
+  need(type(opt.arg) is int and 0 <= opt.arg < len(cands) and opt.arg != opt.axis, f"arg must be the axis of another range, got {opt.arg!r}")
+  other = cands[opt.arg]  # type: ignore[index]
+  need(rtype(rng) is rtype(other) and rtype(rng) in (AxisType.LOOP, AxisType.GLOBAL), f"SWAP exchanges two LOOP or two GLOBAL ranges, not a "
+       f"{_rdesc(rng)} and a {_rdesc(other)}")
+  # tagged first: with equal sizes a swapped range would be the other range itself (the substitution would go round in a cycle)
+  a, b = rng.replace(arg=(*range_key(other), rtype(rng)), tag="swap"), other.replace(arg=(*range_key(rng), rtype(other)), tag="swap")
+  ret = ast.substitute({rng: a, other: b}, name="swap")
+  return ret.substitute({a: a.replace(tag=None), b: b.replace(tag=None)}, name="swap untag")
+
+def kept_loops(ast:UOp) -> list[UOp]:
+  """The output LOOP ranges that stay loops on a GPU: globalize launches the innermost GPU_GLOBAL_DIMS of them."""
+  return (loops := ranges_of(ast, AxisType.LOOP))[:max(len(loops) - GPU_GLOBAL_DIMS, 0)]
+
+def globalize(ast:UOp) -> UOp:
+  """For a device with GPU dims: the innermost (up to 3) output LOOP ranges become GLOBAL ranges (launch dims gidx), the others stay
+  loops in every thread."""
+  # a threaded kernel (THREAD: core_id launches) can't have GPU dims too
+  if not (loops := ranges_of(ast, AxisType.LOOP)[-GPU_GLOBAL_DIMS:]) or ranges_of(ast, AxisType.THREAD): return ast
+  return ast.substitute({r: r.replace(arg=(*range_key(r), AxisType.GLOBAL)) for r in loops}, name="globalize")
+
+def grouped_reduces(ast:UOp) -> list[UOp]: return [u for u in ast.toposort() if u.op is Ops.REDUCE and
+                                                   any(rtype(r) is AxisType.GROUP_REDUCE for r in u.src[1:])]
+
+def _check_limits(ast:UOp, ren, need):
+  """What must hold of the whole kernel after any opt: the lanes, the workgroup's dims and size, its shared memory, and where the
+  grouped reduces sit."""
   rngs = ranges_of(ast)
-  if opt.op not in _OPT_SPLIT: raise KernelOptError(f"{opt}: {opt.op} is not supported yet")
-  if opt.axis is None or not 0 <= opt.axis < len(rngs): raise KernelOptError(f"{opt}: the kernel has {len(rngs)} ranges")
-  kinds, new_type, top = _OPT_SPLIT[opt.op]
-  if rtype(rng := rngs[opt.axis]) not in kinds: raise KernelOptError(f"{opt}: range {rng.arg} is not one of {kinds}")
-  amount = opt.arg or range_size(rng) or 0
-  ret, outer, inner = shift_to(ast, rng, amount, new_type, top)
-  return ret.replace(arg=KernelInfo(kernel_name(ret), (ast.arg.opts if isinstance(ast.arg, KernelInfo) else ()) + (opt,))), outer, inner
+  lanes = prod(range_size(r) or 1 for r in rngs if rtype(r) is AxisType.UPCAST)
+  need(lanes <= MAX_UPCAST_LANES, f"{lanes} UPCAST lanes in all, more than {MAX_UPCAST_LANES}")
+  # unrolled lanes count per reduce: each reduce combines its own
+  lanes = max([prod(range_size(r) or 1 for r in red.src[1:] if rtype(r) is AxisType.UNROLL) for red in ast.toposort() if red.op is Ops.REDUCE],
+              default=1)
+  need(lanes <= MAX_UNROLL_LANES, f"a reduce of {lanes} UNROLL lanes, more than {MAX_UNROLL_LANES}")
+  local_dims = [r for r in rngs if rtype(r) in _LOCAL_DIMS]
+  need(len(local_dims) <= 3, f"{len(local_dims)} local dims (LOCAL/GROUP_REDUCE ranges), a workgroup has 3")
+  wg = prod(range_size(r) or 1 for r in local_dims)
+  if ren is not None and ren.local_max:
+    for r, mx in zip(local_dims, ren.local_max): need((range_size(r) or 1) <= mx, f"the local {_rdesc(r)} is over the device's {mx}")
+    need(wg <= max(ren.local_max), f"a workgroup of {wg} threads, more than the device's {max(ren.local_max)}")
+  smem, loops = 0, set(kept_loops(ast))
+  for red in grouped_reduces(ast):
+    # one slot per thread of the workgroup for each lane of the reduce (every UPCAST lane is a reduce of its own)
+    smem += wg * prod(range_size(r) or 1 for r in red.toposort() if r.op is Ops.RANGE and rtype(r) is AxisType.UPCAST) * red.dtype.itemsize
+    # a loop around the grouped reduce would reuse its shared buffer while other threads still read it
+    inside = [r for r in open_ranges(red) if rtype(r) in (AxisType.REDUCE, AxisType.UNROLL, AxisType.GROUP_REDUCE) or r in loops]
+    need(not inside, f"a grouped reduce can't be inside a loop ({', '.join(_rdesc(r) for r in inside)})")
+  if ren is not None: need(smem <= ren.shared_max, f"{smem} bytes of shared memory, more than the device's {ren.shared_max}")
+
+def open_ranges(x:UOp) -> list[UOp]:
+  """The RANGEs x depends on that no REDUCE inside x (x included) closes."""
+  topo = x.toposort()
+  closed = {r for u in topo if u.op is Ops.REDUCE for r in u.src[1:]}
+  return [u for u in topo if u.op is Ops.RANGE and u not in closed]
 
 def apply_opts(ast:UOp, opts, ren=None) -> UOp:
   """ast with each of opts applied in order (what a BEAM worker rebuilds a candidate from); KernelOptError if one can't apply."""
@@ -116,6 +283,7 @@ def _consecutive(idxs:list[UOp], lane:UOp) -> list[bool]:
 
 def vector_loads(ast:UOp, lane:UOp, in_reduce_only:bool=False) -> list[UOp]:
   """The loads (ungated, of a vector dtype) whose lanes over UPCAST range `lane` are consecutive: the expander makes each one load."""
+  if range_size(lane) not in (2, 4, 8, 16): return []  # the vector widths of the renderer contract
   topo = ast.toposort()
   cands = [u for u in topo if u.op is Ops.LOAD and len(u.src) == 1 and u.src[0].op is Ops.INDEX and _vector_ok(u.dtype) and
            lane in u.src[0].src[1].toposort()]

@@ -1,0 +1,55 @@
+"""The CPU heuristic's register tiles (codegen/opt/heuristic.py register_tile) and the loop swap (Opt SWAP) they use:
+the shapes they make and their numerics against numpy on every device."""
+import numpy as np
+import pytest
+from conftest import DEVICES
+from tinygrad import Tensor
+from tinygrad.uop.ops import AxisType
+from tinygrad.codegen.opt import heuristic as H
+from tinygrad.codegen.opt import Opt, OptOps
+from tinygrad.codegen.opt.kernel import kernel_name, apply_opts
+from test_typed_ranges import ast_of, run, kinds, rand
+
+L, R, T, U, N = AxisType.LOOP, AxisType.REDUCE, AxisType.THREAD, AxisType.UPCAST, AxisType.UNROLL
+
+@pytest.fixture
+def small_tiles(monkeypatch):
+  monkeypatch.setattr(H, "TILE_MIN_WORK", 1)   # tile these small kernels too
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_matmul_tile(device, small_tiles):
+  a, b = rand(16, 32), rand(32, 32, seed=1)
+  ast, bufs = ast_of(Tensor(a, device=device).realize() @ Tensor(b, device=device).realize())
+  opt = H.hand_coded_optimizations(ast, threads=1)
+  # 8 rows x 16 columns per loop step: each B vector (16 lanes) serves 8 rows
+  assert kinds(opt) == [(L, 2), (U, 8), (L, 2), (U, 16), (R, 8), (N, 4)] and kernel_name(opt) == opt.arg.name == "r_2_8_2_16_8_4"
+  assert opt.arg.opts == (Opt(OptOps.UPCAST, 1, 16), Opt(OptOps.UPCAST, 0, 8))
+  np.testing.assert_allclose(run(opt, bufs, device).reshape(16, 32), a @ b, rtol=1e-5, atol=1e-5)
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_matmul_tile_big_panel(device, small_tiles, monkeypatch):
+  monkeypatch.setattr(H, "TILE_PANEL_BYTES", 0)   # B "too big for the caches": 32 columns, the column blocks outside the row blocks
+  a, b = rand(24, 64), rand(64, 64, seed=1)
+  ast, bufs = ast_of(Tensor(a, device=device).realize() @ Tensor(b, device=device).realize())
+  opt = H.hand_coded_optimizations(ast, threads=1)
+  # the loops: 2 column blocks (of 2x16 lanes) outside, 3 row blocks (of 8 lanes) inside
+  assert kinds(opt) == [(L, 2), (U, 8), (L, 3), (U, 2), (U, 16), (R, 16), (N, 4)] and opt.arg.name == "r_2_8_3_2_16_16_4"
+  assert opt.arg.opts[-1] == Opt(OptOps.SWAP, 1, 0)
+  assert apply_opts(ast, opt.arg.opts) is opt   # the recorded opts rebuild the same kernel (what a BEAM worker does)
+  np.testing.assert_allclose(run(opt, bufs, device).reshape(24, 64), a @ b, rtol=1e-5, atol=1e-5)
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("width", [8, 16])
+def test_conv_gather_tile(device, width, small_tiles):
+  x, w = rand(1, 4, 4, width), rand(32, 4, 3, 3, seed=1)
+  ast, bufs = ast_of(Tensor(x, device=device).realize().conv2d(Tensor(w, device=device).realize(), padding=1))
+  opt = H.hand_coded_optimizations(ast, threads=1)
+  # the padded input's loads are gated (no vector load): 8 output columns, each gathered input vector serving 32 output channels
+  assert [(k, s) for k, s in kinds(opt) if k is U] == [(U, 2), (U, 16), (U, 8)]
+  sliding = np.lib.stride_tricks.sliding_window_view(np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1))), (3, 3), axis=(2, 3))
+  want = np.einsum("nchwij,ocij->nohw", sliding, w)
+  np.testing.assert_allclose(run(opt, bufs, device).reshape(want.shape), want, rtol=1e-4, atol=1e-4)
+
+def test_small_kernels_keep_the_4x4_upcast():
+  ast, _ = ast_of(Tensor(rand(16, 32), device="PYTHON").realize() @ Tensor(rand(32, 32, seed=1), device="PYTHON").realize())
+  assert [s for k, s in kinds(H.hand_coded_optimizations(ast, threads=1)) if k is U] == [4, 4]
