@@ -15,10 +15,14 @@ one graph_rewrite with that name (so TRACK_MATCH_STATS and the rewrite log show 
                   WHERE over CMPLT. Value dtypes only: index arithmetic (weak ints) keeps its form for the symbolic rules.
   pm_decomp       THREEFRY(x, key) (uint64) -> Threefry-2x32 in uint32 ADD/XOR/SHL/SHR (no renderer has a THREEFRY op); float -> int
                   CAST -> a CAST of in-range values and a WHERE for the rest (one meaning on every device: _float_to_int)
-  pm_const_fold   ALU/CAST of constants -> the constant (so `full(1) + full(2)` stores 3)
+  split_ranges    a STORE whose value compares a LOOP range with constants (cat, pad) -> one STORE per piece of the range, consecutive
+                  loops in which those comparisons are constants (codegen/split_ranges.py)
+  pm_const_fold   ALU/CAST of constants -> the constant (so `full(1) + full(2)` stores 3), and the masks a constant comparison decides
+                  (WHERE, gated LOAD, x + -0.0: codegen/split_ranges.py's pm_fold_gates)
   pm_add_specials THREAD/GLOBAL/LOCAL ranges -> SPECIAL launch dims: "core_id" for THREAD, "gidx<i>"/"lidx<i>" for the i-th
                   GLOBAL/LOCAL range by axis id (the renderer contract, tinygrad/renderer/__init__.py); they get no loop and no END
-  pm_end_loops    STORE of the SINK -> END(...END(STORE, innermost LOOP range)..., outermost range)
+  pm_end_loops    STORE of the SINK -> END(...END(STORE, innermost LOOP range)..., outermost range); the pieces of a split range are
+                  consecutive loops inside the loops they share
   pm_reduce       REDUCE(x, *ranges, arg=(op,)) -> a register accumulator slot i:
                     acc = BUFFER(REG); STORE(INDEX(AFTER(acc, *loop ranges), i), identity)
                     in the loop: STORE(INDEX(AFTER(acc, init, *reduce ranges), i), op(LOAD(that), x)), closed by END per range
@@ -26,19 +30,24 @@ one graph_rewrite with that name (so TRACK_MATCH_STATS and the rewrite log show 
                   REDUCEs over the same ranges (an upcast reduce kernel's lanes) share the loop: their updates are one GROUP.
   pm_lower_index  (codegen/index_dtype.py) every weakint UOp (index math, RANGE, SPECIAL, sizes, variables) -> int32, or int64
                   where its bounds need it; FLOORDIV/FLOORMOD -> CDIV/CMOD (shifts/masks by powers of two), exact for negative dividends.
+  (renderer)      the target renderer's extra_matcher (its device rules), then its pre_matcher (user rules): Renderer in
+                  tinygrad/renderer/__init__.py
   linearize       orders the graph into blocks (PARAMs and BUFFERs first, then the SPECIALs): everything a loop body needs that
                   does not depend on the loop is placed before the RANGE (loop-invariant code motion falls out of this), then the
-                  RANGE, the body and its END.
+                  RANGE, the body and its END. Inside a block a value is placed when its first user needs it, the sources in
+                  Sethi-Ullman order (a source that runs a loop first), so few values are live at once (codegen/liveness.py).
 """
 from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, TYPE_CHECKING
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, ParamArg, AxisType
+from tinygrad.uop import GroupOp
 from tinygrad.uop.symbolic import pm_fold_values
 from tinygrad.dtype import dtypes, AddrSpace
 from tinygrad.helpers import SPEC, BEAM, NOOPT
 from tinygrad.schedule import reduce_identity as _identity
 from tinygrad.codegen.index_dtype import pm_lower_index
+from tinygrad.codegen.split_ranges import split_ranges, pm_fold_gates
 if TYPE_CHECKING:
   from tinygrad.renderer import Renderer, LinearKernel
 
@@ -114,7 +123,7 @@ pm_decomp = PatternMatcher([
 ])
 
 # constant folding is the symbolic engine's (uop/symbolic.py), in its form for values: results wrapped/rounded as the device computes
-pm_const_fold = pm_fold_values
+pm_const_fold = pm_fold_values + pm_fold_gates
 
 def _loop_ranges(sink:UOp) -> list[UOp]:
   """The LOOP ranges, outermost first (by axis id, a split's outer part first: tinygrad/codegen/opt/ range_key)."""
@@ -123,10 +132,18 @@ def _loop_ranges(sink:UOp) -> list[UOp]:
 
 def _end_loops(sink:UOp) -> UOp|None:
   if not sink.src or any(s.op is not Ops.STORE for s in sink.src): return None
-  # several stores (an upcast kernel that could not vectorize its store) run in the same loops: one GROUP
-  ret = sink.src[0] if len(sink.src) == 1 else UOp(Ops.GROUP, dtypes.void, sink.src)
-  for r in reversed(_loop_ranges(sink)): ret = UOp(Ops.END, dtypes.void, (ret, r))
-  return sink.replace(src=(ret,))
+  # each store is closed by its own LOOP ranges, innermost first; consecutive stores in the same loops (an upcast kernel that could
+  # not vectorize its store) are one GROUP, and the pieces of a split range (codegen/split_ranges.py) are consecutive loops inside
+  # the loops they share. With one store or all stores in the same loops this is the GROUP in every loop of the kernel.
+  items: list[tuple[tuple[UOp, ...], UOp]] = [(tuple(_loop_ranges(st)), st) for st in sink.src]
+  while (depth := max(len(rs) for rs, _ in items)) > 0:
+    nxt: list[tuple[tuple[UOp, ...], list[UOp]]] = []
+    for rs, x in items:
+      if nxt and len(rs) == depth and nxt[-1][0] == rs: nxt[-1][1].append(x)
+      else: nxt.append((rs, [x]))
+    items = [(rs[:-1], UOp(Ops.END, dtypes.void, (xs[0] if len(xs) == 1 else UOp(Ops.GROUP, dtypes.void, tuple(xs)), rs[-1])))
+             if len(rs) == depth else (rs, xs[0]) for rs, xs in nxt]
+  return sink.replace(src=tuple(x for _, x in items))
 
 pm_end_loops = PatternMatcher([(UPat(Ops.SINK, name="sink"), _end_loops)])
 
@@ -199,6 +216,11 @@ pm_reduce = PatternMatcher([(UPat(Ops.SINK, name="sink"), _lower_reduces)])
 
 # ***** ordering *****
 
+# ops whose sources may be computed in any order (values, and a store's address and value)
+_REORDERED = GroupOp.ALU | {Ops.STORE, Ops.LOAD, Ops.INDEX, Ops.SHRINK, Ops.STACK, Ops.CAST, Ops.BITCAST}
+# nodes that hold no computed value (literals, arguments, loop counters)
+_PLACED = {Ops.CONST, Ops.PARAM, Ops.BUFFER, Ops.RANGE, Ops.SPECIAL}
+_LOOP_NEED = 1 << 30   # the need of a loop's END: more than any straight-line value's
 
 def linearize(sink:UOp) -> list[UOp]:
   """The graph under sink in an order the renderer contract accepts (see tinygrad/renderer/__init__.py). An explicit stack instead of
@@ -209,12 +231,20 @@ def linearize(sink:UOp) -> list[UOp]:
   # the RANGEs each node depends on (a node without a new one shares its source's set: memory stays linear in a deep chain)
   ranges: dict[UOp, frozenset[UOp]] = {}
   empty: frozenset[UOp] = frozenset()
+  # the order a value's sources are computed in (Sethi-Ullman): the source that needs the most values live first, so fewer results
+  # wait for the others; a source that runs a loop (a reduce's result) before any, so nothing computed before it is live across it
+  need: dict[UOp, int] = {}
   for u in sink.toposort():
     rs = [ranges[s] | {s} if s.op is Ops.RANGE else ranges[s] for s in u.src]
     ranges[u] = empty if not rs else rs[0] if all(r is rs[0] or r <= rs[0] for r in rs) else frozenset().union(*rs)
     # what comes after a loop does not run inside it: an END closes its range (so a whole loop, e.g. the partial reduce of a grouped
     # reduce before its barrier, can be placed before another loop opens)
     if u.op is Ops.END and u.src[1] in ranges[u]: ranges[u] = ranges[u] - {u.src[1]}
+    if (op := u.op) in _PLACED or not (src := u.src): need[u] = 0
+    elif op is Ops.END: need[u] = _LOOP_NEED
+    elif len(src) == 1: need[u] = need[src[0]] or 1
+    elif len(src) == 2: need[u] = a + 1 if (a := need[src[0]]) == (b := need[src[1]]) else a if a > b else b
+    else: need[u] = max([1] + [n + i for i, n in enumerate(sorted([need[s] for s in src], reverse=True)) if n])
   def ready(x:UOp, r:UOp) -> bool:
     # x can be placed before RANGE r opens: it doesn't need r, and every loop it needs is already open
     return x.op is not Ops.RANGE and r not in ranges[x] and ranges[x] <= open_ranges
@@ -233,7 +263,10 @@ def linearize(sink:UOp) -> list[UOp]:
         body, r = u.src[0], u.src[1]
         stack.extend([("close", r), ("visit", body), ("open", r)])
         stack.extend(("hoist", (x, r)) for x in reversed(list(body.toposort())))
-      else: stack.extend(("visit", s) for s in reversed(u.src))
+      elif len(src := u.src) == 2 and u.op in _REORDERED and need[src[1]] > need[src[0]]:
+        stack.extend((("visit", src[0]), ("visit", src[1])))
+      elif len(src) > 2 and u.op in _REORDERED: stack.extend(("visit", s) for s in sorted(reversed(src), key=need.__getitem__))
+      else: stack.extend(("visit", s) for s in reversed(src))
     elif kind == "hoist":
       x, r = u
       if x not in done and x.op is not Ops.CONST and ready(x, r): stack.append(("visit", x))
@@ -285,6 +318,7 @@ def _group_reduces(ast:UOp, ren:Renderer|None) -> UOp:
 
 PASSES: list[Pass] = [
   ("optimize", _optimize, None),
+  ("split ranges", split_ranges, None),
   ("expand upcast and unroll", _expand, None),
   ("group reduces", _group_reduces, None),
   ("render forms", pm_render_forms, None),
@@ -296,15 +330,29 @@ PASSES: list[Pass] = [
   ("lower index dtype", pm_lower_index, None),
 ]
 
+def _renderer_passes(ren:Renderer|None) -> list[Pass]:
+  """The target's own rewrites after the codegen: its class's extra_matcher (the device's rules), then its pre_matcher (a user's rules,
+  with the renderer as ctx), so a user rule sees the graph exactly as the linearizer will (tinygrad/renderer/__init__.py)."""
+  if ren is None: return []
+  return ([("renderer", ren.extra_matcher, None)] if ren.extra_matcher is not None else []) + \
+         ([("renderer pre_matcher", ren.pre_matcher, lambda sink, r: r)] if ren.pre_matcher is not None else [])
+
 def full_rewrite_to_sink(ast:UOp, ren:Renderer|None=None, passes:list[Pass]|None=None) -> UOp:
   """The kernel AST after every codegen pass (PASSES unless given), ready to linearize. `ren` is the target: its capabilities steer
-  the optimizer and its extra_matcher (if any) runs last. Without one, the AST is not optimized."""
+  the optimizer, and its extra_matcher then its pre_matcher (if any) run last. Without one, the AST is not optimized."""
   sink = ast
-  for name, pm, ctx in (PASSES if passes is None else passes) + ([("renderer", ren.extra_matcher, None)] if ren is not None and
-                                                                   ren.extra_matcher is not None else []):
+  for name, pm, ctx in (PASSES if passes is None else passes) + _renderer_passes(ren):
     if isinstance(pm, PatternMatcher): sink = graph_rewrite(sink, pm, ctx=None if ctx is None else ctx(sink, ren), name=name)
     else: sink = pm(sink, ren)
-  return sink
+  return _keep_params(ast, sink)
+
+def _keep_params(ast:UOp, sink:UOp) -> UOp:
+  """sink still taking every buffer argument of ast: folding can drop each load of one (the piece of a split cat that reads none of
+  it), but the kernel's arguments are the schedule's buffers in slot order, so a buffer nothing reads stays an unused argument."""
+  if sink.op is not Ops.SINK: return sink
+  params = [u for u in ast.toposort() if u.op is Ops.PARAM]
+  if not params or len(have := {u.arg for u in sink.toposort() if u.op is Ops.PARAM}) == len(params): return sink
+  return sink.replace(src=sink.src + tuple(p for p in params if p.arg not in have))
 
 def _renderer(device:str|Renderer|None) -> Renderer|None:
   if device is None or not isinstance(device, str): return device

@@ -405,7 +405,12 @@ class Renderer:
   local_max: tuple[int, ...]|None = (0x8FFFFFFF,) * 3   # largest workgroup size per dim (the largest of them: threads per workgroup)
   shared_max: int = 32768                         # bytes of local memory per workgroup
   tensor_cores: list = []                         # matrix units the optimizer may target (none yet)
+  # rewrites of the lowered kernel (after every codegen pass, before linearizing), in this order: extra_matcher, the renderer class's
+  # own rules for its device; pre_matcher, a hook for users (a PatternMatcher or None, set on a subclass or on an instance such as
+  # Device["CPU"].renderer) to add their own transformations without editing the package. Its callbacks may take `ctx`: the renderer.
+  # The result must still be a lowered kernel (SPEC checks it). The engine caches programs per pre_matcher: setting another recompiles.
   extra_matcher: Any = None
+  pre_matcher: Any = None
   code_for_op: dict[Ops, Callable] = {}
   compiler: Compiler
 

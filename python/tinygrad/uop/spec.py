@@ -226,8 +226,9 @@ def _special_ok(x:UOp) -> bool:
 spec_lowered = PatternMatcher([
   (UPat(Ops.SPECIAL, name="x"), _special_ok),
   (UPat(Ops.BARRIER, dtypes.void), lambda: True),
+  # (a PARAM in the SINK: a buffer argument nothing reads any more, kept so the kernel takes the schedule's buffers: codegen)
   (UPat(Ops.SINK, dtypes.void, name="x"),
-   lambda x: len(x.src) >= 1 and all(s.op in (Ops.STORE, Ops.END, Ops.GROUP) for s in x.src) and hasattr(x.arg, "name")),
+   lambda x: len(x.src) >= 1 and all(s.op in (Ops.STORE, Ops.END, Ops.GROUP, Ops.PARAM) for s in x.src) and hasattr(x.arg, "name")),
   (UPat(Ops.INDEX, name="x"), lambda x: _index_ok(x, (Ops.PARAM, Ops.BUFFER))),
   (UPat(Ops.RANGE, name="x"), range_ok),
   (UPat(Ops.END, name="x"), _end_ok),
@@ -272,14 +273,15 @@ def _linear_const_ok(x:UOp) -> bool:
 _void = lambda x: x.dtype is dtypes.void  # noqa: E731
 
 # an upcast kernel (tinygrad/codegen/opt/) also has vector accesses: SHRINK loads/stores, STACK of lanes, INDEX of a lane, and a
-# GROUP of the stores of one iteration. These rules come first: the lowered INDEX/LOAD/STORE rules reject the vector forms.
+# GROUP of the stores of one iteration (and of the loops of a split range's pieces: codegen/split_ranges.py). These rules come first:
+# the lowered INDEX/LOAD/STORE rules reject the vector forms.
 spec_lowered = PatternMatcher([
   (UPat(Ops.SHRINK, name="x"), _shrink_ok),
   (UPat(Ops.STACK, name="x"), _stack_ok),
   (UPat(Ops.INDEX, src=(UPat((Ops.LOAD, Ops.STACK)), UPat(Ops.CONST)), name="x"), _linear_index_ok),
   (UPat(Ops.LOAD, src=(UPat(Ops.SHRINK),), allow_any_len=True, name="x"), _linear_load_ok),
   (UPat(Ops.STORE, src=(UPat(Ops.SHRINK),), allow_any_len=True, name="x"), _linear_store_ok),
-  (UPat(Ops.GROUP, dtypes.void, name="x"), lambda x: len(x.src) >= 1 and all(s.op is Ops.STORE for s in x.src)),
+  (UPat(Ops.GROUP, dtypes.void, name="x"), lambda x: len(x.src) >= 1 and all(s.op in (Ops.STORE, Ops.END) for s in x.src)),
 ]) + spec_lowered
 
 spec_linear = PatternMatcher([

@@ -1,0 +1,116 @@
+"""Range splitting (loop peeling): a STORE whose value compares one of its LOOP ranges against constants (the masks `cat` and `pad`
+make: `r < 10`, `9 < r`) becomes one STORE per piece of that range, consecutive loops in which every such comparison is a constant.
+
+  out[r] = (r < 10 ? a[r] : -0.0) + (9 < r ? b[r-10] : -0.0)     r in [0, 23)
+    ->  out[r'] = a[r']          r' in [0, 10)
+        out[r'+10] = b[r']       r' in [0, 13)
+
+It runs after the optimizer (so a piece keeps the kernel's upcast: the lanes' comparisons fold after expansion, see pm_fold_gates) and
+before the expander. A comparison e < c with e = k*r + rest (rest not depending on r, bounded by its vmin/vmax) is the same for every
+value of rest when r is below one cut or at/above another; the cuts of all comparisons on r cut it into pieces. A piece of size 1
+is the constant itself. Ranges inside the split one (LOOP ranges that sort after it) get a fresh copy per piece: each piece's loops
+are its own (codegen's `end loops` nests the stores' loops). Kernels with a REDUCE are left alone (a reduce's accumulator lives in
+the kernel's loops), and so is a range split over threads (its comparisons depend on the launch: the mixed part is the whole range).
+"""
+from __future__ import annotations
+import math
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, AxisType
+from tinygrad.uop.symbolic import symbolic, pm_fold_values
+from tinygrad.dtype import dtypes
+
+MAX_STORES = 32    # a kernel is split into at most this many stores (a cat of many tensors stays one loop past that)
+_INTS = frozenset(dtypes.ints + (dtypes.weakint,))
+
+def _drop_neg_zero(x:UOp, z:UOp) -> UOp|None: return x if dtypes.is_float(x.dtype) and z.arg == 0 and math.copysign(1.0, z.arg) < 0 else None
+def _fold_gated_load(ld:UOp, g:UOp) -> UOp: return ld.replace(src=(ld.src[0],)) if g.arg else ld.src[1]
+
+# a comparison folded to a constant takes its mask with it. x + -0.0 is x for every float x (the masked-out side of a cat's sum)
+pm_fold_gates = PatternMatcher([
+  (UPat(Ops.WHERE, src=(UPat.cvar("g", dtypes.bool), UPat.var("t"), UPat.var("f"))), lambda g, t, f: t if g.arg else f),
+  (UPat(Ops.LOAD, src=(UPat(), UPat(), UPat.cvar("g", dtypes.bool)), name="ld"), _fold_gated_load),
+  (UPat(Ops.AND, dtypes.bool, src=[UPat.var("x"), UPat.cvar("c")]), lambda x, c: x if c.arg else c),
+  (UPat(Ops.OR, dtypes.bool, src=[UPat.var("x"), UPat.cvar("c")]), lambda x, c: c if c.arg else x),
+  (UPat(Ops.ADD, src=[UPat.var("x"), UPat.cvar("z")]), _drop_neg_zero),
+])
+_pm_piece = pm_fold_values + pm_fold_gates
+
+def _terms(x:UOp) -> tuple[list[UOp], int]:
+  """x as its non-constant addends and the sum of its constant ones."""
+  terms, const, stack = [], 0, [x]
+  while stack:
+    if (u := stack.pop()).op is Ops.ADD: stack.extend(u.src)
+    elif u.op is Ops.CONST: const += u.arg
+    else: terms.append(u)
+  return terms, const
+
+def _coeff(t:UOp, r:UOp) -> int|None:
+  """k when term t is r or r*k (k a CONST), else None."""
+  if t is r: return 1
+  if t.op is Ops.MUL and r in t.src and (c := t.src[1] if t.src[0] is r else t.src[0]).op is Ops.CONST and isinstance(c.arg, int): return c.arg
+  return None
+
+def _cuts(cmp:UOp, r:UOp, n:int) -> set[int]|None:
+  """The values of r in (0, n) at which the comparison cmp (e < c or c < e) may change for some value of the other terms of e; None
+  when cmp is not affine in r."""
+  a, b = cmp.src
+  if b.op is Ops.CONST and isinstance(b.arg, int): e, c = a, b.arg                 # e < c
+  elif a.op is Ops.CONST and isinstance(a.arg, int): e, c = b, a.arg + 1           # c < e: not (e < c+1)
+  else: return None
+  terms, lo = _terms(e)
+  k, hi = 0, lo
+  for t in terms:
+    if (kt := _coeff(t, r)) is not None: k += kt
+    elif r in t.toposort(): return None
+    else: lo, hi = lo + t.vmin, hi + t.vmax
+  if k == 0: return None
+  # k > 0: all true below ceil((c-hi)/k), all false from ceil((c-lo)/k); k < 0: all false up to floor((lo-c)/|k|), all true past
+  # floor((hi-c)/|k|)
+  cuts = {-((hi - c) // k), -((lo - c) // k)} if k > 0 else {(lo - c) // -k + 1, (hi - c) // -k + 1}
+  return {x for x in cuts if 0 < x < n}
+
+def _split_one(st:UOp) -> list[UOp]|None:
+  """st as the stores of the pieces of its outermost LOOP range with cuts, or None."""
+  topo = st.toposort()
+  cmps = [u for u in topo if u.op is Ops.CMPLT and u.src[0].dtype in _INTS]
+  if not cmps: return None
+  loops = sorted([u for u in topo if u.op is Ops.RANGE and u.arg[-1] is AxisType.LOOP and u.src[0].op is Ops.CONST], key=lambda u: u.arg[:-1])
+  for r in loops:
+    n, cuts = r.src[0].arg, set()
+    for cmp in cmps:
+      if r in cmp.toposort() and (cs := _cuts(cmp, r, n)) is not None: cuts |= cs
+    if not cuts: continue
+    inner = [u for u in loops if u.arg[:-1] > r.arg[:-1]]
+    # in two at the middle cut, each half split again: a half folds away the masks of the other's inputs, so a cat of k inputs costs
+    # about log2(k) passes over the store instead of k
+    bounds = [0, sorted(cuts)[len(cuts) // 2], n]
+    pieces = []
+    for p, (start, end) in enumerate(zip(bounds, bounds[1:])):
+      size = UOp.const(end - start, r.dtype)
+      rp = UOp.const(start, r.dtype) if end - start == 1 else UOp(Ops.RANGE, r.dtype, (size,), (*r.arg[:-1], p, AxisType.LOOP))
+      repl = {r: rp if start == 0 or rp.op is Ops.CONST else rp + start}
+      repl.update({u: u.replace(arg=(*u.arg[:-1], p, u.arg[-1])) for u in inner})
+      pieces.append(_simplify(st.substitute(repl, name="split range")))
+    return [x for x in pieces if x.op is Ops.STORE]
+  return None
+
+def _simplify(st:UOp) -> UOp:
+  """The comparisons and indices of a piece simplified (folded where the piece decides them), then the masks they decided."""
+  topo = st.toposort()
+  roots = list(dict.fromkeys([u for u in topo if u.op in (Ops.CMPLT, Ops.CMPNE) and u.src[0].dtype in _INTS] +
+                             [u.src[1] for u in topo if u.op is Ops.INDEX and u.src[1].dtype in _INTS]))
+  simple = graph_rewrite(UOp(Ops.SINK, dtypes.void, tuple(roots)), symbolic, name="simplify piece").src
+  st = st.substitute({a: b for a, b in zip(roots, simple) if a is not b}, name="simplified piece")
+  return graph_rewrite(st, _pm_piece, name="fold piece masks")
+
+def split_ranges(sink:UOp, ren=None) -> UOp:
+  """The codegen pass: every STORE of sink split as above (at most MAX_STORES in all)."""
+  if sink.op is not Ops.SINK or not any(u.op is Ops.CMPLT for u in sink.toposort()): return sink
+  if any(u.op is Ops.REDUCE for u in sink.toposort()): return sink
+  done: list[UOp] = []
+  todo = list(reversed(sink.src))
+  while todo:
+    st = todo.pop()
+    pieces = _split_one(st) if st.op is Ops.STORE and len(done) + len(todo) + 2 <= MAX_STORES else None
+    if pieces is None or len(done) + len(todo) + len(pieces) > MAX_STORES: done.append(st)
+    else: todo.extend(reversed(pieces))
+  return sink if len(done) == len(sink.src) and all(a is b for a, b in zip(done, sink.src)) else sink.replace(src=tuple(done))
