@@ -49,7 +49,9 @@ def hand_coded_optimizations(ast:UOp, threads:int, upcast:bool=True) -> UOp:
   # unroll small reduce loops, innermost first (its lanes are the ones the C compiler can pair up)
   for red in [u for u in ast.toposort() if u.op is Ops.REDUCE]:
     loads = max(1, sum(1 for u in red.src[0].toposort() if u.op is Ops.LOAD))
-    loads *= prod(range_size(r) or 1 for r in red.src[1:] if rtype(r) is AxisType.UNROLL)  # the lanes' loads
+    # the lanes' loads: its own UNROLL ranges and those of an enclosing reduce (a staged sum's lanes: one accumulator each)
+    lanes = {r for r in (*red.src[1:], *red.src[0].toposort()) if r.op is Ops.RANGE and rtype(r) is AxisType.UNROLL}
+    loads *= prod(range_size(r) or 1 for r in lanes)
     for r in reversed([r for r in red.src[1:] if rtype(r) is AxisType.REDUCE]):
       if (n := range_size(r)) is None or n * loads > UNROLL_MAX_LOADS: continue
       ast = apply_opt(ast, Opt(OptOps.UNROLL, opt_axis(ast, OptOps.UNROLL, r), 0))[0]
