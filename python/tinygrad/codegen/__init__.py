@@ -15,8 +15,6 @@ one graph_rewrite with that name (so TRACK_MATCH_STATS and the rewrite log show 
   pm_decomp       THREEFRY(x, key) (uint64) -> Threefry-2x32 in uint32 ADD/XOR/SHL/SHR (no renderer has a THREEFRY op); float -> int
                   CAST -> a CAST of in-range values and a WHERE for the rest (one meaning on every device: _float_to_int)
   pm_const_fold   ALU/CAST of constants -> the constant (so `full(1) + full(2)` stores 3)
-  transcendentals EXP2 of the dtypes in the renderer's poly_exp2 -> float32 range reduction, polynomial and exponent-bit scaling
-                  (tinygrad/codegen/transcendental.py), after constant folding so a constant's EXP2 folds exactly
   pm_add_specials THREAD/GLOBAL/LOCAL ranges -> SPECIAL launch dims: "core_id" for THREAD, "gidx<i>"/"lidx<i>" for the i-th
                   GLOBAL/LOCAL range by axis id (the renderer contract, tinygrad/renderer/__init__.py); they get no loop and no END
   pm_end_loops    STORE of the SINK -> END(...END(STORE, innermost LOOP range)..., outermost range)
@@ -40,7 +38,6 @@ from tinygrad.dtype import dtypes, AddrSpace
 from tinygrad.helpers import SPEC
 from tinygrad.schedule import reduce_identity as _identity
 from tinygrad.codegen.index_dtype import pm_lower_index
-from tinygrad.codegen.transcendental import pm_transcendental
 if TYPE_CHECKING:
   from tinygrad.renderer import Renderer, LinearKernel
 
@@ -283,7 +280,6 @@ PASSES: list[Pass] = [
   ("render forms", pm_render_forms, None),
   ("decompositions", pm_decomp, None),
   ("constant folding", pm_const_fold, None),
-  ("transcendentals", pm_transcendental, lambda sink, ren: ren),
   ("launch dims", pm_add_specials, lambda sink, ren: launch_dims(sink)),
   ("end loops", pm_end_loops, None),
   ("reduce to accumulator", pm_reduce, lambda sink, ren: ReduceContext(_loop_ranges(sink))),

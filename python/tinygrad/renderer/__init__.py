@@ -405,8 +405,6 @@ class Renderer:
   local_max: tuple[int, ...]|None = (0x8FFFFFFF,) * 3   # largest workgroup size per dim (the largest of them: threads per workgroup)
   shared_max: int = 32768                         # bytes of local memory per workgroup
   tensor_cores: list = []                         # matrix units the optimizer may target (none yet)
-  poly_exp2: frozenset = frozenset()              # float dtypes whose EXP2 the codegen computes in float32 arithmetic (codegen/
-                                                  # transcendental.py, vectorizable) instead of the renderer's call
   extra_matcher: Any = None
   code_for_op: dict[Ops, Callable] = {}
   compiler: Compiler
