@@ -54,9 +54,13 @@ def test_sort(device, descending):
   tv, ti = Tensor(a, device=device).topk(3, largest=not descending)
   assert tv.shape == (2, 3) and ti.dtype is dtypes.int32
 
-def test_sum_accuracy_one_kernel():
+def test_sum_accuracy_split():
+  # a big sum with one result: the outer level of its staged sum is a kernel of partial sums (threaded), a second kernel adds them;
+  # the levels (so the accuracy) are the staged sum's. A smaller sum is still one kernel.
   GlobalCounters.reset()
-  assert Tensor.ones(10**8, buffer=False).sum().item() == 1e8 and GlobalCounters.kernel_count == 1
+  assert Tensor.ones(10**8, buffer=False).sum().item() == 1e8 and GlobalCounters.kernel_count == 2
+  GlobalCounters.reset()
+  assert Tensor.ones(10**5, buffer=False).sum().item() == 1e5 and GlobalCounters.kernel_count == 1
   r = np.random.default_rng(0).random(10**6, dtype=np.float32)
   assert abs(Tensor(r).sum().item() - r.astype(np.float64).sum()) / r.sum() < 5e-7
 
@@ -72,3 +76,15 @@ def test_errors():
   with pytest.raises(RuntimeError, match="multiple times"): Tensor.zeros(2, 3).sum((0, 0))
   with pytest.raises(IndexError, match="empty"): Tensor.zeros(0).argmax()
   with pytest.raises(ValueError, match="out of range"): Tensor.zeros(4).topk(5)
+
+def test_split_sum_random_and_axes():
+  # the partials kernel over a permuted, padded view (sum over both axes of a transposed matrix whose size is no power of two)
+  rng = np.random.default_rng(1)
+  r = rng.standard_normal((1500, 1401)).astype(np.float32)
+  assert len(Tensor(r).T.sum().schedule()[0]) == 2
+  ref = r.astype(np.float64).sum()
+  # as close as numpy's pairwise sum (1.5e-4 here); one float32 accumulator in order is 1.3e-2 off
+  assert abs(Tensor(r).T.sum().item() - ref) < 2e-3
+  np.testing.assert_allclose(Tensor(r).sum(axis=(0, 1), keepdim=True).numpy(), [[ref]], rtol=1e-5, atol=1e-3)
+  # few results: each its own partials
+  np.testing.assert_allclose(Tensor(r[:1400].reshape(2, -1)).sum(1).numpy(), r[:1400].reshape(2, -1).astype(np.float64).sum(1), rtol=1e-5, atol=1e-3)

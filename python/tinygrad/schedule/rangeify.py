@@ -41,6 +41,9 @@ MAX_INDEX_USES = 16  # distinct indices of one value in a kernel before it gets 
 UNROLL = 4           # reduce elements per loop iteration (a power of two)
 REDUCE_STAGE = 1 << 14  # a float sum over more elements is nested reduces in its kernel (see _staged_reduce) ...
 STAGE_BITS = 9          # ... each over at most 2**STAGE_BITS elements (or the fewest levels of about equal size)
+STAGE_LANES = 16        # accumulators of a staged sum's innermost level (a power of two <= 2**STAGE_BITS)
+SPLIT_MIN = 1 << 20     # a float sum over this many elements or more with at most SPLIT_MAX_OUT results: its outer stage is a kernel
+SPLIT_MAX_OUT = 4       # of its own, whose partial sums (one output loop) run on every core (see _split_reduce)
 AT = "at"            # the arg of INDEX(x, valid, *idx): the value of tensor-graph node x at index idx
 
 def reduce_identity(op:Ops, dt:DType) -> UOp:
@@ -332,7 +335,9 @@ def _reduce(ctx:KernelContext, x:UOp, u:UOp) -> UOp:
   if (ctx.merge_reduce and len(red) > 1) or len(red) == 1:
     sub = tuple(in_shape[a] for a in red)
     total = prod(sub)
-    if rop is Ops.ADD and dtypes.is_float(u.dtype) and total > REDUCE_STAGE: return _staged_reduce(ctx, u, src, valid, idx, red, sub)
+    if rop is Ops.ADD and dtypes.is_float(u.dtype) and total > REDUCE_STAGE:
+      if total >= SPLIT_MIN and prod(u.shape) <= SPLIT_MAX_OUT and not NOOPT: return _split_reduce(ctx, u, src, valid, idx, red)
+      return _staged_reduce(ctx, u, src, valid, idx, red, sub)
     # UNROLL consecutive elements per iteration: an inner UNROLL range the codegen expands into lanes combined as a tree before they
     # meet the accumulator (more ILP, and the C compiler can vectorize the loads)
     unroll = UNROLL if not NOOPT and total % UNROLL == 0 and total >= 2 * UNROLL else 1
@@ -355,6 +360,30 @@ def _reduce(ctx:KernelContext, x:UOp, u:UOp) -> UOp:
   for r in reversed(ranges): ret = UOp(Ops.REDUCE, u.dtype, (ret, r), (rop,))
   return ret
 
+def _split_reduce(ctx:KernelContext, u:UOp, src:UOp, valid:UOp, idx:list, red:list[int]) -> UOp:
+  """A big float sum with few results: the outermost level of _staged_reduce becomes a kernel of its own, P partial sums of consecutive
+  blocks of the elements (a tensor-graph node with a buffer, built like any root: its output loop can run on every core, and its blocks
+  are staged sums again), and this kernel sums the P partials. The levels, and so the accuracy, are those of the staged sum."""
+  keep = [a for a in range(len(src.shape)) if a not in red]
+  total, keep_shape = prod(src.shape[a] for a in red), tuple(src.shape[a] for a in keep)
+  levels = -(-(total - 1).bit_length() // STAGE_BITS)
+  chunk = 1 << (-(-(total - 1).bit_length() // levels) * (levels - 1))
+  parts = -(-total // chunk)
+  flat = src.permute(tuple(keep + red)) if keep + red != list(range(len(src.shape))) else src
+  flat = flat.reshape(keep_shape + (total,))
+  if parts * chunk != total: flat = flat.pad(((0, 0),) * len(keep) + ((0, parts * chunk - total),))   # zeros add nothing
+  part = flat.reshape(keep_shape + (parts, chunk))._rop(Ops.ADD, (len(keep) + 1,))
+  # one buffer per schedule for the partials, shared by the loop structures best_kernel tries
+  if (b := ctx.memo.get(key := ("split reduce", part))) is None: b = ctx.memo[key] = new_buffer(ctx.out.arg.device, prod(part.shape), part.dtype)
+  ctx.extra[part] = b
+  unroll = UNROLL if parts % UNROLL == 0 and parts >= 2 * UNROLL else 1
+  ranges = [UOp.range(parts // unroll, next(ctx.axis), AxisType.REDUCE)]
+  ctx.reduce_dims[ranges[0]] = [parts // unroll, unroll] if unroll > 1 else [parts]
+  ctx.reduce_of[ranges[0]] = u
+  if unroll > 1: ranges.append(UOp.range(unroll, next(ctx.axis), AxisType.UNROLL))
+  i = ranges[0] if unroll == 1 else ranges[0] * unroll + ranges[1]
+  return UOp(Ops.REDUCE, u.dtype, (at(part, valid, tuple(idx[a] for a in keep) + (i, UOp.const(0))), *ranges), (Ops.ADD,))
+
 def _staged_reduce(ctx:KernelContext, u:UOp, src:UOp, valid:UOp, idx:list, red:list[int], sub:tuple[int, ...]) -> UOp:
   """A float sum of n > REDUCE_STAGE elements as nested REDUCEs in the kernel, each level over at most about 2**STAGE_BITS
   elements: the innermost sums consecutive blocks in their own accumulators, each outer level sums the sums of the level inside.
@@ -364,7 +393,10 @@ def _staged_reduce(ctx:KernelContext, u:UOp, src:UOp, valid:UOp, idx:list, red:l
   levels = -(-(total - 1).bit_length() // STAGE_BITS)
   bits = -(-(total - 1).bit_length() // levels)
   sizes = [-(-total // (1 << (bits * (levels - 1))))] + [1 << bits] * (levels - 1)   # outermost first; a power of two inside
-  unroll = 1 if NOOPT else UNROLL
+  # the innermost level keeps STAGE_LANES accumulators, one per lane of consecutive elements (REDUCE(REDUCE(x, r), lanes): the lanes are
+  # summed after the loop), which the C compiler turns into vector loads and adds: one long dependency chain of scalar adds otherwise
+  # bounds a big sum below memory speed
+  unroll = 1 if NOOPT else STAGE_LANES
   rngs = [UOp.range(s if i < levels - 1 else s // unroll, next(ctx.axis), AxisType.REDUCE) for i, s in enumerate(sizes)]
   for r, s in zip(rngs, sizes):
     ctx.reduce_dims[r] = [s // unroll, unroll] if r is rngs[-1] and unroll > 1 else [s]
@@ -378,7 +410,8 @@ def _staged_reduce(ctx:KernelContext, u:UOp, src:UOp, valid:UOp, idx:list, red:l
     # the last block runs past the end: its extra elements add 0
     cond = simp(flat < total)[0]
     x = UOp(Ops.WHERE, u.dtype, (cond, at(src, cond if valid is _TRUE else simp(valid & cond)[0], tuple(idx)), UOp.const(u.dtype.const(0), u.dtype)))
-  x = UOp(Ops.REDUCE, u.dtype, (x, *inner), (Ops.ADD,))
+  x = UOp(Ops.REDUCE, u.dtype, (x, inner[0]), (Ops.ADD,))
+  if unroll > 1: x = UOp(Ops.REDUCE, u.dtype, (x, inner[1]), (Ops.ADD,))
   for r in reversed(rngs[:-1]): x = UOp(Ops.REDUCE, u.dtype, (x, r), (Ops.ADD,))
   return x
 

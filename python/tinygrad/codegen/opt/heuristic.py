@@ -49,7 +49,9 @@ def hand_coded_optimizations(ast:UOp, threads:int, upcast:bool=True) -> UOp:
   # unroll small reduce loops, innermost first (its lanes are the ones the C compiler can pair up)
   for red in [u for u in ast.toposort() if u.op is Ops.REDUCE]:
     loads = max(1, sum(1 for u in red.src[0].toposort() if u.op is Ops.LOAD))
-    loads *= prod(range_size(r) or 1 for r in red.src[1:] if rtype(r) is AxisType.UNROLL)  # the lanes' loads
+    # the lanes' loads: its own UNROLL ranges and those of an enclosing reduce (a staged sum's lanes: one accumulator each)
+    lanes = {r for r in (*red.src[1:], *red.src[0].toposort()) if r.op is Ops.RANGE and rtype(r) is AxisType.UNROLL}
+    loads *= prod(range_size(r) or 1 for r in lanes)
     for r in reversed([r for r in red.src[1:] if rtype(r) is AxisType.REDUCE]):
       if (n := range_size(r)) is None or n * loads > UNROLL_MAX_LOADS: continue
       ast = apply_opt(ast, Opt(OptOps.UNROLL, opt_axis(ast, OptOps.UNROLL, r), 0))[0]
@@ -64,7 +66,8 @@ def hand_coded_optimizations(ast:UOp, threads:int, upcast:bool=True) -> UOp:
   assert lane is not None
   # in a reduce kernel the lanes pay off when they share vector loads in the loop (a matmul's B row); lanes that each read their own
   # row only add memory streams (x.sum(axis=1) got slower)
-  if has_reduce and not vector_loads(up, lane, in_reduce_only=True): return ast
+  # (a load the loop re-reads: one that doesn't move with the reduce is hoisted out of it, as softmax's row max)
+  if has_reduce and not [ld for ld in vector_loads(up, lane, in_reduce_only=True) if _in_loop(ld)]: return ast
   if not has_reduce: return up
   # upcast_outer: the next output loop (x.sum(axis=0) with one output loop: that loop again)
   loops = [r for r in ranges_of(up, AxisType.LOOP) if r is not outer]
@@ -114,6 +117,10 @@ def hand_coded_gpu(ast:UOp, ren:Renderer) -> UOp:
         ast, threads = ret, threads * amt
         break
   return ast
+
+def _in_loop(ld:UOp) -> bool:
+  """Whether a load's address moves with a reduce loop (else it is read once, before the loop)."""
+  return any(r.op is Ops.RANGE and rtype(r) in (AxisType.REDUCE, AxisType.UNROLL) for r in ld.src[0].src[1].toposort())
 
 def _reduce_loads(ast:UOp) -> list[UOp]:
   return [u for red in ast.toposort() if red.op is Ops.REDUCE for u in red.src[0].toposort() if u.op is Ops.LOAD]
