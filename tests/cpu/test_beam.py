@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+import tinygrad
 import numpy as np
 import pytest
 from tinygrad import Tensor, Device
@@ -22,7 +23,9 @@ from tinygrad.codegen.opt.heuristic import optimize_ast
 from tinygrad.codegen.opt.kernel import apply_opts
 
 pytestmark = pytest.mark.cpu
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+# the directory holding the tinygrad package this test imported (the source tree, or site-packages when installed): a subprocess gets
+# it on PYTHONPATH so it imports the same package, compiled core included
+PKG_DIR = str(pathlib.Path(tinygrad.__file__).resolve().parents[1])
 
 def _kernel_ast(t:Tensor):
   items, _ = t.schedule()
@@ -227,7 +230,7 @@ print("RESULT", np.allclose(out, a @ a, rtol=1e-4), "WORKERS", len(search._pool.
 def _run_script(exe:str, tmp_path:pathlib.Path) -> subprocess.CompletedProcess:
   # no `if __name__ == "__main__":` guard: spawn would run the top level again in every worker
   (script := tmp_path / "user_script.py").write_text(_SCRIPT)
-  env = {**os.environ, "BEAM": "1", "PARALLEL": "2", "DEBUG": "2", "CACHEDB": str(tmp_path / "cache.db"), "PYTHONPATH": str(ROOT / "python")}
+  env = {**os.environ, "BEAM": "1", "PARALLEL": "2", "DEBUG": "2", "CACHEDB": str(tmp_path / "cache.db"), "PYTHONPATH": PKG_DIR}
   env.pop("IGNORE_BEAM_CACHE", None)
   return subprocess.run([exe, str(script)], capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
 
@@ -246,7 +249,7 @@ def test_beam_on_other_pythons(tmp_path):
   # the whole search (pickling, spawning, workers) on each newer Python that has the package's core built for it and numpy
   ok = [exe for exe in _other_pythons()
         if subprocess.run([exe, "-c", "import tinygrad._core, numpy"], capture_output=True, timeout=60,
-                          env={**os.environ, "PYTHONPATH": str(ROOT / "python")}).returncode == 0]
+                          env={**os.environ, "PYTHONPATH": PKG_DIR}).returncode == 0]
   if not ok: pytest.skip("no other Python here has the package's core built for it (maturin build -i python3.X) and numpy")
   for exe in ok:
     r = _run_script(exe, tmp_path)
