@@ -48,6 +48,7 @@ from tinygrad.helpers import SPEC, BEAM, NOOPT
 from tinygrad.schedule import reduce_identity as _identity
 from tinygrad.codegen.index_dtype import pm_lower_index
 from tinygrad.codegen.split_ranges import split_ranges, pm_fold_gates
+from tinygrad.codegen.opt.kernel import open_ranges
 if TYPE_CHECKING:
   from tinygrad.renderer import Renderer, LinearKernel
 
@@ -175,12 +176,6 @@ def _combine(op:Ops, a:UOp, b:UOp) -> UOp:
   if a.dtype is dtypes.bool: op = {Ops.ADD: Ops.OR, Ops.MUL: Ops.AND}.get(op, Ops.OR)
   return UOp(op, a.dtype, (a, b))
 
-def _open_ranges(x:UOp) -> list[UOp]:
-  """The RANGEs x depends on that no REDUCE inside x closes."""
-  topo = x.toposort()
-  closed = {r for u in topo if u.op is Ops.REDUCE for r in u.src[1:]}
-  return [u for u in topo if u.op is Ops.RANGE and u not in closed]
-
 def _lower_reduces(ctx:ReduceContext, sink:UOp) -> UOp|None:
   # REDUCEs over the same ranges (the lanes of an upcast reduce kernel) share one loop, each with its own accumulator slot
   groups: dict[tuple[UOp, ...], list[UOp]] = {}
@@ -197,7 +192,7 @@ def _lower_reduces(ctx:ReduceContext, sink:UOp) -> UOp|None:
       ctx.accs += 1
       for i, red in enumerate(rs): slots[red] = (acc, i)
     # a reduce nested in another's loop (a staged sum: tinygrad/schedule/rangeify.py) starts again in each iteration of the outer one
-    outer = [r for r in _open_ranges(reds[0].src[0]) if r not in ranges and r not in ctx.loop_ranges]
+    outer = [r for r in open_ranges(reds[0].src[0]) if r not in ranges and r not in ctx.loop_ranges]
     inits = {red: UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, red.dtype, (acc.after(*ctx.loop_ranges, *outer), iconst(i))),
                                                 _identity(red.arg[0], red.dtype))) for red, (acc, i) in slots.items()}
     bodies = []

@@ -122,6 +122,11 @@ class Linear:
       raise RuntimeError(f"Linear: input of shape {x.shape} doesn't match in_features={self.weight.shape[1]} (its last dim)")
     return x.linear(self.weight.transpose(), self.bias)
 
+def _group_norm(layer:str, x:Tensor, channels:int, groups:int, eps:float, weight:Tensor|None, bias:Tensor|None) -> Tensor:
+  """(N, C, ...) input normalised over each group of C/groups channels and the spatial dims, then the per-channel affine."""
+  _check_channels(layer, x, channels)
+  return _channel_affine(x.reshape(x.shape[0], groups, -1).layernorm(eps=eps).reshape(x.shape), weight, bias)
+
 class GroupNorm:
   """Normalises (N, C, ...) input over each group of C/num_groups channels (and the spatial dims), then a per-channel affine."""
   def __init__(self, num_groups:int, num_channels:int, eps=1e-5, affine=True):
@@ -131,9 +136,7 @@ class GroupNorm:
     self.bias: Tensor|None = Tensor.zeros(num_channels) if affine else None
 
   def __call__(self, x:Tensor) -> Tensor:
-    _check_channels("GroupNorm", x, self.num_channels)
-    x = x.reshape(x.shape[0], self.num_groups, -1).layernorm(eps=self.eps).reshape(x.shape)
-    return _channel_affine(x, self.weight, self.bias)
+    return _group_norm("GroupNorm", x, self.num_channels, self.num_groups, self.eps, self.weight, self.bias)
 
 class InstanceNorm:
   """Normalises each channel of each sample of (N, C, ...) input over its spatial dims, then a per-channel affine."""
@@ -142,10 +145,8 @@ class InstanceNorm:
     self.weight: Tensor|None = Tensor.ones(num_features) if affine else None
     self.bias: Tensor|None = Tensor.zeros(num_features) if affine else None
 
-  def __call__(self, x:Tensor) -> Tensor:
-    _check_channels("InstanceNorm", x, self.num_features)
-    x = x.reshape(x.shape[0], self.num_features, -1).layernorm(eps=self.eps).reshape(x.shape)
-    return _channel_affine(x, self.weight, self.bias)
+  def __call__(self, x:Tensor) -> Tensor:  # a GroupNorm with a group per channel
+    return _group_norm("InstanceNorm", x, self.num_features, self.num_features, self.eps, self.weight, self.bias)
 
 class LayerNorm:
   """Normalises over the last len(normalized_shape) dims, which must equal normalized_shape, then an elementwise affine."""
