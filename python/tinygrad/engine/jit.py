@@ -242,15 +242,21 @@ class _Capture:
     raise JitError("reading a tensor's data (.numpy(), .item(), .tolist(), .data()) inside a TinyJit function would freeze the value "
                    "read at capture into every replay: return the tensor from the function and read it after the call")
 
-def _prune(items:list[ExecItem], needed:set[Buffer]) -> list[ExecItem]:
-  """The items that depend on the inputs (directly or through an earlier kept item); the others computed the same at every call."""
-  kept = []
-  for item in items:
-    bases = {b.base for b in item.bufs}
-    if not bases.isdisjoint(needed):
-      kept.append(item)
-      needed |= bases
-  return kept
+def _prune(items:list[ExecItem], varying:set[Buffer], persistent:set[Buffer]) -> list[ExecItem]:
+  """The items whose effect can change from call to call: those touching a buffer that varies (an input, a random counter, or a
+  buffer a kept item writes) and those writing state that outlives the call (a buffer allocated before the capture: parameters,
+  an optimizer's step count). The others compute the same at every call: the capture ran them, a replay skips them. Repeated to a
+  fixed point, since a replay is a loop (a kept item may write what an earlier item reads at the next call)."""
+  kept: set[int] = set()
+  while True:
+    n = len(kept)
+    for i, item in enumerate(items):
+      if i in kept: continue
+      outs = {b.base for b in item.outs}
+      if not {b.base for b in item.bufs}.isdisjoint(varying) or not outs.isdisjoint(persistent):
+        kept.add(i)
+        varying |= outs
+    if len(kept) == n: return [item for i, item in enumerate(items) if i in kept]
 
 class TinyJit(Generic[ReturnType]):
   """Captures the kernels of a function of Tensors and replays them: `@TinyJit def step(x, y): ...`.
@@ -259,7 +265,8 @@ class TinyJit(Generic[ReturnType]):
   the buffers of the new Tensor arguments (positional, keyword, and directly inside list/tuple/dict arguments). Returned tensors are
   realized, and a replay returns new tensors on new buffers (a later call never overwrites them). Random numbers advance at every
   call as without the JIT. JIT=0 runs the function every time; JIT=1 and JIT=2 capture (there are no device graphs to batch into).
-  prune=True drops the captured kernels that don't depend on the inputs (they would compute the same every time). `reset()` forgets
+  prune=True skips the captured kernels whose results are the same at every call (not depending on inputs or on state the call
+  updates; unlike 0.14, kernels writing parameters or optimizer state are kept). `reset()` forgets
   the capture; `captured` is the CapturedJit. On a method, each instance gets its own capture.
 
   Raises JitError (instead of replaying something wrong): reading data (.numpy()/.item()/.tolist()/.data()) while capturing; a call
@@ -326,7 +333,7 @@ class TinyJit(Generic[ReturnType]):
     in_bufs = [i.buf for i in inputs]
     items = cap.items
     if self.prune:
-      items = _prune(items, set(in_bufs) | {b for _, _, kb, cb in cap.rng for b in (kb, cb)})
+      items = _prune(items, set(in_bufs) | {b for _, _, kb, cb in cap.rng for b in (kb, cb)}, {b for b, a in cap.was_allocated.items() if a})
       if DEBUG >= 1: print(f"TinyJit pruned {len(cap.items)} -> {len(items)} kernels")
     written = {b.base for item in items for b in item.outs}
     in_index = {b: i for i, b in enumerate(in_bufs)}
