@@ -1,7 +1,7 @@
 # TinyJit: capture on the second call, replay after; replays compute what the function computes (numpy is the reference).
 import numpy as np
 import pytest
-from tinygrad import Tensor, TinyJit, GlobalCounters, Context, nn, dtypes
+from tinygrad import Tensor, TinyJit, GlobalCounters, Context, nn, dtypes, Variable
 from tinygrad.engine import jit as jit_mod, realize
 from tinygrad.engine.jit import JitError, CapturedJit, ExecItem
 from tinygrad.tensor import core as tensor_core
@@ -187,6 +187,7 @@ def test_prune_drops_input_independent_kernels():
 def test_prune_keeps_training_correct():
   (la, wa), (lb, wb) = _mlp_losses(False), _mlp_losses(True, prune=True)
   np.testing.assert_allclose(la, lb, rtol=1e-6)
+  for a, b in zip(wa, wb): np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
 
 def test_jit_0_never_captures():
   with Context(JIT=0):
@@ -264,6 +265,13 @@ def test_capture_list_is_left_clean_after_an_error():
   with pytest.raises(ValueError, match="boom"): f(x)
   assert not realize.capturing and jit_mod.realize.capturing == []
 
+def test_bound_variable_arguments():
+  v = Variable("n", 1, 10)
+  f = TinyJit(lambda a, n: a + 1)
+  x = _buf(np.ones(2))
+  for k in (2, 3, 4): np.testing.assert_equal(f(x, v.bind(k)).numpy(), [2.0, 2.0])
+  with pytest.raises(JitError, match=r"Variables\) at arguments \[\('var', 1, 'n'\), 0\]"): f(x, 3)
+
 def test_bool_and_int_inputs():
   @TinyJit
   def f(m, i): return m.where(i * 2, i)
@@ -271,3 +279,50 @@ def test_bool_and_int_inputs():
     m, i = Tensor(np.array([True, False, True])).realize(), Tensor(np.array([k, k + 1, k + 2], dtype=np.int32)).realize()
     np.testing.assert_equal(f(m, i).numpy(), np.where([True, False, True], np.array([k, k + 1, k + 2]) * 2, [k, k + 1, k + 2]))
     assert f(m, i).dtype == dtypes.int32
+
+# ***** property: a TinyJit of a random Tensor program computes what the program computes, call after call *****
+
+from hypothesis import given, settings, HealthCheck, strategies as st  # noqa: E402
+
+OPS = st.tuples(st.sampled_from(["unary", "binary", "reduce", "permute", "flip", "shrink", "reshape", "matmul", "contiguous"]),
+                st.integers(0, 7), st.integers(0, 7), st.integers(0, 3))
+
+def _apply(vals:list[Tensor], op:tuple) -> Tensor|None:
+  kind, i, j, p = op
+  t = vals[i % len(vals)]
+  nd = t.ndim
+  if kind == "unary": return [t.relu(), t.exp2() * 0.25, t.abs().sqrt(), -t][p]
+  if kind == "binary":
+    same = [u for u in vals if u.shape == t.shape]
+    u = same[j % len(same)]
+    return [t + u, t * u, t.maximum(u), (t > u).where(t, u * 0.5)][p]
+  if kind == "reduce" and nd >= 1: return (t.sum if p % 2 else t.max)(axis=j % nd, keepdim=p >= 2)
+  if kind == "permute" and nd >= 2: return t.permute(tuple(reversed(range(nd))))
+  if kind == "flip" and nd >= 1: return t.flip(j % nd)
+  if kind == "shrink" and nd >= 1 and t.shape[0] >= 2: return t[:t.shape[0] // 2]
+  if kind == "reshape": return t.reshape(-1)
+  if kind == "matmul" and nd == 2:
+    if (rhs := [u for u in vals if u.ndim == 2 and u.shape[0] == t.shape[1]]): return t @ rhs[j % len(rhs)]
+  if kind == "contiguous": return t.contiguous()
+  return None
+
+def _program(ops:list[tuple]):
+  def prog(a:Tensor, b:Tensor, c:Tensor):
+    vals = [a, b, c]
+    for op in ops:
+      if (v := _apply(vals, op)) is not None: vals.append(v)
+    return vals[-1] * 2.0 + 1.0, vals[len(vals) // 2] + 0.5
+  return prog
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=st.lists(OPS, min_size=1, max_size=7), seed=st.integers(0, 2**16))
+def test_property_jit_equals_unjitted(ops, seed):
+  prog = _program(ops)
+  jitted = TinyJit(prog)
+  rng = np.random.default_rng(seed)
+  for _ in range(4):
+    ins = [rng.standard_normal(s).astype(np.float32) for s in ((4, 6), (4, 6), (6, 3))]
+    want = [w.numpy() for w in prog(*[Tensor(a).realize() for a in ins])]
+    got = [g.numpy() for g in jitted(*[Tensor(a).realize() for a in ins])]
+    for w, g in zip(want, got): np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+  assert jitted.captured is not None

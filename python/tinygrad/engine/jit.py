@@ -133,7 +133,8 @@ class CapturedJit(Generic[ReturnType]):
     srcs.update({b: len(self.inputs) + i for i, b in enumerate(self.fresh)})
     self._calls: list[list] = []          # [launch, args]
     self._patches: list[_Patch] = []
-    self._dynamic: list[tuple[int, ExecItem]] = []   # kernels with variables: their values (and maybe launch dims) come with each call
+    # kernels with variables: their values (and, where the launch dims are symbolic, the launcher) come with each call
+    self._dynamic: list[tuple[int, ExecItem, bool]] = []
     written: dict[Buffer, None] = {}
     written_srcs: set[int] = set()
     self._ops = self._mem = self._kernels = 0
@@ -151,7 +152,7 @@ class CapturedJit(Generic[ReturnType]):
         argf, launch = item.prg.launcher(*spec.launch_dims()) if static else (item.prg.launcher((1,), None)[0], None)
         conv = (lambda argf: lambda b: argf(b._buf))(argf)
         args = [argf(b.ensure_allocated()._buf) for b in item.bufs]
-        if any(i != spec.core_id for i in range(len(spec.vars))): self._dynamic.append((len(self._calls), item))
+        if any(i != spec.core_id for i in range(len(spec.vars))): self._dynamic.append((len(self._calls), item, not static))
         else: args += list(spec.vals())
         self._ops, self._mem, self._kernels = self._ops + spec.estimates.ops, self._mem + spec.estimates.mem, self._kernels + 1
       for pos, b in enumerate(item.bufs):
@@ -173,11 +174,11 @@ class CapturedJit(Generic[ReturnType]):
       p.args[p.pos] = p.conv(b if p.view is None else b.view(p.view[1], p.view[2], p.view[0]).ensure_allocated())
     for b in self._before_write: b.before_write()
     for s in self._written_srcs: srcs[s].before_write()
-    for idx, item in self._dynamic:
+    for idx, item, symbolic_dims in self._dynamic:
       assert item.prg is not None and item.spec is not None
       call = self._calls[idx]
       call[1][len(item.bufs):] = item.spec.vals(var_vals)
-      if call[0] is None or not all(isinstance(d, int) for d in item.spec.global_size): call[0] = item.prg.launcher(*item.spec.launch_dims(var_vals))[1]
+      if symbolic_dims: call[0] = item.prg.launcher(*item.spec.launch_dims(var_vals))[1]
     for launch, args in self._calls: launch(*args)
     with GlobalCounters.lock:
       GlobalCounters.kernel_count += self._kernels
@@ -206,8 +207,8 @@ def _map_ret(ret:Any, fn:Callable[[Tensor], Tensor]) -> Any:
   if isinstance(ret, dict): return {k: _map_ret(v, fn) for k, v in ret.items()}
   return ret
 
-def _returned_tensors(ret:Any) -> list[Tensor]:
-  """The tensors in the return value (nested lists, tuples and dicts); anything else but None raises JitError."""
+def _returned_tensors(ret:Any, strict:bool=True) -> list[Tensor]:
+  """The tensors in the return value (nested lists, tuples and dicts); strict: anything else but None raises JitError."""
   out: list[Tensor] = []
   stack = [ret]
   while stack:
@@ -215,7 +216,7 @@ def _returned_tensors(ret:Any) -> list[Tensor]:
     if isinstance(x, Tensor): out.append(x)
     elif isinstance(x, (list, tuple)): stack.extend(reversed(x))
     elif isinstance(x, dict): stack.extend(reversed(list(x.values())))
-    elif x is not None:
+    elif x is not None and strict:
       raise JitError(f"a TinyJit function returned a {type(x).__name__} ({x!r:.40}): replays return what the capture returned, so it "
                      f"would never change; return Tensors (or None) only, and compute Python values outside the jitted function")
   return out
@@ -302,10 +303,10 @@ class TinyJit(Generic[ReturnType]):
     if jit is None: self._instances[obj] = jit = TinyJit(functools.partial(self.fxn, obj), prune=self.prune)
     return jit
 
-  def _run(self, args, kwargs) -> ReturnType:
+  def _run(self, args, kwargs, strict:bool=False) -> ReturnType:
     assert self.fxn is not None
     ret = self.fxn(*args, **kwargs)
-    if ts := _returned_tensors(ret): Tensor.realize(*ts)
+    if ts := _returned_tensors(ret, strict): Tensor.realize(*ts)
     return ret
 
   def __call__(self, *args, **kwargs) -> ReturnType:
@@ -318,7 +319,7 @@ class TinyJit(Generic[ReturnType]):
       cap = _Capture()
       realize.capturing.append(cap)
       try:
-        with Context(BEAM=getenv("JITBEAM", BEAM.value)): ret = self._run(args, kwargs)
+        with Context(BEAM=getenv("JITBEAM", BEAM.value)): ret = self._run(args, kwargs, strict=True)
       finally: realize.capturing.remove(cap)
       self.captured = self._make_captured(cap, names, inputs, var_vals, consts, ret)
     else:
@@ -364,6 +365,6 @@ class TinyJit(Generic[ReturnType]):
         raise JitError(f"TinyJit input {i.name!r} has {_describe(i.sig)}, but the kernels were captured for {_describe(sig)}: use one "
                        f"shape/dtype/device per TinyJit (a TinyJit per shape, or jit.reset() to capture again)")
     if consts != captured.consts:
-      changed = [f"{n!r}: {v!r} -> {w!r}" for (n, _, v), (m, _, w) in zip(captured.consts, consts) if (n, v) != (m, w)]
+      changed = [f"{n!r}: {v} -> {w}" for (n, _, v), (m, _, w) in zip(captured.consts, consts) if (n, v) != (m, w)]
       raise JitError(f"TinyJit's Python arguments changed since capture ({', '.join(changed) or 'a different set'}): they are frozen into the "
                      f"captured kernels; pass values that change as Tensors or bound Variables, or reset() it")
