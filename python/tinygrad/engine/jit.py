@@ -116,11 +116,13 @@ class _Patch:
 class CapturedJit(Generic[ReturnType]):
   """The captured form of a TinyJit call: `items` (ExecItems in run order) on the capture's buffers. `inputs` are the capture's input
   Buffers (swapped for each call's), `fresh` the output Buffers that get a new Buffer at each call (so a returned tensor is never
-  overwritten by a later call), `rng` the random-number counters that each call advances as a plain call would."""
+  overwritten by a later call), `rng` the random-number counters that each call advances as a plain call would, `persistent` the
+  buffers that were allocated before the capture (parameters, optimizer state): a memory planner may share the memory of the other
+  buffers of `items` except inputs, fresh outputs, rng buffers and buffers live tensors still hold (a .grad made during the capture)."""
   def __init__(self, items:list[ExecItem], inputs:list[Buffer], input_sigs:list, names:list, consts:list, ret:Any, ret_plan:dict,
-               fresh:list[Buffer], rng:list[tuple[str, int, Buffer, Buffer]]):
+               fresh:list[Buffer], rng:list[tuple[str, int, Buffer, Buffer]], persistent:set[Buffer]):
     self.items, self.inputs, self.input_sigs, self.names, self.consts = items, inputs, input_sigs, names, consts
-    self.ret, self.ret_plan, self.fresh, self.rng = ret, ret_plan, fresh, rng
+    self.ret, self.ret_plan, self.fresh, self.rng, self.persistent = ret, ret_plan, fresh, rng, persistent
     self.relink()
   @property
   def jit_cache(self) -> list[ExecItem]: return self.items   # tinygrad's older name
@@ -333,8 +335,9 @@ class TinyJit(Generic[ReturnType]):
     if not cap.items: raise JitError("TinyJit captured no kernel: the function computed nothing (it must return or assign tensors)")
     in_bufs = [i.buf for i in inputs]
     items = cap.items
+    persistent = {b for b, allocated in cap.was_allocated.items() if allocated}
     if self.prune:
-      items = _prune(items, set(in_bufs) | {b for _, _, kb, cb in cap.rng for b in (kb, cb)}, {b for b, a in cap.was_allocated.items() if a})
+      items = _prune(items, set(in_bufs) | {b for _, _, kb, cb in cap.rng for b in (kb, cb)}, persistent)
       if DEBUG >= 1: print(f"TinyJit pruned {len(cap.items)} -> {len(items)} kernels")
     written = {b.base for item in items for b in item.outs}
     in_index = {b: i for i, b in enumerate(in_bufs)}
@@ -353,7 +356,7 @@ class TinyJit(Generic[ReturnType]):
           fresh.append(b)
         ret_plan[id(t)] = ("fresh", fresh_index[b], chain)
     if DEBUG >= 1: print(f"TinyJit captured {len(items)} launches with {len(inputs)} inputs")
-    return CapturedJit(items, in_bufs, [i.sig for i in inputs], names, consts, ret, ret_plan, fresh, cap.rng)
+    return CapturedJit(items, in_bufs, [i.sig for i in inputs], names, consts, ret, ret_plan, fresh, cap.rng, persistent)
 
   @staticmethod
   def _check(captured:CapturedJit, names, inputs:list[_Input], consts) -> None:
