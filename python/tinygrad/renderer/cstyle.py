@@ -186,6 +186,8 @@ class CStyleLanguage(Renderer):
   float_suffix: str = "f"                   # after a float (and half/bfloat16: computed as float) literal; doubles have none
   int_suffix: dict[DType, str] = {dtypes.int64: "l", dtypes.uint64: "ul", dtypes.uint32: "u"}
   type_map: dict[DType, str] = {dtypes.bool: "_Bool"}
+  # the definitions of the conversion helpers (_EMULATED's names) of a dtype computed as float, written once before a kernel using it
+  emulated_helpers: dict[DType, str] = {dtypes.half: _HALF_HELPERS, dtypes.bfloat16: _BF16_HELPERS}
   string_rewrite: PatternMatcher = base_rewrite
   # operands arrive rendered; dtype is the op's result dtype (the operand dtype for everything but comparisons)
   code_for_op: dict[Ops, Callable] = {
@@ -332,8 +334,7 @@ class _CWriter:
       params.append(ren.render_var_param(nm, v.dtype))
     for u in k.uops: self.step(u)
     prefix = [ren.render_vector_prefix(dt, n) for dt, n in self.vectors]
-    if dtypes.half in self.emulated: prefix.append(_HALF_HELPERS)
-    if dtypes.bfloat16 in self.emulated: prefix.append(_BF16_HELPERS)
+    prefix += [ren.emulated_helpers[dt] for dt in _EMULATED if dt in self.emulated]
     return ren.render_kernel(k.name, self.lines, params, prefix)
 
   def inline(self, u:UOp, reads_mem:bool) -> bool:
