@@ -131,7 +131,7 @@ class CUDADevice(Compiled):
     n = device_count()
     idx = int(device.split(":")[1]) if ":" in device and device.split(":")[1].isdigit() else 0
     if idx >= n: raise RuntimeError(f"{device}: there {'is 1 GPU' if n == 1 else f'are {n} GPUs'} here (CUDA{'' if n == 1 else f' to CUDA:{n-1}'})")
-    cu = driver()
+    self.cu = cu = driver()   # kept: the device's objects are released through the module that made them
     self.cu_device = check(cu.cuDeviceGet(idx), "cuDeviceGet")
     self.context = check(cu.cuDevicePrimaryCtxRetain(self.cu_device), "cuDevicePrimaryCtxRetain")
     self.driver()
@@ -146,9 +146,8 @@ class CUDADevice(Compiled):
                      arch=arch)
   def driver(self) -> Any:
     """cuda.bindings.driver with this GPU's context current in the calling thread (contexts are per thread; setting it is cheap)."""
-    cu = driver()
-    check(cu.cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
-    return cu
+    check(self.cu.cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
+    return self.cu
   def synchronize(self) -> None:
     check(self.driver().cuStreamSynchronize(self.stream), "cuStreamSynchronize")
     pending, self.pending = self.pending, []
