@@ -151,6 +151,19 @@ def test_null_cuda_half_types(null_cuda, dt):
   assert any(("half" if dt is dtypes.half else "__nv_bfloat16") in s for s in null_cuda)
 
 @needs_nvrtc
+@pytest.mark.parametrize("dt,ctype", [(dtypes.fp8e4m3, "__nv_fp8_e4m3"), (dtypes.fp8e5m2, "__nv_fp8_e5m2")])
+def test_null_cuda_fp8(null_cuda, dt, ctype):
+  a = Tensor.rand(32, 32).cast(dt).realize()
+  Tensor.realize((a * 2).exp(), a.float() @ a.float(), a.bitcast(dtypes.uint8), a.cast(dtypes.half), a.sum(axis=1), (a + 1).cast(dt))
+  assert any(f"{ctype}* __restrict__ data0" in s and "#include <cuda_fp8.h>" in s for s in null_cuda)
+
+def test_fp8_only_where_the_renderer_has_it():
+  from tinygrad.renderer import KernelContractError
+  with Context(DEV="CPU"):
+    with pytest.raises(KernelContractError, match="fp8e4m3 is not supported by ClangRenderer"): Tensor([1.0, 2.0]).cast(dtypes.fp8e4m3).realize()
+    assert dtypes.fp8e4m3 in CUDARenderer().supported_dtypes() and dtypes.fp8e4m3fnuz not in CUDARenderer().supported_dtypes()
+
+@needs_nvrtc
 def test_null_cuda_softmax_and_big_reduce(null_cuda):
   x = Tensor.rand(64, 1000)
   Tensor.realize(x.softmax(axis=1), x.log_softmax(axis=1), Tensor.rand(200000).sum(), Tensor.rand(4, 50000).max(axis=1))

@@ -16,7 +16,9 @@ from tinygrad.dtype import AddrSpace
 
 _C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum extern float for goto if inline int long register
 restrict return short signed sizeof static struct switch typedef union unsigned void volatile while _Bool _Complex _Imaginary""".split())
-_EMULATED = {dtypes.half: ("tg_h2f", "tg_f2h", "tg_rh"), dtypes.bfloat16: ("tg_bf2f", "tg_f2bf", "tg_rbf")}
+# dtype -> its (to float, from float, round a float to it) helpers; the fp8 ones are only defined by renderers that support fp8 (CUDA)
+_EMULATED = {dtypes.half: ("tg_h2f", "tg_f2h", "tg_rh"), dtypes.bfloat16: ("tg_bf2f", "tg_f2bf", "tg_rbf"),
+             dtypes.fp8e4m3: ("tg_e4m3_2f", "tg_f2e4m3", "tg_re4m3"), dtypes.fp8e5m2: ("tg_e5m2_2f", "tg_f2e5m2", "tg_re5m2")}
 
 # half and bfloat16 live in memory as their bits (unsigned short) and are computed as float, rounded to the dtype after every op:
 # no compiler needs native half support. Round-to-nearest-even, inf/nan kept (quiet), half subnormals handled. The include guards let
@@ -225,7 +227,7 @@ class CStyleLanguage(Renderer):
     return "float" if dt in _EMULATED else self.type_map.get(dt, dt.name)
   def memory_type(self, dt:DType) -> str:
     """The C type of a buffer element (half and bfloat16 are stored as their 16 bits)."""
-    return "unsigned short" if dt in _EMULATED else self.value_type(dt)
+    return ("unsigned char" if dt.itemsize == 1 else "unsigned short") if dt in _EMULATED else self.value_type(dt)
   def vector_type(self, dt:DType, lanes:int) -> str:
     if dt in _EMULATED or dt is dtypes.bool: raise KernelContractError(f"vectors of {dt} are not supported by {type(self).__name__}")
     return self.value_type(dt).replace(" ", "_") + str(lanes)

@@ -1,9 +1,9 @@
 # The CUDA renderer: the C renderer's rules (renderer/cstyle.py) with CUDA's spelling. What differs from C: kernels are
 # `extern "C" __global__` with __launch_bounds__ (the threads per block), launch dims are blockIdx/threadIdx, local BUFFERs are
-# __shared__ and a BARRIER is __syncthreads(), half/bfloat16 buffers hold cuda_fp16.h/cuda_bf16.h types (values are still computed as
-# float and rounded after every op, as the contract says), vectors are CUDA's vector types (float4, int2, ...; a struct for 8 and 16
-# lanes), math is CUDA's libdevice functions, and bitcasts go through memcpy (C++ has no compound literals). NVRTC compiles it
-# (runtime/ops_cuda.py); DEV=NULL:CUDA renders and compiles every kernel without a GPU.
+# __shared__ and a BARRIER is __syncthreads(), half/bfloat16/fp8 buffers hold the types of cuda_fp16.h/cuda_bf16.h/cuda_fp8.h (values
+# are still computed as float and rounded after every op, as the contract says), vectors are CUDA's vector types (float4, int2, ...;
+# a struct for 8 and 16 lanes), math is CUDA's libdevice functions, and bitcasts go through memcpy (C++ has no compound literals).
+# NVRTC compiles it (runtime/support/compiler_cuda.py); DEV=NULL:CUDA renders and compiles every kernel without a GPU.
 from __future__ import annotations
 from typing import Callable, Sequence
 from tinygrad.helpers import strip_parens, prod
@@ -33,6 +33,19 @@ _BF16_HELPERS = """#include <cuda_bf16.h>
 __device__ __forceinline__ float tg_bf2f(__nv_bfloat16 x) { return __bfloat162float(x); }
 __device__ __forceinline__ __nv_bfloat16 tg_f2bf(float x) { return __float2bfloat16_rn(x); }
 __device__ __forceinline__ float tg_rbf(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }"""
+# fp8 (cuda_fp8.h): finite values beyond the range saturate (__NV_SATFINITE); an infinity is e4m3's NaN and stays e5m2's infinity
+def _fp8_helpers(kind:str, inf_code:int) -> str:
+  t = f"__nv_fp8_{kind}"
+  return f"""__device__ __forceinline__ float tg_{kind}_2f({t} x) {{ return (float)x; }}
+__device__ __forceinline__ {t} tg_f2{kind}(float x) {{
+  {t} r;
+  r.__x = isinf(x) ? (__nv_fp8_storage_t)(signbit(x) ? {inf_code | 0x80:#x} : {inf_code:#x})
+                   : __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_{kind.upper()});
+  return r;
+}}
+__device__ __forceinline__ float tg_r{kind}(float x) {{ return (float)tg_f2{kind}(x); }}"""
+_FP8_HELPERS = {dtypes.fp8e4m3: "#include <cuda_fp8.h>\n" + _fp8_helpers("e4m3", 0x7f),
+                dtypes.fp8e5m2: "#include <cuda_fp8.h>\n" + _fp8_helpers("e5m2", 0x7c)}
 # the same bits as another type of the same size (memcpy compiles to a register move)
 _BITCAST_HELPER = "template <class T, class F> __device__ __forceinline__ T tg_bitcast(F x) { T r; memcpy(&r, &x, sizeof(T)); return r; }"
 
@@ -103,8 +116,9 @@ class CUDARenderer(CStyleLanguage):
   code_for_workitem = {"g": lambda d: f"blockIdx.{_LANE_NAMES[int(d)]}", "l": lambda d: f"threadIdx.{_LANE_NAMES[int(d)]}"}
   infinity, nan = "__int_as_float(0x7f800000)", "__int_as_float(0x7fffffff)"
   double_infinity, double_nan = "__longlong_as_double(0x7ff0000000000000ll)", "__longlong_as_double(0x7ff8000000000000ll)"
-  type_map = {dtypes.bool: "bool", dtypes.half: "half", dtypes.bfloat16: "__nv_bfloat16"}
-  emulated_helpers = {dtypes.half: _HALF_HELPERS, dtypes.bfloat16: _BF16_HELPERS}
+  type_map = {dtypes.bool: "bool", dtypes.half: "half", dtypes.bfloat16: "__nv_bfloat16", dtypes.fp8e4m3: "__nv_fp8_e4m3",
+              dtypes.fp8e5m2: "__nv_fp8_e5m2"}
+  emulated_helpers = {dtypes.half: _HALF_HELPERS, dtypes.bfloat16: _BF16_HELPERS, **_FP8_HELPERS}
   string_rewrite = cuda_rewrite
   code_for_op = {**CStyleLanguage.code_for_op, Ops.SQRT: _math("sqrt"), Ops.EXP2: _math("exp2"), Ops.LOG2: _math("log2"),
                  Ops.SIN: _math("sin"), Ops.TRUNC: _math("trunc"), Ops.POW: lambda a, b, dtype: f"pow{_fsuffix(dtype)}({a}, {b})",
@@ -112,6 +126,7 @@ class CUDARenderer(CStyleLanguage):
 
   @property
   def arch(self) -> str: return self.target.arch or "sm_80"
+  def supported_dtypes(self): return super().supported_dtypes() | {dtypes.fp8e4m3, dtypes.fp8e5m2}
 
   def memory_type(self, dt:DType) -> str: return self.type_map[dt] if dt in _EMULATED else super().memory_type(dt)
   def vector_type(self, dt:DType, lanes:int) -> str:
