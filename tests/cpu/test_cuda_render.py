@@ -246,3 +246,17 @@ def test_default_device_prefers_a_gpu(monkeypatch):
     with Context(DEV="CPU"): assert Device.DEFAULT == "CPU"
   finally: device._gpu_usable.cache_clear()
   np.testing.assert_equal(Tensor([1, 2], device="CPU").numpy(), [1, 2])
+
+@needs_nvrtc
+def test_beam_workers_compile_for_the_renderers_arch():
+  # a BEAM worker rebuilds the compiler from the payload: for CUDA it must target the same arch (an sm_80 cubin doesn't load on sm_90)
+  import pickle
+  from tinygrad.codegen.opt import search
+  with Context(DEV="NULL:CUDA:sm_90"):
+    ren = Device["NULL"].renderer
+    ast = _ast(Tensor.empty(64, 64).sum(axis=1))[-1]
+    data = search.worker_payload(ast, [[Opt(OptOps.LOCAL, 0, 16)]], ren)
+    assert pickle.loads(data)[-1] == (type(ren.compiler), ("sm_90",))
+    ok, res = search.run_payload(data)
+  assert ok == "ok" and res[0][0] == "ok", res
+  assert search._compilers[(type(ren.compiler), ("sm_90",))].arch == "sm_90"

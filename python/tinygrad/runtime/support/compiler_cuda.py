@@ -56,7 +56,7 @@ class CUDACompiler(Compiler):
   compiler's output (CACHELEVEL=0: no disk cache), keyed by the arch and NVRTC's version besides the source."""
   def __init__(self, arch:str="sm_80"):
     self.cc = parse_arch(arch)
-    self.arch = arch
+    self.arch, self.init_args = arch, (arch,)   # init_args: how a BEAM worker makes the same compiler
     super().__init__(f"compile_cuda_{arch}")
   @functools.cached_property
   def target(self) -> tuple[str, bool]:
