@@ -117,6 +117,14 @@ def test_copies_round_trip_through_pinned_staging(fake):
   assert "cuMemcpyDtoDAsync" in fake.calls
   np.testing.assert_array_equal(same.numpy(), x)
 
+def test_big_copies_go_in_chunks_through_a_few_staging_buffers(fake, monkeypatch):
+  monkeypatch.setattr(ops_cuda, "STAGING", 1000)
+  x = np.arange(10_000, dtype=np.uint8) * 7
+  buf = Buffer("CUDA", 10_000, dtypes.uint8).copyin(memoryview(x))
+  assert fake.calls.count("cuMemcpyHtoDAsync") == 10 and fake.calls.count("cuMemHostAlloc") <= ops_cuda.MAX_PENDING
+  np.testing.assert_array_equal(buf.numpy(), x)
+  assert fake.calls.count("cuMemcpyDtoHAsync") == 10
+
 def test_freed_memory_is_cached_then_released(fake):
   dev = Device["CUDA"]
   a = dev.allocator.alloc(256)

@@ -52,6 +52,7 @@ class CUDABuffer:
   def __repr__(self): return f"<CUDABuffer {'host ' if self.host else ''}{self.size} bytes at 0x{self.ptr:x}>"
 
 _HOST = BufferSpec(host=True)
+STAGING, MAX_PENDING = 16 << 20, 8   # copies go through pinned buffers of 16 MiB, at most 8 of them in flight
 
 class CUDAAllocator(LRUAllocator['CUDADevice']):
   """Device memory from cuMemAlloc (256-byte aligned: the renderer's vector accesses rely on it), pinned host memory (BufferSpec(host=
@@ -70,19 +71,24 @@ class CUDAAllocator(LRUAllocator['CUDADevice']):
     if opaque.host: check(cu.cuMemFreeHost(opaque.ptr), "cuMemFreeHost")
     else: check(cu.cuMemFree(cu.CUdeviceptr(opaque.ptr)), "cuMemFree")
   def _copyin(self, dest:CUDABuffer, src:memoryview):
-    cu, n = self.dev.driver(), len(src)
-    staging = self.alloc(n, _HOST)
-    to_mv(staging.ptr, n)[:] = src   # the caller may reuse src at once: the copy reads the staging buffer, freed at synchronize()
-    check(cu.cuMemcpyHtoDAsync(cu.CUdeviceptr(dest.ptr), staging.ptr, n, self.dev.stream), "cuMemcpyHtoDAsync")
-    self.dev.pending.append(staging)
+    cu = self.dev.driver()
+    for off in range(0, len(src), STAGING):
+      n = min(STAGING, len(src) - off)
+      if len(self.dev.pending) >= MAX_PENDING: self.dev.synchronize()   # bounds the pinned memory a big copy holds
+      staging = self.alloc(STAGING, _HOST)   # one size: the LRU cache hands the same few staging buffers out again
+      to_mv(staging.ptr, n)[:] = src[off:off+n]   # the caller may reuse src at once: the copy reads the staging buffer
+      check(cu.cuMemcpyHtoDAsync(cu.CUdeviceptr(dest.ptr + off), staging.ptr, n, self.dev.stream), "cuMemcpyHtoDAsync")
+      self.dev.pending.append(staging)   # cached again at synchronize(), when the copy is done
   def _copyout(self, dest:memoryview, src:CUDABuffer):
-    cu, n = self.dev.driver(), len(dest)
-    staging = self.alloc(n, _HOST)
+    cu = self.dev.driver()
+    staging = self.alloc(STAGING, _HOST)
     try:
-      check(cu.cuMemcpyDtoHAsync(staging.ptr, cu.CUdeviceptr(src.ptr), n, self.dev.stream), "cuMemcpyDtoHAsync")
-      self.dev.synchronize()
-      dest[:] = to_mv(staging.ptr, n)
-    finally: self.free(staging, n, _HOST)
+      for off in range(0, len(dest), STAGING):
+        n = min(STAGING, len(dest) - off)
+        check(cu.cuMemcpyDtoHAsync(staging.ptr, cu.CUdeviceptr(src.ptr + off), n, self.dev.stream), "cuMemcpyDtoHAsync")
+        self.dev.synchronize()   # after the kernels queued before it on the stream
+        dest[off:off+n] = to_mv(staging.ptr, n)
+    finally: self.free(staging, STAGING, _HOST)
   def _transfer(self, dest:CUDABuffer, src:CUDABuffer, size:int, src_dev:CUDADevice, dest_dev:CUDADevice):
     """A copy between two buffers on GPUs (the same or another), without the host."""
     cu = dest_dev.driver()
