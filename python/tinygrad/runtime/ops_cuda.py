@@ -90,12 +90,16 @@ class CUDAAllocator(LRUAllocator['CUDADevice']):
         dest[off:off+n] = to_mv(staging.ptr, n)
     finally: self.free(staging, STAGING, _HOST)
   def _transfer(self, dest:CUDABuffer, src:CUDABuffer, size:int, src_dev:CUDADevice, dest_dev:CUDADevice):
-    """A copy between two buffers on GPUs (the same or another), without the host."""
+    """A copy between two buffers on GPUs (the same or another), without the host. On one GPU the stream orders it; between two, it
+    waits for what the source GPU still writes into src, and is done before either GPU's later work can change the buffers."""
     cu = dest_dev.driver()
-    src_dev.synchronize()   # what src_dev's stream still writes into src
-    if src_dev is dest_dev: check(cu.cuMemcpyDtoDAsync(cu.CUdeviceptr(dest.ptr), cu.CUdeviceptr(src.ptr), size, dest_dev.stream), "cuMemcpyDtoDAsync")
-    else: check(cu.cuMemcpyPeerAsync(cu.CUdeviceptr(dest.ptr), dest_dev.context, cu.CUdeviceptr(src.ptr), src_dev.context, size, dest_dev.stream),
-                "cuMemcpyPeerAsync")
+    if src_dev is dest_dev:
+      check(cu.cuMemcpyDtoDAsync(cu.CUdeviceptr(dest.ptr), cu.CUdeviceptr(src.ptr), size, dest_dev.stream), "cuMemcpyDtoDAsync")
+      return
+    src_dev.synchronize()
+    check(cu.cuMemcpyPeerAsync(cu.CUdeviceptr(dest.ptr), dest_dev.context, cu.CUdeviceptr(src.ptr), src_dev.context, size, dest_dev.stream),
+          "cuMemcpyPeerAsync")
+    dest_dev.synchronize()
   def _offset(self, buf:CUDABuffer, size:int, offset:int) -> CUDABuffer: return CUDABuffer(buf.ptr + offset, size, buf.host, buf)
 
 _ARG_CTYPES: dict[DType, type] = {dtypes.int8: ctypes.c_int8, dtypes.uint8: ctypes.c_uint8, dtypes.int16: ctypes.c_int16,
