@@ -2,6 +2,7 @@
 # vectors, math), and DEV=NULL:CUDA, which renders every kernel of real Tensor programs with it and compiles each one with NVRTC (the
 # tests that compile skip without cuda-python and the nvrtc wheel: pip install '.[cuda]'). Clear errors for DEV=CUDA without cuda-python
 # or without a GPU. The GPU half lives in tests/gpu/test_cuda.py.
+import os
 import sys
 import numpy as np
 import pytest
@@ -234,6 +235,16 @@ def test_cuda_without_a_gpu():
   if ops_cuda.cuda_usable(): pytest.skip("a GPU is here")
   with pytest.raises(RuntimeError, match="DEV=CUDA: .*(driver|GPU)"): Device["CUDA:7"]
   with Context(DEV=""): assert Device.DEFAULT == "CPU"   # no GPU: the CPU is the default device
+
+def test_default_device_without_a_driver_does_not_import_cuda_python():
+  # importing cuda-python's driver module costs ~0.3 s: without the NVIDIA driver library the default device is CPU without it
+  import subprocess
+  from tinygrad.runtime import ops_cuda
+  if ops_cuda._driver_library_present(): pytest.skip("the NVIDIA driver is here")
+  code = "import sys; from tinygrad import Device; print(Device.DEFAULT, 'cuda.bindings.driver' in sys.modules)"
+  env = {k: v for k, v in os.environ.items() if k not in ("DEV", "DEVICE")}
+  out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+  assert out.stdout.split() == ["CPU", "False"], out
 
 def test_default_device_prefers_a_gpu(monkeypatch):
   import tinygrad.device as device

@@ -91,6 +91,7 @@ class FakeDriver:
 def fake(monkeypatch):
   drv = FakeDriver()
   monkeypatch.setattr(ops_cuda, "driver", lambda: drv)
+  monkeypatch.setattr(ops_cuda, "_driver_library_present", lambda: True)
   ops_cuda.device_count.cache_clear()
   opened = {name: ops_cuda.CUDADevice(name) for name in ("CUDA", "CUDA:1")}
   for name, dev in opened.items(): monkeypatch.setitem(Device._opened, name, dev)

@@ -6,6 +6,8 @@
 from __future__ import annotations
 import ctypes
 import functools
+import importlib.util
+import sys
 from typing import Any
 from tinygrad.device import Compiled, LRUAllocator, BufferSpec, Program
 from tinygrad.dtype import DType, dtypes
@@ -40,8 +42,19 @@ def device_count() -> int:
   if (n := check(cu.cuDeviceGetCount(), "cuDeviceGetCount")) == 0: raise RuntimeError("DEV=CUDA: the NVIDIA driver is loaded but sees no GPU")
   return n
 
+def _driver_library_present() -> bool:
+  """Whether the NVIDIA driver's library loads: a cheap test before importing cuda-python (its driver module takes ~0.3 s to import)."""
+  for name in ("nvcuda.dll",) if sys.platform == "win32" else ("libcuda.so.1", "libcuda.so"):
+    try:
+      ctypes.CDLL(name)
+      return True
+    except OSError: pass
+  return False
+
 def cuda_usable() -> bool:
-  """Whether DEV=CUDA would open: cuda-python, the driver and at least one GPU (the default device prefers it to the CPU)."""
+  """Whether DEV=CUDA would open: cuda-python, the driver and at least one GPU (the default device prefers it to the CPU). Where
+  cuda-python is not installed or there is no driver, it says so without importing cuda-python."""
+  if importlib.util.find_spec("cuda") is None or importlib.util.find_spec("cuda.bindings") is None or not _driver_library_present(): return False
   try: return device_count() > 0
   except RuntimeError: return False
 
