@@ -212,6 +212,14 @@ def test_compile_error_shows_the_numbered_source_and_the_log():
   with pytest.raises(CompileError, match=r"(?s)identifier \"undefined_name\" is undefined.*   2    a\[0\] = undefined_name;"):
     CUDACompiler("sm_80").compile(src)
 
+@needs_nvrtc
+def test_compile_many_on_threads_matches_compile():
+  from tinygrad.runtime.support.compiler_cuda import CUDACompiler
+  comp = CUDACompiler("sm_80")
+  srcs = [f'extern "C" __global__ void k{i}(float* a) {{ a[threadIdx.x] *= {i}.0f; }}' for i in range(3)]
+  assert comp.compile_many(srcs) == [comp.compile(s) for s in srcs]
+  with pytest.raises(CompileError, match="k_bad"): comp.compile_many(srcs + ['extern "C" __global__ void k_bad(float* a) { a[0] = b; }'])
+
 def test_bad_arch_is_a_clear_error():
   from tinygrad.runtime.support.compiler_cuda import CUDACompiler
   with pytest.raises(ValueError, match="sm_<major><minor>"): CUDACompiler("ampere")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import functools
 import os
 import pathlib
-from typing import Any
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Sequence
 from tinygrad.device import Compiler, CompileError, CompilerNotFoundError, numbered_source
 
 CUDA_EXTRA = "pip install 'tinygrad[cuda]' (cuda-python, nvidia-cuda-nvrtc-cu12, nvidia-cuda-runtime-cu12)"
@@ -89,6 +90,11 @@ class CUDACompiler(Compiler):
       check_nvrtc((mod.nvrtcGetPTX(prog, out)[0], None), "nvrtcGetPTX")
       return out if out.endswith(b"\0") else out + b"\0"   # cuModuleLoadData reads PTX up to its NUL
     finally: mod.nvrtcDestroyProgram(prog)
+  def compile_many(self, srcs:Sequence[str]) -> list[bytes]:
+    """The kernels of a schedule compiled on threads: NVRTC is thread-safe and cuda-python calls it without the GIL."""
+    if len(srcs) <= 1: return [self.compile(src) for src in srcs]
+    with ThreadPoolExecutor(min(len(srcs), os.cpu_count() or 1), thread_name_prefix="tinygrad-nvrtc") as pool:
+      return list(pool.map(self.compile, srcs))
   def _log(self, prog) -> str:
     mod = nvrtc()
     size = check_nvrtc(mod.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
