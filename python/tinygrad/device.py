@@ -67,18 +67,23 @@ class _Device:
   @property
   def default(self) -> Compiled: return self[self.DEFAULT]
   def get_available_devices(self) -> Iterator[str]:
-    for device in ("CPU", "PYTHON", "NULL"):
+    for device in ("CUDA", "CPU", "PYTHON", "NULL"):
       with contextlib.suppress(Exception): yield self[device].device
   @property
   def DEFAULT(self) -> str:
-    """DEV=... (its first target's device), else DEVICE=..., else CPU."""
+    """DEV=... (its first target's device), else DEVICE=..., else a usable GPU (CUDA: cuda-python, the driver and a GPU), else CPU."""
     if DEV.device: return self._canonicalize(DEV.device)
     if dev := os.environ.get("DEVICE", ""): return self._canonicalize(dev)
-    return "CPU"
+    return "CUDA" if _gpu_usable() else "CPU"
   @DEFAULT.setter
   def DEFAULT(self, v):
     raise AttributeError(f"Device.DEFAULT can't be set, use `with Context(DEV={v!r}):` or DEV.value = {v!r} (or the DEV environment variable)")
 Device: _Device = _Device()
+
+@functools.cache
+def _gpu_usable() -> bool:
+  """Whether the default device is the GPU: asked once (an import of cuda-python when it is installed, and cuInit)."""
+  return importlib.import_module("tinygrad.runtime.ops_cuda").cuda_usable()
 
 def canonicalize_device(device:str|tuple|list|None) -> str|tuple[str, ...]:
   if not isinstance(device, (tuple, list)): return Device.canonicalize(device)
@@ -232,6 +237,11 @@ class Buffer:
     return np.frombuffer(mv, dtype=npdt)
   def copy_from(self, src:Buffer) -> Buffer:
     if self.nbytes != src.nbytes: raise ValueError(f"copy size mismatch: {self.nbytes} != {src.nbytes} bytes")
+    # between two buffers of a device kind that copies without the host (CUDA to CUDA:1): its allocator's _transfer
+    if src._allocated and self.nbytes and hasattr(src.allocator, "_transfer") and type(Device[self.device].allocator) is type(src.allocator):
+      self.ensure_allocated().before_write()
+      self.allocator._transfer(self._buf, src._buf, self.nbytes, src.allocator.dev, self.allocator.dev)
+      return self
     return self.copyin(src.as_buffer(allow_zero_copy=True))
   def view(self, size:int, dtype:DType, offset:int) -> Buffer:
     """A view of `size` elements of `dtype` starting `offset` bytes into this buffer."""

@@ -174,9 +174,9 @@ def _globals(data:bytes) -> set[tuple[str, str]]:
 
 def test_worker_payload_round_trips_and_names_only_plain_globals():
   ast, ren, opts, data = _payload()
-  ctxvals, ast2, cands, ren2, compiler_t = pickle.loads(data)
+  ctxvals, ast2, cands, ren2, (compiler_t, compiler_args) = pickle.loads(data)
   assert ast2 is ast and cands == (opts, (Opt(OptOps.UPCAST, 40, 2),), ()) and type(ren2) is type(ren) and ren2.target == ren.target
-  assert compiler_t is type(ren.compiler) and all(type(v) in (int, float, str, bool) for v in ctxvals.values())
+  assert compiler_t is type(ren.compiler) and compiler_args == () and all(type(v) in (int, float, str, bool) for v in ctxvals.values())
   bad = {g for g in _globals(data) if not g[0].startswith("tinygrad") and g not in _STDLIB_OK}
   assert not bad, f"the payload pickles objects a newer Python may not: {bad}"
   ok, res = search.run_payload(data)

@@ -8,8 +8,9 @@ from tinygrad.schedule import ScheduleItem
 from tinygrad.uop.ops import UOp
 from tinygrad.codegen import lower_ast
 
-# (kernel AST, device, NOOPT, BEAM, the renderer's pre_matcher and has_local) -> ProgramSpec: the codegen optimizes unless NOOPT, searches
-# with BEAM; a user's pre_matcher changes the kernel; PYTHON_LOCALS switches the PYTHON renderer's local dims
+# (kernel AST, device, NOOPT, BEAM, the renderer, its pre_matcher and has_local) -> ProgramSpec: the codegen optimizes unless NOOPT, searches
+# with BEAM; DEV=NULL:CUDA renders the NULL device's kernels with another renderer than NULL; a user's pre_matcher changes the kernel;
+# PYTHON_LOCALS switches the PYTHON renderer's local dims
 _specs: dict = BoundedCache(4096)
 
 # TinyJit (engine/jit.py) puts its capture here while the function it jits runs: every kernel and copy run_schedule runs is handed to
@@ -18,7 +19,8 @@ capturing: list = []
 
 def get_spec(si:ScheduleItem, device:str):
   dev = Device[device]
-  if (spec := _specs.get(key := (si.ast, device, NOOPT.value, BEAM.value, dev.renderer.pre_matcher, dev.renderer.has_local))) is None:
+  ren = dev.renderer
+  if (spec := _specs.get(key := (si.ast, device, NOOPT.value, BEAM.value, ren, ren.pre_matcher, ren.has_local))) is None:
     k = lower_ast(si.ast, device)
     if DEBUG >= 3:
       print(si.ast)

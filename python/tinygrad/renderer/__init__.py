@@ -71,7 +71,8 @@ Semantics both backends implement (and the codegen can rely on)
   - floats are IEEE: each op rounds to its dtype (x/0 is +-inf or nan). half and bfloat16 compute in float32 and round
     to the dtype after every op (C needs no native half support).
   - MAX(a, b) is `(a < b || b != b) ? b : a`: a NaN on either side is the result (numpy's maximum). CMOD of floats is fmod.
-  - fp8 dtypes are not supported (the codegen must lower them).
+  - fp8 dtypes only reach a renderer whose supported_dtypes() has them (CUDA: fp8e4m3 and fp8e5m2, computed as float and
+    rounded to the dtype after every op, finite values beyond the range saturating; Renderer.check rejects them elsewhere).
 """
 from __future__ import annotations
 import functools
@@ -233,7 +234,7 @@ def check_linear(uops:Sequence[UOp], supported_ops:set[Ops]|frozenset[Ops]|None=
                                 "(tinygrad/codegen/index_dtype.py)")
     if u.op in GroupOp.ALU and supported_ops is not None and u.op not in supported_ops:
       raise KernelContractError(f"{_desc(i, u)}: {renderer} has no code for {u.op}; the codegen must decompose it")
-    if u.dtype in dtypes.fp8s or u.dtype in (dtypes._uint128, dtypes._uint256):
+    if u.dtype in (dtypes._uint128, dtypes._uint256):
       raise KernelContractError(f"{_desc(i, u)}: dtype {u.dtype} is not supported by the renderers")
     _check_srcs(i, u, lanes)
     lanes[u] = _lanes_of(u, lanes, i)
@@ -424,11 +425,22 @@ class Renderer:
   def check(self, uops:Sequence[UOp]|LinearKernel, name:str|None=None) -> LinearKernel:
     """check_linear for this renderer. A LinearKernel (already checked against the contract: verify_linear's result) only gets the
     checks that depend on the renderer (its ALU ops) and the name, so a lowered kernel is not walked twice."""
-    if not isinstance(uops, LinearKernel): return check_linear(uops, frozenset(self.code_for_op), name, type(self).__name__)
+    if not isinstance(uops, LinearKernel):
+      k = check_linear(uops, frozenset(self.code_for_op), name, type(self).__name__)
+      self._check_fp8(k)
+      return k
+    fp8 = False
     for i, u in enumerate(uops.uops):
       if u.op in GroupOp.ALU and u.op not in self.code_for_op:
         raise KernelContractError(f"{_desc(i, u)}: {type(self).__name__} has no code for {u.op}; the codegen must decompose it")
+      fp8 = fp8 or u.dtype in dtypes.fp8s
+    if fp8: self._check_fp8(uops)
     return uops if name is None else replace(uops, name=to_function_name(name))
+  def _check_fp8(self, k:LinearKernel) -> None:
+    """fp8 values only on a renderer that lists them in supported_dtypes()."""
+    for i, u in enumerate(k.uops):
+      if u.dtype in dtypes.fp8s and u.dtype not in self.supported_dtypes():
+        raise KernelContractError(f"{_desc(i, u)}: dtype {u.dtype} is not supported by {type(self).__name__}")
   def render(self, uops:Sequence[UOp], name:str|None=None) -> str: raise NotImplementedError(f"{type(self).__name__} does not render source")
   def to_program(self, uops:Sequence[UOp]|LinearKernel, name:str|None=None) -> ProgramSpec:
     """Checks and renders a linear kernel (a list of UOps, or verify_linear's LinearKernel); `name` overrides the SINK's kernel name."""

@@ -16,7 +16,9 @@ from tinygrad.dtype import AddrSpace
 
 _C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum extern float for goto if inline int long register
 restrict return short signed sizeof static struct switch typedef union unsigned void volatile while _Bool _Complex _Imaginary""".split())
-_EMULATED = {dtypes.half: ("tg_h2f", "tg_f2h", "tg_rh"), dtypes.bfloat16: ("tg_bf2f", "tg_f2bf", "tg_rbf")}
+# dtype -> its (to float, from float, round a float to it) helpers; the fp8 ones are only defined by renderers that support fp8 (CUDA)
+_EMULATED = {dtypes.half: ("tg_h2f", "tg_f2h", "tg_rh"), dtypes.bfloat16: ("tg_bf2f", "tg_f2bf", "tg_rbf"),
+             dtypes.fp8e4m3: ("tg_e4m3_2f", "tg_f2e4m3", "tg_re4m3"), dtypes.fp8e5m2: ("tg_e5m2_2f", "tg_f2e5m2", "tg_re5m2")}
 
 # half and bfloat16 live in memory as their bits (unsigned short) and are computed as float, rounded to the dtype after every op:
 # no compiler needs native half support. Round-to-nearest-even, inf/nan kept (quiet), half subnormals handled. The include guards let
@@ -186,6 +188,8 @@ class CStyleLanguage(Renderer):
   float_suffix: str = "f"                   # after a float (and half/bfloat16: computed as float) literal; doubles have none
   int_suffix: dict[DType, str] = {dtypes.int64: "l", dtypes.uint64: "ul", dtypes.uint32: "u"}
   type_map: dict[DType, str] = {dtypes.bool: "_Bool"}
+  # the definitions of the conversion helpers (_EMULATED's names) of a dtype computed as float, written once before a kernel using it
+  emulated_helpers: dict[DType, str] = {dtypes.half: _HALF_HELPERS, dtypes.bfloat16: _BF16_HELPERS}
   string_rewrite: PatternMatcher = base_rewrite
   # operands arrive rendered; dtype is the op's result dtype (the operand dtype for everything but comparisons)
   code_for_op: dict[Ops, Callable] = {
@@ -223,7 +227,7 @@ class CStyleLanguage(Renderer):
     return "float" if dt in _EMULATED else self.type_map.get(dt, dt.name)
   def memory_type(self, dt:DType) -> str:
     """The C type of a buffer element (half and bfloat16 are stored as their 16 bits)."""
-    return "unsigned short" if dt in _EMULATED else self.value_type(dt)
+    return ("unsigned char" if dt.itemsize == 1 else "unsigned short") if dt in _EMULATED else self.value_type(dt)
   def vector_type(self, dt:DType, lanes:int) -> str:
     if dt in _EMULATED or dt is dtypes.bool: raise KernelContractError(f"vectors of {dt} are not supported by {type(self).__name__}")
     return self.value_type(dt).replace(" ", "_") + str(lanes)
@@ -332,8 +336,7 @@ class _CWriter:
       params.append(ren.render_var_param(nm, v.dtype))
     for u in k.uops: self.step(u)
     prefix = [ren.render_vector_prefix(dt, n) for dt, n in self.vectors]
-    if dtypes.half in self.emulated: prefix.append(_HALF_HELPERS)
-    if dtypes.bfloat16 in self.emulated: prefix.append(_BF16_HELPERS)
+    prefix += [ren.emulated_helpers[dt] for dt in _EMULATED if dt in self.emulated]
     return ren.render_kernel(k.name, self.lines, params, prefix)
 
   def inline(self, u:UOp, reads_mem:bool) -> bool:

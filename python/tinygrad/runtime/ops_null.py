@@ -1,10 +1,12 @@
 # The NULL device: renders C and "compiles" it (the base Compiler, so no C compiler runs), allocates placeholders and launches nothing.
 # It measures everything above the hardware (scheduling, codegen, rendering). Reading data back raises (NULL_ALLOW_COPYOUT=1 allows it).
-# DEV=NULL:CLANG renders with the CPU's C renderer and really compiles every kernel with the C compiler (still launching nothing).
+# DEV=NULL:CLANG renders with the CPU's C renderer and really compiles every kernel with the C compiler (still launching nothing);
+# DEV=NULL:CUDA (NULL:CUDA:sm_90; sm_80 by default) renders CUDA and compiles every kernel with NVRTC, so no GPU is needed to check them.
 from __future__ import annotations
 from tinygrad.device import Compiled, Allocator, BufferSpec, Compiler, Program
-from tinygrad.helpers import NULL_ALLOW_COPYOUT
+from tinygrad.helpers import NULL_ALLOW_COPYOUT, DEV
 from tinygrad.renderer.cstyle import CStyleLanguage, ClangRenderer
+from tinygrad.renderer.cuda import CUDARenderer
 
 class NullRenderer(CStyleLanguage):
   device = "NULL"
@@ -36,5 +38,10 @@ def _clang_compiler() -> Compiler:
   from tinygrad.runtime.support.compiler_cpu import ClangCompiler
   return ClangCompiler()
 
+def _cuda_compiler() -> Compiler:
+  from tinygrad.runtime.support.compiler_cuda import CUDACompiler
+  return CUDACompiler(DEV.target("NULL").arch or "sm_80")   # the arch the renderer was made for (Compiled.renderer reads the same Target)
+
 class NullDevice(Compiled):
-  def __init__(self, device:str="NULL"): super().__init__(device, NullAllocator(self), [NullRenderer, (ClangRenderer, _clang_compiler)], NullProgram)
+  def __init__(self, device:str="NULL"):
+    super().__init__(device, NullAllocator(self), [NullRenderer, (ClangRenderer, _clang_compiler), (CUDARenderer, _cuda_compiler)], NullProgram)

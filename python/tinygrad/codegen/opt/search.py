@@ -119,20 +119,21 @@ def _context_snapshot() -> dict[str, Any]:
 
 def worker_payload(ast:UOp, cands:Sequence[Sequence[Opt]], ren:Renderer) -> bytes:
   """What a worker receives for a batch of candidates, pickled: the ContextVars, the AST, each candidate's Opts, the renderer and its
-  compiler's class."""
-  return pickle.dumps((_context_snapshot(), ast, tuple(tuple(opts) for opts in cands), ren, type(ren.compiler)))
+  compiler's class with its constructor arguments (Compiler.init_args: CUDA's arch)."""
+  comp = (type(ren.compiler), tuple(getattr(ren.compiler, "init_args", ())))
+  return pickle.dumps((_context_snapshot(), ast, tuple(tuple(opts) for opts in cands), ren, comp))
 
-_compilers: dict[type, Any] = {}
+_compilers: dict[tuple, Any] = {}
 def run_payload(data:bytes) -> tuple[str, Any]:
   """A worker's job (or this process's, without workers): ("ok", compile_candidates(...)) or ("err", why the payload failed). The
   ContextVars are the payload's while it runs (quiet: DEBUG, VIZ and match statistics off) and restored after."""
   saved = {k: v.value for k, v in ContextVar._cache.items()}
   try:
-    ctxvals, ast, cands, ren, compiler_t = pickle.loads(data)
+    ctxvals, ast, cands, ren, (compiler_t, compiler_args) = pickle.loads(data)
     for k, v in ctxvals.items():
       if (var := ContextVar._cache.get(k)) is not None: var.value = v
     for k in ("DEBUG", "BEAM", "VIZ", "TRACK_MATCH_STATS"): ContextVar._cache[k].value = 0
-    if (comp := _compilers.get(compiler_t)) is None: comp = _compilers[compiler_t] = compiler_t()
+    if (comp := _compilers.get(key := (compiler_t, compiler_args))) is None: comp = _compilers[key] = compiler_t(*compiler_args)
     return "ok", compile_candidates(ast, cands, ren, comp)
   except Exception as e:
     return "err", f"{type(e).__name__}: {e}"
