@@ -272,6 +272,8 @@ class UOpMathTrait(MathTrait):
     # the hot path of every rule callback: index arithmetic (weak dtypes) needs no shape, operands of one dtype need no promotion
     cls = type(self)
     if type(x) is not cls:
+      # a Tensor on the right (v * t, v a bound Variable): Python then asks the Tensor's reflected operator
+      if type(x) is not int and type(x) is not float and hasattr(x, "uop"): return NotImplemented
       if self.dtype not in _WEAKS: return MathTrait._binop(self, op, x, reverse)  # maybe tensor-level: see _const_operand
       x = self.const(x)
     a, b = (x, self) if reverse else (self, x)

@@ -29,14 +29,14 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass, field
 import threading
-from tinygrad.uop.ops import UOp, Ops
+from tinygrad.uop.ops import UOp, Ops, GroupOp
 from tinygrad.dtype import dtypes, DType, strong_dtype
 from tinygrad.helpers import prod, NOOPT, SPEC, SCACHE
 from tinygrad.device import Buffer
 from tinygrad.schedule.buffers import new_buffer, buffer_of, has_buffer, as_buffer, realized_view, next_buffer_id, storage_buffer, pending_write
-from tinygrad.schedule.rangeify import KernelInfo, reduce_identity, plan_buffers, best_kernel, order_items, WriteCycle
+from tinygrad.schedule.rangeify import KernelInfo, reduce_identity, plan_buffers, best_kernel, order_items, WriteCycle, max_size
 
-__all__ = ["ScheduleItem", "KernelInfo", "create_schedule", "schedule_to_linear", "reduce_identity"]
+__all__ = ["ScheduleItem", "KernelInfo", "create_schedule", "create_schedule_with_vars", "schedule_to_linear", "reduce_identity", "max_size"]
 
 # ***** schedule items *****
 
@@ -70,7 +70,7 @@ def _realized_buffer(u:UOp) -> UOp|None: return as_buffer(u) if realized_view(u)
 
 def _copy_item(u:UOp, out:UOp, bufs:dict[UOp, UOp]) -> tuple[ScheduleItem, UOp]:
   src, (src_dev, dst_dev) = u.src[0], u.arg
-  n = prod(u.shape)
+  if not isinstance(n := prod(u.shape), int): raise NotImplementedError(f"a copy of a symbolic shape {u.shape} between devices is not supported")
   sb, read = (b, b) if (b := as_buffer(src)) is not None and b.src[0].arg == n else (bufs[src], src)
   ast = UOp(Ops.COPY, u.dtype, (), KernelInfo(f"copy {n * u.dtype.itemsize:8d}, {dst_dev} <- {src_dev}"))
   return ScheduleItem(ast, [buffer_of(out), buffer_of(sb)], [u], [out, sb]), read
@@ -95,7 +95,7 @@ def _build_items(roots:dict[UOp, str], bufs:dict[UOp, UOp], buffered:set[UOp], m
     if ctx.unfolded:
       # a reduce planned to fold where it is used did not: it is computed once into a buffer, and this kernel loads it
       for x in ctx.unfolded:
-        bufs[x] = new_buffer(out.arg.device, prod(x.shape), x.dtype)
+        bufs[x] = new_buffer(out.arg.device, max_size(x.shape), x.dtype)
         work.append(x)
       ast, ctx = best_kernel(u, out, bufs, _realized_buffer, memo, inline)
     if ctx.hazard or (u in buffered and ast is not None):
@@ -103,7 +103,7 @@ def _build_items(roots:dict[UOp, str], bufs:dict[UOp, UOp], buffered:set[UOp], m
       # computed into a buffer first
       v = u.src[1].src[1]
       if v not in bufs:
-        bufs[v] = new_buffer(out.arg.device, prod(v.shape), v.dtype)
+        bufs[v] = new_buffer(out.arg.device, max_size(v.shape), v.dtype)
         work.append(v)
       ast, ctx = best_kernel(u, out, bufs, _realized_buffer, memo, inline)
     for x, b in ctx.extra.items():
@@ -133,7 +133,7 @@ def _create_schedule(targets:list[UOp], devices:list[str]) -> tuple[list[Schedul
   plan = plan_buffers(todo, _is_realized)
   roots = plan.roots
   # an AFTER (Tensor.assign) writes into its storage's buffer
-  bufs = {u: storage_buffer(u) if u.op is Ops.AFTER else new_buffer(d, prod(u.shape), strong_dtype(u.dtype)) for u, d in roots.items()}
+  bufs = {u: storage_buffer(u) if u.op is Ops.AFTER else new_buffer(d, max_size(u.shape), strong_dtype(u.dtype)) for u, d in roots.items()}
   for t, w in first.items(): ret[t] = bufs[w]
   for u in roots:
     if u.op is Ops.AFTER: ret[u] = bufs[u]   # realized once the schedule runs (the tensors' _bind_buffers marks it)
@@ -225,8 +225,67 @@ def _normalize(targets:list[UOp], devices:list[str]) -> tuple[UOp, list[UOp], di
 _schedule_lock = threading.RLock()
 
 def create_schedule(targets:list[UOp], devices:list[str]) -> tuple[list[ScheduleItem], dict[UOp, UOp]]:
-  """The kernels that compute `targets` (tensor-graph UOps) on `devices` (one each), in run order, and {target: BUFFER}."""
-  with _schedule_lock: return _create_schedule_cached(targets, devices)
+  """The kernels that compute `targets` (tensor-graph UOps) on `devices` (one each), in run order, and {target: BUFFER}. A graph with
+  bound Variables needs their values to run: use create_schedule_with_vars."""
+  items, ret, _ = create_schedule_with_vars(targets, devices)
+  return items, ret
+
+def create_schedule_with_vars(targets:list[UOp], devices:list[str]) -> tuple[list[ScheduleItem], dict[UOp, UOp], dict[str, int]]:
+  """create_schedule, and the values of the graph's bound Variables ({name: value}), which its kernels take at launch. The kernels
+  (and the schedule cache's key) see the Variables unbound, so the same graph with other values reuses them."""
+  stripped, var_vals, original = strip_binds(targets)
+  with _schedule_lock: items, ret = _create_schedule_cached(stripped, devices)
+  if original: ret = {original.get(u, u): b for u, b in ret.items()}
+  return items, ret, var_vals
+
+# ***** bound Variables *****
+# A bound Variable (Variable.bind(5): AFTER(var, STORE(var, 5))) is in a tensor graph as a value (t * v) and inside the args of movement
+# ops (shapes, shrink and pad amounts). Scheduling works on the graph with every bound Variable replaced by its Variable, and the values
+# go to the kernels at launch: the graph for a KV cache of length 5 is the graph for length 6.
+
+def _strip_arg(arg, var_vals:dict[str, int]):
+  if isinstance(arg, UOp):
+    ret, vals = arg.unbind_all()
+    for v, val in vals.items(): _record(var_vals, v, val)
+    return ret
+  if isinstance(arg, tuple): return tuple(_strip_arg(a, var_vals) for a in arg)
+  return arg
+
+def _record(var_vals:dict[str, int], v:UOp, val:int) -> None:
+  if (old := var_vals.setdefault(v.expr, val)) != val:
+    raise ValueError(f"Variable {v.expr!r} is bound to two values in one schedule: {old} and {val}")
+
+def _has_uop(arg) -> bool: return isinstance(arg, UOp) or (isinstance(arg, tuple) and any(_has_uop(a) for a in arg))
+
+def strip_binds(targets:list[UOp]) -> tuple[list[UOp], dict[str, int], dict[UOp, UOp]]:
+  """(targets with their bound Variables unbound, {name: value}, {stripped node: original node} for the nodes that changed)."""
+  new: dict[UOp, UOp] = {}
+  var_vals: dict[str, int] = {}
+  for u in UOp(Ops.SINK, dtypes.void, tuple(targets)).toposort(gate=lambda n: realized_view(n) is None):
+    if u.is_bound_var:
+      v, val = u.unbind()
+      _record(var_vals, v, val)
+      new[u] = v
+      continue
+    if (rv := realized_view(u)) is not None:
+      # a realized node of a symbolic shape is a symbolic view of its buffer
+      if _has_uop(rv.arg) or any(_has_uop(x.arg) for x in rv.src if x.op in GroupOp.Movement):
+        new[u] = _strip_view(rv, var_vals)
+      continue
+    src = tuple(new.get(s, s) for s in u.src)
+    arg = _strip_arg(u.arg, var_vals) if u.op in GroupOp.Movement and _has_uop(u.arg) else u.arg
+    if arg is not u.arg or any(a is not b for a, b in zip(src, u.src)): new[u] = UOp(u.op, u.dtype, src, arg, u.tag)
+  if not new: return targets, var_vals, {}
+  return [new.get(t, t) for t in targets], var_vals, {n: u for u, n in new.items()}
+
+def _strip_view(view:UOp, var_vals:dict[str, int]) -> UOp:
+  # a chain of movement ops over a BUFFER
+  chain = []
+  while view.op in GroupOp.Movement:
+    chain.append(view)
+    view = view.src[0]
+  for m in reversed(chain): view = UOp(m.op, m.dtype, (view,), _strip_arg(m.arg, var_vals), m.tag)
+  return view
 
 def _create_schedule_cached(targets:list[UOp], devices:list[str]) -> tuple[list[ScheduleItem], dict[UOp, UOp]]:
   if not SCACHE: return _create_schedule(targets, devices)

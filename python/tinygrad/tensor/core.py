@@ -11,11 +11,12 @@ from tinygrad.mixin.mathtraits import MathTrait, _weak
 from tinygrad.mixin.movement import MovementMixin
 from tinygrad.mixin.reduce import ReduceMixin
 from tinygrad.dtype import DType, DTypeLike, dtypes, to_dtype, strong_dtype, least_upper_dtype, _to_np_dtype, _from_np_dtype
-from tinygrad.schedule import create_schedule, schedule_to_linear
+from tinygrad.schedule import create_schedule, create_schedule_with_vars, schedule_to_linear
 from tinygrad.schedule.buffers import new_buffer, buffer_view, buffer_of, as_buffer, mark_realized, pending_write
 from tinygrad.engine.realize import run_schedule
 from tinygrad.tensor import creation, random, movement, indexing, linalg, elementwise, reduce, functional, pooling, losses, autograd, hashing
 from tinygrad.tensor.common import canon_device, broadcast_shape, check_tensors
+from tinygrad.mixin.movement import _shape_str
 from tinygrad.tensor.creation import CreationMixin, unallocated
 from tinygrad.tensor.random import RandomMixin
 from tinygrad.tensor.movement import TensorMovementMixin
@@ -121,12 +122,13 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
     return create_schedule([t.uop for t in tensors], [t.device for t in tensors])
   def linear_with_vars(self, *lst:Tensor) -> tuple[UOp, dict[str, int]]:
     """tinygrad 0.14's schedule API: the LINEAR UOp that realizes these tensors (src: one CALL(kernel AST, *BUFFERs) per kernel or
-    copy, in run order) and the values of its symbolic variables (none yet: always {}). As in tinygrad, the tensors now refer to
-    their output buffers, which hold the data once `tinygrad.engine.realize.run_linear(linear, var_vals)` has run it."""
+    copy, in run order) and the values of its bound Variables ({name: value}; the kernels keep the Variables unbound). As in tinygrad,
+    the tensors now refer to their output buffers, which hold the data once `tinygrad.engine.realize.run_linear(linear, var_vals)`
+    has run it."""
     tensors = _stored((self,) + check_tensors("linear_with_vars", lst))
-    items, bufs = create_schedule([t.uop for t in tensors], [t.device for t in tensors])
+    items, bufs, var_vals = create_schedule_with_vars([t.uop for t in tensors], [t.device for t in tensors])
     _bind_buffers(tensors, bufs)
-    return schedule_to_linear(items), {}
+    return schedule_to_linear(items), var_vals
   def schedule_linear(self, *lst:Tensor) -> UOp:
     """The LINEAR UOp of linear_with_vars (which see), for a schedule without variables."""
     linear, var_vals = self.linear_with_vars(*lst)
@@ -136,8 +138,8 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
     """Computes these tensors (also as `Tensor.realize(a, b, ...)`); `do_update_stats` is 0.14's flag (the counters always count).
     A tensor of a weak dtype is a constant expression of Python values: it has no storage and is left as it is (as in 0.14)."""
     if not (tensors := _stored((self,) + check_tensors("realize", lst))): return self
-    items, bufs = create_schedule([t.uop for t in tensors], [t.device for t in tensors])
-    run_schedule(items)
+    items, bufs, var_vals = create_schedule_with_vars([t.uop for t in tensors], [t.device for t in tensors])
+    run_schedule(items, var_vals)
     _bind_buffers(tensors, bufs)
     # Tensor.empty's buffer is allocated when first used: realizing it is a use
     for t in tensors:
@@ -146,6 +148,8 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
         unallocated.discard(b)
     return self
   def _buffer(self):
+    if any(isinstance(s, UOp) for s in self.shape):
+      raise RuntimeError(f"no data for a symbolic shape {_shape_str(self.shape)}: shrink it to int sizes first (t.shrink(...) or t[:5])")
     if self.dtype in dtypes.weaks: return self.cast(strong_dtype(self.dtype))._buffer()   # stored as the default int/float
     t = self if ((b := as_buffer(self.uop)) is not None and b.src[0].arg == self.numel()) or pending_write(self.uop) is not None \
       else self.contiguous()
@@ -213,6 +217,8 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
     """self and y (a Tensor or a Python value) as two operands of one dtype (unless match_dtype=False) and one shape. The dtypes
     and the constant a Python value becomes are UOp's rule for tensor-level nodes (so Tensor and UOp build the same nodes); only
     the device check and broadcasting two shapes are Tensor's own."""
+    # a symbolic value (a bound Variable expression, t * v) is a 0-d tensor of it, as in tinygrad 0.14
+    if isinstance(y, UOp): y = Tensor(y, device=self.device)
     if not isinstance(y, Tensor):
       # next to a weak tensor of some shape a Python value is a weak 0-d tensor, broadcast below (UOp's rule makes it shapeless)
       if self.dtype not in dtypes.weaks or not self.shape:
