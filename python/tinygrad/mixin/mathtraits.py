@@ -258,7 +258,7 @@ class UOpMathTrait(MathTrait):
     return type(self)(op, dtype, (self, *src), **kwargs)
   def _const_operand(self, v, match_dtype:bool=True):
     """The Python value v as the other operand of self."""
-    if self.dtype not in _WEAKS and self.shape is not None:
+    if self.dtype not in _WEAKS and self.shape is not None and (self.shape or not _over_variable(self)):
       # tensor-level: the CONST Tensor would build, with self's shape
       return self._full(v, strong_dtype(least_upper_dtype(self.dtype, _weak(v)) if match_dtype else _weak(v)))
     return self.const(v)
@@ -313,6 +313,15 @@ class UOpMathTrait(MathTrait):
     dt = to_dtype(dtype)
     if self.dtype in _WEAKS or dt in _WEAKS: raise RuntimeError(f"bitcast requires concrete dtypes, got {self.dtype} -> {dt}")
     return self if self.dtype is dt else type(self)(Ops.BITCAST, dt, (self,), dt)
+
+def _over_variable(u) -> bool:
+  """u is index math on a Variable (a 0-d value, as in tinygrad 0.14): a chain of casts and ALU ops down to one. Python values next
+  to it stay weak constants, as next to the Variable itself."""
+  for _ in range(8):
+    if u.op is Ops.BUFFER or u.op is Ops.AFTER: return u.is_variable or u.is_bound_var
+    if not u.src or not (u.op is Ops.CAST or u.op in GroupOp.ALU): return False
+    u = u.src[0]
+  return False
 
 def _promote(t, out:DType):
   """t at dtype `out`: a weak CONST stays weak (it may move from weakint to weakfloat), anything else is cast."""

@@ -19,6 +19,9 @@ def _size_ok(s) -> bool:
 def _differ(a, b) -> bool:
   """a and b (ints or symbolic) are provably different sizes."""
   return a is not b and (resolve(a != b, False) if _sym(a) or _sym(b) else a != b)
+def _same(a, b) -> bool:
+  """a and b (ints or symbolic) are provably the same size."""
+  return a is b or (a == b if not _sym(a) and not _sym(b) else ssimplify(a - b) == 0)
 def _shape_str(shape) -> str: return f"({', '.join(srender(s) for s in shape)}{',' if len(shape) == 1 else ''})"
 
 class MovementMixin:
@@ -61,7 +64,7 @@ class MovementMixin:
     x = self.reshape((1,) * (len(shape) - self.ndim) + self.shape) if len(shape) > self.ndim else self
     new = tuple(o if not _sym(s) and s == -1 else s for s, o in zip(shape, x.shape))
     if not all(_size_ok(s) for s in new): raise ValueError(f"invalid expand shape {_shape_str(shape)}")
-    if any(_differ(o, 1) and _differ(o, s) for s, o in zip(new, x.shape)):
+    if not all(_same(o, 1) or _same(o, s) for s, o in zip(new, x.shape)):
       raise RuntimeError(f"can't expand {_shape_str(self.shape)} to {_shape_str(shape)}")
     return x if new == x.shape else x._mop(Ops.EXPAND, new)
   def _expand_to(self, shape:tuple[int, ...]):

@@ -450,6 +450,9 @@ def _commit_weak(x:UOp, u:UOp) -> UOp:
 def _at(ops) -> UPat: return UPat(Ops.INDEX, arg=AT, src=(UPat(ops, name="u"),), allow_any_len=True, name="x")
 
 pm_index = PatternMatcher([
+  # a Variable (t * v): its value, the same at every index (the kernel's int argument; committed to int by the codegen)
+  (UPat(Ops.INDEX, arg=AT, src=(UPat(Ops.BUFFER, name="u"),), allow_any_len=True),
+   lambda u: u.cast(strong_dtype(u.dtype)) if u.is_variable else None),
   (UPat(Ops.INDEX, arg=AT, name="x"), _from_buffer),      # first: input BUFFERs, realized nodes and other kernels' roots are loaded
   (UPat(Ops.INDEX, arg=AT, src=(UPat(dtype=tuple(dtypes.weaks), name="u"),), allow_any_len=True, name="x"), _commit_weak),
   (_at(Ops.CONST), lambda x, u: u),
