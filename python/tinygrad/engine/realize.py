@@ -52,7 +52,9 @@ def run_schedule(schedule:list[ScheduleItem], var_vals:dict[str, int]|None=None)
     st = time.perf_counter()
     et = dev.run(spec, si.bufs, var_vals, wait=timed)
     if et is None: et = time.perf_counter() - st
-    est = spec.estimate(var_vals) if var_vals and spec.vars else spec.estimates
+    # a symbolic kernel is counted at its Variables' upper bounds (spec.estimates, computed once); walking its UOps again at this
+    # launch's values costs more than a small kernel runs, so only the per-kernel DEBUG line does
+    est = spec.estimate(var_vals) if timed and var_vals and spec.vars else spec.estimates
     with GlobalCounters.lock:
       GlobalCounters.kernel_count += 1
       GlobalCounters.global_ops += est.ops

@@ -10,7 +10,7 @@ import math
 from tinygrad.uop import Ops
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import prod, argfix
-from tinygrad.uop.ops import UOp, resolve, ssimplify, srender
+from tinygrad.uop.ops import UOp, resolve, ssimplify, srender, sym_le
 
 def _sym(s) -> bool: return isinstance(s, UOp)
 def _size_ok(s) -> bool:
@@ -125,7 +125,7 @@ class MovementMixin:
     """The slice [start, end) of each dim (None keeps a dim)."""
     if len(arg) != self.ndim: raise ValueError(f"shrink {arg} needs one entry per dim of {self.shape}")
     arg = tuple((0, s) if a is None else tuple(a) for a, s in zip(arg, self.shape))
-    if any(not (resolve(0 <= b) if _sym(b) else 0 <= b) or not resolve(b <= e) or not resolve(e <= s) for (b, e), s in zip(arg, self.shape)):
+    if any(not sym_le(0, b) or not sym_le(b, e) or not sym_le(e, s) for (b, e), s in zip(arg, self.shape)):
       raise ValueError(f"invalid shrink {arg} for shape {_shape_str(self.shape)}")
     if all(a == (0, s) for a, s in zip(arg, self.shape)): return self
     return self._mop(Ops.SHRINK, arg)

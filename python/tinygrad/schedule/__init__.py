@@ -243,12 +243,14 @@ def create_schedule_with_vars(targets:list[UOp], devices:list[str]) -> tuple[lis
 # ops (shapes, shrink and pad amounts). Scheduling works on the graph with every bound Variable replaced by its Variable, and the values
 # go to the kernels at launch: the graph for a KV cache of length 5 is the graph for length 6.
 
-def _strip_arg(arg, var_vals:dict[str, int]):
+def _strip_arg(arg, var_vals:dict[str, int], memo:dict[UOp, UOp]):
   if isinstance(arg, UOp):
-    ret, vals = arg.unbind_all()
-    for v, val in vals.items(): _record(var_vals, v, val)
+    if (ret := memo.get(arg)) is None:
+      ret, vals = arg.unbind_all()
+      memo[arg] = ret
+      for v, val in vals.items(): _record(var_vals, v, val)
     return ret
-  if isinstance(arg, tuple): return tuple(_strip_arg(a, var_vals) for a in arg)
+  if isinstance(arg, tuple): return tuple(_strip_arg(a, var_vals, memo) for a in arg)
   return arg
 
 def _record(var_vals:dict[str, int], v:UOp, val:int) -> None:
@@ -261,6 +263,7 @@ def strip_binds(targets:list[UOp]) -> tuple[list[UOp], dict[str, int], dict[UOp,
   """(targets with their bound Variables unbound, {name: value}, {stripped node: original node} for the nodes that changed)."""
   new: dict[UOp, UOp] = {}
   var_vals: dict[str, int] = {}
+  memo: dict[UOp, UOp] = {}
   for u in UOp(Ops.SINK, dtypes.void, tuple(targets)).toposort(gate=lambda n: realized_view(n) is None):
     if u.is_bound_var:
       v, val = u.unbind()
@@ -270,21 +273,23 @@ def strip_binds(targets:list[UOp]) -> tuple[list[UOp], dict[str, int], dict[UOp,
     if (rv := realized_view(u)) is not None:
       # a realized node of a symbolic shape is a symbolic view of its buffer
       if _has_uop(rv.arg) or any(_has_uop(x.arg) for x in rv.src if x.op in GroupOp.Movement):
-        new[u] = _strip_view(rv, var_vals)
+        new[u] = _strip_view(rv, var_vals, memo)
       continue
     src = tuple(new.get(s, s) for s in u.src)
-    arg = _strip_arg(u.arg, var_vals) if u.op in GroupOp.Movement and _has_uop(u.arg) else u.arg
+    arg = _strip_arg(u.arg, var_vals, memo) if u.op in _SYMBOLIC_ARG and _has_uop(u.arg) else u.arg
     if arg is not u.arg or any(a is not b for a, b in zip(src, u.src)): new[u] = UOp(u.op, u.dtype, src, arg, u.tag)
   if not new: return targets, var_vals, {}
   return [new.get(t, t) for t in targets], var_vals, {n: u for u, n in new.items()}
 
-def _strip_view(view:UOp, var_vals:dict[str, int]) -> UOp:
+_SYMBOLIC_ARG = frozenset({Ops.RESHAPE, Ops.EXPAND, Ops.PAD, Ops.SHRINK})
+
+def _strip_view(view:UOp, var_vals:dict[str, int], memo:dict[UOp, UOp]) -> UOp:
   # a chain of movement ops over a BUFFER
   chain = []
   while view.op in GroupOp.Movement:
     chain.append(view)
     view = view.src[0]
-  for m in reversed(chain): view = UOp(m.op, m.dtype, (view,), _strip_arg(m.arg, var_vals), m.tag)
+  for m in reversed(chain): view = UOp(m.op, m.dtype, (view,), _strip_arg(m.arg, var_vals, memo), m.tag)
   return view
 
 def _create_schedule_cached(targets:list[UOp], devices:list[str]) -> tuple[list[ScheduleItem], dict[UOp, UOp]]:

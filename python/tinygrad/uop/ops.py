@@ -23,7 +23,7 @@ from tinygrad.dtype import DType, dtypes, ConstType, PyConst, Invalid, InvalidTy
 from tinygrad.helpers import TRACK_MATCH_STATS, argfix, partition, cdiv, cmod, floordiv, floormod
 
 __all__ = ["UOp", "UPat", "PatternMatcher", "graph_rewrite", "BottomUpGate", "Ops", "GroupOp", "print_uop_graph", "track_rewrites_log",
-           "AxisType", "ParamArg", "Variable", "sint", "resolve", "smax", "smin", "ssimplify", "sym_infer", "srender", "exec_alu", "python_alu"]
+           "AxisType", "ParamArg", "Variable", "sint", "resolve", "sym_le", "smax", "smin", "ssimplify", "sym_infer", "srender", "exec_alu", "python_alu"]
 
 class BottomUpGate(Exception):
   """Raised by a bottom-up rule: keep the node as it is and do not descend into its sources."""
@@ -437,6 +437,11 @@ def resolve(x:UOp|bool, default:bool=True) -> bool:
   if isinstance(x, bool): return x
   if x.dtype is not dtypes.bool: raise TypeError(f"resolve needs a bool UOp, got {x.dtype}")
   return bool(sx.vmin) if (sx := x.simplify()).vmin == sx.vmax else default
+
+def sym_le(a:sint, b:sint) -> bool:
+  """a <= b may hold: False only when the value ranges prove a > b (a quick check of sizes that does not simplify)."""
+  if type(a) is int and type(b) is int: return a <= b
+  return (a.vmin if isinstance(a, UOp) else a) <= (b.vmax if isinstance(b, UOp) else b)
 
 def _suop(lst, uop_fxn, python_fxn):
   uops, nums = partition(lst, lambda x: isinstance(x, UOp))

@@ -20,7 +20,7 @@ shape of a deep graph costs one pass over the nodes not seen before.
 """
 from __future__ import annotations
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, UPat, PatternMatcher, _fill_children_first, resolve, ssimplify, _is_var
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher, _fill_children_first, resolve, ssimplify, sym_le, _is_var
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import prod
 
@@ -62,7 +62,7 @@ def _pad(u:UOp, x:UOp):
 
 def _shrink(u:UOp, x:UOp):
   if (s := x.shape) is None: return None
-  if not _pairs_ok(u, s) or any(not resolve(b <= e) or not resolve(e <= n) for (b, e), n in zip(u.arg, s)):
+  if not _pairs_ok(u, s) or any(not sym_le(b, e) or not sym_le(e, n) for (b, e), n in zip(u.arg, s)):
     _bad(u, s, "needs one (start, end) per dim, 0 <= start <= end <= size")
   return tuple(ssimplify(e - b) for b, e in u.arg)
 

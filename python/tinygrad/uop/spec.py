@@ -24,7 +24,7 @@ operand it can be converted to without changing kind.
 """
 from __future__ import annotations
 from typing import Any, Sequence
-from tinygrad.uop.ops import PatternMatcher, UPat, UOp, Ops, GroupOp, ParamArg, AxisType, is_literal, SPECIAL_NAMES, resolve
+from tinygrad.uop.ops import PatternMatcher, UPat, UOp, Ops, GroupOp, ParamArg, AxisType, is_literal, SPECIAL_NAMES, resolve, sym_le
 from tinygrad.dtype import DType, dtypes, AddrSpace
 from tinygrad.helpers import prod
 
@@ -126,7 +126,7 @@ def _movement_ok(x:UOp) -> bool:
   if x.op is Ops.FLIP: return isinstance(a, tuple) and len(a) == len(s) and all(isinstance(f, bool) for f in a)
   if not (isinstance(a, tuple) and len(a) == len(s) and all(isinstance(p, tuple) and len(p) == 2 and _all_ints(p) for p in a)): return False
   if x.op is Ops.PAD: return True
-  return all(resolve(b <= e) and resolve(e <= n) for (b, e), n in zip(a, s))  # SHRINK
+  return all(sym_le(b, e) and sym_le(e, n) for (b, e), n in zip(a, s))  # SHRINK
 
 def _tensor_alu_ok(x:UOp) -> bool:
   """ALU ops in the tensor graph also need srcs of one shape: the Tensor layer broadcasts before it builds them."""
