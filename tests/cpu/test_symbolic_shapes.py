@@ -31,6 +31,8 @@ CASES = [
   ("expand_sym", lambda a, b, n: a[:, 0:1].expand(4, n), lambda a, b, n: np.broadcast_to(a[:, 0:1], (4, n)), (4, MAX)),
   ("pad", lambda a, b, n: a[:, :n].pad(((1, 0), (2, 1))), lambda a, b, n: np.pad(a[:, :n], ((1, 0), (2, 1))), (5, MAX + 3)),
   ("pad_sym", lambda a, b, n: a[:, :3].pad(((0, 0), (n, 0))), lambda a, b, n: np.pad(a[:, :3], ((0, 0), (n, 0))), (4, MAX + 3)),
+  ("index", lambda a, b, n: b[n - 1], lambda a, b, n: b[n - 1], (MAX,)),
+  ("index_sym_dim", lambda a, b, n: b[:n][n - 1, 2:4], lambda a, b, n: b[n - 1, 2:4], (2,)),
   ("arange", lambda a, b, n: Tensor.arange(n), lambda a, b, n: np.arange(n), (MAX,)),
   ("arange_start", lambda a, b, n: Tensor.arange(n, MAX + 2), lambda a, b, n: np.arange(n, MAX + 2), (MAX + 1,)),
   ("mul_var", lambda a, b, n: a[:, :n] * n, lambda a, b, n: a[:, :n] * n, (4, MAX)),
@@ -99,6 +101,15 @@ def test_schedule_cache_reuses_the_schedule():
   size = len(_schedule_cache)
   for n in VALUES: np.testing.assert_allclose(a[:, :var.bind(n)].exp().sum(1).numpy(), np.exp(A[:, :n]).sum(1), rtol=1e-5)
   assert len(_schedule_cache) == size + 1   # the numpy() copy adds one schedule; the values add none
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_setitem_at_a_symbolic_position(device):
+  var = Variable("pos", 0, MAX - 1)
+  c, want = Tensor.zeros(MAX, 3, device=device).contiguous().realize(), np.zeros((MAX, 3), np.float32)
+  for pos in (0, 4, 8, 2):
+    c[var.bind(pos):var.bind(pos)+1] = Tensor.full((1, 3), pos + 1.0, device=device)
+    want[pos] = pos + 1.0
+    np.testing.assert_equal(c.numpy(), want)
 
 def test_bind_out_of_range_names_the_variable():
   v = Variable("seq", 1, 10)

@@ -10,7 +10,7 @@ index arithmetic here.
 Inspecting a schedule from Python (nothing runs until asked):
   Tensor.schedule(*others)          -> ([ScheduleItem, ...] in run order, {tensor uop: BUFFER}); the tensors are left unchanged.
   Tensor.schedule_linear(*others)   -> tinygrad 0.14's LINEAR UOp: src = one CALL(kernel AST, *BUFFER UOps) per item, in run order;
-  Tensor.linear_with_vars(*others)  -> (that LINEAR, var_vals) (var_vals is {}: no symbolic variables yet). Both point the tensors
+  Tensor.linear_with_vars(*others)  -> (that LINEAR, var_vals) (var_vals: {name: value} of the bound Variables). Both point the tensors
                                        at their output buffers, as tinygrad does; tinygrad.engine.realize.run_linear(linear) fills them.
   ScheduleItem.call() / ScheduleItem.from_call(call) convert between the two forms.
 
@@ -18,6 +18,10 @@ A write of Tensor.assign (AFTER(storage, STORE(view, value)) in the tensor graph
 (bufs[0], which it may also read: value is written in place); the kernels are ordered so that every read of a buffer's old contents
 runs before the write that replaces them. The AFTERs a schedule writes are in its {uop: BUFFER} map too, and count as realized once
 their tensors are bound to it.
+
+Symbolic shapes: a bound Variable (Variable("n", 1, 64).bind(5)) in a shape or a value is scheduled unbound (strip_binds): its value
+goes to var_vals, the kernel takes the Variable as an int argument at launch, buffers hold the most elements its range allows, and the
+schedule cache's key is the same graph for every value.
 
 A COPY (Tensor.to) is not a kernel: its ScheduleItem has the AST COPY(arg=KernelInfo("copy ...")) and bufs [dst, src], the source
 realized (on its own device) into a buffer first.

@@ -96,10 +96,10 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
     if not -len(self.shape) <= dim < len(self.shape):
       raise IndexError(f"dimension {dim} out of range for a tensor of shape {self.shape} ({len(self.shape)} dims)")
     return self.shape[dim]
-  # shapes here are all ints (no symbolic dimensions yet), so the largest shape a tensor can take is its shape
+  # the largest shape a tensor of a symbolic shape can take (each size at its Variables' upper bound)
   @property
-  def max_shape(self) -> tuple[int, ...]: return self.shape
-  def max_numel(self) -> int: return self.numel()
+  def max_shape(self) -> tuple[int, ...]: return tuple(int(s.vmax) if isinstance(s, UOp) else s for s in self.shape)
+  def max_numel(self) -> int: return int(n.vmax) if isinstance(n := self.numel(), UOp) else n
   def __len__(self):
     if not self.shape: raise TypeError("len() of a 0-d tensor")
     return self.shape[0]

@@ -23,7 +23,8 @@ from tinygrad.dtype import DType, dtypes, ConstType, PyConst, Invalid, InvalidTy
 from tinygrad.helpers import TRACK_MATCH_STATS, argfix, partition, cdiv, cmod, floordiv, floormod
 
 __all__ = ["UOp", "UPat", "PatternMatcher", "graph_rewrite", "BottomUpGate", "Ops", "GroupOp", "print_uop_graph", "track_rewrites_log",
-           "AxisType", "ParamArg", "Variable", "sint", "resolve", "sym_le", "smax", "smin", "ssimplify", "sym_infer", "srender", "exec_alu", "python_alu"]
+           "AxisType", "ParamArg", "Variable", "sint", "resolve", "sym_le",
+           "smax", "smin", "ssimplify", "sym_infer", "srender", "exec_alu", "python_alu"]
 
 class BottomUpGate(Exception):
   """Raised by a bottom-up rule: keep the node as it is and do not descend into its sources."""
