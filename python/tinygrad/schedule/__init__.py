@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass, field
 import threading
-from tinygrad.uop.ops import UOp, Ops, GroupOp
+from tinygrad.uop.ops import UOp, Ops, GroupOp, live_binds
 from tinygrad.dtype import dtypes, DType, strong_dtype
 from tinygrad.helpers import prod, NOOPT, SPEC, SCACHE
 from tinygrad.device import Buffer
@@ -261,27 +261,36 @@ def _record(var_vals:dict[str, int], v:UOp, val:int) -> None:
   if (old := var_vals.setdefault(v.expr, val)) != val:
     raise ValueError(f"Variable {v.expr!r} is bound to two values in one schedule: {old} and {val}")
 
-def _has_uop(arg) -> bool: return isinstance(arg, UOp) or (isinstance(arg, tuple) and any(_has_uop(a) for a in arg))
+def _has_uop(arg) -> bool:
+  # a movement arg: a tuple of sizes, or of (start, end) pairs
+  for a in arg:
+    if type(a) is tuple:
+      if type(a[0]) is not int or type(a[1]) is not int: return True
+    elif type(a) is not int: return True
+  return False
 
 def strip_binds(targets:list[UOp]) -> tuple[list[UOp], dict[str, int], dict[UOp, UOp]]:
-  """(targets with their bound Variables unbound, {name: value}, {stripped node: original node} for the nodes that changed)."""
+  """(targets with their bound Variables unbound, {name: value}, {stripped node: original node} for the nodes that changed). Only bound
+  Variables made by Variable.bind are looked for, and only while one is alive (uop.ops.live_binds)."""
+  if not live_binds: return targets, {}, {}
   new: dict[UOp, UOp] = {}
   var_vals: dict[str, int] = {}
   memo: dict[UOp, UOp] = {}
   for u in UOp(Ops.SINK, dtypes.void, tuple(targets)).toposort(gate=lambda n: realized_view(n) is None):
-    if u.is_bound_var:
+    op = u.op
+    if op is Ops.AFTER and u.is_bound_var:
       v, val = u.unbind()
       _record(var_vals, v, val)
       new[u] = v
       continue
     if (rv := realized_view(u)) is not None:
       # a realized node of a symbolic shape is a symbolic view of its buffer
-      if _has_uop(rv.arg) or any(_has_uop(x.arg) for x in rv.src if x.op in GroupOp.Movement):
+      if rv.op is not Ops.BUFFER and any(_has_uop(x.arg) for x in (rv, *rv.src) if x.op in _SYMBOLIC_ARG):
         new[u] = _strip_view(rv, var_vals, memo)
       continue
-    src = tuple(new.get(s, s) for s in u.src)
-    arg = _strip_arg(u.arg, var_vals, memo) if u.op in _SYMBOLIC_ARG and _has_uop(u.arg) else u.arg
-    if arg is not u.arg or any(a is not b for a, b in zip(src, u.src)): new[u] = UOp(u.op, u.dtype, src, arg, u.tag)
+    arg = _strip_arg(u.arg, var_vals, memo) if op in _SYMBOLIC_ARG and _has_uop(u.arg) else u.arg
+    if arg is not u.arg or (new and any(s in new for s in u.src)):
+      new[u] = UOp(op, u.dtype, tuple(new.get(s, s) for s in u.src), arg, u.tag)
   if not new: return targets, var_vals, {}
   return [new.get(t, t) for t in targets], var_vals, {n: u for u, n in new.items()}
 

@@ -653,7 +653,8 @@ class _UOpSymbolic:
     uval = self.const_like(val) if isinstance(val, int) else val
     if not (self.vmin <= uval.vmin and uval.vmax <= self.vmax): raise ValueError(f"bind {val} not in range [{self.vmin}, {self.vmax}] of {self.expr}")
     if uval.divides(self.arg.multiple_of) is None: raise ValueError(f"bind {val} not divisible by {self.arg.multiple_of}")
-    return self.after(self.store(uval))
+    live_binds.add(ret := self.after(self.store(uval)))
+    return ret
   def unbind(self:UOp) -> tuple[UOp, int]:
     if not self.is_bound_var: raise TypeError(f"can't unbind {self.op}: only a bound Variable (from bind) unbinds")
     return self.src[0], self.src[1].src[1].arg
@@ -782,6 +783,8 @@ class _UOpSymbolic:
       ctx[u] = r
     return ctx[s]
 
+# the bound Variables alive now: while there are none, no graph holds one (the scheduler skips looking for them)
+live_binds: weakref.WeakSet[UOp] = weakref.WeakSet()
 _INT_DTYPES = dtypes.ints + (dtypes.weakint,)
 _late: dict[str, Any] = {}  # matchers imported on first use (their modules import this one)
 _INT_DTYPE_SET = frozenset(_INT_DTYPES)

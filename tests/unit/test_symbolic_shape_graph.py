@@ -1,5 +1,6 @@
-# Symbolic shapes without running kernels: shapes that hold bound Variables, the scheduler's unbinding (var_vals, one kernel AST for
-# every value) and the value ranges behind the checks (a hypothesis property test). Kernels run in tests/cpu/test_symbolic_shapes.py.
+# Symbolic shapes without running kernels (the NULL device): shapes that hold bound Variables, the scheduler's unbinding (var_vals,
+# one kernel AST for every value) and the value ranges behind the checks (a hypothesis property test). Kernels run in
+# tests/cpu/test_symbolic_shapes.py.
 import pytest
 from hypothesis import given, settings, strategies as st
 from tinygrad import Tensor, Variable, Context
@@ -81,3 +82,13 @@ def test_value_ranges(lo, span, val, off):
   if span == 0: assert n == val + off   # a Variable with one value folds to it
   else: assert isinstance(n, UOp) and n.vmin <= val + off <= n.vmax and n.sym_infer({"k": val}) == val + off
   assert sym_le(b, b + off) and sym_le(0, b) and not sym_le(b + hi + 1 - lo + 1, b)
+
+def test_null_device_launches_with_the_values():
+  """NULL runs everything up to the launch, which checks the kernel gets one int per Variable."""
+  from tinygrad import GlobalCounters
+  var = Variable("n", 1, 16)
+  t = Tensor.empty(4, 16, device="NULL")
+  for n in (2, 9):
+    before = GlobalCounters.kernel_count
+    (t[:, :var.bind(n)].exp() * var.bind(n)).sum(1).realize()
+    assert GlobalCounters.kernel_count > before
