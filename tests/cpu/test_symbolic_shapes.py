@@ -43,9 +43,18 @@ CASES = [
   ("sum_keep", lambda a, b, n: b[:n].sum(0), lambda a, b, n: b[:n].sum(0), (MAX,)),
   ("max", lambda a, b, n: a[:, :n].max(1), lambda a, b, n: a[:, :n].max(1), (4,)),
   ("mean", lambda a, b, n: a[:, :n].mean(1), lambda a, b, n: a[:, :n].mean(1), (4,)),
+  ("var", lambda a, b, n: a[:, :n].var(1, correction=0), lambda a, b, n: a[:, :n].var(1), (4,)),
+  ("argmax", lambda a, b, n: a[:, :n].argmax(1), lambda a, b, n: a[:, :n].argmax(1), (4,)),
+  ("logsumexp", lambda a, b, n: a[:, :n].logsumexp(1), lambda a, b, n: np.log(np.exp(a[:, :n]).sum(1)), (4,)),
+  ("cumsum", lambda a, b, n: a[:, :n].cumsum(1), lambda a, b, n: a[:, :n].cumsum(1), (4, MAX)),
+  ("flip", lambda a, b, n: a[:, :n].flip(1), lambda a, b, n: a[:, :n][:, ::-1], (4, MAX)),
+  ("cat", lambda a, b, n: a[:, :n].cat(a[:, :2], dim=1), lambda a, b, n: np.concatenate([a[:, :n], a[:, :2]], 1), (4, MAX + 2)),
   ("softmax", lambda a, b, n: a[:, :n].softmax(1), lambda a, b, n: _softmax(a[:, :n]), (4, MAX)),
   ("matmul_inner", lambda a, b, n: a[:, :n] @ b[:n], lambda a, b, n: a[:, :n] @ b[:n], (4, MAX)),
   ("matmul_outer", lambda a, b, n: a @ b[:, :n], lambda a, b, n: a @ b[:, :n], (4, MAX)),
+  ("realized", lambda a, b, n: (a[:, :n] * 2).realize().sum(1), lambda a, b, n: (a[:, :n] * 2).sum(1), (4,)),
+  ("realized_pad", lambda a, b, n: (a[:, :n] + 1).realize().pad(((0, 0), (1, 0))), lambda a, b, n: np.pad(a[:, :n] + 1, ((0, 0), (1, 0))),
+   (4, MAX + 1)),
   ("attention", lambda a, b, n: (a @ b[:n].T / 3).softmax(-1) @ b[:n], lambda a, b, n: _softmax(a @ b[:n].T / 3) @ b[:n], (4, MAX)),
 ]
 

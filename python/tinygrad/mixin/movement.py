@@ -85,6 +85,7 @@ class MovementMixin:
       pairs = [(0, 0) if p is None else tuple(p) for p in padding]
     if any(_sym(b) or _sym(a) for b, a in pairs):
       # symbolic amounts pad (a Variable's range must keep them >= 0; cutting takes a shrink)
+      pairs = [tuple(ssimplify(p) for p in pair) for pair in pairs]
       if not all(_size_ok(p) for pair in pairs for p in pair): raise ValueError(f"symbolic padding {pairs} must be >= 0 for shape {self.shape}")
       x, pos = self, tuple(pairs)
     else:
@@ -133,7 +134,7 @@ class MovementMixin:
     given = [self._norm_axis(a) for a in argfix(axis, *args)]
     if len(set(given)) != len(given): raise RuntimeError(f"flip dims {argfix(axis, *args)} name a dim more than once (shape {self.shape})")
     axes = set(given)
-    flips = tuple(i in axes and s > 1 for i, s in enumerate(self.shape))
+    flips = tuple(i in axes and (_sym(s) or s > 1) for i, s in enumerate(self.shape))
     return self if not any(flips) else self._mop(Ops.FLIP, flips)
 
   def transpose(self, dim0:int=1, dim1:int=0):

@@ -53,7 +53,9 @@ class CreationMixin:
     """fill_value in the given shape, in a buffer of its own (as in tinygrad 0.14: a new buffer the value is assigned into, so two
     equal full tensors are independent for assign, __setitem__ and gradients). buffer=False gives the broadcast constant instead,
     which fuses into the kernels that read it (equal constants are one interned node)."""
-    shape = Tensor._check_shape((shape,), "full")
+    shape = Tensor._check_shape((shape,), "full", symbolic=True)
+    # a symbolic shape has no buffer of its own: it is the broadcast constant
+    if any(isinstance(s, UOp) for s in shape): buffer = False
     if fill_value is Invalid: return Tensor.invalids(shape, dtype=dtype, device=device)
     val = Tensor(fill_value, device=device, dtype=dtype)
     # a buffer is never weak: a Python value without a dtype is stored as the default int/float (as in 0.14)
