@@ -103,6 +103,11 @@ def test_run_linear_with_var_vals():
     realize.run_linear(linear, var_vals)
     np.testing.assert_allclose(out.numpy(), A[:, :n].sum(1), rtol=1e-5)
 
+def test_run_linear_needs_the_values():
+  linear, var_vals = Tensor(A).realize()[:, :Variable("n", 1, MAX).bind(3)].sum(1).linear_with_vars()
+  with pytest.raises(RuntimeError, match=r"needs values for the variable\(s\) \['n'\]"): realize.run_linear(linear)
+  with pytest.raises(ValueError, match=r"n=10 is outside its range \[1, 9\]"): realize.run_linear(linear, {"n": 10})
+
 def test_schedule_cache_reuses_the_schedule():
   var = Variable("n", 1, MAX)
   a = Tensor(A).realize()
