@@ -33,6 +33,7 @@ CASES = [
   ("pad_sym", lambda a, b, n: a[:, :3].pad(((0, 0), (n, 0))), lambda a, b, n: np.pad(a[:, :3], ((0, 0), (n, 0))), (4, MAX + 3)),
   ("index", lambda a, b, n: b[n - 1], lambda a, b, n: b[n - 1], (MAX,)),
   ("index_sym_dim", lambda a, b, n: b[:n][n - 1, 2:4], lambda a, b, n: b[n - 1, 2:4], (2,)),
+  ("pad_flat", lambda a, b, n: a[:, :3].pad((n, 0)), lambda a, b, n: np.pad(a[:, :3], ((0, 0), (n, 0))), (4, MAX + 3)),
   ("arange", lambda a, b, n: Tensor.arange(n), lambda a, b, n: np.arange(n), (MAX,)),
   ("arange_start", lambda a, b, n: Tensor.arange(n, MAX + 2), lambda a, b, n: np.arange(n, MAX + 2), (MAX + 1,)),
   ("mul_var", lambda a, b, n: a[:, :n] * n, lambda a, b, n: a[:, :n] * n, (4, MAX)),

@@ -76,7 +76,7 @@ class MovementMixin:
     amounts cut (a SHRINK)."""
     if mode not in ("constant", "reflect", "replicate", "circular"):
       raise NotImplementedError(f"pad mode {mode!r} is not supported (constant, reflect, replicate, circular)")
-    if all(isinstance(p, int) for p in padding):
+    if all(isinstance(p, (int, UOp)) for p in padding):
       if len(padding) % 2 or len(padding) // 2 > self.ndim: raise ValueError(f"invalid padding {padding} for shape {self.shape}")
       pairs = [(0, 0)] * self.ndim
       for i in range(len(padding) // 2): pairs[self.ndim - 1 - i] = (padding[2*i], padding[2*i+1])

@@ -52,7 +52,8 @@ def _symbolic_slice(i:slice, n, dim:int) -> tuple:
       raise IndexError(f"a symbolic slice {i} of dim {dim} (size {srender(n)}) needs non-negative int or symbolic bounds, got {b!r}")
   start = 0 if i.start is None else i.start
   stop = n if i.stop is None else i.stop
-  return (start, 1, ssimplify(smax(stop - start, 0)) if isinstance(stop - start, UOp) else max(stop - start, 0))
+  if not isinstance(cnt := stop - start, UOp): return (start, 1, max(cnt, 0))
+  return (start, 1, ssimplify(cnt if cnt.vmin >= 0 else smax(cnt, 0)))
 
 def _broadcasts_to(src:tuple[int, ...], dst:tuple[int, ...]) -> bool:
   return len(src) <= len(dst) and all(s in (1, d) for s, d in zip(src[::-1], dst[::-1]))
