@@ -22,6 +22,10 @@ def _differ(a, b) -> bool:
 def _same(a, b) -> bool:
   """a and b (ints or symbolic) are provably the same size."""
   return a is b or (a == b if not _sym(a) and not _sym(b) else ssimplify(a - b) == 0)
+def same_sizes(a:tuple, b:tuple) -> bool:
+  """a and b hold the same sizes other than 1s, in order (a reshape that only adds or drops 1s): checked without simplifying."""
+  x, y = [s for s in a if _sym(s) or s != 1], [s for s in b if _sym(s) or s != 1]
+  return len(x) == len(y) and all(i is j or (not _sym(i) and not _sym(j) and i == j) for i, j in zip(x, y))
 def _shape_str(shape) -> str: return f"({', '.join(srender(s) for s in shape)}{',' if len(shape) == 1 else ''})"
 
 class MovementMixin:
@@ -50,7 +54,7 @@ class MovementMixin:
       else: inferred = self.numel() // rest
       shape = tuple(inferred if not _sym(s) and s == -1 else s for s in shape)
     if not all(_size_ok(s) for s in shape): raise RuntimeError(f"invalid shape {_shape_str(shape)}")
-    if _differ(ssimplify(prod(shape)), ssimplify(self.numel())):
+    if not same_sizes(shape, self.shape) and _differ(ssimplify(prod(shape)), ssimplify(self.numel())):
       raise RuntimeError(f"shape {_shape_str(shape)} is invalid for input of shape {_shape_str(self.shape)} ({srender(self.numel())} elements)")
     return self if shape == self.shape else self._mop(Ops.RESHAPE, shape)
   def permute(self, order, *args):

@@ -23,6 +23,7 @@ from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, _fill_children_first, resolve, ssimplify, sym_le, _is_var
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import prod
+from tinygrad.mixin.movement import same_sizes
 
 def _sint_ok(i, lo:int) -> bool:
   # a symbolic size (an int expression of Variables, bound or not) counts when every value it can take is >= lo
@@ -31,6 +32,14 @@ def _sint_ok(i, lo:int) -> bool:
 _SIZE_DTYPES = frozenset(dtypes.ints + (dtypes.weakint,))
 
 def _ints(t, lo:int=0) -> bool: return isinstance(t, tuple) and all(_sint_ok(i, lo) for i in t)
+def _ssum(*xs):
+  # a size from sizes: plain ints add as ints; symbolic ones are simplified (zeros dropped first: most pads and shrinks have them)
+  if all(type(x) is int for x in xs): return sum(xs)
+  ret = None
+  for x in xs:
+    if type(x) is int and x == 0: continue
+    ret = x if ret is None else ret + x
+  return ssimplify(ret)
 def _differ(a, b) -> bool: return resolve(a != b, False) if isinstance(a, UOp) or isinstance(b, UOp) else a != b
 
 def _bad(u:UOp, s, why:str):
@@ -39,7 +48,7 @@ def _bad(u:UOp, s, why:str):
 def _reshape(u:UOp, x:UOp):
   if (s := x.shape) is None: return None
   if not _ints(u.arg): _bad(u, s, "the new shape must be a tuple of ints >= 0")
-  if _differ(prod(u.arg), prod(s)): _bad(u, s, f"{prod(s)} elements can't become {prod(u.arg)}")
+  if not same_sizes(u.arg, s) and _differ(prod(u.arg), prod(s)): _bad(u, s, f"{prod(s)} elements can't become {prod(u.arg)}")
   return u.arg
 
 def _expand(u:UOp, x:UOp):
@@ -58,13 +67,13 @@ def _pairs_ok(u:UOp, s:tuple) -> bool: return isinstance(u.arg, tuple) and len(u
 def _pad(u:UOp, x:UOp):
   if (s := x.shape) is None: return None
   if not _pairs_ok(u, s): _bad(u, s, "the padding needs one (before, after) pair of ints >= 0 per dim")
-  return tuple(ssimplify(n + b + a) for n, (b, a) in zip(s, u.arg))
+  return tuple(_ssum(n, b, a) for n, (b, a) in zip(s, u.arg))
 
 def _shrink(u:UOp, x:UOp):
   if (s := x.shape) is None: return None
   if not _pairs_ok(u, s) or any(not sym_le(b, e) or not sym_le(e, n) for (b, e), n in zip(u.arg, s)):
     _bad(u, s, "needs one (start, end) per dim, 0 <= start <= end <= size")
-  return tuple(ssimplify(e - b) for b, e in u.arg)
+  return tuple(e if type(b) is int and b == 0 else _ssum(e, -b) for b, e in u.arg)
 
 def _flip(u:UOp, x:UOp):
   if (s := x.shape) is None: return None
