@@ -289,12 +289,21 @@ def strip_binds(targets:list[UOp]) -> tuple[list[UOp], dict[str, int], dict[UOp,
         new[u] = _strip_view(rv, var_vals, memo)
       continue
     arg = _strip_arg(u.arg, var_vals, memo) if op in _SYMBOLIC_ARG and _has_uop(u.arg) else u.arg
+    if op is Ops.SHRINK and arg is not u.arg: _check_shrink(u, arg, var_vals, memo)
     if arg is not u.arg or (new and any(s in new for s in u.src)):
       new[u] = UOp(op, u.dtype, tuple(new.get(s, s) for s in u.src), arg, u.tag)
   if not new: return targets, var_vals, {}
   return [new.get(t, t) for t in targets], var_vals, {n: u for u, n in new.items()}
 
 _SYMBOLIC_ARG = frozenset({Ops.RESHAPE, Ops.EXPAND, Ops.PAD, Ops.SHRINK})
+
+def _check_shrink(u:UOp, arg:tuple, var_vals:dict[str, int], memo:dict[UOp, UOp]) -> None:
+  # a symbolic shrink can't be checked when it is built (a Variable's range may reach past the dim): with this schedule's values it can,
+  # before a kernel reads past the end of a buffer (the unbound expressions are the same nodes every step: their evaluators are cached)
+  def val(x) -> int: return x if isinstance(x, int) else x.sym_infer(var_vals)
+  for d, ((b, e), n) in enumerate(zip(arg, _strip_arg(u.src[0].shape, var_vals, memo))):
+    if not 0 <= val(b) <= val(e) <= val(n):
+      raise IndexError(f"the slice [{val(b)}:{val(e)}] of dim {d} is out of range for its size {val(n)} with {var_vals}")
 
 def _strip_view(view:UOp, var_vals:dict[str, int], memo:dict[UOp, UOp]) -> UOp:
   # a chain of movement ops over a BUFFER

@@ -101,7 +101,9 @@ class IndexingMixin:
     for i in idx:
       if i is None: continue
       n = x.shape[dim]
-      if isinstance(i, (int, SymIndex)): x = x.shrink(_dim_at(x, dim, (int(i), int(i) + 1) if isinstance(i, int) else (i.pos, i.pos + 1)))
+      if isinstance(i, (int, SymIndex)):
+        p = i if isinstance(i, int) else i.pos
+        x = x.shrink(_dim_at(x, dim, (p, p + 1)))
       elif isinstance(i, tuple):
         start, step, cnt = i
         if step < 0: x, start, step = x.flip(dim), n - 1 - start, -step
