@@ -26,6 +26,7 @@ CASES = [
   ("shrink", lambda a, b, n: a[:, :n], lambda a, b, n: a[:, :n], (4, MAX)),
   ("shrink_start", lambda a, b, n: a[:, n-1:], lambda a, b, n: a[:, n-1:], (4, MAX)),
   ("reshape", lambda a, b, n: a[:, :n].reshape(4, 1, n).permute(1, 2, 0).reshape(n, 4), lambda a, b, n: a[:, :n].T, (MAX, 4)),
+  ("reshape_infer", lambda a, b, n: a[:, :n].reshape(n, -1), lambda a, b, n: a[:, :n].reshape(n, -1), (MAX, 4)),
   ("flatten", lambda a, b, n: a[:, :n].reshape(-1), lambda a, b, n: a[:, :n].reshape(-1), (4 * MAX,)),
   ("expand", lambda a, b, n: a[0:1, :n].expand(3, n), lambda a, b, n: np.broadcast_to(a[0:1, :n], (3, n)), (3, MAX)),
   ("expand_sym", lambda a, b, n: a[:, 0:1].expand(4, n), lambda a, b, n: np.broadcast_to(a[:, 0:1], (4, n)), (4, MAX)),

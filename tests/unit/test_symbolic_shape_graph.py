@@ -29,6 +29,8 @@ def test_bad_symbolic_input():
   with pytest.raises(RuntimeError, match="can't expand"): t[:, :v].expand(3, 4)
   with pytest.raises(ValueError, match="invalid shrink"): t[:, :v].shrink(((0, 3), (11, 12)))
   with pytest.raises(TypeError, match="nonzero int step"): Tensor.arange(0, v, 0.5)
+  with pytest.raises(RuntimeError, match=r"shape \(-1, 7\) can't be inferred for input of shape \(3, i\)"): t[:, :v].reshape(-1, 7)
+  assert t[:, :v].reshape(v, -1).shape == (v, 3)
 
 def test_var_vals_and_one_ast_for_every_value():
   var = Variable("n", 1, 32)

@@ -47,7 +47,8 @@ class MovementMixin:
       rest = prod(s for s in shape if _sym(s) or s != -1)
       if _sym(rest) or _sym(self.numel()):
         # a symbolic size divides only when the division is exact
-        if (inferred := UOp.ufix(UOp.const(0), self.numel()).divide_exact(UOp.ufix(UOp.const(0), rest))) is None:
+        num, den = (x.simplify() if _sym(x) else UOp.const(x) for x in (self.numel(), rest))
+        if (inferred := num.divide_exact(den)) is None:
           raise RuntimeError(f"shape {_shape_str(shape)} can't be inferred for input of shape {_shape_str(self.shape)}")
         inferred = ssimplify(inferred)
       elif rest == 0 or self.numel() % rest: raise RuntimeError(f"shape {shape} is invalid for input of shape {self.shape}")
