@@ -360,6 +360,12 @@ class Program(Generic[DeviceType]):
   def __call__(self, *bufs, global_size:tuple[int, ...]=(1, 1, 1), local_size:tuple[int, ...]|None=None, vals:tuple[int, ...]=(),
                wait:bool=False) -> float|None:
     raise NotImplementedError(f"{type(self).__name__} can't run programs")
+  def launcher(self, global_size:tuple[int, ...], local_size:tuple[int, ...]|None) -> tuple[Callable[[Any], Any], Callable[..., None]]:
+    """For replaying a captured kernel (engine/jit.py) at the cost of a call: (arg, launch), where arg(handle) is how a buffer handle
+    (Buffer._buf) is passed and launch(*args, *vals) runs the kernel at these launch dims on the passed handles, unchecked."""
+    nb = len(self.spec.globals) if self.spec is not None else None
+    def launch(*args): self(*args[:nb], global_size=global_size, local_size=local_size, vals=tuple(args[nb:]) if nb is not None else ())
+    return (lambda h: h), launch
 
 class Compiled:
   """A device: its allocator, its renderers (the first that can be built is used; DEV=CPU:<RENDERER> picks one), the compiler of the

@@ -3,7 +3,7 @@
 import math
 import numpy as np
 import pytest
-from tinygrad import Tensor, Variable, Device
+from tinygrad import Tensor, Variable, Device, TinyJit
 from tinygrad.engine import realize
 from tinygrad.schedule import _schedule_cache
 from tests.cpu.conftest import DEVICES
@@ -153,7 +153,7 @@ def test_mismatched_symbolic_shapes():
   with pytest.raises(IndexError, match="shape mismatch"): x + a[:, :3]
   with pytest.raises(RuntimeError, match="can't expand"): x.expand(2, 4, 5)
 
-def _decode(steps:int, device:str="CPU"):
+def _decode(steps:int, device:str="CPU", jit:bool=False):
   """Single-head attention over a KV cache that grows by one row a step: the position is a bound Variable."""
   d, maxlen = 8, 128
   r = np.random.default_rng(7)
@@ -163,12 +163,12 @@ def _decode(steps:int, device:str="CPU"):
   ck, cv = (Tensor.zeros(maxlen, d, device=device).contiguous().realize() for _ in range(2))
   nk, nv = np.zeros((maxlen, d), np.float32), np.zeros((maxlen, d), np.float32)
   pos_var = Variable("pos", 0, maxlen - 1)
-  for pos in range(steps):
-    p = pos_var.bind(pos)
-    x = Tensor(xs[pos:pos+1], device=device)
+  def step(x:Tensor, p) -> Tensor:
     Tensor.realize(ck[p:p+1].assign(x @ Wk), cv[p:p+1].assign(x @ Wv))
-    out = ((x @ Wq) @ ck[:p+1].T / math.sqrt(d)).softmax(-1) @ cv[:p+1]
-    got = out.numpy()
+    return (((x @ Wq) @ ck[:p+1].T / math.sqrt(d)).softmax(-1) @ cv[:p+1]).realize()
+  if jit: step = TinyJit(step)
+  for pos in range(steps):
+    got = step(Tensor(xs[pos:pos+1], device=device), pos_var.bind(pos)).numpy()
     nk[pos], nv[pos] = xs[pos] @ wk, xs[pos] @ wv
     want = _softmax((xs[pos:pos+1] @ wq) @ nk[:pos+1].T / math.sqrt(d)) @ nv[:pos+1]
     yield pos, got, want
@@ -180,6 +180,11 @@ def test_decode_100_steps_compiles_nothing_after_the_first_two():
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5, err_msg=f"step {pos}")
     misses.append(len(realize._specs))
   assert misses[2:] == [misses[1]] * 98, f"kernels compiled after step 2: {sorted(set(misses))}"
+
+@pytest.mark.cpu
+def test_decode_under_tinyjit():
+  # the JIT replays the kernels captured at one position with each later position's value
+  for pos, got, want in _decode(12, jit=True): np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5, err_msg=f"step {pos}")
 
 def test_decode_on_python_device():
   for pos, got, want in _decode(4, "PYTHON"): np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5, err_msg=f"step {pos}")

@@ -19,7 +19,8 @@ LAYERS = [
   ("renderer", ("tinygrad.renderer",)),
   ("runtime", ("tinygrad.runtime",)),
   ("engine", ("tinygrad.engine",)),
-  ("frontend", ("tinygrad.tensor", "tinygrad.nn", "tinygrad.apps", "tinygrad.viz", "tinygrad.llm", "tinygrad.__init__")),
+  # the JIT captures and replays what Tensor code runs: it sits above the Tensor, as in tinygrad
+  ("frontend", ("tinygrad.engine.jit", "tinygrad.tensor", "tinygrad.nn", "tinygrad.apps", "tinygrad.viz", "tinygrad.llm", "tinygrad.__init__")),
 ]
 
 def layer_of(mod:str) -> int:

@@ -12,6 +12,10 @@ from tinygrad.codegen import lower_ast
 # with BEAM; a user's pre_matcher changes the kernel; PYTHON_LOCALS switches the PYTHON renderer's local dims
 _specs: dict = BoundedCache(4096)
 
+# TinyJit (engine/jit.py) puts its capture here while the function it jits runs: every kernel and copy run_schedule runs is handed to
+# capturing[-1] first (add_kernel / add_copy), before it runs, so the JIT records exactly what ran and replays it
+capturing: list = []
+
 def get_spec(si:ScheduleItem, device:str):
   dev = Device[device]
   if (spec := _specs.get(key := (si.ast, device, NOOPT.value, BEAM.value, dev.renderer.pre_matcher, dev.renderer.has_local))) is None:
@@ -38,6 +42,7 @@ def run_schedule(schedule:list[ScheduleItem], var_vals:dict[str, int]|None=None)
   for si in schedule:
     device = si.bufs[0].device
     if si.ast.op is Ops.COPY:  # a copy between devices (Tensor.to): no kernel, not counted in kernel_count
+      if capturing: capturing[-1].add_copy(si.bufs[0], si.bufs[1])
       st = time.perf_counter()
       si.bufs[0].copy_from(si.bufs[1].ensure_allocated())   # the source may be a Tensor.empty never used before
       et = time.perf_counter() - st
@@ -48,6 +53,7 @@ def run_schedule(schedule:list[ScheduleItem], var_vals:dict[str, int]|None=None)
       continue
     spec = get_spec(si, device)
     dev = Device[device]
+    if capturing: capturing[-1].add_kernel(dev, spec, si.bufs)
     timed = DEBUG >= 2
     st = time.perf_counter()
     et = dev.run(spec, si.bufs, var_vals, wait=timed)

@@ -171,6 +171,14 @@ class CPUProgram(Program['CPUDevice']):
       def launch(tid:int): self.fxn(*args[:slot], tid, *args[slot+1:])
       list(self.dev.pool.map(launch, range(global_size[0])))
     return time.perf_counter() - st if wait else None
+  def launcher(self, global_size:tuple[int, ...], local_size:tuple[int, ...]|None):
+    if self.spec is None: return super().launcher(global_size, local_size)
+    if (core := self.spec.core_id) is None or global_size[0] <= 1: return _addr, self.fxn   # the C function itself: no Python frame
+    fxn, pool, slot, n = self.fxn, self.dev.pool, len(self.spec.globals) + core, global_size[0]
+    def launch(*args): list(pool.map(lambda tid: fxn(*args[:slot], tid, *args[slot+1:]), range(n)))
+    return _addr, launch
+
+def _addr(buf:CPUBuffer) -> int: return buf.addr
 
 class CPUDevice(Compiled):
   def __init__(self, device:str="CPU"): super().__init__(device, CPUAllocator(self), [(ClangRenderer, ClangCompiler)], CPUProgram)

@@ -13,7 +13,7 @@ from tinygrad.mixin.reduce import ReduceMixin
 from tinygrad.dtype import DType, DTypeLike, dtypes, to_dtype, strong_dtype, least_upper_dtype, _to_np_dtype, _from_np_dtype
 from tinygrad.schedule import create_schedule, create_schedule_with_vars, schedule_to_linear
 from tinygrad.schedule.buffers import new_buffer, buffer_view, buffer_of, as_buffer, mark_realized, pending_write
-from tinygrad.engine.realize import run_schedule
+from tinygrad.engine.realize import run_schedule, capturing
 from tinygrad.tensor import creation, random, movement, indexing, linalg, elementwise, reduce, functional, pooling, losses, autograd, hashing
 from tinygrad.tensor.common import canon_device, broadcast_shape, check_tensors
 from tinygrad.mixin.movement import _shape_str
@@ -150,6 +150,8 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
   def _buffer(self):
     if any(isinstance(s, UOp) for s in self.shape):
       raise RuntimeError(f"no data for a symbolic shape {_shape_str(self.shape)}: shrink it to int sizes first (t.shrink(...) or t[:5])")
+    # reading data on the host while a TinyJit captures would freeze the value into every replay
+    if capturing: capturing[-1].host_read()
     if self.dtype in dtypes.weaks: return self.cast(strong_dtype(self.dtype))._buffer()   # stored as the default int/float
     t = self if ((b := as_buffer(self.uop)) is not None and b.src[0].arg == self.numel()) or pending_write(self.uop) is not None \
       else self.contiguous()

@@ -9,6 +9,7 @@ from tinygrad.dtype import DType, DTypeLike, dtypes, to_dtype, bitcast
 from tinygrad.mixin.movement import _size_ok
 from tinygrad.helpers import prod, argfix, ceildiv, check_host_alloc, TRAINING
 from tinygrad.tensor.common import canon_device, check_tensors
+from tinygrad.engine.realize import capturing
 
 _rng_lock = threading.Lock()   # threads drawing at once must each advance the counter (else they get the same numbers)
 if TYPE_CHECKING: from tinygrad.tensor.core import Tensor
@@ -33,13 +34,21 @@ class RandomMixin:
     with _rng_lock: return Tensor._next_counter_locked(device, num)
   @staticmethod
   def _next_counter_locked(device:str, num:int) -> tuple[Tensor, Tensor]:
+    key, start = Tensor._advance_counter(device, num)
+    counter = Tensor([start & 0xffffffff, start >> 32], device=device, dtype=dtypes.uint32)
+    # a TinyJit capturing this draw refreshes the counter's buffer at each replay (else every replay would draw the same numbers)
+    if capturing: capturing[-1].add_rng(device, num, key, counter)
+    return key, counter
+  @staticmethod
+  def _advance_counter(device:str, num:int) -> tuple[Tensor, int]:
+    """(the device's key, the counter value to draw num words at), advancing the counter past them; the caller holds _rng_lock."""
     if device not in Tensor._device_seeds:
       dev_key = int.from_bytes(hashlib.sha256(len(Tensor._device_seeds).to_bytes(4, "big")).digest(), "big")
       Tensor._device_seeds[device] = Tensor([dev_key & 0xffffffff, Tensor._seed & 0xffffffff], device=device, dtype=dtypes.uint32)
       Tensor._device_rng_counters[device] = 0
     start = Tensor._device_rng_counters[device]
     Tensor._device_rng_counters[device] = (start + num) & 0xffffffffffffffff
-    return Tensor._device_seeds[device], Tensor([start & 0xffffffff, start >> 32], device=device, dtype=dtypes.uint32)
+    return Tensor._device_seeds[device], start
   @staticmethod
   def _threefry_random_bits(key:Tensor, counts0:Tensor, counts1:Tensor) -> Tensor:
     x = (counts1.cast(dtypes.uint64) << 32) | counts0.cast(dtypes.uint64)
