@@ -58,9 +58,13 @@ class TestKernelLevel:
     p = UOp(Ops.PARAM, dtypes.float, (UOp.const(8, dtypes.int),), ParamArg(0, dtypes.float))
     ld = UOp(Ops.LOAD, dtypes.float, (UOp(Ops.INDEX, dtypes.float, (p, r)),))
     v = UOp.variable("n", 1, 10)
-    for x in (r, p, ld, v, r * 4 + 1, (r < 3).where(r, 0), ld * 2.0, v.cast(dtypes.int) + 1,
+    for x in (r, p, ld, r * 4 + 1, (r < 3).where(r, 0), ld * 2.0, r + v, UOp.variable("m", 1, 10, param=True),
               UOp(Ops.REDUCE, dtypes.float, (ld, UOp.range(4, 1, AxisType.REDUCE)), (Ops.ADD,)), UOp(Ops.SHRINK, dtypes.float, (p,), None)):
       assert x.shape is None, x
+  def test_variable_is_0d(self):
+    # as in tinygrad 0.14: a Variable (bound or not) is a 0-d value, so t * v broadcasts it (symbolic shapes)
+    v = UOp.variable("n", 1, 10)
+    assert v.shape == () and v.bind(3).shape == () and (v.cast(dtypes.int) + 1).shape == ()
 
 class TestErrors:
   """An ill-formed node raises when its shape is asked for, naming its op, arg and source shapes."""

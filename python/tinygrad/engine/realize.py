@@ -30,8 +30,9 @@ def get_spec(si:ScheduleItem, device:str):
     if DEBUG >= 4: print(spec.src)
   return spec
 
-def run_schedule(schedule:list[ScheduleItem]) -> None:
-  """Runs the kernels in order, counting them in GlobalCounters. DEBUG=1: a summary line, 2: a line per kernel, 3: the kernel
+def run_schedule(schedule:list[ScheduleItem], var_vals:dict[str, int]|None=None) -> None:
+  """Runs the kernels in order, counting them in GlobalCounters; var_vals ({name: value}) are the values of the symbolic Variables the
+  kernels take at launch. DEBUG=1: a summary line, 2: a line per kernel, 3: the kernel
   AST and its linear UOps, 4: the C source (3 and 4 when a kernel is first compiled)."""
   if not schedule: return
   st_all, ops0, mem0 = time.perf_counter(), GlobalCounters.global_ops, GlobalCounters.global_mem
@@ -57,9 +58,11 @@ def run_schedule(schedule:list[ScheduleItem]) -> None:
     if capturing: capturing[-1].add_kernel(dev, spec, si.bufs)
     timed = DEBUG >= 2
     st = time.perf_counter()
-    et = dev.run(spec, si.bufs, wait=timed)
+    et = dev.run(spec, si.bufs, var_vals, wait=timed)
     if et is None: et = time.perf_counter() - st
-    est = spec.estimates
+    # a symbolic kernel is counted at its Variables' upper bounds (spec.estimates, computed once); walking its UOps again at this
+    # launch's values costs more than a small kernel runs, so only the per-kernel DEBUG line does
+    est = spec.estimate(var_vals) if timed and var_vals and spec.vars else spec.estimates
     with GlobalCounters.lock:
       GlobalCounters.kernel_count += 1
       GlobalCounters.global_ops += est.ops
@@ -79,5 +82,4 @@ def run_schedule(schedule:list[ScheduleItem]) -> None:
 def run_linear(linear:UOp, var_vals:dict[str, int]|None=None) -> None:
   """Runs a LINEAR UOp (Tensor.schedule_linear / linear_with_vars): its CALLs in order, as run_schedule runs ScheduleItems."""
   if linear.op is not Ops.LINEAR: raise ValueError(f"run_linear needs a LINEAR UOp (from Tensor.schedule_linear), got {linear.op}")
-  if var_vals: raise NotImplementedError(f"symbolic variables are not supported yet, got values for {sorted(var_vals)}")
-  run_schedule([ScheduleItem.from_call(c) for c in linear.src])
+  run_schedule([ScheduleItem.from_call(c) for c in linear.src], var_vals)

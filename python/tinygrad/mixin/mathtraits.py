@@ -258,7 +258,7 @@ class UOpMathTrait(MathTrait):
     return type(self)(op, dtype, (self, *src), **kwargs)
   def _const_operand(self, v, match_dtype:bool=True):
     """The Python value v as the other operand of self."""
-    if self.dtype not in _WEAKS and self.shape is not None:
+    if self.dtype not in _WEAKS and self.shape is not None and (self.shape or not _over_variable(self)):
       # tensor-level: the CONST Tensor would build, with self's shape
       return self._full(v, strong_dtype(least_upper_dtype(self.dtype, _weak(v)) if match_dtype else _weak(v)))
     return self.const(v)
@@ -272,6 +272,8 @@ class UOpMathTrait(MathTrait):
     # the hot path of every rule callback: index arithmetic (weak dtypes) needs no shape, operands of one dtype need no promotion
     cls = type(self)
     if type(x) is not cls:
+      # a Tensor on the right (v * t, v a bound Variable): Python then asks the Tensor's reflected operator
+      if _is_tensor(x): return NotImplemented
       if self.dtype not in _WEAKS: return MathTrait._binop(self, op, x, reverse)  # maybe tensor-level: see _const_operand
       x = self.const(x)
     a, b = (x, self) if reverse else (self, x)
@@ -300,10 +302,17 @@ class UOpMathTrait(MathTrait):
   def __rmul__(self, x): return self._binop(_MUL, x, True)
   def __floordiv__(self, x):
     if type(x) is int and self.dtype in _INT_SET: return self._binop(_FLOORDIV, x, False)
-    return self.div(x, rounding_mode="floor")
+    return NotImplemented if _is_tensor(x) else self.div(x, rounding_mode="floor")
   def __mod__(self, x):
     if type(x) is int and self.dtype in _INT_SET: return self._binop(_FLOORMOD, x, False)
-    return self.mod(x)
+    return NotImplemented if _is_tensor(x) else self.mod(x)
+  # a Tensor operand (n - t, n a bound Variable of a symbolic shape): Python then asks the Tensor's reflected operator
+  def __sub__(self, x): return NotImplemented if _is_tensor(x) else self.sub(x)
+  def __rsub__(self, x): return NotImplemented if _is_tensor(x) else self.sub(x, True)
+  def __truediv__(self, x): return NotImplemented if _is_tensor(x) else self.div(x)
+  def __rtruediv__(self, x): return NotImplemented if _is_tensor(x) else self.div(x, True)
+  def __lt__(self, x): return NotImplemented if _is_tensor(x) else self._binop(Ops.CMPLT, x, False)
+  def __gt__(self, x): return NotImplemented if _is_tensor(x) else self._binop(Ops.CMPLT, x, True)
   def cast(self, dtype:DTypeLike):
     dt = to_dtype(dtype)
     return self if self.dtype is dt else type(self)(Ops.CAST, dt, (self,), dt)
@@ -311,6 +320,17 @@ class UOpMathTrait(MathTrait):
     dt = to_dtype(dtype)
     if self.dtype in _WEAKS or dt in _WEAKS: raise RuntimeError(f"bitcast requires concrete dtypes, got {self.dtype} -> {dt}")
     return self if self.dtype is dt else type(self)(Ops.BITCAST, dt, (self,), dt)
+
+def _is_tensor(x) -> bool: return type(x) is not int and type(x) is not float and hasattr(x, "uop")
+
+def _over_variable(u) -> bool:
+  """u is index math on a Variable (a 0-d value, as in tinygrad 0.14): a chain of casts and ALU ops down to one. Python values next
+  to it stay weak constants, as next to the Variable itself."""
+  for _ in range(8):
+    if u.op is Ops.BUFFER or u.op is Ops.AFTER: return u.is_variable or u.is_bound_var
+    if not u.src or not (u.op is Ops.CAST or u.op in GroupOp.ALU): return False
+    u = u.src[0]
+  return False
 
 def _promote(t, out:DType):
   """t at dtype `out`: a weak CONST stays weak (it may move from weakint to weakfloat), anything else is cast."""

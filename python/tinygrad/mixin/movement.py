@@ -10,6 +10,23 @@ import math
 from tinygrad.uop import Ops
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import prod, argfix
+from tinygrad.uop.ops import UOp, resolve, ssimplify, srender, sym_le
+
+def _sym(s) -> bool: return isinstance(s, UOp)
+def _size_ok(s) -> bool:
+  """s is a valid size: an int >= 0, or an int expression of Variables that is never negative."""
+  return (isinstance(s, int) and not isinstance(s, bool) and s >= 0) or (_sym(s) and dtypes.is_int(s.dtype) and s.vmin >= 0)
+def _differ(a, b) -> bool:
+  """a and b (ints or symbolic) are provably different sizes."""
+  return a is not b and (resolve(a != b, False) if _sym(a) or _sym(b) else a != b)
+def _same(a, b) -> bool:
+  """a and b (ints or symbolic) are provably the same size."""
+  return a is b or (a == b if not _sym(a) and not _sym(b) else ssimplify(a - b) == 0)
+def same_sizes(a:tuple, b:tuple) -> bool:
+  """a and b hold the same sizes other than 1s, in order (a reshape that only adds or drops 1s): checked without simplifying."""
+  x, y = [s for s in a if _sym(s) or s != 1], [s for s in b if _sym(s) or s != 1]
+  return len(x) == len(y) and all(i is j or (not _sym(i) and not _sym(j) and i == j) for i, j in zip(x, y))
+def _shape_str(shape) -> str: return f"({', '.join(srender(s) for s in shape)}{',' if len(shape) == 1 else ''})"
 
 class MovementMixin:
   @property
@@ -27,11 +44,19 @@ class MovementMixin:
     shape = tuple(argfix(shape, *args))
     if shape.count(-1) > 1: raise RuntimeError(f"only one dimension can be inferred, got {shape}")
     if -1 in shape:
-      rest = prod(s for s in shape if s != -1)
-      if rest == 0 or self.numel() % rest: raise RuntimeError(f"shape {shape} is invalid for input of shape {self.shape}")
-      shape = tuple(self.numel() // rest if s == -1 else s for s in shape)
-    if any(not isinstance(s, int) or s < 0 for s in shape): raise RuntimeError(f"invalid shape {shape}")
-    if prod(shape) != self.numel(): raise RuntimeError(f"shape {shape} is invalid for input of shape {self.shape} ({self.numel()} elements)")
+      rest = prod(s for s in shape if _sym(s) or s != -1)
+      if _sym(rest) or _sym(self.numel()):
+        # a symbolic size divides only when the division is exact
+        num, den = (x.simplify() if _sym(x) else UOp.const(x) for x in (self.numel(), rest))
+        if (inferred := num.divide_exact(den)) is None:
+          raise RuntimeError(f"shape {_shape_str(shape)} can't be inferred for input of shape {_shape_str(self.shape)}")
+        inferred = ssimplify(inferred)
+      elif rest == 0 or self.numel() % rest: raise RuntimeError(f"shape {shape} is invalid for input of shape {self.shape}")
+      else: inferred = self.numel() // rest
+      shape = tuple(inferred if not _sym(s) and s == -1 else s for s in shape)
+    if not all(_size_ok(s) for s in shape): raise RuntimeError(f"invalid shape {_shape_str(shape)}")
+    if not same_sizes(shape, self.shape) and _differ(ssimplify(prod(shape)), ssimplify(self.numel())):
+      raise RuntimeError(f"shape {_shape_str(shape)} is invalid for input of shape {_shape_str(self.shape)} ({srender(self.numel())} elements)")
     return self if shape == self.shape else self._mop(Ops.RESHAPE, shape)
   def permute(self, order, *args):
     order = tuple(self._norm_axis(a) for a in argfix(order, *args))
@@ -42,9 +67,10 @@ class MovementMixin:
     shape = tuple(argfix(shape, *args))
     if len(shape) < self.ndim: raise RuntimeError(f"can't expand {self.shape} to {shape}: fewer dims")
     x = self.reshape((1,) * (len(shape) - self.ndim) + self.shape) if len(shape) > self.ndim else self
-    new = tuple(o if s == -1 else s for s, o in zip(shape, x.shape))
-    if not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in new): raise ValueError(f"invalid expand shape {shape}")
-    if any(o != 1 and o != s for s, o in zip(new, x.shape)): raise RuntimeError(f"can't expand {self.shape} to {shape}")
+    new = tuple(o if not _sym(s) and s == -1 else s for s, o in zip(shape, x.shape))
+    if not all(_size_ok(s) for s in new): raise ValueError(f"invalid expand shape {_shape_str(shape)}")
+    if not all(_same(o, 1) or _same(o, s) for s, o in zip(new, x.shape)):
+      raise RuntimeError(f"can't expand {_shape_str(self.shape)} to {_shape_str(shape)}")
     return x if new == x.shape else x._mop(Ops.EXPAND, new)
   def _expand_to(self, shape:tuple[int, ...]):
     if self.shape == shape: return self
@@ -55,15 +81,21 @@ class MovementMixin:
     amounts cut (a SHRINK)."""
     if mode not in ("constant", "reflect", "replicate", "circular"):
       raise NotImplementedError(f"pad mode {mode!r} is not supported (constant, reflect, replicate, circular)")
-    if all(isinstance(p, int) for p in padding):
+    if all(isinstance(p, (int, UOp)) for p in padding):
       if len(padding) % 2 or len(padding) // 2 > self.ndim: raise ValueError(f"invalid padding {padding} for shape {self.shape}")
       pairs = [(0, 0)] * self.ndim
       for i in range(len(padding) // 2): pairs[self.ndim - 1 - i] = (padding[2*i], padding[2*i+1])
     else:
       if len(padding) != self.ndim: raise ValueError(f"padding {padding} needs one entry per dim of {self.shape}")
       pairs = [(0, 0) if p is None else tuple(p) for p in padding]
-    x = self.shrink(tuple((-min(b, 0), s + min(a, 0)) for s, (b, a) in zip(self.shape, pairs)))
-    pos = tuple((max(b, 0), max(a, 0)) for b, a in pairs)
+    if any(_sym(b) or _sym(a) for b, a in pairs):
+      # symbolic amounts pad (a Variable's range must keep them >= 0; cutting takes a shrink)
+      pairs = [tuple(ssimplify(p) for p in pair) for pair in pairs]
+      if not all(_size_ok(p) for pair in pairs for p in pair): raise ValueError(f"symbolic padding {pairs} must be >= 0 for shape {self.shape}")
+      x, pos = self, tuple(pairs)
+    else:
+      x = self.shrink(tuple((-min(b, 0), s + min(a, 0)) for s, (b, a) in zip(self.shape, pairs)))
+      pos = tuple((max(b, 0), max(a, 0)) for b, a in pairs)
     if all(p == (0, 0) for p in pos): return x
     if mode != "constant": return x._pad_edges(pos, mode)
     ret = x._mop(Ops.PAD, pos)
@@ -99,14 +131,15 @@ class MovementMixin:
     """The slice [start, end) of each dim (None keeps a dim)."""
     if len(arg) != self.ndim: raise ValueError(f"shrink {arg} needs one entry per dim of {self.shape}")
     arg = tuple((0, s) if a is None else tuple(a) for a, s in zip(arg, self.shape))
-    if any(not 0 <= b <= e <= s for (b, e), s in zip(arg, self.shape)): raise ValueError(f"invalid shrink {arg} for shape {self.shape}")
+    if any(not sym_le(0, b) or not sym_le(b, e) or not sym_le(e, s) for (b, e), s in zip(arg, self.shape)):
+      raise ValueError(f"invalid shrink {arg} for shape {_shape_str(self.shape)}")
     if all(a == (0, s) for a, s in zip(arg, self.shape)): return self
     return self._mop(Ops.SHRINK, arg)
   def flip(self, axis, *args):
     given = [self._norm_axis(a) for a in argfix(axis, *args)]
     if len(set(given)) != len(given): raise RuntimeError(f"flip dims {argfix(axis, *args)} name a dim more than once (shape {self.shape})")
     axes = set(given)
-    flips = tuple(i in axes and s > 1 for i, s in enumerate(self.shape))
+    flips = tuple(i in axes and (_sym(s) or s > 1) for i, s in enumerate(self.shape))
     return self if not any(flips) else self._mop(Ops.FLIP, flips)
 
   def transpose(self, dim0:int=1, dim1:int=0):

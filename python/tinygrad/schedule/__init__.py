@@ -10,7 +10,7 @@ index arithmetic here.
 Inspecting a schedule from Python (nothing runs until asked):
   Tensor.schedule(*others)          -> ([ScheduleItem, ...] in run order, {tensor uop: BUFFER}); the tensors are left unchanged.
   Tensor.schedule_linear(*others)   -> tinygrad 0.14's LINEAR UOp: src = one CALL(kernel AST, *BUFFER UOps) per item, in run order;
-  Tensor.linear_with_vars(*others)  -> (that LINEAR, var_vals) (var_vals is {}: no symbolic variables yet). Both point the tensors
+  Tensor.linear_with_vars(*others)  -> (that LINEAR, var_vals) (var_vals: {name: value} of the bound Variables). Both point the tensors
                                        at their output buffers, as tinygrad does; tinygrad.engine.realize.run_linear(linear) fills them.
   ScheduleItem.call() / ScheduleItem.from_call(call) convert between the two forms.
 
@@ -18,6 +18,10 @@ A write of Tensor.assign (AFTER(storage, STORE(view, value)) in the tensor graph
 (bufs[0], which it may also read: value is written in place); the kernels are ordered so that every read of a buffer's old contents
 runs before the write that replaces them. The AFTERs a schedule writes are in its {uop: BUFFER} map too, and count as realized once
 their tensors are bound to it.
+
+Symbolic shapes: a bound Variable (Variable("n", 1, 64).bind(5)) in a shape or a value is scheduled unbound (strip_binds): its value
+goes to var_vals, the kernel takes the Variable as an int argument at launch, buffers hold the most elements its range allows, and the
+schedule cache's key is the same graph for every value.
 
 A COPY (Tensor.to) is not a kernel: its ScheduleItem has the AST COPY(arg=KernelInfo("copy ...")) and bufs [dst, src], the source
 realized (on its own device) into a buffer first.
@@ -29,14 +33,14 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass, field
 import threading
-from tinygrad.uop.ops import UOp, Ops
+from tinygrad.uop.ops import UOp, Ops, GroupOp, live_binds
 from tinygrad.dtype import dtypes, DType, strong_dtype
 from tinygrad.helpers import prod, NOOPT, SPEC, SCACHE
 from tinygrad.device import Buffer
 from tinygrad.schedule.buffers import new_buffer, buffer_of, has_buffer, as_buffer, realized_view, next_buffer_id, storage_buffer, pending_write
-from tinygrad.schedule.rangeify import KernelInfo, reduce_identity, plan_buffers, best_kernel, order_items, WriteCycle
+from tinygrad.schedule.rangeify import KernelInfo, reduce_identity, plan_buffers, best_kernel, order_items, WriteCycle, max_size
 
-__all__ = ["ScheduleItem", "KernelInfo", "create_schedule", "schedule_to_linear", "reduce_identity"]
+__all__ = ["ScheduleItem", "KernelInfo", "create_schedule", "create_schedule_with_vars", "schedule_to_linear", "reduce_identity", "max_size"]
 
 # ***** schedule items *****
 
@@ -70,7 +74,7 @@ def _realized_buffer(u:UOp) -> UOp|None: return as_buffer(u) if realized_view(u)
 
 def _copy_item(u:UOp, out:UOp, bufs:dict[UOp, UOp]) -> tuple[ScheduleItem, UOp]:
   src, (src_dev, dst_dev) = u.src[0], u.arg
-  n = prod(u.shape)
+  if not isinstance(n := prod(u.shape), int): raise NotImplementedError(f"a copy of a symbolic shape {u.shape} between devices is not supported")
   sb, read = (b, b) if (b := as_buffer(src)) is not None and b.src[0].arg == n else (bufs[src], src)
   ast = UOp(Ops.COPY, u.dtype, (), KernelInfo(f"copy {n * u.dtype.itemsize:8d}, {dst_dev} <- {src_dev}"))
   return ScheduleItem(ast, [buffer_of(out), buffer_of(sb)], [u], [out, sb]), read
@@ -95,7 +99,7 @@ def _build_items(roots:dict[UOp, str], bufs:dict[UOp, UOp], buffered:set[UOp], m
     if ctx.unfolded:
       # a reduce planned to fold where it is used did not: it is computed once into a buffer, and this kernel loads it
       for x in ctx.unfolded:
-        bufs[x] = new_buffer(out.arg.device, prod(x.shape), x.dtype)
+        bufs[x] = new_buffer(out.arg.device, max_size(x.shape), x.dtype)
         work.append(x)
       ast, ctx = best_kernel(u, out, bufs, _realized_buffer, memo, inline)
     if ctx.hazard or (u in buffered and ast is not None):
@@ -103,7 +107,7 @@ def _build_items(roots:dict[UOp, str], bufs:dict[UOp, UOp], buffered:set[UOp], m
       # computed into a buffer first
       v = u.src[1].src[1]
       if v not in bufs:
-        bufs[v] = new_buffer(out.arg.device, prod(v.shape), v.dtype)
+        bufs[v] = new_buffer(out.arg.device, max_size(v.shape), v.dtype)
         work.append(v)
       ast, ctx = best_kernel(u, out, bufs, _realized_buffer, memo, inline)
     for x, b in ctx.extra.items():
@@ -133,7 +137,7 @@ def _create_schedule(targets:list[UOp], devices:list[str]) -> tuple[list[Schedul
   plan = plan_buffers(todo, _is_realized)
   roots = plan.roots
   # an AFTER (Tensor.assign) writes into its storage's buffer
-  bufs = {u: storage_buffer(u) if u.op is Ops.AFTER else new_buffer(d, prod(u.shape), strong_dtype(u.dtype)) for u, d in roots.items()}
+  bufs = {u: storage_buffer(u) if u.op is Ops.AFTER else new_buffer(d, max_size(u.shape), strong_dtype(u.dtype)) for u, d in roots.items()}
   for t, w in first.items(): ret[t] = bufs[w]
   for u in roots:
     if u.op is Ops.AFTER: ret[u] = bufs[u]   # realized once the schedule runs (the tensors' _bind_buffers marks it)
@@ -225,8 +229,90 @@ def _normalize(targets:list[UOp], devices:list[str]) -> tuple[UOp, list[UOp], di
 _schedule_lock = threading.RLock()
 
 def create_schedule(targets:list[UOp], devices:list[str]) -> tuple[list[ScheduleItem], dict[UOp, UOp]]:
-  """The kernels that compute `targets` (tensor-graph UOps) on `devices` (one each), in run order, and {target: BUFFER}."""
-  with _schedule_lock: return _create_schedule_cached(targets, devices)
+  """The kernels that compute `targets` (tensor-graph UOps) on `devices` (one each), in run order, and {target: BUFFER}. A graph with
+  bound Variables needs their values to run: use create_schedule_with_vars."""
+  items, ret, _ = create_schedule_with_vars(targets, devices)
+  return items, ret
+
+def create_schedule_with_vars(targets:list[UOp], devices:list[str]) -> tuple[list[ScheduleItem], dict[UOp, UOp], dict[str, int]]:
+  """create_schedule, and the values of the graph's bound Variables ({name: value}), which its kernels take at launch. The kernels
+  (and the schedule cache's key) see the Variables unbound, so the same graph with other values reuses them."""
+  stripped, var_vals, original = strip_binds(targets)
+  with _schedule_lock: items, ret = _create_schedule_cached(stripped, devices)
+  if original: ret = {original.get(u, u): b for u, b in ret.items()}
+  return items, ret, var_vals
+
+# ***** bound Variables *****
+# A bound Variable (Variable.bind(5): AFTER(var, STORE(var, 5))) is in a tensor graph as a value (t * v) and inside the args of movement
+# ops (shapes, shrink and pad amounts). Scheduling works on the graph with every bound Variable replaced by its Variable, and the values
+# go to the kernels at launch: the graph for a KV cache of length 5 is the graph for length 6.
+
+def _strip_arg(arg, var_vals:dict[str, int], memo:dict[UOp, UOp]):
+  if isinstance(arg, UOp):
+    if (ret := memo.get(arg)) is None:
+      ret, vals = arg.unbind_all()
+      memo[arg] = ret
+      for v, val in vals.items(): _record(var_vals, v, val)
+    return ret
+  if isinstance(arg, tuple): return tuple(_strip_arg(a, var_vals, memo) for a in arg)
+  return arg
+
+def _record(var_vals:dict[str, int], v:UOp, val:int) -> None:
+  if (old := var_vals.setdefault(v.expr, val)) != val:
+    raise ValueError(f"Variable {v.expr!r} is bound to two values in one schedule: {old} and {val}")
+
+def _has_uop(arg) -> bool:
+  # a movement arg: a tuple of sizes, or of (start, end) pairs
+  for a in arg:
+    if type(a) is tuple:
+      if type(a[0]) is not int or type(a[1]) is not int: return True
+    elif type(a) is not int: return True
+  return False
+
+def strip_binds(targets:list[UOp]) -> tuple[list[UOp], dict[str, int], dict[UOp, UOp]]:
+  """(targets with their bound Variables unbound, {name: value}, {stripped node: original node} for the nodes that changed). Only bound
+  Variables made by Variable.bind are looked for, and only while one is alive (uop.ops.live_binds)."""
+  if not live_binds: return targets, {}, {}
+  new: dict[UOp, UOp] = {}
+  var_vals: dict[str, int] = {}
+  memo: dict[UOp, UOp] = {}
+  for u in UOp(Ops.SINK, dtypes.void, tuple(targets)).toposort(gate=lambda n: realized_view(n) is None):
+    op = u.op
+    if op is Ops.AFTER and u.is_bound_var:
+      v, val = u.unbind()
+      _record(var_vals, v, val)
+      new[u] = v
+      continue
+    if (rv := realized_view(u)) is not None:
+      # a realized node of a symbolic shape is a symbolic view of its buffer
+      if rv.op is not Ops.BUFFER and any(_has_uop(x.arg) for x in (rv, *rv.src) if x.op in _SYMBOLIC_ARG):
+        new[u] = _strip_view(rv, var_vals, memo)
+      continue
+    arg = _strip_arg(u.arg, var_vals, memo) if op in _SYMBOLIC_ARG and _has_uop(u.arg) else u.arg
+    if op is Ops.SHRINK and arg is not u.arg: _check_shrink(u, arg, var_vals, memo)
+    if arg is not u.arg or (new and any(s in new for s in u.src)):
+      new[u] = UOp(op, u.dtype, tuple(new.get(s, s) for s in u.src), arg, u.tag)
+  if not new: return targets, var_vals, {}
+  return [new.get(t, t) for t in targets], var_vals, {n: u for u, n in new.items()}
+
+_SYMBOLIC_ARG = frozenset({Ops.RESHAPE, Ops.EXPAND, Ops.PAD, Ops.SHRINK})
+
+def _check_shrink(u:UOp, arg:tuple, var_vals:dict[str, int], memo:dict[UOp, UOp]) -> None:
+  # a symbolic shrink can't be checked when it is built (a Variable's range may reach past the dim): with this schedule's values it can,
+  # before a kernel reads past the end of a buffer (the unbound expressions are the same nodes every step: their evaluators are cached)
+  def val(x) -> int: return x if isinstance(x, int) else x.sym_infer(var_vals)
+  for d, ((b, e), n) in enumerate(zip(arg, _strip_arg(u.src[0].shape, var_vals, memo))):
+    if not 0 <= val(b) <= val(e) <= val(n):
+      raise IndexError(f"the slice [{val(b)}:{val(e)}] of dim {d} is out of range for its size {val(n)} with {var_vals}")
+
+def _strip_view(view:UOp, var_vals:dict[str, int], memo:dict[UOp, UOp]) -> UOp:
+  # a chain of movement ops over a BUFFER
+  chain = []
+  while view.op in GroupOp.Movement:
+    chain.append(view)
+    view = view.src[0]
+  for m in reversed(chain): view = UOp(m.op, m.dtype, (view,), _strip_arg(m.arg, var_vals, memo), m.tag)
+  return view
 
 def _create_schedule_cached(targets:list[UOp], devices:list[str]) -> tuple[list[ScheduleItem], dict[UOp, UOp]]:
   if not SCACHE: return _create_schedule(targets, devices)

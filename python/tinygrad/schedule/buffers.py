@@ -19,6 +19,7 @@ import weakref
 from tinygrad.uop.ops import UOp, Ops, ParamArg
 from tinygrad.dtype import dtypes, DType
 from tinygrad.device import Buffer
+from tinygrad.helpers import prod
 
 __all__ = ["new_buffer", "buffer_of", "has_buffer", "buffer_view", "mark_realized", "realized_view", "as_buffer", "storage_buffer",
            "pending_write", "next_buffer_id"]
@@ -42,8 +43,15 @@ def buffer_of(buf:UOp) -> Buffer:
 
 def has_buffer(u:UOp) -> bool: return u.op is Ops.BUFFER and u in _buffers
 
-def buffer_view(buf:UOp, shape:tuple[int, ...]) -> UOp:
-  return buf if shape == buf.shape else UOp(Ops.RESHAPE, buf.dtype, (buf,), tuple(shape))
+def buffer_view(buf:UOp, shape:tuple) -> UOp:
+  """buf seen with shape. A symbolic shape (bound Variables) sees the first prod(shape) elements of the buffer, which holds the most
+  the Variables allow."""
+  if shape == buf.shape: return buf
+  if any(isinstance(s, UOp) for s in shape):
+    n = prod(shape)
+    buf = UOp(Ops.SHRINK, buf.dtype, (buf,), ((0, n),))
+    return buf if len(shape) == 1 and shape[0] is n else UOp(Ops.RESHAPE, buf.dtype, (buf,), tuple(shape))
+  return UOp(Ops.RESHAPE, buf.dtype, (buf,), tuple(shape))
 
 def mark_realized(u:UOp, view:UOp) -> None:
   if view is not u: _realized[u] = view

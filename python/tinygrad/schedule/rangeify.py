@@ -30,7 +30,7 @@ as a tree.
 from __future__ import annotations
 from dataclasses import dataclass, field
 import itertools
-from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, GroupOp, ParamArg, AxisType, BottomUpGate
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, GroupOp, ParamArg, AxisType, BottomUpGate, ssimplify, srender
 from tinygrad.uop.symbolic import symbolic
 from tinygrad.dtype import dtypes, DType, strong_dtype
 from tinygrad.helpers import prod, NOOPT
@@ -54,6 +54,17 @@ def reduce_identity(op:Ops, dt:DType) -> UOp:
   raise ValueError(f"no identity for reduce op {op}")
 
 # ***** index arithmetic *****
+# Sizes are ints or, with symbolic shapes, int expressions of Variables (UOps): `_sym(s)` tells them apart, `_not1(s)` is "s may be
+# more than 1" (a symbolic size always keeps its dim), and a buffer holds the most elements its Variables allow (max_size).
+
+def _sym(s) -> bool: return isinstance(s, UOp)
+def _not1(s) -> bool: return _sym(s) or s != 1
+
+def max_size(shape:tuple) -> int:
+  """The elements of a buffer for shape: prod(shape), or its largest value over the Variables' ranges when it is symbolic."""
+  return n if isinstance(n := ssimplify(prod(shape)), int) else int(n.vmax)
+
+def _u(x) -> UOp: return x if isinstance(x, UOp) else UOp.const(x)
 
 _TRUE = UOp.const(True)
 
@@ -74,7 +85,7 @@ def scaled_sum(idx, strides) -> UOp:
 
 def flat_index(idx:tuple[UOp, ...], shape:tuple[int, ...]) -> UOp:
   """The row-major flat position of idx in shape (simplified)."""
-  return simp(scaled_sum([i for i, s in zip(idx, shape) if s != 1], [st for s, st in zip(shape, strides_for(shape)) if s != 1]))[0]
+  return simp(scaled_sum([i for i, s in zip(idx, shape) if _not1(s)], [st for s, st in zip(shape, strides_for(shape)) if _not1(s)]))[0]
 
 def unflatten(flat:UOp, shape:tuple[int, ...]) -> tuple[UOp, ...]:
   return simp(*_unflatten(flat, shape))
@@ -82,8 +93,8 @@ def unflatten(flat:UOp, shape:tuple[int, ...]) -> tuple[UOp, ...]:
 def _unflatten(flat:UOp, shape:tuple[int, ...]) -> list[UOp|int]:
   # the outermost dim needs no `% s`: where the index is valid (inside every PAD around it) flat < prod(shape), and elsewhere the
   # load it feeds is gated off
-  outer = next((d for d, s in enumerate(shape) if s != 1), None)
-  return [0 if s == 1 else flat // st if d == outer else (flat // st) % s for d, (s, st) in enumerate(zip(shape, strides_for(shape)))]
+  outer = next((d for d, s in enumerate(shape) if _not1(s)), None)
+  return [0 if not _not1(s) else flat // st if d == outer else (flat // st) % s for d, (s, st) in enumerate(zip(shape, strides_for(shape)))]
 
 def at(x:UOp, valid:UOp, idx) -> UOp: return UOp(Ops.INDEX, x.dtype, (x, valid, *idx), AT)
 
@@ -205,7 +216,7 @@ def plan_buffers(targets:dict[UOp, str], is_realized) -> BufferPlan:
     if u.op is Ops.COPY:
       if (b := as_buffer(u.src[0])) is None or b.src[0].arg != prod(u.shape): roots.setdefault(u.src[0], u.arg[0])
     child_top = (u in roots or is_top) and u.op not in (Ops.EXPAND, Ops.REDUCE)
-    child_expanded = (1 if u in roots else expanded.get(u, 1)) * (prod(u.shape) // max(1, prod(u.src[0].shape)) if u.op is Ops.EXPAND else 1)
+    child_expanded = (1 if u in roots else expanded.get(u, 1)) * (max_size(u.shape) // max(1, max_size(u.src[0].shape)) if u.op is Ops.EXPAND else 1)
     child_dev = u.arg[0] if u.op is Ops.COPY else roots.get(u) or dev[u]
     for s in u.src:
       reached.add(s)
@@ -260,7 +271,7 @@ def _from_buffer(ctx:KernelContext, x:UOp) -> UOp|None:
     if (n := ctx.uses.get(u, 0) + 1) <= MAX_INDEX_USES:
       ctx.uses[u] = n
       return None
-    ctx.extra[u] = b = new_buffer(ctx.out.arg.device, prod(u.shape), u.dtype)
+    ctx.extra[u] = b = new_buffer(ctx.out.arg.device, max_size(u.shape), u.dtype)
   if (flat := ctx.memo.get(key := (idx, u.shape))) is None: flat = ctx.memo[key] = flat_index(*key)
   ctx.reads[u] = None
   return ctx.load(b, flat, valid)
@@ -273,6 +284,14 @@ def _reshape(ctx:KernelContext, x:UOp, u:UOp) -> UOp:
   return at(u.src[0], x.src[1], new)
 
 def _reshape_index(idx:tuple[UOp, ...], in_shape:tuple[int, ...], out_shape:tuple[int, ...]) -> tuple[UOp, ...]:
+  if any(_sym(s) for s in in_shape + out_shape):
+    # symbolic sizes: a reshape that only adds or drops dims of 1 keeps each index; anything else goes through the flat index
+    ins, outs = [d for d, s in enumerate(in_shape) if _not1(s)], [(i, s) for i, s in zip(idx, out_shape) if _not1(s)]
+    if len(ins) == len(outs) and all(in_shape[d] is s for d, (_, s) in zip(ins, outs)):
+      new = [UOp.const(0)] * len(in_shape)
+      for d, (i, _) in zip(ins, outs): new[d] = i
+      return tuple(new)
+    return unflatten(flat_index(idx, out_shape), in_shape)
   if 0 in in_shape: return unflatten(flat_index(idx, out_shape), in_shape)
   # the dims that are not 1 fall into groups of equal size on both sides (a split, a merge, or the same dim): a dim kept as it is
   # keeps its index, the others are recomputed within their group only, all in one simplification
@@ -303,15 +322,15 @@ def _permute(x:UOp, u:UOp) -> UOp:
   for i, p in enumerate(u.arg): new[p] = x.src[2 + i]
   return at(u.src[0], x.src[1], new)
 
-def _shrink(x:UOp, u:UOp) -> UOp: return at(u.src[0], x.src[1], simp(*[i + b if b else i for i, (b, _) in zip(x.src[2:], u.arg)]))
+def _shrink(x:UOp, u:UOp) -> UOp: return at(u.src[0], x.src[1], simp(*[i + b if _sym(b) or b else i for i, (b, _) in zip(x.src[2:], u.arg)]))
 
 def _flip(x:UOp, u:UOp) -> UOp:
   return at(u.src[0], x.src[1], simp(*[(s - 1) - i if f else i for i, s, f in zip(x.src[2:], u.src[0].shape, u.arg)]))
 
 def _pad(x:UOp, u:UOp) -> UOp:
   xs, idx = u.src[0].shape, x.src[2:]
-  new = simp(*[i - b if b else i for i, (b, _) in zip(idx, u.arg)])
-  conds = [c for i, s, (b, a) in zip(idx, xs, u.arg) if b or a for c in (UOp.const(b - 1) < i, i < b + s)]
+  new = simp(*[i - b if _sym(b) or b else i for i, (b, _) in zip(idx, u.arg)])
+  conds = [c for i, s, (b, a) in zip(idx, xs, u.arg) if _sym(b) or _sym(a) or b or a for c in (_u(b - 1) < i, i < b + s)]
   cond = simp(_and(conds))[0] if conds else _TRUE
   if cond.op is Ops.CONST and cond.arg is True: return at(u.src[0], x.src[1], new)
   zero = UOp.const(False if u.dtype is dtypes.bool else u.dtype.const(0), u.dtype)
@@ -330,13 +349,20 @@ def _reduce(ctx:KernelContext, x:UOp, u:UOp) -> UOp:
   if any(in_shape[a] == 0 for a in axes): return reduce_identity(rop, u.dtype)
   for a in axes:
     if in_shape[a] == 1: idx[a] = UOp.const(0)
-  if not (red := [a for a in axes if in_shape[a] != 1]): return at(src, valid, idx)
+  if not (red := [a for a in axes if _not1(in_shape[a])]): return at(src, valid, idx)
   if len(red) > 1: ctx.reduce_merge_possible = True
   if (ctx.merge_reduce and len(red) > 1) or len(red) == 1:
     sub = tuple(in_shape[a] for a in red)
-    total = prod(sub)
+    total = ssimplify(prod(sub))
+    if _sym(total):
+      # a symbolic length: one loop to the Variable's value (no unroll or stages: they need a known length)
+      r = UOp.range(total, next(ctx.axis), AxisType.REDUCE)
+      ctx.reduce_dims[r] = [total]
+      ctx.reduce_of[r] = u
+      for a, v in zip(red, unflatten(r, sub)): idx[a] = v
+      return UOp(Ops.REDUCE, u.dtype, (at(src, valid, tuple(idx)), r), (rop,))
     if rop is Ops.ADD and dtypes.is_float(u.dtype) and total > REDUCE_STAGE:
-      if total >= SPLIT_MIN and prod(u.shape) <= SPLIT_MAX_OUT and not NOOPT: return _split_reduce(ctx, u, src, valid, idx, red)
+      if total >= SPLIT_MIN and max_size(u.shape) <= SPLIT_MAX_OUT and not NOOPT: return _split_reduce(ctx, u, src, valid, idx, red)
       return _staged_reduce(ctx, u, src, valid, idx, red, sub)
     # UNROLL consecutive elements per iteration: an inner UNROLL range the codegen expands into lanes combined as a tree before they
     # meet the accumulator (more ILP, and the C compiler can vectorize the loads)
@@ -353,7 +379,7 @@ def _reduce(ctx:KernelContext, x:UOp, u:UOp) -> UOp:
     ctx.reduce_dims[r] = [in_shape[a]]
     ctx.reduce_of[r] = u
     idx[a] = r
-  if not (rop is Ops.ADD and dtypes.is_float(u.dtype) and prod(in_shape[a] for a in red) > REDUCE_STAGE):
+  if not (rop is Ops.ADD and dtypes.is_float(u.dtype) and max_size(tuple(in_shape[a] for a in red)) > REDUCE_STAGE):
     return UOp(Ops.REDUCE, u.dtype, (at(src, valid, idx), *ranges), (rop,))
   # a large float sum over separate dims: one nested REDUCE per dim, the last innermost (accuracy, as _staged_reduce)
   ret = at(src, valid, idx)
@@ -424,6 +450,9 @@ def _commit_weak(x:UOp, u:UOp) -> UOp:
 def _at(ops) -> UPat: return UPat(Ops.INDEX, arg=AT, src=(UPat(ops, name="u"),), allow_any_len=True, name="x")
 
 pm_index = PatternMatcher([
+  # a Variable (t * v): its value, the same at every index (the kernel's int argument; committed to int by the codegen)
+  (UPat(Ops.INDEX, arg=AT, src=(UPat(Ops.BUFFER, name="u"),), allow_any_len=True),
+   lambda u: u.cast(strong_dtype(u.dtype)) if u.is_variable else None),
   (UPat(Ops.INDEX, arg=AT, name="x"), _from_buffer),      # first: input BUFFERs, realized nodes and other kernels' roots are loaded
   (UPat(Ops.INDEX, arg=AT, src=(UPat(dtype=tuple(dtypes.weaks), name="u"),), allow_any_len=True, name="x"), _commit_weak),
   (_at(Ops.CONST), lambda x, u: u),
@@ -464,10 +493,10 @@ def build_kernel(root:UOp, out:UOp, bufs:dict[UOp, UOp], realized_buffer, merge_
   write = root.src[1] if root.op is Ops.AFTER else None
   shape = root.shape if write is None else write.src[1].shape
   ctx.param(out)
-  dims = [s for s in shape if s != 1]
+  dims = [s for s in shape if _not1(s)]
   if merge_out and len(dims) > 1:
     idx, out_dims = unflatten(UOp.range(prod(dims), next(ctx.axis), AxisType.LOOP), shape), [prod(dims)]
-  else: idx, out_dims = tuple(UOp.const(0) if s == 1 else UOp.range(s, next(ctx.axis), AxisType.LOOP) for s in shape), dims
+  else: idx, out_dims = tuple(UOp.const(0) if not _not1(s) else UOp.range(s, next(ctx.axis), AxisType.LOOP) for s in shape), dims
   ctx.out_merge_possible = len(dims) > 1
   # children first: the kernel's region of the tensor graph is walked (not below its loads, pm_kernel_region), then the value at the
   # output index is pushed down it; the rewrite engine's limits on nested replacements grow with the region walked
@@ -487,8 +516,13 @@ def build_kernel(root:UOp, out:UOp, bufs:dict[UOp, UOp], realized_buffer, merge_
   if write is None: store = UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, out.dtype, (ctx.params[out], flat_index(idx, shape))), value))
   elif (store := _store_through(ctx, value, seen)) is None: return None, ctx
   red_dims = [d for r in sorted(ctx.reduce_dims, key=lambda r: r.arg[0]) for d in ctx.reduce_dims[r]]
-  name = "_".join(["r" if red_dims else "E"] + [str(s) for s in (out_dims or ([] if red_dims else [1]))] + [str(s) for s in red_dims])
-  return UOp(Ops.SINK, dtypes.void, (store,), KernelInfo(name)), ctx
+  name = "_".join(["r" if red_dims else "E"] + [_dim_name(s) for s in (out_dims or ([] if red_dims else [1]))] + [_dim_name(s) for s in red_dims])
+  ast = UOp(Ops.SINK, dtypes.void, (store,), KernelInfo(name))
+  # the kernel takes each Variable as an int argument (a PARAM of the ALU addrspace), given its value at launch
+  if vs := [u for u in ast.toposort() if u.is_variable]: ast = ast.substitute({v: UOp(Ops.PARAM, v.dtype, v.src, v.arg) for v in vs})
+  return ast, ctx
+
+def _dim_name(s) -> str: return str(s) if not _sym(s) else "".join(c if c.isalnum() else "_" for c in srender(s))
 
 def _store_through(ctx:KernelContext, value:UOp, seen:UOp) -> UOp|None:
   if not (loads := [u for u in seen.toposort() if u.op is Ops.LOAD]): return None   # the view is all padding

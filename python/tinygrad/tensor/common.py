@@ -1,6 +1,8 @@
 """Small checks and conversions shared by the Tensor files."""
 from __future__ import annotations
 from tinygrad.device import Device
+from tinygrad.uop.ops import UOp
+from tinygrad.mixin.movement import _shape_str
 
 def canon_device(device:str|None) -> str: return Device.canonicalize(device) if device is not None else Device.DEFAULT
 
@@ -10,9 +12,14 @@ def broadcast_shape(*shapes:tuple[int, ...]) -> tuple[int, ...]:
   padded = [(1,) * (n - len(s)) + tuple(s) for s in shapes]
   ret = []
   for dims in zip(*padded):
-    non1 = {d for d in dims if d != 1}
-    if len(non1) > 1: raise RuntimeError(f"shapes {' and '.join(str(tuple(s)) for s in shapes)} can't be broadcast together")
-    ret.append(non1.pop() if non1 else 1)
+    # sizes compare by identity first: a symbolic size (a bound Variable expression) broadcasts only with itself or 1
+    non1 = list(dict.fromkeys(d for d in dims if isinstance(d, UOp) or d != 1))
+    if len(non1) > 1 and any(isinstance(d, UOp) for d in non1):
+      # tinygrad 0.14's error for symbolic shapes that differ
+      raise IndexError(f"shape mismatch: objects cannot be broadcast to a single shape: {' and '.join(_shape_str(tuple(s)) for s in shapes)}")
+    if len(non1) > 1:
+      raise RuntimeError(f"shapes {' and '.join(_shape_str(tuple(s)) for s in shapes)} can't be broadcast together")
+    ret.append(non1[0] if non1 else 1)
   return tuple(ret)
 
 def check_tensors(what:str, ts) -> tuple:

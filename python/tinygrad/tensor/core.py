@@ -11,11 +11,12 @@ from tinygrad.mixin.mathtraits import MathTrait, _weak
 from tinygrad.mixin.movement import MovementMixin
 from tinygrad.mixin.reduce import ReduceMixin
 from tinygrad.dtype import DType, DTypeLike, dtypes, to_dtype, strong_dtype, least_upper_dtype, _to_np_dtype, _from_np_dtype
-from tinygrad.schedule import create_schedule, schedule_to_linear
+from tinygrad.schedule import create_schedule, create_schedule_with_vars, schedule_to_linear
 from tinygrad.schedule.buffers import new_buffer, buffer_view, buffer_of, as_buffer, mark_realized, pending_write
 from tinygrad.engine.realize import run_schedule, capturing
 from tinygrad.tensor import creation, random, movement, indexing, linalg, elementwise, reduce, functional, pooling, losses, autograd, hashing
 from tinygrad.tensor.common import canon_device, broadcast_shape, check_tensors
+from tinygrad.mixin.movement import _shape_str
 from tinygrad.tensor.creation import CreationMixin, unallocated
 from tinygrad.tensor.random import RandomMixin
 from tinygrad.tensor.movement import TensorMovementMixin
@@ -95,10 +96,10 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
     if not -len(self.shape) <= dim < len(self.shape):
       raise IndexError(f"dimension {dim} out of range for a tensor of shape {self.shape} ({len(self.shape)} dims)")
     return self.shape[dim]
-  # shapes here are all ints (no symbolic dimensions yet), so the largest shape a tensor can take is its shape
+  # the largest shape a tensor of a symbolic shape can take (each size at its Variables' upper bound)
   @property
-  def max_shape(self) -> tuple[int, ...]: return self.shape
-  def max_numel(self) -> int: return self.numel()
+  def max_shape(self) -> tuple[int, ...]: return tuple(int(s.vmax) if isinstance(s, UOp) else s for s in self.shape)
+  def max_numel(self) -> int: return int(n.vmax) if isinstance(n := self.numel(), UOp) else n
   def __len__(self):
     if not self.shape: raise TypeError("len() of a 0-d tensor")
     return self.shape[0]
@@ -121,12 +122,13 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
     return create_schedule([t.uop for t in tensors], [t.device for t in tensors])
   def linear_with_vars(self, *lst:Tensor) -> tuple[UOp, dict[str, int]]:
     """tinygrad 0.14's schedule API: the LINEAR UOp that realizes these tensors (src: one CALL(kernel AST, *BUFFERs) per kernel or
-    copy, in run order) and the values of its symbolic variables (none yet: always {}). As in tinygrad, the tensors now refer to
-    their output buffers, which hold the data once `tinygrad.engine.realize.run_linear(linear, var_vals)` has run it."""
+    copy, in run order) and the values of its bound Variables ({name: value}; the kernels keep the Variables unbound). As in tinygrad,
+    the tensors now refer to their output buffers, which hold the data once `tinygrad.engine.realize.run_linear(linear, var_vals)`
+    has run it."""
     tensors = _stored((self,) + check_tensors("linear_with_vars", lst))
-    items, bufs = create_schedule([t.uop for t in tensors], [t.device for t in tensors])
+    items, bufs, var_vals = create_schedule_with_vars([t.uop for t in tensors], [t.device for t in tensors])
     _bind_buffers(tensors, bufs)
-    return schedule_to_linear(items), {}
+    return schedule_to_linear(items), var_vals
   def schedule_linear(self, *lst:Tensor) -> UOp:
     """The LINEAR UOp of linear_with_vars (which see), for a schedule without variables."""
     linear, var_vals = self.linear_with_vars(*lst)
@@ -136,8 +138,8 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
     """Computes these tensors (also as `Tensor.realize(a, b, ...)`); `do_update_stats` is 0.14's flag (the counters always count).
     A tensor of a weak dtype is a constant expression of Python values: it has no storage and is left as it is (as in 0.14)."""
     if not (tensors := _stored((self,) + check_tensors("realize", lst))): return self
-    items, bufs = create_schedule([t.uop for t in tensors], [t.device for t in tensors])
-    run_schedule(items)
+    items, bufs, var_vals = create_schedule_with_vars([t.uop for t in tensors], [t.device for t in tensors])
+    run_schedule(items, var_vals)
     _bind_buffers(tensors, bufs)
     # Tensor.empty's buffer is allocated when first used: realizing it is a use
     for t in tensors:
@@ -146,6 +148,8 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
         unallocated.discard(b)
     return self
   def _buffer(self):
+    if any(isinstance(s, UOp) for s in self.shape):
+      raise RuntimeError(f"no data for a symbolic shape {_shape_str(self.shape)}: shrink it to int sizes first (t.shrink(...) or t[:5])")
     # reading data on the host while a TinyJit captures would freeze the value into every replay
     if capturing: capturing[-1].host_read()
     if self.dtype in dtypes.weaks: return self.cast(strong_dtype(self.dtype))._buffer()   # stored as the default int/float
@@ -215,6 +219,8 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
     """self and y (a Tensor or a Python value) as two operands of one dtype (unless match_dtype=False) and one shape. The dtypes
     and the constant a Python value becomes are UOp's rule for tensor-level nodes (so Tensor and UOp build the same nodes); only
     the device check and broadcasting two shapes are Tensor's own."""
+    # a symbolic value (a bound Variable expression, t * v) is a 0-d tensor of it, as in tinygrad 0.14
+    if isinstance(y, UOp): y = Tensor(y, device=self.device)
     if not isinstance(y, Tensor):
       # next to a weak tensor of some shape a Python value is a weak 0-d tensor, broadcast below (UOp's rule makes it shapeless)
       if self.dtype not in dtypes.weaks or not self.shape:

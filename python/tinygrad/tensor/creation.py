@@ -8,6 +8,7 @@ from tinygrad.dtype import DType, DTypeLike, dtypes, to_dtype, Invalid, truncate
 from tinygrad.helpers import prod, argfix, fetch
 from tinygrad.schedule.buffers import new_buffer, buffer_view, buffer_of
 from tinygrad.tensor.common import canon_device, broadcast_shape, check_tensors
+from tinygrad.uop.ops import UOp, ssimplify, smax
 if TYPE_CHECKING:
   from tinygrad.tensor.core import Tensor
   from tinygrad.uop.ops import UOp
@@ -52,7 +53,9 @@ class CreationMixin:
     """fill_value in the given shape, in a buffer of its own (as in tinygrad 0.14: a new buffer the value is assigned into, so two
     equal full tensors are independent for assign, __setitem__ and gradients). buffer=False gives the broadcast constant instead,
     which fuses into the kernels that read it (equal constants are one interned node)."""
-    shape = Tensor._check_shape((shape,), "full")
+    shape = Tensor._check_shape((shape,), "full", symbolic=True)
+    # a symbolic shape has no buffer of its own: it is the broadcast constant
+    if any(isinstance(s, UOp) for s in shape): buffer = False
     if fill_value is Invalid: return Tensor.invalids(shape, dtype=dtype, device=device)
     val = Tensor(fill_value, device=device, dtype=dtype)
     # a buffer is never weak: a Python value without a dtype is stored as the default int/float (as in 0.14)
@@ -76,6 +79,7 @@ class CreationMixin:
     """Values from start (inclusive) to stop (exclusive) by step, numpy's values in dtype; an int dtype unless an argument is a float.
     A graph without host data: the positions come from _positions, so it fuses into the kernels that read it."""
     if stop is None: start, stop = 0, start
+    if isinstance(start, UOp) or isinstance(stop, UOp): return _symbolic_arange(start, stop, step, dtype, device)
     for v in (start, stop, step): _check_const("arange", v)
     dt = _dtype_or(dtype, dtypes.default_float if any(isinstance(x, float) for x in (start, stop, step)) else dtypes.default_int)
     if step == 0: raise ValueError("arange needs a nonzero step")
@@ -135,6 +139,19 @@ class CreationMixin:
     import pathlib
     if not isinstance(url, (str, pathlib.Path)): raise TypeError(f"from_url needs a URL or path string, got {type(url).__name__}")
     return Tensor(pathlib.Path(fetch(str(url), gunzip=gunzip)), **kwargs)
+
+def _symbolic_arange(start, stop, step, dtype:DTypeLike|None, device:str|None) -> Tensor:
+  """arange with symbolic bounds (bound Variable expressions): the positions up to the largest count the Variables allow, shrunk to
+  the count, so one kernel serves every value."""
+  if not isinstance(step, int) or isinstance(step, bool) or step == 0: raise TypeError(f"a symbolic arange needs a nonzero int step, got {step!r}")
+  for v in (start, stop):
+    if not (isinstance(v, UOp) and dtypes.is_int(v.dtype)) and not (isinstance(v, int) and not isinstance(v, bool)):
+      raise TypeError(f"a symbolic arange takes ints or int Variable expressions, got {v!r}")
+  dt = _dtype_or(dtype, dtypes.default_int)
+  n = ssimplify(smax((stop - start + (step - 1 if step > 0 else step + 1)) // step, 0))
+  if not isinstance(n, UOp): return Tensor.arange(start, stop, step, dtype=dt, device=device)
+  i = _positions(int(n.vmax), device).shrink(((0, n),))
+  return (i.cast(dt) * step + start).cast(dt)
 
 def _positions(n:int, device:str|None) -> Tensor:
   """0, 1, ..., n-1 (int32, int64 past its range) from a constant and movement ops only: row i of an (n, n) bool mask holds k < i (a

@@ -4,7 +4,7 @@ selection), so the gradient rules over those primitives cover it."""
 from __future__ import annotations
 from typing import TYPE_CHECKING
 from tinygrad.dtype import dtypes
-from tinygrad.uop.ops import UOp, Ops
+from tinygrad.uop.ops import UOp, Ops, ssimplify, srender, smax
 from tinygrad.tensor.common import broadcast_shape
 from tinygrad.schedule.buffers import has_buffer, realized_view
 from tinygrad.tensor.autograd import _tensors
@@ -36,6 +36,25 @@ def _view_of(chain:list[tuple[Ops, object]], base:UOp) -> UOp:
   for op, arg in reversed(chain): base = UOp(op, base.dtype, (base,), arg)
   return base
 
+class SymIndex:
+  """A symbolic int index (a bound Variable expression): like an int, it selects one position and drops the dim."""
+  __slots__ = ("pos",)
+  def __init__(self, pos:UOp): self.pos = pos
+
+def _symbolic_int(i) -> bool: return isinstance(i, UOp) and i.dtype in (dtypes.weakint,) + dtypes.ints
+
+def _symbolic_slice(i:slice, n, dim:int) -> tuple:
+  """(start, 1, count) of a slice with symbolic bounds or over a symbolic dim: steps of 1 only, bounds taken as they are (they
+  can't be checked against n here; a bound Variable's range is its promise)."""
+  if i.step not in (None, 1): raise IndexError(f"a symbolic slice {i} of dim {dim} (size {srender(n)}) takes only step 1")
+  for b in (i.start, i.stop):
+    if b is not None and not _symbolic_int(b) and not (isinstance(b, int) and b >= 0):
+      raise IndexError(f"a symbolic slice {i} of dim {dim} (size {srender(n)}) needs non-negative int or symbolic bounds, got {b!r}")
+  start = 0 if i.start is None else i.start
+  stop = n if i.stop is None else i.stop
+  if not isinstance(cnt := stop - start, UOp): return (start, 1, max(cnt, 0))
+  return (start, 1, ssimplify(cnt if cnt.vmin >= 0 else smax(cnt, 0)))
+
 def _broadcasts_to(src:tuple[int, ...], dst:tuple[int, ...]) -> bool:
   return len(src) <= len(dst) and all(s in (1, d) for s, d in zip(src[::-1], dst[::-1]))
 
@@ -51,7 +70,7 @@ class IndexingMixin:
       if isinstance(i, Tensor):
         if not dtypes.is_int(i.dtype): raise IndexError(f"index dtype {i.dtype} is not supported: only integer tensors can index")
         self._same_device(i)
-      elif isinstance(i, bool) or not (i is None or i is Ellipsis or isinstance(i, (int, slice))):
+      elif isinstance(i, bool) or not (i is None or i is Ellipsis or isinstance(i, (int, slice)) or _symbolic_int(i)):
         raise IndexError(f"index of type {type(i).__name__} is not supported (ints, slices, None, ..., lists, integer Tensors)")
     if sum(i is Ellipsis for i in idx) > 1: raise IndexError("an index can only have a single ellipsis")
     n_real = sum(1 for i in idx if i is not None and i is not Ellipsis)
@@ -63,10 +82,12 @@ class IndexingMixin:
     out, dim = [], 0
     for i in idx:
       if i is None or isinstance(i, Tensor): out.append(i)
+      elif isinstance(i, UOp): out.append(SymIndex(i))
       elif isinstance(i, int):
         n = self.shape[dim]
         if not -n <= i < n: raise IndexError(f"index {i} is out of bounds for dimension {dim} with size {n}")
         out.append(i + n if i < 0 else i)
+      elif any(isinstance(x, UOp) for x in (i.start, i.stop, self.shape[dim])): out.append(_symbolic_slice(i, self.shape[dim], dim))
       else:
         start, stop, step = i.indices(self.shape[dim])
         out.append((start, step, len(range(start, stop, step))))
@@ -80,13 +101,15 @@ class IndexingMixin:
     for i in idx:
       if i is None: continue
       n = x.shape[dim]
-      if isinstance(i, int): x = x.shrink(_dim_at(x, dim, (i, i + 1)))
+      if isinstance(i, (int, SymIndex)):
+        p = i if isinstance(i, int) else i.pos
+        x = x.shrink(_dim_at(x, dim, (p, p + 1)))
       elif isinstance(i, tuple):
         start, step, cnt = i
         if step < 0: x, start, step = x.flip(dim), n - 1 - start, -step
         if cnt == 0: x = x.shrink(_dim_at(x, dim, (0, 0)))
         else:
-          end = start + (cnt - 1) * step + 1
+          end = ssimplify(start + (cnt - 1) * step + 1)
           x = x.shrink(_dim_at(x, dim, (start, end)))
           if step > 1:  # every step-th element: pad to cnt*step, split the dim into (cnt, step), keep column 0
             x = x.pad(_dim_at(x, dim, (0, cnt * step - (end - start))))
@@ -104,6 +127,7 @@ class IndexingMixin:
       if i is None: continue
       n = self.shape[dim]
       if isinstance(i, int): v = v.pad(_dim_at(v, dim, (i, n - i - 1)))
+      elif isinstance(i, SymIndex): v = v.pad(_dim_at(v, dim, (i.pos, ssimplify(n - i.pos - 1))))
       elif isinstance(i, tuple):
         start, step, cnt = i
         flip = step < 0
@@ -132,7 +156,7 @@ class IndexingMixin:
     for i in idx:
       if i is None: shape.append(1)
       else:
-        if not isinstance(i, int):
+        if not isinstance(i, (int, SymIndex)):
           if isinstance(i, Tensor): adv.append((len(shape), i, x.shape[d]))
           keep.append(d)
           shape.append(x.shape[d])

@@ -6,6 +6,7 @@ import math
 import threading
 import time
 from tinygrad.dtype import DType, DTypeLike, dtypes, to_dtype, bitcast
+from tinygrad.mixin.movement import _size_ok
 from tinygrad.helpers import prod, argfix, ceildiv, check_host_alloc, TRAINING
 from tinygrad.tensor.common import canon_device, check_tensors
 from tinygrad.engine.realize import capturing
@@ -94,9 +95,11 @@ class RandomMixin:
     one = bitcast(1.0, dtype, udt)
     return ((ubits >> (dtype.bitsize - nmant)) | one).bitcast(dtype)[:prod(shape)].sub(1).reshape(shape)
   @staticmethod
-  def _check_shape(shape, what:str) -> tuple[int, ...]:
+  def _check_shape(shape, what:str, symbolic:bool=False) -> tuple[int, ...]:
+    """shape as a tuple of ints >= 0 (ValueError naming `what` otherwise); symbolic=True also takes sizes that are bound Variable
+    expressions."""
     shape = argfix(*shape)
-    if not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape):
+    if not all((isinstance(s, int) and not isinstance(s, bool) and s >= 0) or (symbolic and _size_ok(s)) for s in shape):
       raise ValueError(f"{what} needs a shape of non-negative ints, got {shape}")
     return tuple(shape)
   @staticmethod

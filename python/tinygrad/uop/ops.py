@@ -23,7 +23,8 @@ from tinygrad.dtype import DType, dtypes, ConstType, PyConst, Invalid, InvalidTy
 from tinygrad.helpers import TRACK_MATCH_STATS, argfix, partition, cdiv, cmod, floordiv, floormod
 
 __all__ = ["UOp", "UPat", "PatternMatcher", "graph_rewrite", "BottomUpGate", "Ops", "GroupOp", "print_uop_graph", "track_rewrites_log",
-           "AxisType", "ParamArg", "Variable", "sint", "resolve", "smax", "smin", "ssimplify", "sym_infer", "srender", "exec_alu", "python_alu"]
+           "AxisType", "ParamArg", "Variable", "sint", "resolve", "sym_le",
+           "smax", "smin", "ssimplify", "sym_infer", "srender", "exec_alu", "python_alu"]
 
 class BottomUpGate(Exception):
   """Raised by a bottom-up rule: keep the node as it is and do not descend into its sources."""
@@ -438,6 +439,11 @@ def resolve(x:UOp|bool, default:bool=True) -> bool:
   if x.dtype is not dtypes.bool: raise TypeError(f"resolve needs a bool UOp, got {x.dtype}")
   return bool(sx.vmin) if (sx := x.simplify()).vmin == sx.vmax else default
 
+def sym_le(a:sint, b:sint) -> bool:
+  """a <= b may hold: False only when the value ranges prove a > b (a quick check of sizes that does not simplify)."""
+  if type(a) is int and type(b) is int: return a <= b
+  return (a.vmin if isinstance(a, UOp) else a) <= (b.vmax if isinstance(b, UOp) else b)
+
 def _suop(lst, uop_fxn, python_fxn):
   uops, nums = partition(lst, lambda x: isinstance(x, UOp))
   return ssimplify(functools.reduce(uop_fxn, uops + ([python_fxn(nums)] if nums else [])))
@@ -647,7 +653,8 @@ class _UOpSymbolic:
     uval = self.const_like(val) if isinstance(val, int) else val
     if not (self.vmin <= uval.vmin and uval.vmax <= self.vmax): raise ValueError(f"bind {val} not in range [{self.vmin}, {self.vmax}] of {self.expr}")
     if uval.divides(self.arg.multiple_of) is None: raise ValueError(f"bind {val} not divisible by {self.arg.multiple_of}")
-    return self.after(self.store(uval))
+    live_binds.add(ret := self.after(self.store(uval)))
+    return ret
   def unbind(self:UOp) -> tuple[UOp, int]:
     if not self.is_bound_var: raise TypeError(f"can't unbind {self.op}: only a bound Variable (from bind) unbinds")
     return self.src[0], self.src[1].src[1].arg
@@ -776,6 +783,8 @@ class _UOpSymbolic:
       ctx[u] = r
     return ctx[s]
 
+# the bound Variables alive now: while there are none, no graph holds one (the scheduler skips looking for them)
+live_binds: weakref.WeakSet[UOp] = weakref.WeakSet()
 _INT_DTYPES = dtypes.ints + (dtypes.weakint,)
 _late: dict[str, Any] = {}  # matchers imported on first use (their modules import this one)
 _INT_DTYPE_SET = frozenset(_INT_DTYPES)

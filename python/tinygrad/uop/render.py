@@ -38,6 +38,7 @@ def _render_binary(ctx, x:UOp) -> str:
 renderer = PatternMatcher([
   (UPat((Ops.PARAM, Ops.BUFFER), name="x"), _param_name),
   (UPat(Ops.AFTER, name="x"), lambda ctx, x: ctx[x.src[0]]),
+  (UPat(Ops.STORE), lambda: ""),   # the value a bound Variable's AFTER stores: the Variable renders as its name
   (UPat(Ops.SPECIAL, name="x"), lambda x: x.arg),
   (UPat(Ops.RANGE, dtypes.void, name="x"), lambda x: f"loop{x.arg[0]}"),
   (UPat(Ops.RANGE, name="x"), lambda x: f"r{range_str(x)}"),
@@ -129,6 +130,7 @@ def _c_divmod(ctx, x:UOp) -> str:
 c_renderer = PatternMatcher([
   (UPat((Ops.PARAM, Ops.BUFFER), name="x"), lambda x: _param_name(x) if isinstance(x.arg, ParamArg) and x.arg.name is not None else None),
   (UPat(Ops.AFTER, name="x"), lambda ctx, x: ctx[x.src[0]]),
+  (UPat(Ops.STORE), lambda: ""),   # the value a bound Variable's AFTER stores: the Variable renders as its name
   (UPat(Ops.CONST, name="x"), _c_const),
   (UPat((Ops.FLOORDIV, Ops.FLOORMOD), name="x"), _c_divmod),
   (UPat(tuple(_c_binary), name="x"), lambda ctx, x: f"({ctx[x.src[0]]}{_c_binary[x.op]}{ctx[x.src[1]]})"),

@@ -20,10 +20,27 @@ shape of a deep graph costs one pass over the nodes not seen before.
 """
 from __future__ import annotations
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, UPat, PatternMatcher, _fill_children_first
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher, _fill_children_first, resolve, ssimplify, sym_le, _is_var
+from tinygrad.dtype import dtypes
 from tinygrad.helpers import prod
+from tinygrad.mixin.movement import same_sizes
 
-def _ints(t, lo:int=0) -> bool: return isinstance(t, tuple) and all(type(i) is int and i >= lo for i in t)
+def _sint_ok(i, lo:int) -> bool:
+  # a symbolic size (an int expression of Variables, bound or not) counts when every value it can take is >= lo
+  if type(i) is int: return i >= lo
+  return isinstance(i, UOp) and i.dtype in _SIZE_DTYPES and i.vmin >= lo
+_SIZE_DTYPES = frozenset(dtypes.ints + (dtypes.weakint,))
+
+def _ints(t, lo:int=0) -> bool: return isinstance(t, tuple) and all(_sint_ok(i, lo) for i in t)
+def _ssum(*xs):
+  # a size from sizes: plain ints add as ints; symbolic ones are simplified (zeros dropped first: most pads and shrinks have them)
+  if all(type(x) is int for x in xs): return sum(xs)
+  ret = None
+  for x in xs:
+    if type(x) is int and x == 0: continue
+    ret = x if ret is None else ret + x
+  return ssimplify(ret)
+def _differ(a, b) -> bool: return resolve(a != b, False) if isinstance(a, UOp) or isinstance(b, UOp) else a != b
 
 def _bad(u:UOp, s, why:str):
   raise RuntimeError(f"ill-formed {u.op} with arg {u.arg!r} on a source of shape {s}: {why}")
@@ -31,13 +48,13 @@ def _bad(u:UOp, s, why:str):
 def _reshape(u:UOp, x:UOp):
   if (s := x.shape) is None: return None
   if not _ints(u.arg): _bad(u, s, "the new shape must be a tuple of ints >= 0")
-  if prod(u.arg) != prod(s): _bad(u, s, f"{prod(s)} elements can't become {prod(u.arg)}")
+  if not same_sizes(u.arg, s) and _differ(prod(u.arg), prod(s)): _bad(u, s, f"{prod(s)} elements can't become {prod(u.arg)}")
   return u.arg
 
 def _expand(u:UOp, x:UOp):
   if (s := x.shape) is None: return None
   if not _ints(u.arg) or len(u.arg) != len(s): _bad(u, s, "the new shape needs one int >= 0 per dim")
-  if any(o != n and o != 1 for o, n in zip(s, u.arg)): _bad(u, s, "only dims of size 1 can expand")
+  if any(o is not n and _differ(o, 1) and _differ(o, n) for o, n in zip(s, u.arg)): _bad(u, s, "only dims of size 1 can expand")
   return u.arg
 
 def _permute(u:UOp, x:UOp):
@@ -50,13 +67,13 @@ def _pairs_ok(u:UOp, s:tuple) -> bool: return isinstance(u.arg, tuple) and len(u
 def _pad(u:UOp, x:UOp):
   if (s := x.shape) is None: return None
   if not _pairs_ok(u, s): _bad(u, s, "the padding needs one (before, after) pair of ints >= 0 per dim")
-  return tuple(n + b + a for n, (b, a) in zip(s, u.arg))
+  return tuple(_ssum(n, b, a) for n, (b, a) in zip(s, u.arg))
 
 def _shrink(u:UOp, x:UOp):
   if (s := x.shape) is None: return None
-  if not _pairs_ok(u, s) or any(not b <= e <= n for (b, e), n in zip(u.arg, s)):
+  if not _pairs_ok(u, s) or any(not sym_le(b, e) or not sym_le(e, n) for (b, e), n in zip(u.arg, s)):
     _bad(u, s, "needs one (start, end) per dim, 0 <= start <= end <= size")
-  return tuple(e - b for b, e in u.arg)
+  return tuple(e if type(b) is int and b == 0 else _ssum(e, -b) for b, e in u.arg)
 
 def _flip(u:UOp, x:UOp):
   if (s := x.shape) is None: return None
@@ -80,6 +97,9 @@ def _elementwise(u:UOp):
 _ELEMENTWISE = tuple(GroupOp.ALU | {Ops.CAST, Ops.BITCAST, Ops.CONTIGUOUS, Ops.CONTIGUOUS_BACKWARD, Ops.DETACH, Ops.COPY})
 shape_rules = PatternMatcher([
   (UPat(Ops.CONST), lambda: ()),
+  # a Variable, bound or not, is a 0-d value in tensor math (t * v), as in tinygrad 0.14
+  (UPat(Ops.BUFFER, src=(UPat(Ops.STACK, src=()),), name="u"), lambda u: () if _is_var(u) else None),
+  (UPat(Ops.AFTER, name="u"), lambda u: () if u.is_bound_var else None),
   (UPat(Ops.BUFFER, src=(UPat(Ops.CONST, name="n"),)), lambda n: (n.arg,) if type(n.arg) is int else None),
   (UPat(Ops.RESHAPE, src=(UPat.var("x"),), name="u"), _reshape),
   (UPat(Ops.EXPAND, src=(UPat.var("x"),), name="u"), _expand),

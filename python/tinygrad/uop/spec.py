@@ -24,7 +24,7 @@ operand it can be converted to without changing kind.
 """
 from __future__ import annotations
 from typing import Any, Sequence
-from tinygrad.uop.ops import PatternMatcher, UPat, UOp, Ops, GroupOp, ParamArg, AxisType, is_literal, SPECIAL_NAMES
+from tinygrad.uop.ops import PatternMatcher, UPat, UOp, Ops, GroupOp, ParamArg, AxisType, is_literal, SPECIAL_NAMES, resolve, sym_le
 from tinygrad.dtype import DType, dtypes, AddrSpace
 from tinygrad.helpers import prod
 
@@ -100,6 +100,8 @@ def alu_ok(x:UOp) -> bool:
 
 # the value rules every stage shares
 _values: list = [
+  # the empty STACK under a Variable (UOp.variable): no value of its own
+  (UPat(Ops.STACK, dtypes.void, src=()), lambda: True),
   (UPat(Ops.CONST, src=(), name="x"), const_ok),
   (UPat(tuple(GroupOp.ALU), name="x"), alu_ok),
   (UPat((Ops.CAST, Ops.BITCAST), name="x"), cast_ok),
@@ -107,19 +109,24 @@ _values: list = [
 
 # ***** the tensor graph *****
 
-def _all_ints(t:Any, lo:int=0) -> bool: return isinstance(t, tuple) and all(type(i) is int and i >= lo for i in t)
+def _sint_ok(i:Any, lo:int) -> bool:
+  """A size: an int >= lo, or an int expression of Variables (symbolic shapes) that is never below lo."""
+  if type(i) is int: return i >= lo
+  return isinstance(i, UOp) and (is_int(i.dtype) or i.dtype is dtypes.weakint) and i.vmin >= lo
+def _all_ints(t:Any, lo:int=0) -> bool: return isinstance(t, tuple) and all(_sint_ok(i, lo) for i in t)
+def _same(a, b) -> bool: return a is b or not resolve(a != b, False) if isinstance(a, UOp) or isinstance(b, UOp) else a == b
 
 def _movement_ok(x:UOp) -> bool:
   """A movement op on one src of the same dtype, with an arg that fits the src's shape."""
   if len(x.src) != 1 or x.dtype is not x.src[0].dtype: return False
   s, a = x.src[0].shape, x.arg
-  if x.op is Ops.RESHAPE: return _all_ints(a) and prod(a) == prod(s)
-  if x.op is Ops.EXPAND: return _all_ints(a) and len(a) == len(s) and all(o == n or o == 1 for o, n in zip(s, a))
+  if x.op is Ops.RESHAPE: return _all_ints(a) and _same(prod(a), prod(s))
+  if x.op is Ops.EXPAND: return _all_ints(a) and len(a) == len(s) and all(_same(o, n) or _same(o, 1) for o, n in zip(s, a))
   if x.op is Ops.PERMUTE: return _all_ints(a) and sorted(a) == list(range(len(s)))
   if x.op is Ops.FLIP: return isinstance(a, tuple) and len(a) == len(s) and all(isinstance(f, bool) for f in a)
   if not (isinstance(a, tuple) and len(a) == len(s) and all(isinstance(p, tuple) and len(p) == 2 and _all_ints(p) for p in a)): return False
   if x.op is Ops.PAD: return True
-  return all(b <= e <= n for (b, e), n in zip(a, s))  # SHRINK
+  return all(sym_le(b, e) and sym_le(e, n) for (b, e), n in zip(a, s))  # SHRINK
 
 def _tensor_alu_ok(x:UOp) -> bool:
   """ALU ops in the tensor graph also need srcs of one shape: the Tensor layer broadcasts before it builds them."""
@@ -136,6 +143,8 @@ def _reduce_arg_ok(x:UOp) -> bool:
 spec_tensor = PatternMatcher([
   # a SINK only groups the targets of one realize
   (UPat(Ops.SINK, dtypes.void), lambda: True),
+  # a Variable (symbolic shapes; the scheduler sees it unbound): a 0-d int value
+  (UPat(Ops.BUFFER, src=(UPat(Ops.STACK, src=()),), name="x"), lambda x: x.is_variable),
   # a realized or input buffer: BUFFER(CONST size) with a device
   (UPat(Ops.BUFFER, src=(UPat(name="n"),), name="x"),
    lambda x, n: size_const(n) and param_arg_ok(x, (AddrSpace.GLOBAL,)) and isinstance(x.arg.device, (str, tuple))),
