@@ -389,6 +389,7 @@ class Compiled:
     self.device, self.allocator, self.runtime_t, self.graph, self.arch = device, allocator, runtime, graph, arch
     self.device_id = int(idx) if ":" in device and (idx := device.split(":")[1]).isdigit() else 0
     self.cached_renderer: dict[Any, Renderer] = {}
+    self._renderer_memo: tuple[Any, Renderer]|None = None
     self._programs: dict[tuple[str, str], Program] = BoundedCache(4096)
   def __repr__(self): return f"<{type(self).__name__} {self.device}>"
   def _renderer_name(self, r:type[Renderer]) -> str:
@@ -396,6 +397,9 @@ class Compiled:
     return r.__name__.upper().removesuffix("RENDERER").removeprefix(devname) or devname
   @property
   def renderer(self) -> Renderer:
+    # DEV's value is replaced, never mutated, when DEV changes (Context(DEV=...)): the choice made for one value holds until then. Choosing
+    # costs ~20 us (Target parsing and matching), paid twice per kernel launch without this
+    if (memo := self._renderer_memo) is not None and memo[0] is DEV._value: return memo[1]
     if not self.renderers: raise RuntimeError(f"{self.device} has no renderer")
     t = DEV.target(self.device.split(":")[0], **({"arch": self.arch} if self.arch else {}))
     cands = select_by_name(self.renderers, self._renderer_name, t.renderer, f"{self.device} has no renderer {t.renderer!r}")
@@ -404,6 +408,7 @@ class Compiled:
       ren = select_first_inited(cands, f"No renderer for {self.device}", None, t)
       if (comp := self._compiler_for.get(type(ren))) is not None: ren.compiler = comp()
       self.cached_renderer[key] = ren
+    self._renderer_memo = (DEV._value, ren)
     return ren
   @property
   def compiler(self) -> Compiler: return self.renderer.compiler
