@@ -72,18 +72,18 @@ def memory_planner(items:Sequence[HasBufs], keep:set[Buffer]) -> dict[Buffer, Bu
         first[b] = i
         if slot != 0: fixed.add(b)   # slot 0 is the one output of a kernel (and a copy's destination)
       last[b] = i
-  by_device: dict[str, list[Buffer]] = {}
+  by_device: dict[str, list[tuple[Buffer, int]]] = {}
   for b in first:
-    if b not in keep and b not in fixed and b.options is None and b.nbytes and not b.allocated_views and _has_views(b.device):
-      by_device.setdefault(b.device, []).append(b)
+    if b not in keep and b not in fixed and b.options is None and (nbytes := b.nbytes) and not b.allocated_views and _has_views(b.device):
+      by_device.setdefault(b.device, []).append((b, nbytes))
   ret: dict[Buffer, Buffer] = {}
   for device, bufs in by_device.items():
     if len(bufs) < 2: continue
-    offsets, size = plan_offsets(tuple((first[b], last[b], b.nbytes) for b in bufs))
-    if size >= (total := sum(b.nbytes for b in bufs)): continue
+    offsets, size = plan_offsets(tuple((first[b], last[b], nbytes) for b, nbytes in bufs))
+    if size >= (total := sum(nbytes for _, nbytes in bufs)): continue
     if DEBUG >= 2: print(f"memory planner: {len(bufs)} buffers on {device} share {size} bytes instead of {total}")
     arena = Buffer(device, size, dtypes.uint8)
-    for b, off in zip(bufs, offsets): ret[b] = arena.view(b.size, b.dtype, off)
+    for (b, _), off in zip(bufs, offsets): ret[b] = arena.view(b.size, b.dtype, off)
   return ret
 
 def plan_schedule(items:list, keep:set[Buffer]) -> list:
