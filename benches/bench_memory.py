@@ -20,30 +20,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_tensor import implementation_info  # noqa: E402
 from bench_train import MODELS  # noqa: E402
 
-def make(ns:dict, name:str, opt_cls):
-  """bench_train's step (its models, data and seed) with the optimizer `opt_cls`."""
-  import numpy as np
-  from tinygrad import Tensor, nn
-  from tinygrad.helpers import Context
-  shape, cls = ns["SHAPES"][name]
-  Tensor.manual_seed(0)
-  model = cls()
-  opt = opt_cls(nn.state.get_parameters(model), lr=1e-3)
-  rng = np.random.default_rng(0)
-  X, Y = rng.standard_normal(shape, dtype=np.float32), rng.integers(0, 10, shape[0]).astype(np.int32)
-  def step():
-    with Context(TRAINING=1):
-      opt.zero_grad()
-      loss = model(Tensor(X)).sparse_categorical_crossentropy(Tensor(Y))
-      loss.backward()
-      opt.step()
-      return loss.item()
-  return step
-
 def main() -> None:
   ns: dict = {}
   exec(compile(MODELS, "<models>", "exec"), ns)
-  from tinygrad import nn
   from tinygrad.device import Buffer
   from tinygrad.helpers import GlobalCounters
   peak = [0]
@@ -57,7 +36,7 @@ def main() -> None:
   for name, opt in (("mlp", "AdamW"), ("mlp", "SGD"), ("cnn", "AdamW")):
     gc.collect()
     start = GlobalCounters.mem_used
-    step = make(ns, name, getattr(nn.optim, opt))
+    step = ns["make"](name, opt)
     for _ in range(3): step()
     peak[0] = held = GlobalCounters.mem_used
     step()

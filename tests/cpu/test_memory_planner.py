@@ -2,10 +2,12 @@
 # each buffer's lifetime from the planned schedule and fails if two buffers live at the same time share a byte; results equal the
 # unplanned run (NO_MEMORY_PLANNER=1); the MLP training step's peak memory is at most tinygrad 0.14's.
 import gc
+import os
+import sys
 import numpy as np
 import pytest
 from hypothesis import given, settings, HealthCheck, strategies as st
-from tinygrad import Tensor, nn, dtypes
+from tinygrad import Tensor, dtypes
 from tinygrad.helpers import Context, GlobalCounters
 import tinygrad.tensor.core as core
 from conftest import DEVICES
@@ -55,34 +57,18 @@ def planned(monkeypatch):
   monkeypatch.setattr(core, "run_schedule", record)
   return seen
 
-# ***** models (small versions of benches/bench_train.py and benches/bench_models.py) *****
+# ***** models: benches/bench_train.py's steps (the CNN at batch 16) and a small GPT-2 block as in benches/bench_models.py *****
 
-class MLP:
-  def __init__(self): self.l1, self.l2, self.l3 = nn.Linear(784, 512), nn.Linear(512, 512), nn.Linear(512, 10)
-  def __call__(self, x): return self.l3(self.l2(self.l1(x).relu()).relu())
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benches"))
+from bench_train import MODELS as TRAIN_MODELS  # noqa: E402
+TRAIN: dict = {}
+exec(compile(TRAIN_MODELS, "<bench_train models>", "exec"), TRAIN)
 
-class CNN:
-  def __init__(self):
-    self.c1, self.bn, self.c2, self.out = nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm(8), nn.Conv2d(8, 8, 3, padding=1), nn.Linear(128, 10)
-  def __call__(self, x): return self.out(self.c2(self.bn(self.c1(x)).relu()).relu().max_pool2d(2).flatten(1))
-
-def train(model_cls, shape, steps:int, opt_cls=nn.optim.AdamW):
-  """Trains a fresh model (seed 0) for `steps` steps as bench_train.py does; returns (losses, the parameters after, the step)."""
-  Tensor.manual_seed(0)
-  model = model_cls()
-  params = nn.state.get_parameters(model)
-  opt = opt_cls(params, lr=1e-3)
-  rng = np.random.default_rng(0)
-  X, Y = rng.standard_normal(shape, dtype=np.float32), rng.integers(0, 10, shape[0]).astype(np.int32)
-  def step():
-    with Context(TRAINING=1):
-      opt.zero_grad()
-      loss = model(Tensor(X)).sparse_categorical_crossentropy(Tensor(Y))
-      loss.backward()
-      opt.step()
-      return loss.item()
+def train(name:str, steps:int, batch:int|None=None):
+  """Trains bench_train's model `name` (seed 0, AdamW) for `steps` steps: (losses, the parameters after, the step)."""
+  step = TRAIN["make"](name, "AdamW", batch)
   losses = [step() for _ in range(steps)]
-  return losses, [p.numpy() for p in params], step
+  return losses, [p.numpy() for p in step.params], step
 
 def gpt2_block():
   """A GPT-2 block (layernorm, causal attention, gelu MLP, residuals) at T=16, D=32, 4 heads, forward and backward: the output and
@@ -102,8 +88,8 @@ def gpt2_block():
   return [out.numpy()] + [g.numpy() for g in grads]
 
 MODELS = {
-  "mlp": lambda: train(MLP, (128, 784), 2)[:2],
-  "cnn": lambda: train(CNN, (16, 1, 8, 8), 2)[:2],
+  "mlp": lambda: train("mlp", 2)[:2],
+  "cnn": lambda: train("cnn", 2, batch=16)[:2],
   "gpt2": lambda: (gpt2_block(), []),
 }
 
@@ -121,17 +107,17 @@ def test_planned_models_never_overlap_and_match_unplanned(model, planned):
 
 # ***** peak memory of the MLP training step *****
 
-# tinygrad 0.14.0's peak of GlobalCounters.mem_used over one MLP training step (784-512-512-10, batch 128, AdamW lr=1e-3, the step of
-# train() above, seed 0), counted from before the model was made: /tmp/tg-ref/bin/python ran this step 4 times with Buffer.allocate
-# wrapped to record max(GlobalCounters.mem_used) after each allocation. Steps 2-4 (warm) peak at 12,312,740 bytes (8,438,436 held
-# between steps: weights, Adam moments, the step counter; +3,874,304 during the step); the first step peaks at 14,991,840.
+# tinygrad 0.14.0's peak of GlobalCounters.mem_used during a warm MLP training step (benches/bench_train.py's: 784-512-512-10, batch
+# 128, AdamW lr=1e-3, seed 0), counted from before the model is made. Measured with `benches/compare.py --script bench_memory.py`
+# (metric mlp_adamw_peak_bytes; it wraps Buffer.allocate to record the highest mem_used, 0.14 having no peak counter): 12,312,740
+# bytes, of which 8,438,436 stay allocated between steps (weights, Adam's moments and step counter). Its first step peaks at 14,991,840.
 TINYGRAD_014_MLP_ADAMW_PEAK = 12_312_740
 
 @pytest.mark.cpu
 def test_mlp_step_peak_memory_at_most_tinygrad_014():
   gc.collect()
   start = GlobalCounters.mem_used
-  _, _, step = train(MLP, (128, 784), 2)
+  _, _, step = train("mlp", 2)
   def peak(off:int) -> int:
     with Context(NO_MEMORY_PLANNER=off):
       step()   # warm: the schedules and kernels of a planned (or unplanned) step are cached
