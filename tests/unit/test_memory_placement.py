@@ -115,3 +115,13 @@ def test_max_mem_used_is_a_peak():
 def test_empty_buffers_are_not_planned():
   a, b, c = [Buffer("PYTHON", 0, dtypes.uint8) for _ in range(3)]
   assert memory_planner([Item([a]), Item([b, a]), Item([c, b])], keep=set()) == {}
+
+def test_plan_schedule_keeps_allocated_buffers():
+  # b is written first here but already holds memory (data from before the schedule): memory_planner alone would move it, a schedule
+  # run by Tensor.realize keeps it
+  x, a, b, c, out = bufs(5)
+  b.ensure_allocated()
+  items = [Item([a, x]), Item([b, a]), Item([c, b]), Item([out, c])]
+  assert b in memory_planner(items, keep={x, out})
+  plan_schedule(items, keep={x, out})
+  assert items[1].bufs[0] is b and items[2].bufs[1] is b and items[0].bufs[0] is not a and items[0].bufs[0].offset == items[2].bufs[0].offset

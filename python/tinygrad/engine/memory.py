@@ -87,7 +87,8 @@ def memory_planner(items:Sequence[HasBufs], keep:set[Buffer]) -> dict[Buffer, Bu
   return ret
 
 def plan_schedule(items:list, keep:set[Buffer]) -> list:
-  """The items with every planned buffer replaced by its arena view (memory_planner; the items' bufs lists are rewritten in place)."""
-  if plan := memory_planner(items, keep):
+  """The items (a schedule about to run for the first time) with every planned buffer replaced by its arena view (memory_planner; the
+  items' bufs lists are rewritten in place). A buffer already allocated holds data from before the schedule: it is kept too."""
+  if plan := memory_planner(items, keep | {b for si in items for b in si.bufs if b is not None and b.is_allocated()}):
     for si in items: si.bufs = [plan.get(b, b) for b in si.bufs]
   return items
