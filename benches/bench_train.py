@@ -36,11 +36,12 @@ class MLP:
   def __init__(self): self.l1, self.l2, self.l3 = nn.Linear(784, 512), nn.Linear(512, 512), nn.Linear(512, 10)
   def __call__(self, x): return self.l3(self.l2(self.l1(x).relu()).relu())
 SHAPES = {"cnn": ((64, 1, 8, 8), CNN), "mlp": ((128, 784), MLP)}
-def make(name):
+def make(name, opt="AdamW", batch=None):
   shape, cls = SHAPES[name]
+  if batch is not None: shape = (batch,) + shape[1:]
   Tensor.manual_seed(0)
   model = cls()
-  opt = nn.optim.AdamW(nn.state.get_parameters(model), lr=1e-3)
+  opt = getattr(nn.optim, opt)(nn.state.get_parameters(model), lr=1e-3)
   rng = np.random.default_rng(0)
   X, Y = rng.standard_normal(shape, dtype=np.float32), rng.integers(0, 10, shape[0]).astype(np.int32)
   def step():
@@ -50,6 +51,7 @@ def make(name):
       loss.backward()
       opt.step()
       return loss.item()
+  step.params = opt.params   # the trained tensors (tests compare them)
   return step
 """
 

@@ -4,7 +4,8 @@
 The bench script must print one JSON object on stdout with a "metrics" dict (name -> number) and optionally a "samples"
 dict (name -> list of numbers). Rounds are interleaved (ours/ref, then ref/ours, ...) and samples are pooled over rounds.
 Prints the combined JSON result, then a markdown table. The ratio is always "higher is better for ours":
-ours/ref for rates (names ending in _per_s), ref/ours for durations (names ending in _s, _ms, _us, _ns) and kernel counts (_kernels).
+ours/ref for rates (names ending in _per_s), ref/ours for durations (names ending in _s, _ms, _us, _ns), kernel counts (_kernels) and
+memory (_bytes).
 
   python benches/compare.py                                   # bench_core, 1 round, ours = this python
   python benches/compare.py --script bench_core --rounds 3 -- --quick
@@ -67,8 +68,8 @@ def combine(runs:list[dict]) -> dict[str, float]:
   return {name: statistics.median(vals) for name, vals in pooled.items()}
 
 def is_duration(name:str) -> bool:
-  """Lower is better: durations (_s, _ms, _us, _ns, not _per_s) and kernel counts (_kernels)."""
-  return not name.endswith("_per_s") and name.endswith(("_s", "_ms", "_us", "_ns", "_kernels"))
+  """Lower is better: durations (_s, _ms, _us, _ns, not _per_s), kernel counts (_kernels) and memory (_bytes)."""
+  return not name.endswith("_per_s") and name.endswith(("_s", "_ms", "_us", "_ns", "_kernels", "_bytes"))
 
 def ratio(name:str, ours:float|None, ref:float|None) -> float|None:
   if ours is None or ref is None or ours <= 0 or ref <= 0: return None

@@ -157,6 +157,7 @@ class Buffer:
         with GlobalCounters.lock:
           GlobalCounters.mem_used += self.nbytes
           GlobalCounters.mem_used_per_device[self.device] += self.nbytes
+          GlobalCounters.max_mem_used = max(GlobalCounters.max_mem_used, GlobalCounters.mem_used)
     if DEBUG >= 7: print(f"buffer: allocate {self.nbytes} bytes on {self.device}")
     self._allocated = True
     return self

@@ -441,11 +441,16 @@ class GlobalCounters:
   global_mem: ClassVar[int] = 0
   time_sum_s: ClassVar[float] = 0.0
   kernel_count: ClassVar[int] = 0
-  mem_used: ClassVar[int] = 0                                           # not cleared by reset()
+  # bytes held by allocated base buffers (an arena of the memory planner once, its views nothing; allocations the LRU cache keeps for
+  # reuse are not counted, as in tinygrad 0.14); not cleared by reset()
+  mem_used: ClassVar[int] = 0
   mem_used_per_device: ClassVar[defaultdict] = defaultdict(int)         # not cleared by reset()
+  max_mem_used: ClassVar[int] = 0                                       # the peak of mem_used since the last reset() (reset to mem_used)
   lock: ClassVar = threading.RLock()                                    # held while updating from several threads (reentrant: __del__)
   @staticmethod
-  def reset(): GlobalCounters.global_ops, GlobalCounters.global_mem, GlobalCounters.time_sum_s, GlobalCounters.kernel_count = 0, 0, 0.0, 0
+  def reset():
+    GlobalCounters.global_ops, GlobalCounters.global_mem, GlobalCounters.time_sum_s, GlobalCounters.kernel_count = 0, 0, 0.0, 0
+    GlobalCounters.max_mem_used = GlobalCounters.mem_used
 
 # *** timing and profiling ***
 

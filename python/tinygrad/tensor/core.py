@@ -14,6 +14,7 @@ from tinygrad.dtype import DType, DTypeLike, dtypes, to_dtype, strong_dtype, lea
 from tinygrad.schedule import create_schedule, create_schedule_with_vars, schedule_to_linear
 from tinygrad.schedule.buffers import new_buffer, buffer_view, buffer_of, as_buffer, mark_realized, pending_write
 from tinygrad.engine.realize import run_schedule, capturing
+from tinygrad.engine.memory import plan_schedule
 from tinygrad.tensor import creation, random, movement, indexing, linalg, elementwise, reduce, functional, pooling, losses, autograd, hashing
 from tinygrad.tensor.common import canon_device, broadcast_shape, check_tensors
 from tinygrad.mixin.movement import _shape_str
@@ -139,7 +140,9 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
     A tensor of a weak dtype is a constant expression of Python values: it has no storage and is left as it is (as in 0.14)."""
     if not (tensors := _stored((self,) + check_tensors("realize", lst))): return self
     items, bufs, var_vals = create_schedule_with_vars([t.uop for t in tensors], [t.device for t in tensors])
-    run_schedule(items, var_vals)
+    # the buffers the tensors get and those that existed before keep their memory; the others (intermediates, which nothing holds
+    # after this call) share arenas where their lifetimes allow (engine/memory.py)
+    run_schedule(plan_schedule(items, {buffer_of(b) for b in bufs.values()}), var_vals)
     _bind_buffers(tensors, bufs)
     # Tensor.empty's buffer is allocated when first used: realizing it is a use
     for t in tensors:
