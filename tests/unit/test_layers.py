@@ -19,7 +19,7 @@ LAYERS = [
   ("renderer", ("tinygrad.renderer",)),
   ("runtime", ("tinygrad.runtime",)),
   ("engine", ("tinygrad.engine",)),
-  ("frontend", ("tinygrad.tensor", "tinygrad.nn", "tinygrad.apps", "tinygrad.viz", "tinygrad.llm", "tinygrad.__init__")),
+  ("frontend", ("tinygrad.tensor", "tinygrad.function", "tinygrad.nn", "tinygrad.apps", "tinygrad.viz", "tinygrad.llm", "tinygrad.__init__")),
 ]
 
 def layer_of(mod:str) -> int:

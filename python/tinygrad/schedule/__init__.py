@@ -34,6 +34,7 @@ from tinygrad.dtype import dtypes, DType, strong_dtype
 from tinygrad.helpers import prod, NOOPT, SPEC, SCACHE
 from tinygrad.device import Buffer
 from tinygrad.schedule.buffers import new_buffer, buffer_of, has_buffer, as_buffer, realized_view, next_buffer_id, storage_buffer, pending_write
+from tinygrad.schedule.call import has_calls, schedule_calls
 from tinygrad.schedule.rangeify import KernelInfo, reduce_identity, plan_buffers, best_kernel, order_items, WriteCycle
 
 __all__ = ["ScheduleItem", "KernelInfo", "create_schedule", "schedule_to_linear", "reduce_identity"]
@@ -118,6 +119,12 @@ def _build_items(roots:dict[UOp, str], bufs:dict[UOp, UOp], buffered:set[UOp], m
 
 def _create_schedule(targets:list[UOp], devices:list[str]) -> tuple[list[ScheduleItem], dict[UOp, UOp]]:
   """The kernels that compute `targets` (tensor-graph UOps) on `devices` (one each), in run order, and {target: BUFFER}."""
+  if has_calls(targets):   # functions and hand-written kernels (schedule/call.py): their items first, then the graph reading them
+    pre, inner, ret = schedule_calls(targets, devices, create_schedule)
+    sched, inner_ret = _create_schedule(inner, devices)
+    ret.update(inner_ret)
+    ret.update({t: inner_ret[n] for t, n in zip(targets, inner) if n in inner_ret})
+    return pre + sched, ret
   if SPEC:  # SPEC hook: the tensor graph (tinygrad/uop/spec.py)
     from tinygrad.uop.spec import type_verify, spec_tensor
     type_verify(UOp(Ops.SINK, dtypes.void, tuple(targets)), spec_tensor, "tensor graph")
@@ -194,7 +201,7 @@ class _CachedSchedule:
   items: list[tuple[UOp, list[tuple[bool, int]], list[UOp]]]   # (ast, buffer roles: (created?, index), normalized outputs)
   created: list[tuple[str, int, DType]]                         # (device, size, dtype) of each buffer the schedule makes
   ret: list[tuple[bool, int]]                                   # the role of each target's buffer
-  writes: list[tuple[UOp, tuple[bool, int]]]                    # each AFTER (normalized) and the role of the buffer it writes
+  writes: list[tuple[UOp, tuple[bool, int]]]                    # each AFTER and call output (normalized), the role of its buffer
 
 def _normalize_into(root:UOp, norm:dict[UOp, UOp], inputs:list[UOp]) -> UOp:
   # module level, not a closure: a recursive closure is a reference cycle that would keep `norm` (and the graph) alive until a GC pass.
@@ -253,7 +260,7 @@ def _create_schedule_cached(targets:list[UOp], devices:list[str]) -> tuple[list[
     return (True, created.setdefault(b, len(created)))
   roles = [[role(b) for b in si.buf_uops] for si in items]
   ret_roles = [role(ret[t]) for t in targets]
-  writes = [(norm[u], role(b)) for u, b in ret.items() if u.op is Ops.AFTER and u in norm]
+  writes = [(norm[u], role(b)) for u, b in ret.items() if u.op in (Ops.AFTER, Ops.GETTUPLE) and u in norm]
   if all(r is not None for rs in roles + [ret_roles, [r for _, r in writes]] for r in rs):
     _schedule_cache[key] = _CachedSchedule([(si.ast, rs, [norm[o] for o in si.outputs if o in norm]) for si, rs in zip(items, roles)],  # type: ignore[misc]
                                            [(buffer_of(b).device, buffer_of(b).size, buffer_of(b).dtype) for b in created], ret_roles,  # type: ignore[arg-type]
