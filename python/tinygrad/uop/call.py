@@ -109,6 +109,7 @@ class _UOpCalls:
             multiple_of:int|None=None, name:str|None=None, addrspace:AddrSpace=AddrSpace.GLOBAL, axis:int|None=None, volatile:bool=False) -> UOp:
     """The slot-th argument of a call body, with a shape (a tensor-level node) unless shape is None."""
     if dtype in dtypes.weaks: raise RuntimeError(f"cannot create param for weak dtype {dtype}")
+    if not isinstance(slot, int) or isinstance(slot, bool): raise TypeError(f"a PARAM's slot is an int, got {slot!r}")
     src = UOp(Ops.NOOP) if shape is None else _shape_src(tuple(shape))
     return UOp(Ops.PARAM, dtype, (src,), ParamArg(slot, dtype, vmin_vmax, multiple_of, name, addrspace, axis, device, volatile))
   def param_like(self:UOp, slot:int) -> UOp:
@@ -129,7 +130,9 @@ class _UOpCalls:
     return UOp(Ops.FUNCTION, dtypes.void, (self if self.op is Ops.TUPLE else UOp.maketuple(self),) + srcs, info)
   def custom_kernel(*srcs:UOp, fxn:Callable, grad_fxn:Callable|None=None) -> list[UOp]:
     """fxn(*placeholders) (a hand-written kernel's SINK, placeholder i standing for srcs[i]) run on srcs: each src after the kernel."""
-    kernel = fxn(*[s.placeholder_like(i) for i, s in enumerate(srcs)]).call(*srcs, grad_fxn=grad_fxn)
+    if not isinstance(sink := fxn(*[s.placeholder_like(i) for i, s in enumerate(srcs)]), UOp) or sink.op is not Ops.SINK:
+      raise TypeError(f"custom_kernel's fxn must return the kernel's SINK (....sink()), got {getattr(sink, 'op', type(sink).__name__)}")
+    kernel = sink.call(*srcs, grad_fxn=grad_fxn)
     return [s.after(kernel) for s in srcs]
 
 def _gather(ctx:list[UOp], p:UOp) -> None:
@@ -151,9 +154,11 @@ def body_params(body:UOp) -> list[UOp]:
   graph_rewrite(body, pm_gather_params, ctx=found, bottom_up=True, walk=True, name="gather params")
   return sorted(set(found), key=lambda p: p.arg.slot)
 
-def _subst_args(ctx:dict[UOp, UOp], f:UOp) -> UOp|None:
+def _subst_args(ctx:dict[UOp, UOp], f:UOp) -> UOp:
   if (r := ctx.get(f)) is not None: return r
-  return f.replace(src=(f.src[0],) + tuple(substitute_outside_calls(a, ctx) for a in f.src[1:]))
+  # a call: only its arguments are in this scope (the engine reads an unchanged node as no match and would walk into the body)
+  if (new := f.replace(src=(f.src[0],) + tuple(substitute_outside_calls(a, ctx) for a in f.src[1:]))) is f: raise BottomUpGate()
+  return new
 
 pm_subst_outside_calls = PatternMatcher([
   (UPat((Ops.FUNCTION, Ops.CALL), name="f"), _subst_args),
