@@ -95,7 +95,8 @@ def test_function_implicit_buffer_raises():
   w = Tensor(f32(4)).realize()
   @function
   def g(x): return x + w
-  with pytest.raises(RuntimeError, match=r"function .*g has 1 implicit buffer\(s\), but allow_implicit=False\n  0: dtype=dtypes.float, size=4, device="):
+  msg = r"function .*g has 1 implicit buffer\(s\), but allow_implicit=False\n  0: dtype=dtypes.float, size=4, device="
+  with pytest.raises(RuntimeError, match=msg):
     g(Tensor(f32(4)))
 
 def test_function_allow_implicit():
