@@ -322,3 +322,21 @@ def test_custom_kernel_bad_fxn_and_slot():
     Tensor.empty(4).custom_kernel(fxn=lambda b: b[UOp.range(4, 0)].store(1.0).end(UOp.range(4, 0)))
   with pytest.raises(TypeError, match="a PARAM's slot is an int, got 'x'"):
     Tensor.empty(4).as_param("x")
+
+def test_custom_kernel_in_place_write():
+  def inc(A:UOp) -> UOp:
+    i = UOp.range(A.shape[0], 0)
+    return A[i].store(A[i] + 1).end(i).sink(arg="inc")
+  a = f32(5)
+  # a lazy argument the kernel writes: computed into a buffer of its own, which other readers of that value don't share
+  x = Tensor(a) * 2
+  r, y = x.custom_kernel(fxn=inc)[0], x + 10
+  Tensor.realize(r, y)
+  np.testing.assert_allclose(r.numpy(), a * 2 + 1, rtol=1e-6)
+  np.testing.assert_allclose(y.numpy(), a * 2 + 10, rtol=1e-6)
+  # a realized one is written in place: reading its old contents in the same realize is an error, not a silent new value
+  z = Tensor(a).realize()
+  r = z.custom_kernel(fxn=inc)[0]
+  with pytest.raises(RuntimeError, match=r"kernel inc writes a buffer \(shape \(5,\), dtypes.float\) that the graph also reads as it was before"):
+    Tensor.realize(r, z + 1)
+  np.testing.assert_allclose(r.numpy(), a + 1, rtol=1e-6)

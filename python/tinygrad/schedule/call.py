@@ -9,7 +9,8 @@ as units of their own before the rest of the graph.
   kernel      CALL(SINK, *args): the arguments are realized into buffers (a lazy one into a buffer of its own), the SINK (written over
               placeholders, tinygrad/uop/call.py) becomes a kernel AST (hand_written_ast) run on them, and AFTER(args[i], CALL) is
               args[i]'s buffer once it ran
-The calls run before the kernels of the rest of the graph (which read their results); a call's arguments are computed first.
+The calls run before the kernels of the rest of the graph (which read their results); a call's arguments are computed first. A kernel
+writing into an argument that the rest of the graph also reads as it was before is an error (that read would run after the kernel).
 """
 from __future__ import annotations
 from typing import Callable
@@ -136,14 +137,37 @@ def _exact_buffer(u:UOp) -> UOp|None:
 
 Schedule = Callable[[list[UOp], list[str]], tuple[list, dict[UOp, UOp]]]
 
-def _buffers_for(args:tuple[UOp, ...], device:str, schedule:Schedule, items:list, ret:dict[UOp, UOp], done:dict[UOp, UOp]) -> list[UOp]:
-  """A BUFFER for each argument: its own, or one a schedule of the others computes it into (that schedule goes into items)."""
+def _buffers_for(args:tuple[UOp, ...], device:str, schedule:Schedule, items:list, ret:dict[UOp, UOp], done:dict[UOp, UOp],
+                 written:set[int]) -> list[UOp]:
+  """A BUFFER for each argument: its own, or one a schedule of the others computes it into (that schedule goes into items). The graph
+  reads a computed argument from its buffer from then on, unless the call writes it (args[i] for i in written)."""
   if need := list(dict.fromkeys(a for a in args if _exact_buffer(a) is None)):
     sub, sret = schedule(need, [device] * len(need))
     items.extend(sub)
-    ret.update(sret)
-    done.update({n: buffer_view(b, n.shape) for n, b in sret.items() if n.shape is not None})
-  return [b if (b := _exact_buffer(a)) is not None else ret[a] for a in args]
+    keep = {a for i, a in enumerate(args) if i in written}
+    ret.update({n: b for n, b in sret.items() if n not in keep})
+    done.update({n: buffer_view(b, n.shape) for n, b in sret.items() if n.shape is not None and n not in keep})
+    return [b if (b := _exact_buffer(a)) is not None else sret[a] for a in args]
+  return [_exact_buffer(a) for a in args]  # type: ignore[misc]
+
+def written_slots(ast:UOp) -> set[int]:
+  """The PARAM slots a kernel AST stores to."""
+  ret = set()
+  for u in ast.toposort():
+    if u.op is not Ops.STORE: continue
+    b = u.src[0].src[0]
+    while b.op is Ops.AFTER: b = b.src[0]
+    if b.op is Ops.PARAM: ret.add(b.arg.slot)
+  return ret
+
+def _check_no_stale_reads(sink:UOp, c:UOp, written:list[UOp]) -> None:
+  # a kernel writes these buffers in place: nothing else in the graph may read what they held before (it would run after the kernel)
+  for u in sink.toposort(gate=_not_realized):
+    if u is c or u in c.src[1:] or (u.op is Ops.AFTER and u.src[1:] == (c,)): continue   # the call, its arguments (views) and results
+    for s in u.src:
+      if (b := as_buffer(s)) is not None and b in written:
+        raise RuntimeError(f"kernel {getattr(c.src[0].arg, 'name', c.src[0].arg)} writes a buffer (shape {s.shape}, {s.dtype}) that the graph also "
+                           f"reads as it was before the kernel ({u.op} reads it): realize that read first, or use the kernel's result")
 
 def schedule_calls(targets:list[UOp], devices:list[str], schedule:Schedule) -> tuple[list, list[UOp], dict[UOp, UOp]]:
   """(the items of the calls in targets' graph, in run order; targets with every call replaced by the buffers of its results; {node:
@@ -156,12 +180,15 @@ def schedule_calls(targets:list[UOp], devices:list[str], schedule:Schedule) -> t
   while (c := next((u for u in sink.toposort(gate=_not_realized) if u.op in (Ops.FUNCTION, Ops.CALL)), None)) is not None:
     device = graph_device(c) or devices[0]
     done: dict[UOp, UOp] = {}
-    bufs = _buffers_for(c.src[1:], device, schedule, items, ret, done)
     if c.op is Ops.CALL:
       if c.src[0].op is not Ops.SINK: raise NotImplementedError(f"a CALL of a {c.src[0].op} body can't be scheduled (only a kernel's SINK)")
-      items.append(ScheduleItem(hand_written_ast(c.src[0]), [buffer_of(b) for b in bufs], [], bufs))
+      written = written_slots(ast := hand_written_ast(c.src[0]))
+      bufs = _buffers_for(c.src[1:], device, schedule, items, ret, done, written)
+      _check_no_stale_reads(sink, c, [b for i, b in enumerate(bufs) if i in written and _exact_buffer(c.src[1 + i]) is not None])
+      items.append(ScheduleItem(ast, [buffer_of(b) for b in bufs], [], bufs))
       results = {a.after(c): b for a, b in zip(c.src[1:], bufs)}
     else:
+      bufs = _buffers_for(c.src[1:], device, schedule, items, ret, done, set())
       mapping = {p: buffer_view(bufs[p.arg.slot], a.shape) for p, a in bind_params(c).items()}
       outs = list(substitute_outside_calls(c.src[0], mapping).src)
       sub, sret = schedule(outs, [device] * len(outs))
