@@ -117,11 +117,12 @@ def _build_items(roots:dict[UOp, str], bufs:dict[UOp, UOp], buffered:set[UOp], m
     reads[u] = list(ctx.reads)
   return items, reads, bufs
 
-def _create_schedule(targets:list[UOp], devices:list[str]) -> tuple[list[ScheduleItem], dict[UOp, UOp]]:
-  """The kernels that compute `targets` (tensor-graph UOps) on `devices` (one each), in run order, and {target: BUFFER}."""
-  if has_calls(targets):   # functions and hand-written kernels (schedule/call.py): their items first, then the graph reading them
+def _create_schedule(targets:list[UOp], devices:list[str], calls:bool=True) -> tuple[list[ScheduleItem], dict[UOp, UOp]]:
+  """The kernels that compute `targets` (tensor-graph UOps) on `devices` (one each), in run order, and {target: BUFFER}. calls=False:
+  the graph has no (unrealized) calls left."""
+  if calls and has_calls(targets):   # functions and hand-written kernels (schedule/call.py): their items first, then the graph reading them
     pre, inner, ret = schedule_calls(targets, devices, create_schedule)
-    sched, inner_ret = _create_schedule(inner, devices)
+    sched, inner_ret = _create_schedule(inner, devices, calls=False)
     ret.update(inner_ret)
     ret.update({t: inner_ret[n] for t, n in zip(targets, inner) if n in inner_ret})
     return pre + sched, ret

@@ -15,6 +15,7 @@ writing into an argument that the rest of the graph also reads as it was before 
 from __future__ import annotations
 from typing import Callable
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, GroupOp, BottomUpGate, ParamArg
+from tinygrad.uop import call as uop_call
 from tinygrad.uop.call import body_params, substitute_outside_calls, graph_device
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import prod
@@ -25,8 +26,10 @@ __all__ = ["has_calls", "schedule_calls", "hand_written_ast", "inline_functions"
 
 def _not_realized(u:UOp) -> bool: return realized_view(u) is None
 
+_CALL_OPS = frozenset({Ops.FUNCTION, Ops.CALL})
 def has_calls(targets:list[UOp]) -> bool:
-  return any(u.op in (Ops.FUNCTION, Ops.CALL) for u in UOp(Ops.SINK, dtypes.void, tuple(targets)).toposort(gate=_not_realized))
+  """Whether a FUNCTION or CALL is in targets' graph (one below a realized node too: schedule_calls then finds nothing to do)."""
+  return uop_call.calls_built and not _CALL_OPS.isdisjoint(u.op for u in UOp(Ops.SINK, dtypes.void, tuple(targets)).toposort())
 
 # ***** inlining *****
 
@@ -173,7 +176,9 @@ def schedule_calls(targets:list[UOp], devices:list[str], schedule:Schedule) -> t
   """(the items of the calls in targets' graph, in run order; targets with every call replaced by the buffers of its results; {node:
   BUFFER} for the calls' results and the arguments computed for them). `schedule` schedules a list of targets (create_schedule)."""
   from tinygrad.schedule import ScheduleItem
-  sink = inline_functions(UOp(Ops.SINK, dtypes.void, tuple(targets)))
+  sink = UOp(Ops.SINK, dtypes.void, tuple(targets))
+  if _CALL_OPS.isdisjoint(u.op for u in sink.toposort(gate=_not_realized)): return [], targets, {}   # only realized ones
+  sink = inline_functions(sink)
   items: list = []
   ret: dict[UOp, UOp] = {}
   # calls in order, innermost first: the first one in toposort has no call below it

@@ -32,6 +32,9 @@ class CallInfo:
   def __repr__(self):
     return f"CallInfo({None if self.grad_fxn is None else id(self.grad_fxn)}, {self.name!r}, {self.precompile}, {self.precompile_backward})"
 
+# whether UOp.call ever built a FUNCTION/CALL: until then no graph holds one, and the scheduler skips looking for them
+calls_built = False
+
 # bodies that compute no values of their own (a kernel): CALL; anything else is a FUNCTION of a TUPLE of values
 OPAQUE_CALL_BODIES = frozenset({Ops.SINK, Ops.PROGRAM, Ops.LINEAR, Ops.COPY, Ops.CUSTOM_FUNCTION})
 
@@ -121,6 +124,8 @@ class _UOpCalls:
   def call(self:UOp, *srcs:UOp, ret_dtype:DType|None=None, grad_fxn:Callable|None=None, name:str|None=None, precompile:bool=False,
            precompile_backward:bool=False, aux:Any=None) -> UOp:
     """self (a body over PARAMs) applied to srcs: a CALL of an opaque body (a kernel's SINK), else a FUNCTION of TUPLE(self)."""
+    global calls_built
+    calls_built = True
     if ret_dtype is not None: return UOp(Ops.CALL, ret_dtype, (self,) + srcs)
     if leaking := [r for r in open_ranges_of(self) if r.arg[-1] is not AxisType.DEVICE]:
       raise RuntimeError(f"RANGE {', '.join(f'(axis {r.arg[0]}, size {r.src[0].arg if r.src[0].op is Ops.CONST else r.src[0]})' for r in leaking)} "
