@@ -9,8 +9,10 @@ lists/tuples/dicts/objects) become PARAM slot 0, 1, ... and the result is GETTUP
 tensor (tinygrad/uop/call.py). The body depends only on the inputs' shapes, dtypes and devices, so a second call on other tensors of the
 same kind builds the very same body (UOps are interned): its schedule and kernels are reused, nothing is scheduled or compiled again.
 
-- Buffers the function reads without taking them as arguments (a tensor captured from the enclosing scope) are implicit inputs: a
-  RuntimeError naming them unless allow_implicit=True, which makes them extra arguments after the explicit ones.
+- Buffers the function reads without taking them as arguments (a tensor captured from the enclosing scope, or data it makes, as
+  Tensor([1, 2])) are implicit inputs: a RuntimeError naming them unless allow_implicit=True, which makes them extra arguments after
+  the explicit ones. A buffer it makes without data (Tensor.empty, zeros/ones/full) is its own: a new one each call. Random numbers
+  (Tensor.rand, ...) draw on the host counter, a device use: pass them in as arguments.
 - Gradients flow through a call (tinygrad/gradient.py): the gradient of the body with respect to its PARAMs, as a backward call over
   (inputs, output gradients), or grad_fxn(*output gradients, call) returning one gradient (or None) per input when given.
 - The scheduler inlines a body into the caller's graph (it fuses like any other graph). With precompile=True the body is scheduled as
@@ -23,11 +25,12 @@ import functools
 import time
 from typing import Callable, Generic, TypeVar, cast, overload
 from tinygrad.helpers import Context, DEBUG, getenv, prod
-from tinygrad.uop.ops import UOp
+from tinygrad.uop.ops import UOp, Ops
 from tinygrad.uop.call import graph_device, is_const_graph
 from tinygrad.tensor import Tensor
 from tinygrad.tensor.calls import data_inputs
-from tinygrad.schedule.buffers import realized_view
+from tinygrad.schedule.buffers import realized_view, next_buffer_id
+from tinygrad.tensor.creation import unallocated
 from tinygrad.nn.state import get_state_dict
 
 __all__ = ["function"]
@@ -50,6 +53,7 @@ class _function(Generic[ReturnType]):
     # the inputs, each once (the first occurrence gives the slot); a constant of Python values (Tensor(2.0)) stays in the body
     inputs: list[UOp] = list(dict.fromkeys(t.uop for t in tensors if not is_const_graph(t.uop)))
     # trace: the function only builds a graph; using a device (realizing) inside it is an error, as in 0.14
+    first_new = next_buffer_id()
     with Context(ALLOW_DEVICE_USAGE=getenv("DEVICE_IN_FUNCTION_BUG", 0)):
       _function.depth += 1
       try: ret = self.fxn(*args, **kwargs)
@@ -58,8 +62,9 @@ class _function(Generic[ReturnType]):
     elif isinstance(ret, tuple) and ret and all(isinstance(x, Tensor) for x in ret): outs = ret
     else: raise RuntimeError(f"function return type {type(ret)} not supported")
     body = UOp.maketuple(*[t.uop for t in outs]).substitute({x: x.param_like(i) for i, x in enumerate(inputs)})
-    # what is left that holds data was read from outside: the implicit inputs, arguments after the explicit ones
-    implicit = [u for u in data_inputs(body) if u not in inputs]
+    # what is left that holds data was read from outside: the implicit inputs, arguments after the explicit ones. A buffer the trace
+    # made and never filled (Tensor.empty, and full/zeros/ones, which assign into one) is the body's own scratch, not an input
+    implicit = [u for u in data_inputs(body) if u not in inputs and not (u.op is Ops.BUFFER and u.arg.slot > first_new and u in unallocated)]
     if implicit and not self.allow_implicit:
       desc = "\n  ".join(f"{i}: dtype={u.dtype}, size={prod(u.shape)}, device={graph_device(realized_view(u) or u)}" for i, u in enumerate(implicit))
       raise RuntimeError(f"function {name} has {len(implicit)} implicit buffer(s), but allow_implicit=False\n  {desc}")

@@ -340,3 +340,15 @@ def test_custom_kernel_in_place_write():
   with pytest.raises(RuntimeError, match=r"kernel inc writes a buffer \(shape \(5,\), dtypes.float\) that the graph also reads as it was before"):
     Tensor.realize(r, z + 1)
   np.testing.assert_allclose(r.numpy(), a + 1, rtol=1e-6)
+
+def test_function_makes_its_own_buffers():
+  @function
+  def f(x): return x + Tensor.ones(4) * Tensor.full((4,), 3.0)
+  a, b = f32(4), f32(4, seed=1)
+  r1, r2 = f(Tensor(a)), f(Tensor(b))
+  np.testing.assert_allclose(r1.numpy(), a + 3, rtol=1e-6)
+  np.testing.assert_allclose(r2.numpy(), b + 3, rtol=1e-6)
+  @function
+  def g(x): return x + Tensor([1.0, 2.0, 3.0, 4.0])   # data made inside: a device use while tracing
+  with pytest.raises(RuntimeError, match="usage of device"):
+    g(Tensor(a))
