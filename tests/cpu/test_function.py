@@ -352,3 +352,22 @@ def test_function_makes_its_own_buffers():
   def g(x): return x + Tensor([1.0, 2.0, 3.0, 4.0])   # data made inside: a device use while tracing (an implicit input on PYTHON)
   with pytest.raises(RuntimeError, match="usage of device|implicit buffer"):
     g(Tensor(a))
+
+def gemm_kernel(C:UOp, A:UOp, B:UOp) -> UOp:
+  i, j, k = UOp.range(C.shape[0], 0), UOp.range(C.shape[1], 1), UOp.range(A.shape[1], 2, AxisType.REDUCE)
+  C = C[i, j].set(0.0)
+  C = C[i, j].set(C.after(k)[i, j] + A[i, k] * B[k, j], end=k)
+  return C.end(i, j).sink(arg=KernelInfo("gemm"))   # one END closing both output loops, as 0.14 writes it
+
+def test_custom_kernel_gemm_with_grad_fxn():
+  def grad(g:UOp, call:UOp):
+    _, a, b = call.src[1:]
+    return (None, (Tensor(g) @ Tensor(b).T).uop, (Tensor(a).T @ Tensor(g)).uop)
+  an, bn = f32(4, 8), f32(8, 5, seed=1)
+  a, b = Tensor(an, requires_grad=True), Tensor(bn, requires_grad=True)
+  c = Tensor.custom_kernel(Tensor.empty(4, 5), a, b, fxn=gemm_kernel, grad_fxn=grad)[0]
+  (c * c).sum().backward()
+  ref = an @ bn
+  np.testing.assert_allclose(c.numpy(), ref, rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(a.grad.numpy(), 2 * ref @ bn.T, rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(b.grad.numpy(), an.T @ (2 * ref), rtol=1e-4, atol=1e-4)

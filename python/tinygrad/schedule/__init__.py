@@ -23,8 +23,9 @@ A COPY (Tensor.to) is not a kernel: its ScheduleItem has the AST COPY(arg=Kernel
 realized (on its own device) into a buffer first.
 
 Calls (tinygrad/function.py, Tensor.custom_kernel/callify) are resolved first (tinygrad/schedule/call.py): function bodies are inlined,
-precompiled ones and hand-written kernels are items of their own before the rest. How the graph is cut into kernels and lowered (graph
-rewrites, no recursion): tinygrad/schedule/rangeify.py. Buffers and which
+precompiled ones and hand-written kernels are items of their own before the rest.
+
+How the graph is cut into kernels and lowered (graph rewrites, no recursion): tinygrad/schedule/rangeify.py. Buffers and which
 nodes are realized: tinygrad/schedule/buffers.py.
 """
 from __future__ import annotations

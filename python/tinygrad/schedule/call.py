@@ -106,13 +106,22 @@ def _sink_effects(s:UOp) -> UOp|None:
   if not any(x.op is Ops.AFTER for x in s.src): return None
   return s.replace(src=tuple(e for x in s.src for e in (x.src[1:] if x.op is Ops.AFTER else (x,)) if e.op is not Ops.RANGE))
 
+def _end_each(e:UOp) -> UOp|None:
+  # END(x, i, j) closes the loops i and j, opened in that order: j inside i, END(END(x, j), i) (the codegen's END closes one loop)
+  if len(e.src) <= 2: return None
+  body = e.src[0]
+  for r in reversed(e.src[1:]): body = UOp(Ops.END, dtypes.void, (body, r))
+  return body
+
 def _end_effects(e:UOp, a:UOp) -> UOp:
   # buf.after(stores).end(i): the loop closes around the stores the buffer is ordered after
   effects = tuple(x for x in a.src[1:] if x.op is not Ops.RANGE)
-  return e.replace(src=(effects[0] if len(effects) == 1 else UOp(Ops.GROUP, dtypes.void, effects),) + e.src[1:])
+  new = e.replace(src=(effects[0] if len(effects) == 1 else UOp(Ops.GROUP, dtypes.void, effects),) + e.src[1:])
+  return new if (split := _end_each(new)) is None else split
 
 pm_hand_written = PatternMatcher([
   (UPat(Ops.SINK, name="s"), _sink_effects),
+  (UPat(Ops.END, src=(UPat((Ops.STORE, Ops.GROUP, Ops.END)),), allow_any_len=True, name="e"), _end_each),
   (UPat(Ops.END, src=(UPat(Ops.AFTER, name="a"),), allow_any_len=True, name="e"), _end_effects),
   (UPat(Ops.INDEX, name="ix"), _flat_index),
   (UPat(tuple(GroupOp.ALU) + (Ops.CAST, Ops.BITCAST, Ops.STORE, Ops.INDEX, Ops.STACK), name="u"), _load_values),

@@ -78,7 +78,7 @@ class _UOpCalls:
 
   # ** writing a kernel by hand **
   def end(self:UOp, *ranges:UOp) -> UOp:
-    """Closes the loops of `ranges` (innermost first) around self (a STORE, a GROUP of them, or an END)."""
+    """Closes the loops of `ranges` (listed as they were opened, outermost first) around self (a STORE, a GROUP of them, or an END)."""
     return UOp(Ops.END, dtypes.void, (self,) + ranges) if ranges else self
   def set(self:UOp, val:UOp|PyConst, end:UOp|tuple[UOp, ...]|list[UOp]=()) -> UOp:
     """self (an INDEX of a buffer) := val, closing the loops `end`; the buffer as it is after the store."""
