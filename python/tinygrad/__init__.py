@@ -1,4 +1,4 @@
-# The public surface of tinygrad (as 0.14's `from tinygrad import ...`). TinyJit arrives with the JIT.
+# The public surface of tinygrad (as 0.14's `from tinygrad import ...`). TinyJit and function arrive with the JIT.
 from tinygrad.dtype import dtypes, DType  # noqa: F401
 from tinygrad.helpers import getenv, Context, GlobalCounters, fetch  # noqa: F401
 from tinygrad.uop.ops import UOp  # noqa: F401
