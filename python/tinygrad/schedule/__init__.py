@@ -207,7 +207,7 @@ class _CachedSchedule:
   items: list[tuple[UOp, list[tuple[bool, int]], list[UOp]]]   # (ast, buffer roles: (created?, index), normalized outputs)
   created: list[tuple[str, int, DType]]                         # (device, size, dtype) of each buffer the schedule makes
   ret: list[tuple[bool, int]]                                   # the role of each target's buffer
-  writes: list[tuple[UOp, tuple[bool, int]]]                    # each AFTER and call output (normalized), the role of its buffer
+  writes: list[tuple[UOp, tuple[bool, int]]]                    # each AFTER (normalized) and the role of the buffer it writes
 
 def _normalize_into(root:UOp, norm:dict[UOp, UOp], inputs:list[UOp]) -> UOp:
   # module level, not a closure: a recursive closure is a reference cycle that would keep `norm` (and the graph) alive until a GC pass.
@@ -266,7 +266,7 @@ def _create_schedule_cached(targets:list[UOp], devices:list[str]) -> tuple[list[
     return (True, created.setdefault(b, len(created)))
   roles = [[role(b) for b in si.buf_uops] for si in items]
   ret_roles = [role(ret[t]) for t in targets]
-  writes = [(norm[u], role(b)) for u, b in ret.items() if u.op in (Ops.AFTER, Ops.GETTUPLE) and u in norm]
+  writes = [(norm[u], role(b)) for u, b in ret.items() if u.op is Ops.AFTER and u in norm]
   if all(r is not None for rs in roles + [ret_roles, [r for _, r in writes]] for r in rs):
     _schedule_cache[key] = _CachedSchedule([(si.ast, rs, [norm[o] for o in si.outputs if o in norm]) for si, rs in zip(items, roles)],  # type: ignore[misc]
                                            [(buffer_of(b).device, buffer_of(b).size, buffer_of(b).dtype) for b in created], ret_roles,  # type: ignore[arg-type]

@@ -208,7 +208,8 @@ def schedule_calls(targets:list[UOp], devices:list[str], schedule:Schedule) -> t
       sub, sret = schedule(outs, [device] * len(outs))
       items.extend(sub)
       results = {c.gettuple(i): sret[o] for i, o in enumerate(outs)}
-    # every result (not only those the targets use: they are realized now, as the tensors holding them are bound to these buffers)
+    # every result: a hand-written kernel's arguments after it ran are realized now (as an assign is: running it again would write
+    # again); a precompiled function's outputs are values of its arguments, which a later write may change, so only targets are bound
     ret.update(results)
     done.update({u: buffer_view(b, u.shape) for u, b in results.items()})
     sink = inline_functions(substitute_outside_calls(sink, done))

@@ -34,8 +34,8 @@ class CallMixin:
     args = (self,) + check_tensors("custom_kernel", lst)
     return [_on(u, t.device) for u, t in zip(UOp.custom_kernel(*[t.uop for t in args], fxn=fxn, grad_fxn=grad_fxn), args)]
   def callify(self, *lst:Tensor) -> Tensor:
-    """Makes the pending computation of these tensors one call (scheduled as a unit of its own, once, whichever of them is realized
-    first): each tensor becomes an output of it. Nothing runs. Returns self."""
+    """Makes the pending computation of these tensors one call, scheduled as a unit of its own (precompiled: tinygrad/schedule/call.py):
+    each tensor becomes an output of it. Nothing runs. Returns self."""
     tensors = (self,) + check_tensors("callify", lst)
     body = UOp.maketuple(*[t.uop for t in tensors])
     # the buffers the graph reads are the call's arguments (a realized tensor's data is read, never copied into the body)

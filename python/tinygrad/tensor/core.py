@@ -287,9 +287,8 @@ def _bind_buffers(tensors:tuple[Tensor, ...], bufs:dict[UOp, UOp]) -> None:
       mark_realized(t.uop, view)
       t.uop = view
   for u, b in bufs.items():
-    # an assign's storage (flat), a hand-written kernel's argument after it ran or a precompiled call's output (tinygrad/schedule/call.py),
-    # seen with its shape
-    if u.op in (Ops.AFTER, Ops.GETTUPLE): mark_realized(u, buffer_view(b, u.shape))
+    # an assign's storage (flat), or a hand-written kernel's argument after it ran (tinygrad/schedule/call.py), seen with its shape
+    if u.op is Ops.AFTER: mark_realized(u, buffer_view(b, u.shape))
 
 
 def _nonempty(data) -> bool:
