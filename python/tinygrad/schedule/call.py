@@ -99,7 +99,7 @@ def _load_values(u:UOp) -> UOp|None:
   # an INDEX read as a value is a load of it; a STORE's address and an INDEX's buffer are not values
   start = 1 if u.op in (Ops.STORE, Ops.INDEX) else 0
   srcs = tuple(UOp(Ops.LOAD, s.dtype, (s,)) if i >= start and s.op is Ops.INDEX else s for i, s in enumerate(u.src))
-  return u.replace(src=srcs) if srcs != u.src else None
+  return u.replace(src=srcs) if any(a is not b for a, b in zip(srcs, u.src)) else None   # (== on UOps builds a comparison)
 
 def _sink_effects(s:UOp) -> UOp|None:
   # SINK(buf.after(END(...))), as 0.14's kernels end: the kernel is the stores and loops the buffer is ordered after
