@@ -66,7 +66,8 @@ class _function(Generic[ReturnType]):
     # made and never filled (Tensor.empty, and full/zeros/ones, which assign into one) is the body's own scratch, not an input
     implicit = [u for u in data_inputs(body) if u not in inputs and not (u.op is Ops.BUFFER and u.arg.slot > first_new and u in unallocated)]
     if implicit and not self.allow_implicit:
-      desc = "\n  ".join(f"{i}: dtype={u.dtype}, size={prod(u.shape)}, device={graph_device(realized_view(u) or u)}" for i, u in enumerate(implicit))
+      desc = "\n  ".join(f"{i}: dtype={u.dtype}, size={prod(u.shape)}, device={graph_device(v if (v := realized_view(u)) is not None else u)}"
+                          for i, u in enumerate(implicit))
       raise RuntimeError(f"function {name} has {len(implicit)} implicit buffer(s), but allow_implicit=False\n  {desc}")
     body = body.substitute({x: x.param_like(len(inputs) + i) for i, x in enumerate(implicit)})
     fret = body.call(*inputs, *implicit, grad_fxn=self.grad_fxn, name=name, precompile=self.precompile,

@@ -376,3 +376,16 @@ def test_custom_kernel_gemm_with_grad_fxn():
   np.testing.assert_allclose(c.numpy(), ref, rtol=1e-5, atol=1e-5)
   np.testing.assert_allclose(a.grad.numpy(), 2 * ref @ bn.T, rtol=1e-4, atol=1e-4)
   np.testing.assert_allclose(b.grad.numpy(), an.T @ (2 * ref), rtol=1e-4, atol=1e-4)
+
+def test_function_implicit_realized_graph():
+  # a captured tensor whose graph was realized (its node is marked, not a BUFFER) is an implicit input too
+  w0 = Tensor(f32(4))
+  w = w0 * 3
+  keep = w.uop
+  w.realize()
+  @function
+  def g(x): return x + Tensor(keep, device=w.device)
+  with pytest.raises(RuntimeError, match=r"has 1 implicit buffer\(s\).*\n  0: dtype=dtypes.float, size=4, device=CPU"):
+    g(Tensor(f32(4, seed=1)))
+  g2 = function(g.fxn, allow_implicit=True)
+  np.testing.assert_allclose(g2(Tensor(f32(4, seed=1))).numpy(), f32(4, seed=1) + f32(4) * 3, rtol=1e-6)

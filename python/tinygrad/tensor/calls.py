@@ -12,10 +12,15 @@ else: Tensor = None  # the class, bound by tinygrad/tensor/core.py once it exist
 def _on(u:UOp, device:str) -> Tensor: return Tensor(u, device=device)
 
 def data_inputs(root:UOp) -> list[UOp]:
-  """The nodes of root's graph that hold data (device BUFFERs, and nodes realized into one, whose graph below is not looked at), in
-  toposort order."""
-  def holds_data(u:UOp) -> bool: return has_buffer(u) or realized_view(u) is not None
-  return [u for u in root.toposort(gate=lambda u: realized_view(u) is None) if holds_data(u)]
+  """The nodes of root's graph that hold data: device BUFFERs, and nodes realized into one (whose graph below is not looked at)."""
+  if realized_view(root) is not None: return [root]
+  ret: dict[UOp, None] = {}
+  # the walk leaves realized nodes out: they are found as the sources of the nodes it keeps
+  for u in root.toposort(gate=lambda u: realized_view(u) is None):
+    for s in u.src:
+      if realized_view(s) is not None: ret[s] = None
+    if has_buffer(u): ret[u] = None
+  return list(ret)
 
 class CallMixin:
   def as_param(self, slot:int) -> Tensor:
