@@ -1,4 +1,4 @@
-# The public surface of tinygrad (as 0.14's `from tinygrad import ...`). function arrives with issue 13's function.
+# The public surface of tinygrad (as 0.14's `from tinygrad import ...`).
 from tinygrad.dtype import dtypes, DType  # noqa: F401
 from tinygrad.helpers import getenv, Context, GlobalCounters, fetch  # noqa: F401
 from tinygrad.uop.ops import UOp  # noqa: F401
@@ -6,3 +6,4 @@ Variable = UOp.variable
 from tinygrad.device import Device  # noqa: F401,E402
 from tinygrad.tensor import Tensor  # noqa: F401,E402
 from tinygrad.engine.jit import TinyJit  # noqa: F401,E402
+from tinygrad.function import function  # noqa: F401,E402

@@ -7,12 +7,15 @@ API uses, so they obey the spelling rules of mathtraits.py and fuse with the for
 
 `compute_gradient(root, root_grad, targets)` walks the nodes on a path from root to a target in reverse topological order (every
 consumer of a node before the node) and sums the gradients each node receives. DETACH stops the walk; ints and bools get no gradient
-(a cast from a float to them cuts the path, as in torch).
+(a cast from a float to them cuts the path, as in torch). A call (tinygrad/uop/call.py) collects its outputs' gradients (GETTUPLE) into
+a TUPLE and hands its arguments the gradients of its body, computed by a backward call (_call_gradient), or its grad_fxn's.
 """
 from __future__ import annotations
+import dataclasses
 import math
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher
+from tinygrad.uop.call import body_params, substitute_outside_calls, is_const_graph
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import argsort
 
@@ -85,6 +88,13 @@ def _assign_gradient(ctx:UOp, storage:UOp, st:UOp) -> tuple[None, UOp]:
   for u in reversed(ops): ctx = UOp(u.op, ctx.dtype, (ctx,), u.arg)
   return (None, ctx)
 
+def _noop() -> UOp: return UOp(Ops.NOOP)
+
+def _after_call_gradient(ctx:UOp, d:UOp, k:UOp) -> tuple[UOp, UOp]:
+  # AFTER(args[i], CALL) of a hand-written kernel: the call gets the gradient of its output i (a TUPLE, NOOP for the others)
+  i = k.src.index(d) - 1
+  return (ctx, UOp.maketuple(*(ctx if j == i else _noop() for j in range(len(k.src) - 1))))
+
 pm_gradient = PatternMatcher([
   # elementwise
   (UPat(Ops.ADD), lambda ctx: (ctx, ctx)),
@@ -114,7 +124,48 @@ pm_gradient = PatternMatcher([
   (UPat(Ops.COPY, name="ret"), lambda ctx, ret: (UOp(Ops.COPY, ctx.dtype, (ctx,), (ret.arg[1], ret.arg[0])),)),
   (UPat(Ops.AFTER, src=(UPat.var("storage"), UPat(Ops.STORE, name="st"))), _assign_gradient),
   (UPat(Ops.STORE, src=(UPat(), UPat())), lambda ctx: (None, ctx)),
+  # calls (tinygrad/uop/call.py; FUNCTION and CALL themselves are _call_gradient's): a TUPLE's gradient is one per output (NOOP: none)
+  (UPat(Ops.TUPLE), lambda ctx: tuple(None if g.op is Ops.NOOP else g for g in ctx.src)),
+  (UPat(Ops.AFTER, src=(UPat.var("d"), UPat(Ops.CALL, name="k"))), _after_call_gradient),
 ])
+
+def _compact_params(body:UOp, args:tuple[UOp, ...]) -> tuple[UOp, tuple[UOp, ...]]:
+  """body over only the PARAMs it uses, renumbered from 0, and the arguments they stand for."""
+  used = body_params(body)
+  renumber = {p: p.replace(arg=dataclasses.replace(p.arg, slot=j)) for j, p in enumerate(used)}
+  return substitute_outside_calls(body, renumber), tuple(args[p.arg.slot] for p in used)
+
+def _call_gradient(ctx:UOp, k:UOp, needed:set[int]) -> tuple[UOp|None, ...]:
+  """The gradients of a FUNCTION/CALL's sources (None for its body) from ctx, the TUPLE of its outputs' gradients: grad_fxn's, or a
+  backward call over (args, output gradients[, forward outputs when precompiled]) computing the body's gradient for the needed args."""
+  body, args = k.src[0], k.src[1:]
+  if k.arg.grad_fxn is not None:
+    real = [g for g in (ctx.src if ctx.op is Ops.TUPLE else (ctx,)) if g.op is not Ops.NOOP]
+    ret = k.arg.grad_fxn(*real, call=k) if len(real) > 1 else k.arg.grad_fxn(real[0], k)
+    if len(ret := tuple(ret)) != len(args):
+      raise RuntimeError(f"grad_fxn of {k.arg.name or k.op} returned {len(ret)} gradients for {len(args)} arguments")
+    return (None,) + ret
+  if body.op is not Ops.TUPLE:
+    raise RuntimeError(f"no gradient for the CALL of a hand-written kernel {getattr(body.arg, 'name', '')}: pass grad_fxn= to compute it")
+  params = {p.arg.slot: p for p in body_params(body)}
+  # a gradient that is a constant stays in the backward body; the others are its arguments after the forward's
+  grad_args = ctx.src
+  root = UOp.maketuple(*(g if g.op is Ops.NOOP or is_const_graph(g) else g.param_like(len(args) + i) for i, g in enumerate(grad_args)))
+  grads = compute_gradient(body, root, set(params.values()))
+  # a precompiled forward's outputs are arguments of the backward call: computed once, not again inside it
+  fwd_subs = {o: o.param_like(len(args) + len(grad_args) + i) for i, o in enumerate(body.src)} if k.arg.precompile else {}
+  fwd_outs = tuple(k.gettuple(i) for i in range(len(body.src))) if k.arg.precompile else ()
+  wanted = [(i, grads[p]) for i in sorted(needed) if (p := params.get(i)) is not None and p in grads]
+  if not wanted: return (None,) * len(k.src)
+  bwd_body = substitute_outside_calls(UOp.maketuple(*(g for _, g in wanted)), fwd_subs)
+  bwd_body, bwd_args = _compact_params(bwd_body, (*args, *grad_args, *fwd_outs))
+  bwd = bwd_body.call(*bwd_args, name=(k.arg.name or "") + "_backward", precompile=k.arg.precompile_backward)
+  at = {i: j for j, (i, _) in enumerate(wanted)}
+  return (None,) + tuple(bwd.gettuple(at[i]) if i in at else None for i in range(len(args)))
+
+def _add_grads(a:UOp, b:UOp) -> UOp:
+  if a.op is not Ops.TUPLE: return a + b
+  return UOp.maketuple(*(y if x.op is Ops.NOOP else x if y.op is Ops.NOOP else x + y for x, y in zip(a.src, b.src)))
 
 def compute_gradient(root:UOp, root_grad:UOp, targets:set[UOp]|frozenset[UOp]) -> dict[UOp, UOp]:
   """The gradient of root (seeded with root_grad, root's shape) with respect to each node on a path from root to a target:
@@ -126,10 +177,16 @@ def compute_gradient(root:UOp, root_grad:UOp, targets:set[UOp]|frozenset[UOp]) -
   grads: dict[UOp, UOp] = {root: root_grad} if on_path[root] else {}
   for u in reversed(topo):
     if (g := grads.get(u)) is None or not any(on_path[s] for s in u.src): continue
-    if (lgrads := pm_gradient.rewrite(u, ctx=g)) is None: raise RuntimeError(f"no gradient rule for {u.op} (shape {u.shape}, {u.dtype})")
+    if u.op is Ops.GETTUPLE:
+      # output u.arg of a call: its gradient goes into the call's TUPLE of output gradients (every GETTUPLE comes before the call)
+      k, n = u.src[0], len(u.src[0].src[0].src)
+      grads[k] = _add_grads(grads.get(k, UOp.maketuple(*[_noop()] * n)), UOp.maketuple(*(g if i == u.arg else _noop() for i in range(n))))
+      continue
+    if u.op in (Ops.FUNCTION, Ops.CALL): lgrads = _call_gradient(g, u, {i for i, a in enumerate(u.src[1:]) if on_path[a]})
+    elif (lgrads := pm_gradient.rewrite(u, ctx=g)) is None: raise RuntimeError(f"no gradient rule for {u.op} (shape {u.shape}, {u.dtype})")
     for s, sg in zip(u.src, lgrads):
       if sg is None or not on_path[s]: continue
       if sg.shape != s.shape or sg.dtype is not (s.dtype if s.op is not Ops.STORE else s.src[1].dtype):   # a STORE's is its value's
         raise RuntimeError(f"the gradient rule of {u.op} gave {sg.shape} {sg.dtype} for a source of {s.shape} {s.dtype}")
-      grads[s] = sg if (prev := grads.get(s)) is None else prev + sg
+      grads[s] = sg if (prev := grads.get(s)) is None else _add_grads(prev, sg)
   return grads

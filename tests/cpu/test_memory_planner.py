@@ -51,9 +51,9 @@ def planned(monkeypatch):
   """The schedules Tensor.realize runs (after planning), in order."""
   seen: list[list] = []
   run = core.run_schedule
-  def record(items):
+  def record(items, var_vals=None):
     seen.append(list(items))
-    return run(items)
+    return run(items, var_vals)
   monkeypatch.setattr(core, "run_schedule", record)
   return seen
 

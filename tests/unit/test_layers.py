@@ -20,7 +20,8 @@ LAYERS = [
   ("runtime", ("tinygrad.runtime",)),
   ("engine", ("tinygrad.engine",)),
   # the JIT captures and replays what Tensor code runs: it sits above the Tensor, as in tinygrad
-  ("frontend", ("tinygrad.engine.jit", "tinygrad.tensor", "tinygrad.nn", "tinygrad.apps", "tinygrad.viz", "tinygrad.llm", "tinygrad.__init__")),
+  ("frontend", ("tinygrad.engine.jit", "tinygrad.tensor", "tinygrad.function", "tinygrad.nn", "tinygrad.apps", "tinygrad.viz", "tinygrad.llm",
+                "tinygrad.__init__")),
 ]
 
 def layer_of(mod:str) -> int:

@@ -253,6 +253,10 @@ def linearize(sink:UOp) -> list[UOp]:
     kind, u = stack.pop()
     if kind == "visit":
       if u in done or u.op is Ops.CONST: continue
+      # a loop opens only where its END is (above): one reached otherwise would render with unbalanced braces
+      if u.op is Ops.RANGE:
+        raise RuntimeError(f"RANGE (axis {u.arg[0]}, {u.arg[-1]}, size {u.src[0].arg if u.src[0].op is Ops.CONST else u.src[0]}) of kernel "
+                           f"{getattr(sink.arg, 'name', sink.arg)} is never closed by an END")
       stack.append(("finish", u))
       if u.op is Ops.END:
         body, r = u.src[0], u.src[1]

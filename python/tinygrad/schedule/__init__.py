@@ -26,6 +26,9 @@ schedule cache's key is the same graph for every value.
 A COPY (Tensor.to) is not a kernel: its ScheduleItem has the AST COPY(arg=KernelInfo("copy ...")) and bufs [dst, src], the source
 realized (on its own device) into a buffer first.
 
+Calls (tinygrad/function.py, Tensor.custom_kernel/callify) are resolved first (tinygrad/schedule/call.py): function bodies are inlined,
+precompiled ones and hand-written kernels are items of their own before the rest.
+
 How the graph is cut into kernels and lowered (graph rewrites, no recursion): tinygrad/schedule/rangeify.py. Buffers and which
 nodes are realized: tinygrad/schedule/buffers.py.
 """
@@ -38,6 +41,7 @@ from tinygrad.dtype import dtypes, DType, strong_dtype
 from tinygrad.helpers import prod, NOOPT, SPEC, SCACHE
 from tinygrad.device import Buffer
 from tinygrad.schedule.buffers import new_buffer, buffer_of, has_buffer, as_buffer, realized_view, next_buffer_id, storage_buffer, pending_write
+from tinygrad.schedule.call import has_calls, schedule_calls
 from tinygrad.schedule.rangeify import KernelInfo, reduce_identity, plan_buffers, best_kernel, order_items, WriteCycle, max_size
 
 __all__ = ["ScheduleItem", "KernelInfo", "create_schedule", "create_schedule_with_vars", "schedule_to_linear", "reduce_identity", "max_size"]
@@ -120,11 +124,20 @@ def _build_items(roots:dict[UOp, str], bufs:dict[UOp, UOp], buffered:set[UOp], m
     reads[u] = list(ctx.reads)
   return items, reads, bufs
 
-def _create_schedule(targets:list[UOp], devices:list[str]) -> tuple[list[ScheduleItem], dict[UOp, UOp]]:
-  """The kernels that compute `targets` (tensor-graph UOps) on `devices` (one each), in run order, and {target: BUFFER}."""
+def _create_schedule(targets:list[UOp], devices:list[str], calls:bool=True) -> tuple[list[ScheduleItem], dict[UOp, UOp]]:
+  """The kernels that compute `targets` (tensor-graph UOps) on `devices` (one each), in run order, and {target: BUFFER}. calls=False:
+  the graph has no (unrealized) calls left."""
+  if calls and has_calls(targets):   # functions and hand-written kernels (schedule/call.py): their items first, then the graph reading them
+    pre, inner, ret = schedule_calls(targets, devices, create_schedule)
+    sched, inner_ret = _create_schedule(inner, devices, calls=False)
+    ret.update(inner_ret)
+    ret.update({t: inner_ret[n] for t, n in zip(targets, inner) if n in inner_ret})
+    return pre + sched, ret
   if SPEC:  # SPEC hook: the tensor graph (tinygrad/uop/spec.py)
     from tinygrad.uop.spec import type_verify, spec_tensor
-    type_verify(UOp(Ops.SINK, dtypes.void, tuple(targets)), spec_tensor, "tensor graph")
+    # the part of the graph this schedule computes: what was realized before was checked then (and may hold calls, resolved then)
+    todo_graph = UOp(Ops.SINK, dtypes.void, tuple(targets)).toposort(gate=lambda u: realized_view(u) is None)
+    type_verify([u for u in todo_graph if realized_view(u) is None], spec_tensor, "tensor graph")
   ret: dict[UOp, UOp] = {}
   todo: dict[UOp, str] = {}
   first: dict[UOp, UOp] = {}   # target -> its kernel's root

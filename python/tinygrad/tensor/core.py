@@ -15,7 +15,7 @@ from tinygrad.schedule import create_schedule, create_schedule_with_vars, schedu
 from tinygrad.schedule.buffers import new_buffer, buffer_view, buffer_of, as_buffer, mark_realized, pending_write
 from tinygrad.engine.realize import run_schedule, capturing
 from tinygrad.engine.memory import plan_schedule
-from tinygrad.tensor import creation, random, movement, indexing, linalg, elementwise, reduce, functional, pooling, losses, autograd, hashing
+from tinygrad.tensor import creation, random, movement, indexing, linalg, elementwise, reduce, functional, pooling, losses, autograd, hashing, calls
 from tinygrad.tensor.common import canon_device, broadcast_shape, check_tensors
 from tinygrad.mixin.movement import _shape_str
 from tinygrad.tensor.creation import CreationMixin, unallocated
@@ -30,11 +30,12 @@ from tinygrad.tensor.pooling import PoolingMixin
 from tinygrad.tensor.losses import LossMixin
 from tinygrad.tensor.autograd import AutogradMixin, track, live_add, forget
 from tinygrad.tensor.hashing import HashingMixin
+from tinygrad.tensor.calls import CallMixin
 
 __all__ = ["Tensor"]
 
 class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, TensorMovementMixin, IndexingMixin, LinalgMixin,
-             ElementwiseMixin, TensorReduceMixin, FunctionalMixin, PoolingMixin, LossMixin, AutogradMixin, HashingMixin):
+             ElementwiseMixin, TensorReduceMixin, FunctionalMixin, PoolingMixin, LossMixin, AutogradMixin, HashingMixin, CallMixin):
   __slots__ = ("uop", "_device", "requires_grad", "grad", "is_param")   # grad, is_param: autograd.py
 
   def __init__(self, data:Any, device:str|None=None, dtype:DTypeLike|None=None, requires_grad:bool|None=None):
@@ -297,11 +298,13 @@ def _bind_buffers(tensors:tuple[Tensor, ...], bufs:dict[UOp, UOp]) -> None:
       mark_realized(t.uop, view)
       t.uop = view
   for u, b in bufs.items():
-    if u.op is Ops.AFTER: mark_realized(u, b)
+    # an assign's storage (flat), or a hand-written kernel's argument after it ran (tinygrad/schedule/call.py), seen with its shape
+    if u.op is Ops.AFTER: mark_realized(u, buffer_view(b, u.shape))
 
 
 def _nonempty(data) -> bool:
   return len(data) > 0 and (not isinstance(data[0], (list, tuple)) or any(_nonempty(d) for d in data))
 
 # the mixins of the other files build new tensors through the class: bind it there now that it exists
-for _m in (creation, random, movement, indexing, linalg, elementwise, reduce, functional, pooling, losses, autograd, hashing): _m.Tensor = Tensor
+for _m in (creation, random, movement, indexing, linalg, elementwise, reduce, functional, pooling, losses, autograd, hashing, calls):
+  _m.Tensor = Tensor

@@ -23,7 +23,7 @@ from tinygrad.dtype import DType, dtypes, ConstType, PyConst, Invalid, InvalidTy
 from tinygrad.helpers import TRACK_MATCH_STATS, argfix, partition, cdiv, cmod, floordiv, floormod
 
 __all__ = ["UOp", "UPat", "PatternMatcher", "graph_rewrite", "BottomUpGate", "Ops", "GroupOp", "print_uop_graph", "track_rewrites_log",
-           "AxisType", "ParamArg", "Variable", "sint", "resolve", "sym_le",
+           "AxisType", "ParamArg", "CallInfo", "Variable", "sint", "resolve", "sym_le",
            "smax", "smin", "ssimplify", "sym_infer", "srender", "exec_alu", "python_alu"]
 
 class BottomUpGate(Exception):
@@ -824,3 +824,7 @@ UOp.shape = _Shape()
 for _cls, _mixins in ((UOp, (OperatorMixin, MathTrait, MovementMixin, ReduceMixin, UOpMathTrait, _UOpTensorLevel)),
                       (UPat, (OperatorMixin, MathTrait, UPatMathTrait))):
   for _m in _mixins: _attach(_cls, _m)
+
+# calls (FUNCTION/CALL/PARAM/TUPLE) and the sugar for hand-written kernels: tinygrad/uop/call.py
+from tinygrad.uop.call import _UOpCalls, CallInfo  # noqa: E402,F401
+_attach(UOp, _UOpCalls)

@@ -11,8 +11,9 @@ Tensor-level conventions (what Tensor and the UOp mixins build, what the schedul
   AFTER    src: (storage, STORE(view, value))                          Tensor.assign: the storage (a BUFFER or an earlier AFTER,
                                                                         flat) once value is written through view (a movement chain
                                                                         over storage); shape: the storage's. The STORE's: the view's
-Kernel-level UOps (RANGE, PARAM, INDEX, LOAD, a Variable, ...) have shape None, and so does everything computed from one: a shape
-is never a property of index arithmetic. An ill-formed tensor-level node raises a RuntimeError naming its op, its arg and the shapes
+  PARAM    src: (STACK of CONSTs,)                                     an argument of a call body (tinygrad/uop/call.py): that shape
+Kernel-level UOps (RANGE, PARAM(CONST size), INDEX, LOAD, a Variable, ...) have shape None, and so does everything computed from one:
+a shape is never a property of index arithmetic. An ill-formed tensor-level node raises a RuntimeError naming its op, its arg and the shapes
 of its sources when its shape is first asked for.
 
 The rules are a PatternMatcher whose callbacks return the shape (no rule: None). Sources are done first without recursion, so the
@@ -24,6 +25,7 @@ from tinygrad.uop.ops import UOp, UPat, PatternMatcher, _fill_children_first, re
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import prod
 from tinygrad.mixin.movement import same_sizes
+from tinygrad.dtype import AddrSpace
 
 def _sint_ok(i, lo:int) -> bool:
   # a symbolic size (an int expression of Variables, bound or not) counts when every value it can take is >= lo
@@ -94,6 +96,11 @@ def _elementwise(u:UOp):
     raise RuntimeError(f"ill-formed {u.op}: its sources have the shapes {', '.join(map(str, shapes))} (elementwise ops need one shape)")
   return shapes[0]
 
+def _param(u:UOp):
+  if getattr(u.arg, "addrspace", None) is AddrSpace.ALU: return None
+  if (s := u.src[0]).op is Ops.STACK and all(x.op is Ops.CONST and type(x.arg) is int for x in s.src): return tuple(x.arg for x in s.src)
+  return None
+
 _ELEMENTWISE = tuple(GroupOp.ALU | {Ops.CAST, Ops.BITCAST, Ops.CONTIGUOUS, Ops.CONTIGUOUS_BACKWARD, Ops.DETACH, Ops.COPY})
 shape_rules = PatternMatcher([
   (UPat(Ops.CONST), lambda: ()),
@@ -114,6 +121,13 @@ shape_rules = PatternMatcher([
   # of it: there it orders an accumulator)
   (UPat(Ops.STORE, src=(UPat.var("v"), UPat())), lambda v: v.shape),
   (UPat(Ops.AFTER, src=(UPat.var("x"), UPat(Ops.STORE, name="st"))), lambda x, st: x.shape if st.shape is not None else None),
+  # calls (tinygrad/uop/call.py): a call body's PARAM has the shape its src spells (a Variable's, in the ALU addrspace, has none), a
+  # FUNCTION's output that of its body's, and an argument of a CALL is itself once the kernel ran (as is a hand-written kernel's buffer
+  # ordered after its loops or stores)
+  (UPat(Ops.PARAM, name="u"), _param),
+  (UPat(Ops.GETTUPLE, src=(UPat(Ops.FUNCTION, name="f"),), name="u"), lambda u, f: f.src[0].src[u.arg].shape),
+  (UPat(Ops.AFTER, src=(UPat.var("x"),), allow_any_len=True, name="u"),
+   lambda u, x: x.shape if all(s.op is not Ops.STORE for s in u.src[1:]) else None),
 ])
 
 # the ops whose shape is read from their sources: a walk to fill in shapes only descends through these

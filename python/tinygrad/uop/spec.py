@@ -7,7 +7,7 @@ raises a RuntimeError naming the stage and the offending UOp: its position, op, 
   spec_tensor   the tensor graph that tinygrad.tensor builds and the scheduler reads (conventions: tinygrad/uop/shape.py):
                 BUFFER, CONST, movement ops, REDUCE(x, arg=(op, axes)), CONTIGUOUS, COPY, DETACH, CONTIGUOUS_BACKWARD, ALU/CAST/BITCAST,
                 AFTER(storage, STORE(view, value)) (Tensor.assign), with shapes that agree; no SUB/NEG/FDIV/CMPEQ (one spelling per
-                op, see tinygrad/mixin/mathtraits.py).
+                op, see tinygrad/mixin/mathtraits.py). Calls (FUNCTION/CALL) are resolved before (tinygrad/schedule/call.py).
   spec_kernel   a kernel AST from the scheduler: SINK(STORE(INDEX(PARAM, idx), value)...) with LOAD/ALU/CAST/CONST, RANGE and
                 REDUCE(x, *reduce RANGEs, arg=(op,)). No movement ops, no BUFFER: every access is index arithmetic on a PARAM.
                 (A copy between devices is scheduled as the AST COPY(arg=KernelInfo), with no srcs.)
