@@ -6,6 +6,7 @@ from tinygrad.engine import jit as jit_mod, realize
 from tinygrad.engine.jit import JitError, CapturedJit, ExecItem
 from tinygrad.tensor import core as tensor_core
 from conftest import DEVICES
+from test_memory_planner import check_no_live_overlap
 
 pytestmark = pytest.mark.cpu
 
@@ -150,7 +151,7 @@ def test_dropout_training_step_matches_unjitted():
     return [g(_buf(np.full((2, 6), i))).numpy() for i in range(5)]
   for a, b in zip(run(False), run(True)): np.testing.assert_array_equal(a, b)
 
-def _mlp_losses(jit:bool, prune:bool=False) -> tuple[list[float], list[np.ndarray]]:
+def _mlp_losses(jit:bool, prune:bool=False, jits:list|None=None) -> tuple[list[float], list[np.ndarray]]:
   Tensor.manual_seed(0)
   l1, l2 = nn.Linear(8, 16), nn.Linear(16, 4)
   opt = nn.optim.AdamW(nn.state.get_parameters([l1, l2]), lr=1e-2)
@@ -162,6 +163,7 @@ def _mlp_losses(jit:bool, prune:bool=False) -> tuple[list[float], list[np.ndarra
       opt.step()
       return loss
   st = TinyJit(step, prune=prune) if jit else step
+  if jits is not None: jits.append(st)
   rng = np.random.default_rng(0)
   losses = []
   for _ in range(6):
@@ -173,6 +175,33 @@ def test_training_step_matches_unjitted():
   (la, wa), (lb, wb) = _mlp_losses(False), _mlp_losses(True)
   np.testing.assert_allclose(la, lb, rtol=1e-6)
   for a, b in zip(wa, wb): np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+
+def test_capture_plans_the_calls_intermediates():
+  # three realizes per call: planned together, the first and third intermediates share memory; replays stay correct
+  def f(x):
+    a = (x * 2).contiguous().realize()
+    b = (a + 1).contiguous().realize()
+    c = (b * 3).contiguous().realize()
+    return c + 1
+  j = TinyJit(f)
+  for i in range(5):
+    x = np.arange(64, dtype=np.float32) + i
+    np.testing.assert_allclose(j(_buf(x)).numpy(), (x * 2 + 1) * 3 + 1)
+  assert j.captured is not None and check_no_live_overlap(j.captured.items) == 3
+
+def test_planned_training_step_never_overlaps_live_buffers():
+  jits: list = []
+  _mlp_losses(True, jits=jits)   # equal to unjitted: test_training_step_matches_unjitted
+  assert jits[0].captured is not None and check_no_live_overlap(jits[0].captured.items) > 0
+  held = Tensor.ones(3).contiguous().realize()   # a tensor made outside: its buffer is never planned
+  def g(x):
+    y = (x + held).contiguous().realize()
+    return (y * 2).contiguous().realize() + 1
+  j = TinyJit(g)
+  for i in range(4): np.testing.assert_allclose(j(_buf(np.full(3, i))).numpy(), (np.full(3, i) + 1) * 2 + 1)
+  assert j.captured is not None
+  check_no_live_overlap(j.captured.items)
+  assert held._buffer() in [b for item in j.captured.items for b in item.bufs]   # read by the kernels, in its own memory
 
 def test_prune_drops_input_independent_kernels():
   w = Tensor.ones(4).contiguous().realize()

@@ -17,6 +17,8 @@ from tinygrad.schedule.buffers import buffer_of, new_buffer, realized_view, has_
 from tinygrad.engine import realize
 from tinygrad.tensor import Tensor
 from tinygrad.tensor.random import _rng_lock
+from tinygrad.tensor.autograd import _tensors as _live_tensors
+from tinygrad.engine.memory import memory_planner
 from tinygrad.dtype import dtypes
 
 __all__ = ["TinyJit", "JitError", "CapturedJit", "ExecItem"]
@@ -245,6 +247,14 @@ class _Capture:
     raise JitError("reading a tensor's data (.numpy(), .item(), .tolist(), .data()) inside a TinyJit function would freeze the value "
                    "read at capture into every replay: return the tensor from the function and read it after the call")
 
+def _held_buffers() -> set[Buffer]:
+  """The base buffers that tensors alive now can read: their storage and every buffer in their pending graphs."""
+  if not (live := [t.uop for r in list(_live_tensors) if (t := r()) is not None]): return set()
+  held: set[Buffer] = set()
+  for u in UOp(Ops.SINK, dtypes.void, tuple(live)).toposort():
+    if (base := _view_chain(u)[0]) is not None: held.add(buffer_of(base).base)
+  return held
+
 def _prune(items:list[ExecItem], varying:set[Buffer], persistent:set[Buffer]) -> list[ExecItem]:
   """The items whose effect can change from call to call: those touching a buffer that varies (an input, a random counter, or a
   buffer a kept item writes) and those writing state that outlives the call (a buffer allocated before the capture: parameters,
@@ -321,7 +331,8 @@ class TinyJit(Generic[ReturnType]):
       cap = _Capture()
       realize.capturing.append(cap)
       try:
-        with Context(BEAM=getenv("JITBEAM", BEAM.value)): ret = self._run(args, kwargs, strict=True)
+        # each realize of the capture keeps its own buffers: the planner places the whole call's intermediates at once afterwards
+        with Context(BEAM=getenv("JITBEAM", BEAM.value), NO_MEMORY_PLANNER=1): ret = self._run(args, kwargs, strict=True)
       finally: realize.capturing.remove(cap)
       self.captured = self._make_captured(cap, names, inputs, var_vals, consts, ret)
     else:
@@ -355,7 +366,12 @@ class TinyJit(Generic[ReturnType]):
           fresh_index[b] = len(fresh)
           fresh.append(b)
         ret_plan[id(t)] = ("fresh", fresh_index[b], chain)
-    if DEBUG >= 1: print(f"TinyJit captured {len(items)} launches with {len(inputs)} inputs")
+    # the call's intermediates share memory where their lifetimes allow; what outlives a replay keeps its own buffer: inputs, fresh
+    # outputs, random counters, state allocated before the capture, and anything a live tensor can still read
+    keep = set(in_bufs) | set(fresh) | persistent | {b for _, _, kb, cb in cap.rng for b in (kb, cb)} | _held_buffers()
+    if plan := memory_planner(items, keep):
+      for item in items: item.bufs = [plan.get(b, b) for b in item.bufs]
+    if DEBUG >= 1: print(f"TinyJit captured {len(items)} launches with {len(inputs)} inputs ({len(plan)} buffers planned)")
     return CapturedJit(items, in_bufs, [i.sig for i in inputs], names, consts, ret, ret_plan, fresh, cap.rng, persistent)
 
   @staticmethod
