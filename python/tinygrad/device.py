@@ -296,8 +296,11 @@ class LRUAllocator(Allocator, Generic[DeviceType]):
     for (sz, options), opaques in self.cache.items():
       for opaque in opaques: super().free(opaque, sz, options)
       opaques.clear()
+  # a freed allocation this large goes back to the runtime: reuse saves little next to filling it, and a cache of them (a test run
+  # touching several 2 GiB buffers) would hold gigabytes nothing uses again
+  max_cached_size = 256 << 20
   def free(self, opaque, size:int, options:BufferSpec|None=None):
-    if LRU and (options is None or not (options.nolru or options.zero or options.external_ptr is not None)):
+    if LRU and size <= self.max_cached_size and (options is None or not (options.nolru or options.zero or options.external_ptr is not None)):
       self.cache[(size, options)].append(opaque)
     else: super().free(opaque, size, options)
 

@@ -51,3 +51,15 @@ def test_allow_device_usage():
   with Context(ALLOW_DEVICE_USAGE=0):
     with pytest.raises(RuntimeError, match="usage of device NULL is disallowed"): Device["NULL"]
     assert Device["PYTHON"]
+
+def test_lru_cache_returns_huge_allocations_to_the_runtime():
+  from tinygrad.device import LRUAllocator
+  freed = []
+  class Fake(LRUAllocator):
+    def _alloc(self, size, options): return bytearray(1)
+    def _free(self, opaque, options): freed.append(opaque)
+  a = Fake(None)
+  small, huge = a.alloc(1024), a.alloc(a.max_cached_size + 1)
+  a.free(small, 1024)
+  a.free(huge, a.max_cached_size + 1)
+  assert freed == [huge] and a.alloc(1024) is small
