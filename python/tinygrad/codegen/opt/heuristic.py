@@ -23,6 +23,7 @@ from tinygrad.renderer import Renderer
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError
 from tinygrad.schedule import KernelInfo
 from tinygrad.codegen.opt.kernel import apply_opt, ranges_of, range_size, rtype, vector_loads, opt_axis, globalize, GPU_GLOBAL_DIMS
+from tinygrad.codegen.opt.kernel import range_key, pack_candidates
 
 THREAD_MIN_WORK = 1 << 16     # elements of work (output elements times reduce trip count) before a kernel is threaded
 THREAD_MAX = 32               # at most this many launches
@@ -150,6 +151,7 @@ def register_tile(ast:UOp, loops:list[UOp]) -> UOp|None:
     red = [r for r in ranges_of(up, AxisType.REDUCE, AxisType.UNROLL) if any(r in ld.src[0].src[1].toposort() for ld in loads)]
     panel = nj * prod(range_size(r) or 1 for r in red) * loads[0].dtype.itemsize
     up, i_out, _ = apply_opt(up, Opt(OptOps.UPCAST, opt_axis(up, OptOps.UPCAST, i), TILE_ROWS))
+    if (packed := _packed_panels(up, j_out, i_out, loads[0])) is not None: return packed
     if panel > TILE_PANEL_BYTES and j_out is not None and (range_size(j_out) or 0) % 2 == 0:
       up, j_out, _ = apply_opt(up, Opt(OptOps.UPCAST, opt_axis(up, OptOps.UPCAST, j_out), 2))
       if j_out is not None and i_out is not None:
@@ -161,6 +163,18 @@ def register_tile(ast:UOp, loops:list[UOp]) -> UOp|None:
   if vj != 8: up = apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, j), 8))[0]
   up, i_out, _ = apply_opt(up, Opt(OptOps.UPCAST, opt_axis(up, OptOps.UPCAST, i), 16))
   return apply_opt(up, Opt(OptOps.UPCAST, opt_axis(up, OptOps.UPCAST, i_out), rows // 16))[0] if rows > 16 and i_out is not None else up
+
+def _packed_panels(up:UOp, j_out:UOp|None, i_out:UOp|None, vload:UOp) -> UOp|None:
+  """The matmul tile with its column blocks outside its row blocks (SWAP) and each K x 16 panel of B packed (PACK) once per column
+  block, so every row block reads it as consecutive memory; None where that can't apply (a panel over PACK_MAX_BYTES)."""
+  if j_out is None or i_out is None: return None
+  try:
+    up = apply_opt(up, Opt(OptOps.SWAP, opt_axis(up, OptOps.SWAP, j_out), opt_axis(up, OptOps.SWAP, i_out)))[0]
+    jr = j_out.replace(arg=(*range_key(i_out), rtype(j_out)))   # the column blocks' range, where the row blocks' was
+    cands = pack_candidates(up, jr)
+    which = next(k for k, ld in enumerate(cands) if ld.src[0].src[0] is vload.src[0].src[0])
+    return apply_opt(up, Opt(OptOps.PACK, opt_axis(up, OptOps.PACK, jr), which))[0]
+  except (KernelOptError, StopIteration): return None
 
 def optimize_ast(ast:UOp, ren:Renderer|None=None) -> UOp:
   """The AST shaped for a renderer's declared capabilities: has_local (GPU dims: hand_coded_gpu, then the output loops become launch
