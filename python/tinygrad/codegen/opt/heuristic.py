@@ -23,7 +23,7 @@ from tinygrad.renderer import Renderer
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError
 from tinygrad.schedule import KernelInfo
 from tinygrad.codegen.opt.kernel import apply_opt, ranges_of, range_size, rtype, vector_loads, opt_axis, globalize, GPU_GLOBAL_DIMS
-from tinygrad.codegen.opt.kernel import range_key, pack_candidates
+from tinygrad.codegen.opt.kernel import range_key, pack_candidates, apply_opts
 
 THREAD_MIN_WORK = 1 << 16     # elements of work (output elements times reduce trip count) before a kernel is threaded
 THREAD_MAX = 32               # at most this many launches
@@ -38,8 +38,9 @@ TILE_MIN_WORK = 1 << 29
 TILE_PANEL_BYTES = 8 << 20    # B (reduce x j elements) bigger than this: 32 lanes and the j blocks outside the i blocks
 UNROLL_MAX_LOADS = 32         # a reduce loop is unrolled when its trip count times the loads in its body is at most this
 
-def hand_coded_optimizations(ast:UOp, threads:int, upcast:bool=True) -> UOp:
-  """The heuristics above; `threads`: the most launches a THREAD range may have, `upcast`: whether the target has vector accesses."""
+def hand_coded_optimizations(ast:UOp, threads:int, upcast:bool=True, tile_rows:int=TILE_ROWS) -> UOp:
+  """The heuristics above; `threads`: the most launches a THREAD range may have, `upcast`: whether the target has vector accesses,
+  `tile_rows`: the rows of a matmul's register tile (tile_family tries others)."""
   # threading decides on the work before upcasting hides a factor of it. The scheduler's UNROLL lanes are not counted: THREAD_MIN_WORK
   # was tuned when they were not ranges
   if threads > 1 and (loops := ranges_of(ast, AxisType.LOOP)) and (n_out := range_size(loops[0])) is not None:
@@ -62,7 +63,7 @@ def hand_coded_optimizations(ast:UOp, threads:int, upcast:bool=True) -> UOp:
   if not upcast: return ast
   if len(ast.src) != 1 or ast.src[0].op is not Ops.STORE or len(ast.src[0].src) != 2 or ast.src[0].src[0].op is not Ops.INDEX: return ast
   if not (loops := ranges_of(ast, AxisType.LOOP)) or (n := range_size(inner_loop := loops[-1])) is None or n % UPCAST != 0: return ast
-  if has_reduce and (tiled := register_tile(ast, loops)) is not None: return tiled
+  if has_reduce and (tiled := register_tile(ast, loops, tile_rows)) is not None: return tiled
   up, outer, lane = apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, inner_loop), UPCAST))
   assert lane is not None
   # in a reduce kernel the lanes pay off when they share vector loads in the loop (a matmul's B row); lanes that each read their own
@@ -126,7 +127,7 @@ def _in_loop(ld:UOp) -> bool:
 def _reduce_loads(ast:UOp) -> list[UOp]:
   return [u for red in ast.toposort() if red.op is Ops.REDUCE for u in red.src[0].toposort() if u.op is Ops.LOAD]
 
-def register_tile(ast:UOp, loops:list[UOp]) -> UOp|None:
+def register_tile(ast:UOp, loops:list[UOp], rows:int=TILE_ROWS) -> UOp|None:
   """A big reduce kernel with two or more output loops gets a register tile over the innermost output loop j and the loop i whose
   lanes share what j's lanes load (the innermost LOOP that no j-dependent load in the reduce depends on: a matmul's rows, a conv's
   output channels). Two shapes (measured on AVX-512 with clang's SLP vectorizer, which turns the lanes into vector registers):
@@ -147,10 +148,10 @@ def register_tile(ast:UOp, loops:list[UOp]) -> UOp|None:
   if (vj := next((v for v in TILE_LANES if nj % v == 0), None)) is None: return None
   up, j_out, lane = apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, j), vj))
   if lane is not None and (loads := vector_loads(up, lane, in_reduce_only=True)):
-    if ni % TILE_ROWS != 0: return None
+    if ni % rows != 0: return None
     red = [r for r in ranges_of(up, AxisType.REDUCE, AxisType.UNROLL) if any(r in ld.src[0].src[1].toposort() for ld in loads)]
     panel = nj * prod(range_size(r) or 1 for r in red) * loads[0].dtype.itemsize
-    up, i_out, _ = apply_opt(up, Opt(OptOps.UPCAST, opt_axis(up, OptOps.UPCAST, i), TILE_ROWS))
+    up, i_out, _ = apply_opt(up, Opt(OptOps.UPCAST, opt_axis(up, OptOps.UPCAST, i), rows))
     if (packed := _packed_panels(up, j_out, i_out, loads[0])) is not None: return packed
     if panel > TILE_PANEL_BYTES and j_out is not None and (range_size(j_out) or 0) % 2 == 0:
       up, j_out, _ = apply_opt(up, Opt(OptOps.UPCAST, opt_axis(up, OptOps.UPCAST, j_out), 2))
@@ -176,6 +177,25 @@ def _packed_panels(up:UOp, j_out:UOp|None, i_out:UOp|None, vload:UOp) -> UOp|Non
     return apply_opt(up, Opt(OptOps.PACK, opt_axis(up, OptOps.PACK, jr), which))[0]
   except (KernelOptError, StopIteration): return None
 
+def _threads(ren:Renderer) -> int: return min(ren.global_max[0], THREAD_MAX) if ren.has_threads and ren.global_max else 1
+
+TILE_FAMILY_ROWS = (4, 16)    # the other row counts of a matmul tile a BEAM search starts from
+
+def tile_family(ast:UOp, ren:Renderer) -> list[UOp]:
+  """Where to start a search (codegen/opt/search.py) besides the heuristics' kernel: the heuristics' register tile with other row counts,
+  and each of these without its trailing PACK and SWAP (the search can't extend past a PACK, which is the last opt). [] on a device with
+  GPU dims or for a kernel without a tile."""
+  if ren.has_local or NOOPT: return []
+  kernels = [hand_coded_optimizations(ast, _threads(ren), ren.supports_float4, rows) for rows in (TILE_ROWS, *TILE_FAMILY_ROWS)]
+  kernels = [k for k in kernels if isinstance(k.arg, KernelInfo) and any(o.op is OptOps.PACK for o in k.arg.opts)]
+  ret: list[UOp] = []
+  for k in kernels:
+    opts = k.arg.opts
+    for n in (len(opts), len(opts) - 1, len(opts) - 2):
+      try: ret.append(k if n == len(opts) else apply_opts(ast, opts[:n], ren))
+      except KernelOptError: pass
+  return list(dict.fromkeys(ret))
+
 def optimize_ast(ast:UOp, ren:Renderer|None=None) -> UOp:
   """The AST shaped for a renderer's declared capabilities: has_local (GPU dims: hand_coded_gpu, then the output loops become launch
   dims), has_threads (and global_max[0], the thread count), supports_float4. An AST that has opts applied already (a BEAM result, or
@@ -183,5 +203,5 @@ def optimize_ast(ast:UOp, ren:Renderer|None=None) -> UOp:
   if ast.op is not Ops.SINK or ren is None: return ast
   if not NOOPT and not (isinstance(ast.arg, KernelInfo) and ast.arg.opts):
     if ren.has_local: ast = hand_coded_gpu(ast, ren)
-    else: ast = hand_coded_optimizations(ast, min(ren.global_max[0], THREAD_MAX) if ren.has_threads and ren.global_max else 1, ren.supports_float4)
+    else: ast = hand_coded_optimizations(ast, _threads(ren), ren.supports_float4)
   return globalize(ast) if ren.has_local else ast
