@@ -10,8 +10,9 @@ The heuristics (`hand_coded_optimizations`), in order:
            B vector load serves 4 rows: 16 accumulators, r_64_16_4_16_4 -> r_16_4_16_4_16_4); with a single output loop
            (x.sum(axis=0)) that loop again: 16 consecutive outputs, each reduce step reads a 64-byte line of a row.
   register_tile  instead of upcast/upcast_outer, a big reduce kernel with two output loops (a 1024 matmul, a 64-channel conv) gets a
-           register tile sized for AVX-512: 8 rows x 16 columns of a matmul (and, for a B too big for the caches, 32 columns with the
-           column blocks outside the row blocks), 32 output channels x 8 columns of a conv (see register_tile).
+           register tile sized for AVX-512: 8 rows x 16 columns of a matmul, the column blocks outside the row blocks and each
+           block's K x 16 panel of B packed into contiguous memory (Opt PACK), 32 output channels x 8 columns of a conv (see
+           register_tile).
 
 For a renderer with GPU dims (has_local), `hand_coded_gpu` instead: GROUPTOP for a long reduce with few outputs, else unroll/upcast as
 above in small, then LOCAL splits of the output ranges; optimize_ast picks by the renderer's capabilities.
@@ -132,9 +133,12 @@ def register_tile(ast:UOp, loops:list[UOp], rows:int=TILE_ROWS) -> UOp|None:
   lanes share what j's lanes load (the innermost LOOP that no j-dependent load in the reduce depends on: a matmul's rows, a conv's
   output channels). Two shapes (measured on AVX-512 with clang's SLP vectorizer, which turns the lanes into vector registers):
     matmul  the j-dependent load is a vector load (B's row): j upcast by 16 (one AVX-512 vector, two AVX2 ones), i by 8, so each B
-            vector serves 8 rows and each A scalar 16 columns (128 accumulators). When B is too big to stay in the caches
-            (K*N*itemsize > TILE_PANEL_BYTES) j gets 32 lanes (two vectors) and the j blocks move outside the i blocks: the K x 32
-            panel of B is read from cache by every row block.
+            vector serves 8 rows and each A scalar 16 columns (128 accumulators). Then the j blocks move outside the i blocks (SWAP)
+            and each j block's K x 16 panel of B is packed (PACK: copied once per j block into a contiguous per-thread array): B's
+            rows are N floats apart, so without it every reduce step reads a new page and, for N = 2048, the panel's lines alias in
+            a few cache sets (2048: ~2x the GFLOP per CPU-second, 1024 ~1.1x). Where the panel is too big to pack (PACK_MAX_BYTES)
+            and B too big to stay in the caches (K*N*itemsize > TILE_PANEL_BYTES), j gets 32 lanes (two vectors) and the j blocks
+            move outside the i blocks: the K x 32 panel of B is read from cache by every row block.
     gather  the j-dependent loads are gated (a padded conv's input): each lane loads its own scalar, so j gets 8 lanes and i as many
             as fit (GATHER_ROWS), each gathered input vector serving them all.
   None if the kernel doesn't qualify (then the 4x4 upcast)."""
