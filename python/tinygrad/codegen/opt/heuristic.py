@@ -186,19 +186,17 @@ def _threads(ren:Renderer) -> int: return min(ren.global_max[0], THREAD_MAX) if 
 TILE_FAMILY_ROWS = (4, 16)    # the other row counts of a matmul tile a BEAM search starts from
 
 def tile_family(ast:UOp, ren:Renderer) -> list[UOp]:
-  """Where to start a search (codegen/opt/search.py) besides the heuristics' kernel: the heuristics' register tile with other row counts,
-  and each of these without its trailing PACK and SWAP (the search can't extend past a PACK, which is the last opt). [] on a device with
-  GPU dims or for a kernel without a tile."""
+  """Where to start a search (codegen/opt/search.py) besides the heuristics' kernel: its packed register tile with other row counts, and
+  its tile without the SWAP and PACK (the search can't extend past a PACK, which is the last opt: from there the rounds try the other
+  swaps, packs and thread counts). Few on purpose: each 2048 matmul candidate costs ~0.1 s per timed run on an idle machine, ~1 s on a
+  loaded one. [] on a device with GPU dims or for a kernel without a packed tile."""
   if ren.has_local or NOOPT: return []
   kernels = [hand_coded_optimizations(ast, _threads(ren), ren.supports_float4, rows) for rows in (TILE_ROWS, *TILE_FAMILY_ROWS)]
-  kernels = [k for k in kernels if isinstance(k.arg, KernelInfo) and any(o.op is OptOps.PACK for o in k.arg.opts)]
-  ret: list[UOp] = []
-  for k in kernels:
-    opts = k.arg.opts
-    for n in (len(opts), len(opts) - 1, len(opts) - 2):
-      try: ret.append(k if n == len(opts) else apply_opts(ast, opts[:n], ren))
-      except KernelOptError: pass
-  return list(dict.fromkeys(ret))
+  kernels = [k for k in kernels if isinstance(k.arg, KernelInfo) and k.arg.opts[-2:] and k.arg.opts[-1].op is OptOps.PACK]
+  if not kernels: return []
+  try: plain = [apply_opts(ast, kernels[0].arg.opts[:-2], ren)]
+  except KernelOptError: plain = []
+  return list(dict.fromkeys(kernels + plain))
 
 def optimize_ast(ast:UOp, ren:Renderer|None=None) -> UOp:
   """The AST shaped for a renderer's declared capabilities: has_local (GPU dims: hand_coded_gpu, then the output loops become launch

@@ -1,8 +1,8 @@
 """BEAM search (BEAM=N): a kernel's Opts found by compiling and timing candidates instead of chosen by the heuristics.
 
 Round 0 times the unoptimized kernel and the hand-coded heuristics' choice (so the search never ends worse than the default), and for a
-kernel the heuristics give a register tile, the family of tiles around it (heuristic.py tile_family: other row counts, each also without
-its packing). Each later round extends every kept candidate by every action of `actions` (invalid ones raise KernelOptError and are
+kernel the heuristics give a packed register tile, the family of tiles around it (heuristic.py tile_family: other row counts, and the
+tile unpacked). Each later round extends every kept candidate by every action of `actions` (invalid ones raise KernelOptError and are
 skipped, as are actions adding lanes past the caps and kernels seen before), compiles the new candidates in worker processes
 (PARALLEL= of them, spawned), times each compiled one on the device in this process (on scratch buffers, a few interleaved runs, the
 minimum; one far slower than the best so far is dropped after its first run) and keeps the N fastest. The search stops when a round
