@@ -7,8 +7,9 @@
 
 Each case times one realize() of the tinygrad expression and one run of the numpy code, alternately (tinygrad first, then numpy,
 then tinygrad, ...), synchronized; the ratio is taken per pair (numpy time / tinygrad time) and its median reported, so both sides
-see the same machine load. numpy's BLAS threads spin for a while after a call and would take the cores from the next tinygrad run:
-`--gap` seconds (default 0.05) of sleep separate the two sides.
+see the same machine load. numpy's BLAS threads spin for a while after a call and would take the cores from the next tinygrad run
+(OpenBLAS's worker spins ~0.1 s after a matmul here: measured as process CPU time in 10 ms sleeps after one): `--gap` seconds (default
+0.15, past that spin; it was 0.05, which timed our kernels against a spinning BLAS thread) of sleep separate the two sides.
 
   matmul_N        (N, N) @ (N, N), N = 1024 and 2048; numpy a @ b
   conv2d          batch 8, 64 -> 64 channels, 56x56, 3x3, padding 1; numpy: the padded input's im2col (a copy) and one matmul
@@ -92,7 +93,7 @@ def main(argv=None) -> dict:
   p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   p.add_argument("--repeats", type=int, default=9, help="timed pairs per case (default 9)")
   p.add_argument("--only", default="", help="comma-separated cases (default all: matmul_1024,matmul_2048,conv2d,softmax,sum)")
-  p.add_argument("--gap", type=float, default=0.05, help="seconds of sleep before each timed run (default 0.05)")
+  p.add_argument("--gap", type=float, default=0.15, help="seconds of sleep before each timed run (default 0.15)")
   args = p.parse_args(argv)
   rng = np.random.default_rng(0)
   allc = cases(rng)

@@ -254,3 +254,38 @@ def test_beam_on_other_pythons(tmp_path):
   for exe in ok:
     r = _run_script(exe, tmp_path)
     assert r.returncode == 0 and r.stdout.count("TOP-LEVEL-RUN") == 1 and "RESULT True WORKERS 2" in r.stdout, (exe, r.stdout, r.stderr[-3000:])
+
+def test_actions_extend_a_tile_over_the_lane_caps(monkeypatch):
+  # the heuristics' register tile (8 x 16 lanes, the scheduler's unroll of 4: 512 lanes, over BEAM_UPCAST_MAX) can still be swapped and
+  # packed: the caps stop only actions that add lanes
+  import tinygrad.codegen.opt.heuristic as H
+  monkeypatch.setattr(H, "TILE_MIN_WORK", 1)
+  _, _, ta, tb = _matmul(64)
+  ast, ren = _kernel_ast(ta @ tb), Device["CPU"].renderer
+  tile = apply_opts(ast, optimize_ast(ast, ren).arg.opts[:-2], ren)   # the tile before its SWAP and PACK
+  acts = search.kernel_actions(tile, ren)
+  assert {a.op for a in acts} <= {OptOps.SWAP, OptOps.PACK, OptOps.THREAD} and any(a.op is OptOps.PACK for a in acts)
+  assert all(a.op is not OptOps.UPCAST for a in acts)
+
+def test_search_starts_from_the_tile_family(monkeypatch):
+  import tinygrad.codegen.opt.heuristic as H
+  monkeypatch.setattr(H, "TILE_MIN_WORK", 1)
+  a, b, ta, tb = _matmul(64)
+  ast, ren = _kernel_ast(ta @ tb), Device["CPU"].renderer
+  family = H.tile_family(ast, ren)
+  default = optimize_ast(ast, ren)
+  # the default first, the packed tiles of 4 and 16 rows (of 64), and the default's tile without its SWAP and PACK
+  assert family[0] is default and len(family) == 4 and len({k.arg.opts for k in family}) == 4
+  assert [[o.arg for o in k.arg.opts if o.op is OptOps.UPCAST] for k in family] == [[16, 8], [16, 4], [16, 16], [16, 8]]
+  assert family[-1].arg.opts == default.arg.opts[:-2] and all(k.arg.opts[-1].op is OptOps.PACK for k in family[:-1])
+  measured = []
+  real = search._compile_all
+  def recording(base, cands, ren):
+    measured.extend(cands)
+    return real(base, cands, ren)
+  monkeypatch.setattr(search, "_compile_all", recording)
+  with Context(PARALLEL=0):
+    found = search.beam_search(ast, ren, 2, disable_cache=True)
+  assert all(k.arg.opts in measured for k in family)
+  np.testing.assert_allclose((ta @ tb).numpy(), a @ b, rtol=1e-4, atol=1e-4)
+  assert found.arg.opts == apply_opts(ast, found.arg.opts, ren).arg.opts

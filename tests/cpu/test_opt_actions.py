@@ -70,6 +70,13 @@ CPU_CASES = [
   ("sum0", [Opt(O.UNROLL, 0, 0), Opt(O.UPCAST, 0, 5)]), ("sum1", [Opt(O.UNROLL, 0, 3)]), ("sum2", [Opt(O.PADTO, 1, 4), Opt(O.UNROLL, 0, 4)]),
   ("max", [Opt(O.PADTO, 1, 8)]), ("max", [Opt(O.UPCAST, 0, 2), Opt(O.UNROLL, 0, 0)]), ("long", [Opt(O.UNROLL, 0, 8), Opt(O.THREAD, 0, 2)]),
 ]
+# PACK (devices without GPU dims; in the loop it names, arg picks among the reduce's loads no inner loop moves, by buffer: a matmul's
+# A then B)
+PACK_CASES = [
+  ("matmul", [Opt(O.PACK, 1, 1)]), ("matmul", [Opt(O.PACK, 1, 0)]), ("matmul", [Opt(O.PACK, 0, 0)]),
+  ("matmul", [Opt(O.UPCAST, 1, 4), Opt(O.UPCAST, 0, 2), Opt(O.SWAP, 1, 0), Opt(O.THREAD, 0, 3), Opt(O.PACK, 0, 1)]),
+  ("conv", [Opt(O.UPCAST, 2, 2), Opt(O.PACK, 3, 0)]), ("sum1", [Opt(O.UNROLL, 0, 3), Opt(O.PACK, 1, 0)]), ("long", [Opt(O.PACK, 0, 0)]),
+]
 GPU_CASES = [
   ("matmul", [Opt(O.LOCAL, 0, 3)]), ("matmul", [Opt(O.LOCAL, 1, 4), Opt(O.LOCAL, 0, 2)]), ("matmul", [Opt(O.GROUP, 0, 4)]),
   ("matmul", [Opt(O.GROUPTOP, 0, 2)]), ("matmul", [Opt(O.LOCAL, 1, 4), Opt(O.GROUP, 0, 2), Opt(O.UPCAST, 0, 2)]),
@@ -86,6 +93,13 @@ def test_opts_cpu(name, opts): _run(name, "CPU", opts)
 
 @pytest.mark.parametrize("name,opts", CPU_CASES + GPU_CASES)
 def test_opts_python(gpu, name, opts): _run(name, "PYTHON", opts)
+
+@pytest.mark.parametrize("dev", [pytest.param("CPU", marks=pytest.mark.cpu), "PYTHON"])
+@pytest.mark.parametrize("name,opts", PACK_CASES)
+def test_pack(dev, name, opts):
+  spec = _run(name, dev, opts)
+  # the panel is a per-thread array the loads read (the copy loop fills it)
+  assert any(u.op is Ops.BUFFER and u.arg.name == "pack" for u in spec.uops)
 
 def test_group_uses_local_memory_and_barriers(gpu):
   spec = _run("sum2", "PYTHON", [Opt(O.GROUPTOP, 0, 5), Opt(O.LOCAL, 0, 2)])
@@ -147,6 +161,12 @@ INVALID = [
   ("matmul", [Opt(O.NOLOCALS), Opt(O.NOLOCALS)], r"NOLOCALS was applied already"),
   ("matmul", [Opt(O.TC, 0, (0, 0, 1))], r"has no tensor cores"),
   ("matmul", [Opt(O.TC, 0, 1)], r"TC takes arg="),
+  ("matmul", [Opt(O.PACK, 2, 0)], r"REDUCE range .*PACK copies a panel in each iteration of a LOOP range"),
+  ("matmul", [Opt(O.PACK, 0, 1)], r"arg 1 names none of the 1 loads that can be packed"),
+  ("matmul", [Opt(O.PACK, 1, None)], r"arg None names none of the 2 loads"),
+  ("elementwise", [Opt(O.PACK, 0, 0)], r"arg 0 names none of the 0 loads"),
+  ("matmul", [Opt(O.PACK, 1, 1), Opt(O.UPCAST, 0, 2)], r"the kernel is packed \(PACK\): PACK is the last opt"),
+  ("matmul", [Opt(O.PACK, 1, 1), Opt(O.PACK, 0, 0)], r"PACK is the last opt"),
 ]
 
 @pytest.mark.parametrize("name,opts,match", INVALID)
@@ -161,6 +181,7 @@ GPU_INVALID = [
   ("conv", [Opt(O.LOCAL, 1, 2), Opt(O.LOCAL, 2, 2), Opt(O.LOCAL, 3, 6)], r"the local LOCAL range \(3, 1\) of size 6 is over the device's 4"),
   ("sum2", [Opt(O.GROUP, 0, 10), Opt(O.LOCAL, 0, 6), Opt(O.UPCAST, 0, 4)], r"960 bytes of shared memory, more than the device's 512"),
   ("conv", [Opt(O.GROUP, 1, 3)], r"a grouped reduce can't be inside a loop \(LOOP range"),
+  ("matmul", [Opt(O.PACK, 1, 1)], r"has GPU dims: PACK copies into a thread's own memory"),
 ]
 
 @pytest.mark.parametrize("name,opts,match", GPU_INVALID)

@@ -1,4 +1,4 @@
-"""The CPU heuristic's register tiles (codegen/opt/heuristic.py register_tile) and the loop swap (Opt SWAP) they use:
+"""The CPU heuristic's register tiles (codegen/opt/heuristic.py register_tile) and the loop swap (Opt SWAP) and packing (Opt PACK) they use:
 the shapes they make and their numerics against numpy on every device."""
 import numpy as np
 import pytest
@@ -6,6 +6,7 @@ from conftest import DEVICES
 from tinygrad import Tensor
 from tinygrad.uop.ops import AxisType
 from tinygrad.codegen.opt import heuristic as H
+from tinygrad.codegen.opt import kernel as K
 from tinygrad.codegen.opt import Opt, OptOps
 from tinygrad.codegen.opt.kernel import kernel_name, apply_opts
 from test_typed_ranges import ast_of, run, kinds, rand
@@ -21,14 +22,17 @@ def test_matmul_tile(device, small_tiles):
   a, b = rand(16, 32), rand(32, 32, seed=1)
   ast, bufs = ast_of(Tensor(a, device=device).realize() @ Tensor(b, device=device).realize())
   opt = H.hand_coded_optimizations(ast, threads=1)
-  # 8 rows x 16 columns per loop step: each B vector (16 lanes) serves 8 rows
-  assert kinds(opt) == [(L, 2), (U, 8), (L, 2), (U, 16), (R, 8), (N, 4)] and kernel_name(opt) == opt.arg.name == "r_2_8_2_16_8_4"
-  assert opt.arg.opts == (Opt(OptOps.UPCAST, 1, 16), Opt(OptOps.UPCAST, 0, 8))
+  # 8 rows x 16 columns per loop step: each B vector (16 lanes) serves 8 rows; the column blocks outside the row blocks, each one's
+  # 32 x 16 panel of B packed (the copy's loops: the reduce's 8 x 4, then the 16 columns)
+  assert kinds(opt) == [(L, 2), (U, 8), (L, 2), (U, 16), (R, 8), (N, 4), (R, 8), (R, 4), (R, 16)]
+  assert kernel_name(opt) == opt.arg.name == "r_2_8_2_16_8_4_8_4_16"
+  assert opt.arg.opts == (Opt(OptOps.UPCAST, 1, 16), Opt(OptOps.UPCAST, 0, 8), Opt(OptOps.SWAP, 1, 0), Opt(OptOps.PACK, 0, 0))
   np.testing.assert_allclose(run(opt, bufs, device).reshape(16, 32), a @ b, rtol=1e-5, atol=1e-5)
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_matmul_tile_big_panel(device, small_tiles, monkeypatch):
   monkeypatch.setattr(H, "TILE_PANEL_BYTES", 0)   # B "too big for the caches": 32 columns, the column blocks outside the row blocks
+  monkeypatch.setattr(K, "PACK_MAX_BYTES", 0)     # where its panels are too big to pack
   a, b = rand(24, 64), rand(64, 64, seed=1)
   ast, bufs = ast_of(Tensor(a, device=device).realize() @ Tensor(b, device=device).realize())
   opt = H.hand_coded_optimizations(ast, threads=1)

@@ -11,6 +11,7 @@ from enum import Enum, auto
 class OptOps(Enum):
   TC = auto(); UPCAST = auto(); UNROLL = auto(); LOCAL = auto(); THREAD = auto()  # noqa: E702
   GROUP = auto(); GROUPTOP = auto(); NOLOCALS = auto(); PADTO = auto(); SWAP = auto()  # noqa: E702
+  PACK = auto()   # not in tinygrad 0.14: a load's panel copied into contiguous scratch memory (codegen/opt/kernel.py _pack)
   def __lt__(self, x:OptOps): return self.value < x.value
   def __repr__(self): return str(self)
 

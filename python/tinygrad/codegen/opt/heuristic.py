@@ -10,8 +10,9 @@ The heuristics (`hand_coded_optimizations`), in order:
            B vector load serves 4 rows: 16 accumulators, r_64_16_4_16_4 -> r_16_4_16_4_16_4); with a single output loop
            (x.sum(axis=0)) that loop again: 16 consecutive outputs, each reduce step reads a 64-byte line of a row.
   register_tile  instead of upcast/upcast_outer, a big reduce kernel with two output loops (a 1024 matmul, a 64-channel conv) gets a
-           register tile sized for AVX-512: 8 rows x 16 columns of a matmul (and, for a B too big for the caches, 32 columns with the
-           column blocks outside the row blocks), 32 output channels x 8 columns of a conv (see register_tile).
+           register tile sized for AVX-512: 8 rows x 16 columns of a matmul, the column blocks outside the row blocks and each
+           block's K x 16 panel of B packed into contiguous memory (Opt PACK), 32 output channels x 8 columns of a conv (see
+           register_tile).
 
 For a renderer with GPU dims (has_local), `hand_coded_gpu` instead: GROUPTOP for a long reduce with few outputs, else unroll/upcast as
 above in small, then LOCAL splits of the output ranges; optimize_ast picks by the renderer's capabilities.
@@ -23,6 +24,7 @@ from tinygrad.renderer import Renderer
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError
 from tinygrad.schedule import KernelInfo
 from tinygrad.codegen.opt.kernel import apply_opt, ranges_of, range_size, rtype, vector_loads, opt_axis, globalize, GPU_GLOBAL_DIMS
+from tinygrad.codegen.opt.kernel import range_key, pack_candidates, apply_opts
 
 THREAD_MIN_WORK = 1 << 16     # elements of work (output elements times reduce trip count) before a kernel is threaded
 THREAD_MAX = 32               # at most this many launches
@@ -37,8 +39,9 @@ TILE_MIN_WORK = 1 << 29
 TILE_PANEL_BYTES = 8 << 20    # B (reduce x j elements) bigger than this: 32 lanes and the j blocks outside the i blocks
 UNROLL_MAX_LOADS = 32         # a reduce loop is unrolled when its trip count times the loads in its body is at most this
 
-def hand_coded_optimizations(ast:UOp, threads:int, upcast:bool=True) -> UOp:
-  """The heuristics above; `threads`: the most launches a THREAD range may have, `upcast`: whether the target has vector accesses."""
+def hand_coded_optimizations(ast:UOp, threads:int, upcast:bool=True, tile_rows:int=TILE_ROWS) -> UOp:
+  """The heuristics above; `threads`: the most launches a THREAD range may have, `upcast`: whether the target has vector accesses,
+  `tile_rows`: the rows of a matmul's register tile (tile_family tries others)."""
   # threading decides on the work before upcasting hides a factor of it. The scheduler's UNROLL lanes are not counted: THREAD_MIN_WORK
   # was tuned when they were not ranges
   if threads > 1 and (loops := ranges_of(ast, AxisType.LOOP)) and (n_out := range_size(loops[0])) is not None:
@@ -61,7 +64,7 @@ def hand_coded_optimizations(ast:UOp, threads:int, upcast:bool=True) -> UOp:
   if not upcast: return ast
   if len(ast.src) != 1 or ast.src[0].op is not Ops.STORE or len(ast.src[0].src) != 2 or ast.src[0].src[0].op is not Ops.INDEX: return ast
   if not (loops := ranges_of(ast, AxisType.LOOP)) or (n := range_size(inner_loop := loops[-1])) is None or n % UPCAST != 0: return ast
-  if has_reduce and (tiled := register_tile(ast, loops)) is not None: return tiled
+  if has_reduce and (tiled := register_tile(ast, loops, tile_rows)) is not None: return tiled
   up, outer, lane = apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, inner_loop), UPCAST))
   assert lane is not None
   # in a reduce kernel the lanes pay off when they share vector loads in the loop (a matmul's B row); lanes that each read their own
@@ -125,14 +128,17 @@ def _in_loop(ld:UOp) -> bool:
 def _reduce_loads(ast:UOp) -> list[UOp]:
   return [u for red in ast.toposort() if red.op is Ops.REDUCE for u in red.src[0].toposort() if u.op is Ops.LOAD]
 
-def register_tile(ast:UOp, loops:list[UOp]) -> UOp|None:
+def register_tile(ast:UOp, loops:list[UOp], rows:int=TILE_ROWS) -> UOp|None:
   """A big reduce kernel with two or more output loops gets a register tile over the innermost output loop j and the loop i whose
   lanes share what j's lanes load (the innermost LOOP that no j-dependent load in the reduce depends on: a matmul's rows, a conv's
   output channels). Two shapes (measured on AVX-512 with clang's SLP vectorizer, which turns the lanes into vector registers):
     matmul  the j-dependent load is a vector load (B's row): j upcast by 16 (one AVX-512 vector, two AVX2 ones), i by 8, so each B
-            vector serves 8 rows and each A scalar 16 columns (128 accumulators). When B is too big to stay in the caches
-            (K*N*itemsize > TILE_PANEL_BYTES) j gets 32 lanes (two vectors) and the j blocks move outside the i blocks: the K x 32
-            panel of B is read from cache by every row block.
+            vector serves 8 rows and each A scalar 16 columns (128 accumulators). Then the j blocks move outside the i blocks (SWAP)
+            and each j block's K x 16 panel of B is packed (PACK: copied once per j block into a contiguous per-thread array): B's
+            rows are N floats apart, so without it every reduce step reads a new page and, for N = 2048, the panel's lines alias in
+            a few cache sets (2048: ~2x the GFLOP per CPU-second, 1024 ~1.1x). Where the panel is too big to pack (PACK_MAX_BYTES)
+            and B too big to stay in the caches (K*N*itemsize > TILE_PANEL_BYTES), j gets 32 lanes (two vectors) and the j blocks
+            move outside the i blocks: the K x 32 panel of B is read from cache by every row block.
     gather  the j-dependent loads are gated (a padded conv's input): each lane loads its own scalar, so j gets 8 lanes and i as many
             as fit (GATHER_ROWS), each gathered input vector serving them all.
   None if the kernel doesn't qualify (then the 4x4 upcast)."""
@@ -146,10 +152,11 @@ def register_tile(ast:UOp, loops:list[UOp]) -> UOp|None:
   if (vj := next((v for v in TILE_LANES if nj % v == 0), None)) is None: return None
   up, j_out, lane = apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, j), vj))
   if lane is not None and (loads := vector_loads(up, lane, in_reduce_only=True)):
-    if ni % TILE_ROWS != 0: return None
+    if ni % rows != 0: return None
     red = [r for r in ranges_of(up, AxisType.REDUCE, AxisType.UNROLL) if any(r in ld.src[0].src[1].toposort() for ld in loads)]
     panel = nj * prod(range_size(r) or 1 for r in red) * loads[0].dtype.itemsize
-    up, i_out, _ = apply_opt(up, Opt(OptOps.UPCAST, opt_axis(up, OptOps.UPCAST, i), TILE_ROWS))
+    up, i_out, _ = apply_opt(up, Opt(OptOps.UPCAST, opt_axis(up, OptOps.UPCAST, i), rows))
+    if (packed := _packed_panels(up, j_out, i_out, loads[0])) is not None: return packed
     if panel > TILE_PANEL_BYTES and j_out is not None and (range_size(j_out) or 0) % 2 == 0:
       up, j_out, _ = apply_opt(up, Opt(OptOps.UPCAST, opt_axis(up, OptOps.UPCAST, j_out), 2))
       if j_out is not None and i_out is not None:
@@ -162,6 +169,35 @@ def register_tile(ast:UOp, loops:list[UOp]) -> UOp|None:
   up, i_out, _ = apply_opt(up, Opt(OptOps.UPCAST, opt_axis(up, OptOps.UPCAST, i), 16))
   return apply_opt(up, Opt(OptOps.UPCAST, opt_axis(up, OptOps.UPCAST, i_out), rows // 16))[0] if rows > 16 and i_out is not None else up
 
+def _packed_panels(up:UOp, j_out:UOp|None, i_out:UOp|None, vload:UOp) -> UOp|None:
+  """The matmul tile with its column blocks outside its row blocks (SWAP) and each K x 16 panel of B packed (PACK) once per column
+  block, so every row block reads it as consecutive memory; None where that can't apply (a panel over PACK_MAX_BYTES)."""
+  if j_out is None or i_out is None: return None
+  try:
+    up = apply_opt(up, Opt(OptOps.SWAP, opt_axis(up, OptOps.SWAP, j_out), opt_axis(up, OptOps.SWAP, i_out)))[0]
+    jr = j_out.replace(arg=(*range_key(i_out), rtype(j_out)))   # the column blocks' range, where the row blocks' was
+    cands = pack_candidates(up, jr)
+    which = next(k for k, ld in enumerate(cands) if ld.src[0].src[0] is vload.src[0].src[0])
+    return apply_opt(up, Opt(OptOps.PACK, opt_axis(up, OptOps.PACK, jr), which))[0]
+  except (KernelOptError, StopIteration): return None
+
+def _threads(ren:Renderer) -> int: return min(ren.global_max[0], THREAD_MAX) if ren.has_threads and ren.global_max else 1
+
+TILE_FAMILY_ROWS = (4, 16)    # the other row counts of a matmul tile a BEAM search starts from
+
+def tile_family(ast:UOp, ren:Renderer) -> list[UOp]:
+  """Where to start a search (codegen/opt/search.py) besides the heuristics' kernel: its packed register tile with other row counts, and
+  its tile without the SWAP and PACK (the search can't extend past a PACK, which is the last opt: from there the rounds try the other
+  swaps, packs and thread counts). Few on purpose: each 2048 matmul candidate costs ~0.1 s per timed run on an idle machine, ~1 s on a
+  loaded one. [] on a device with GPU dims or for a kernel without a packed tile."""
+  if ren.has_local or NOOPT: return []
+  kernels = [hand_coded_optimizations(ast, _threads(ren), ren.supports_float4, rows) for rows in (TILE_ROWS, *TILE_FAMILY_ROWS)]
+  kernels = [k for k in kernels if isinstance(k.arg, KernelInfo) and k.arg.opts[-2:] and k.arg.opts[-1].op is OptOps.PACK]
+  if not kernels: return []
+  try: plain = [apply_opts(ast, kernels[0].arg.opts[:-2], ren)]
+  except KernelOptError: plain = []
+  return list(dict.fromkeys(kernels + plain))
+
 def optimize_ast(ast:UOp, ren:Renderer|None=None) -> UOp:
   """The AST shaped for a renderer's declared capabilities: has_local (GPU dims: hand_coded_gpu, then the output loops become launch
   dims), has_threads (and global_max[0], the thread count), supports_float4. An AST that has opts applied already (a BEAM result, or
@@ -169,5 +205,5 @@ def optimize_ast(ast:UOp, ren:Renderer|None=None) -> UOp:
   if ast.op is not Ops.SINK or ren is None: return ast
   if not NOOPT and not (isinstance(ast.arg, KernelInfo) and ast.arg.opts):
     if ren.has_local: ast = hand_coded_gpu(ast, ren)
-    else: ast = hand_coded_optimizations(ast, min(ren.global_max[0], THREAD_MAX) if ren.has_threads and ren.global_max else 1, ren.supports_float4)
+    else: ast = hand_coded_optimizations(ast, _threads(ren), ren.supports_float4)
   return globalize(ast) if ren.has_local else ast

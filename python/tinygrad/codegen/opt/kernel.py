@@ -22,12 +22,16 @@ The ops (the renderer's capabilities decide which its device can run: has_thread
   NOLOCALS no LOCAL/GROUP may follow. PADTO  a range counts to a multiple of arg, the extra positions masked (loads and stores gated,
            a reduce gets its identity). SWAP  two LOOP (or two GLOBAL) ranges exchange positions: the nesting of two loops on CPU,
            which launch dim is which on a GPU. TC  tensor cores: KernelOptError until a renderer declares Renderer.tensor_cores.
+  PACK     (not in tinygrad 0.14; devices without GPU dims) Opt(PACK, axis, arg): in each iteration of LOOP range `axis`, the panel a
+           load reads (arg: which of pack_candidates) is first copied into a contiguous array (a REG BUFFER: the launch's stack), in
+           the order of its address strides, and the reduce reads it from there: a matmul's B columns block, whose rows are a row of B
+           apart in memory (a new page per reduce step, cache sets aliasing), becomes K consecutive short rows. The last opt of a kernel.
 """
 from __future__ import annotations
 from collections import Counter
-from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, AxisType
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, AxisType, ParamArg
 from tinygrad.uop.symbolic import symbolic
-from tinygrad.dtype import dtypes
+from tinygrad.dtype import dtypes, AddrSpace
 from tinygrad.schedule import KernelInfo, reduce_identity
 from tinygrad.helpers import prod, round_up
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError
@@ -128,6 +132,7 @@ def apply_opt(ast:UOp, opt:Opt, ren=None) -> tuple[UOp, UOp|None, UOp|None]:
     if not cond: raise KernelOptError(f"{opt}: {why}")
   opts = ast.arg.opts if isinstance(ast.arg, KernelInfo) else ()
   outer = inner = None
+  need(not any(o.op is OptOps.PACK for o in opts), "the kernel is packed (PACK): PACK is the last opt of a kernel")
   if opt.op is OptOps.TC:
     # the entry point a renderer with matrix units fills (Renderer.tensor_cores); none has them yet
     need(isinstance(opt.arg, tuple) and len(opt.arg) == 3, "TC takes arg=(tc_select, tc_opt, use_tensor_cores)")
@@ -147,6 +152,7 @@ def apply_opt(ast:UOp, opt:Opt, ren=None) -> tuple[UOp, UOp|None, UOp|None]:
     if opt.op in _SPLITS: ret, outer, inner = _split(ast, opt, rng, ren, need, opts)
     elif opt.op is OptOps.PADTO: ret = _padto(ast, opt, rng, need)
     elif opt.op is OptOps.SWAP: ret = _swap(ast, opt, rng, cands, need)
+    elif opt.op is OptOps.PACK: ret = _pack(ast, opt, rng, ren, need)
     else: raise KernelOptError(f"{opt}: unknown op {opt.op}")
   _check_limits(ret, ren, need)
   return ret.replace(arg=KernelInfo(kernel_name(ret), opts + (opt,))), outer, inner
@@ -209,6 +215,59 @@ def _swap(ast:UOp, opt:Opt, rng:UOp, cands:list[UOp], need) -> UOp:
   ret = ast.substitute({rng: a, other: b}, name="swap")
   return ret.substitute({a: a.replace(tag=None), b: b.replace(tag=None)}, name="swap untag")
 
+PACK_MAX_BYTES = 256 << 10   # a packed panel is an array on the stack of the launch's thread
+_PANEL_KINDS = (AxisType.REDUCE, AxisType.UNROLL, AxisType.UPCAST)
+
+def pack_candidates(ast:UOp, rng:UOp) -> list[UOp]:
+  """The loads Opt(PACK) in LOOP range rng can copy, in buffer slot order: ungated loads of a global buffer inside a reduce whose
+  address moves with a reduce range and depends on no output loop nested inside rng, so one iteration of rng reads one panel."""
+  inner = {r for r in ranges_of(ast, AxisType.LOOP) if range_key(r) > range_key(rng)}
+  topo = ast.toposort()
+  ret = []
+  for ld in dict.fromkeys(x for red in topo if red.op is Ops.REDUCE for x in red.src[0].toposort()):
+    if ld.op is not Ops.LOAD or len(ld.src) != 1 or ld.src[0].op is not Ops.INDEX or ld.src[0].src[0].op is not Ops.PARAM: continue
+    rngs = {r for r in ld.src[0].src[1].toposort() if r.op is Ops.RANGE}
+    if rngs & inner or not any(rtype(r) in (AxisType.REDUCE, AxisType.UNROLL) for r in rngs): continue
+    if any(rtype(r) not in (*_PANEL_KINDS, AxisType.LOOP, AxisType.THREAD) for r in rngs): continue
+    ret.append(ld)
+  return sorted(ret, key=lambda ld: ld.src[0].src[0].arg.slot)
+
+def _strides(idx:UOp, rngs:list[UOp]) -> list[int|None]:
+  """How far idx moves when each of rngs steps by one (the others and every other range at 0): None where that isn't a constant."""
+  zero = {r: UOp.const(0, r.dtype) for r in idx.toposort() if r.op is Ops.RANGE}
+  pts = [idx.substitute(zero)] + [idx.substitute({**zero, r: UOp.const(1, r.dtype)}) for r in rngs]
+  vals = [u.arg if u.op is Ops.CONST else None for u in graph_rewrite(UOp(Ops.SINK, dtypes.void, tuple(pts)), symbolic, name="strides").src]
+  return [None if v is None or vals[0] is None else v - vals[0] for v in vals[1:]]
+
+def _pack(ast:UOp, opt:Opt, rng:UOp, ren, need) -> UOp:
+  """In each iteration of LOOP range rng: a loop nest over the panel's ranges (fresh REDUCE ranges, the largest address stride
+  outermost) copies the load's elements into a BUFFER(REG) in that order, and the load reads the buffer (after the copy) instead."""
+  need(ren is None or not ren.has_local, f"{ren!r} has GPU dims: PACK copies into a thread's own memory, for CPU threads")
+  need(rtype(rng) is AxisType.LOOP, f"{_rdesc(rng)}: PACK copies a panel in each iteration of a LOOP range")
+  cands = pack_candidates(ast, rng)
+  need(type(opt.arg) is int and 0 <= opt.arg < len(cands), f"arg {opt.arg!r} names none of the {len(cands)} loads that can be packed "
+       f"in the {_rdesc(rng)} (ungated loads in a reduce that no loop nested inside it moves)")
+  ld = cands[opt.arg]  # type: ignore[index]
+  idx = ld.src[0].src[1]
+  panel = [r for r in ranges_of(idx) if rtype(r) in _PANEL_KINDS]
+  need(all(range_size(r) is not None for r in panel), "a panel of symbolic size can't be packed")
+  n = prod(range_size(r) or 1 for r in panel)
+  need(n * ld.dtype.itemsize <= PACK_MAX_BYTES, f"a panel of {n * ld.dtype.itemsize} bytes, more than {PACK_MAX_BYTES}")
+  strides = _strides(idx, panel)
+  order = [r for _, r in sorted(zip(strides, panel), key=lambda x: -abs(x[0]))] if None not in strides else panel  # type: ignore
+  nxt = max(r.arg[0] for r in ranges_of(ast)) + 1
+  copy = {r: UOp(Ops.RANGE, r.dtype, r.src, (nxt + i, AxisType.REDUCE)) for i, r in enumerate(order)}
+  def flat(rs:list[UOp]) -> UOp:
+    ret = UOp.const(0, rs[0].dtype)
+    for r in rs: ret = ret * UOp.const(range_size(r) or 1, r.dtype) + r
+    return ret
+  slot = sum(1 for u in ast.toposort() if u.op is Ops.BUFFER)
+  buf = UOp(Ops.BUFFER, ld.dtype, (UOp.const(n),), ParamArg(slot, ld.dtype, name="pack", addrspace=AddrSpace.REG))
+  src = UOp(Ops.LOAD, ld.dtype, (UOp(Ops.INDEX, ld.dtype, (ld.src[0].src[0], idx.substitute(copy))),))
+  body = UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, ld.dtype, (buf, flat(list(copy.values())))), src))
+  for r in reversed(list(copy.values())): body = UOp(Ops.END, dtypes.void, (body, r))
+  return ast.substitute({ld: UOp(Ops.LOAD, ld.dtype, (UOp(Ops.INDEX, ld.dtype, (buf.after(body), flat(order))),))}, name="pack")
+
 def kept_loops(ast:UOp) -> list[UOp]:
   """The output LOOP ranges that stay loops on a GPU: globalize launches the innermost GPU_GLOBAL_DIMS of them."""
   return (loops := ranges_of(ast, AxisType.LOOP))[:max(len(loops) - GPU_GLOBAL_DIMS, 0)]
@@ -249,9 +308,9 @@ def _check_limits(ast:UOp, ren, need):
   if ren is not None: need(smem <= ren.shared_max, f"{smem} bytes of shared memory, more than the device's {ren.shared_max}")
 
 def open_ranges(x:UOp) -> list[UOp]:
-  """The RANGEs x depends on that no REDUCE inside x (x included) closes."""
+  """The RANGEs x depends on that no REDUCE or END inside x (x included) closes."""
   topo = x.toposort()
-  closed = {r for u in topo if u.op is Ops.REDUCE for r in u.src[1:]}
+  closed = {r for u in topo if u.op is Ops.REDUCE for r in u.src[1:]} | {u.src[1] for u in topo if u.op is Ops.END}
   return [u for u in topo if u.op is Ops.RANGE and u not in closed]
 
 def apply_opts(ast:UOp, opts, ren=None) -> UOp:

@@ -1,11 +1,13 @@
 """BEAM search (BEAM=N): a kernel's Opts found by compiling and timing candidates instead of chosen by the heuristics.
 
-Round 0 times the unoptimized kernel and the hand-coded heuristics' choice (so the search never ends worse than the default). Each later
-round extends every kept candidate by every action of `actions` (invalid ones raise KernelOptError and are skipped, as are kernels with
-too many upcast or local lanes and kernels seen before), compiles the new candidates in worker processes (PARALLEL= of them, spawned),
-times each compiled one on the device in this process (on scratch buffers, a few interleaved runs, the minimum; one far slower than the
-best so far is dropped after its first run) and keeps the N fastest. The search stops when a round brings no improvement. The result (its
-list of Opts) is cached on disk by the kernel's AST, device and N (CACHELEVEL=0: no cache; IGNORE_BEAM_CACHE=1: search again).
+Round 0 times the unoptimized kernel and the hand-coded heuristics' choice (so the search never ends worse than the default), and for a
+kernel the heuristics give a packed register tile, the family of tiles around it (heuristic.py tile_family: other row counts, and the
+tile unpacked). Each later round extends every kept candidate by every action of `actions` (invalid ones raise KernelOptError and are
+skipped, as are actions adding lanes past the caps and kernels seen before), compiles the new candidates in worker processes
+(PARALLEL= of them, spawned), times each compiled one on the device in this process (on scratch buffers, a few interleaved runs, the
+minimum; one far slower than the best so far is dropped after its first run) and keeps the N fastest. The search stops when a round
+brings no improvement. The result (its list of Opts) is cached on disk by the kernel's AST, device and N (CACHELEVEL=0: no cache;
+IGNORE_BEAM_CACHE=1: search again).
 
 Workers get only plain picklable data: the kernel AST, a batch of candidates' lists of Opts, the renderer (which pickles as its class
 and Target), the compiler's class and a snapshot of the ContextVars; they lower and render each candidate, compile the batch in one
@@ -54,6 +56,7 @@ actions += [Opt(OptOps.TC, 0, (-1, 0, getenv("TC", 1)))]
 actions += [Opt(OptOps.TC, axis, (-1, getenv("TC_OPT", 2), getenv("TC", 1))) for axis in range(9)]
 actions += [Opt(OptOps.SWAP, axis0, axis1) for axis0 in range(5) for axis1 in range(axis0 + 1, 5)]
 actions += [Opt(OptOps.THREAD, axis, amt) for amt in [2, 3, 4, 5, 8, 12, 16, 24, 32, 64] for axis in range(3)]
+actions += [Opt(OptOps.PACK, axis, arg) for axis in range(4) for arg in range(2)]   # ours: a panel packed in a loop (CPU)
 if getenv("NOLOCALS"): actions += [Opt(OptOps.NOLOCALS)]
 
 BEAM_DEBUG = ContextVar("BEAM_DEBUG", 0)
@@ -75,11 +78,15 @@ _IN_WORKER = False   # set in worker processes: a worker lowering a kernel never
 def kernel_actions(ast:UOp, ren:Renderer|None=None) -> dict[Opt, UOp]:
   """Every action that applies to ast (one more Opt on top of its own), within the lane limits: {action: the new AST}."""
   ret: dict[Opt, UOp] = {}
+  def lanes(x:UOp, *kinds:AxisType) -> int: return prod(range_size(r) or 1 for r in ranges_of(x, *kinds))
+  # the caps stop actions that add lanes: a kernel over them already (the heuristics' register tile with the scheduler's unroll) may
+  # still be swapped, threaded or packed
+  up, loc = lanes(ast, AxisType.UPCAST, AxisType.UNROLL), lanes(ast, AxisType.LOCAL, AxisType.GROUP_REDUCE)
   for a in actions:
     try: new = apply_opts(ast, [a], ren)
     except KernelOptError: continue
-    if prod(range_size(r) or 1 for r in ranges_of(new, AxisType.UPCAST, AxisType.UNROLL)) > UPCAST_MAX: continue
-    if prod(range_size(r) or 1 for r in ranges_of(new, AxisType.LOCAL, AxisType.GROUP_REDUCE)) > LOCAL_MAX: continue
+    if (n := lanes(new, AxisType.UPCAST, AxisType.UNROLL)) > UPCAST_MAX and n > up: continue
+    if (n := lanes(new, AxisType.LOCAL, AxisType.GROUP_REDUCE)) > LOCAL_MAX and n > loc: continue
     if len(ranges_of(new, AxisType.THREAD)) > 1: continue   # one launch dimension of threads: the codegen would reject it
     ret[a] = new
   return ret
@@ -362,6 +369,7 @@ def beam_search(ast:UOp, ren:Renderer|str, amt:int, disable_cache:bool|None=None
   return ret
 
 def _search(base:UOp, ren:Renderer, amt:int, device:str, heuristic:UOp) -> UOp|None:
+  from tinygrad.codegen.opt.heuristic import tile_family
   st = time.perf_counter()
   if (bufs := _scratch_buffers(base, device)) is None: return None
   dev = Device[device]
@@ -388,6 +396,8 @@ def _search(base:UOp, ren:Renderer, amt:int, device:str, heuristic:UOp) -> UOp|N
   if (timed := measure([heuristic], math.inf)) is None: return None
   default_tm = timed[0][0] if timed else math.inf
   if default_tm < BASE_MAX_SEC and (more := measure([base], default_tm)): timed = sorted(timed + more, key=lambda x: x[0])
+  # and a family of register tiles around the default's (a big matmul: other row counts, unpacked), which the rounds extend
+  if (family := tile_family(base, ren)) and (more := measure(family, default_tm)): timed = sorted(timed + more, key=lambda x: x[0])
   best: tuple[float, UOp]|None = timed[0] if timed else None
   beam, rnd = timed[:amt], 0
   while beam and best is not None:
