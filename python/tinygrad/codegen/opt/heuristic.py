@@ -11,7 +11,10 @@ The heuristics (`hand_coded_optimizations`), in order:
            (x.sum(axis=0)) that loop again: 16 consecutive outputs, each reduce step reads a 64-byte line of a row.
   register_tile  instead of upcast/upcast_outer, a big reduce kernel with two output loops (a 1024 matmul, a 64-channel conv) gets a
            register tile sized for AVX-512: 8 rows x 16 columns of a matmul (and, for a B too big for the caches, 32 columns with the
-           column blocks outside the row blocks), 32 output channels x 8 columns of a conv (see register_tile).
+           column blocks outside the row blocks), 32 output channels x 8 columns of a conv whose gates can't be peeled (see
+           register_tile).
+  peeled_tile  before unrolling: a big padded conv (its input loads gated only by the border, which codegen/split_ranges.py peels
+           off) gets 8 columns x 16 output channels, its 3x3 window kept as loops: the interior piece's input loads are vectors.
 
 For a renderer with GPU dims (has_local), `hand_coded_gpu` instead: GROUPTOP for a long reduce with few outputs, else unroll/upcast as
 above in small, then LOCAL splits of the output ranges; optimize_ast picks by the renderer's capabilities.
@@ -22,6 +25,7 @@ from tinygrad.helpers import NOOPT, prod
 from tinygrad.renderer import Renderer
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError
 from tinygrad.schedule import KernelInfo
+from tinygrad.codegen.split_ranges import peels
 from tinygrad.codegen.opt.kernel import apply_opt, ranges_of, range_size, rtype, vector_loads, opt_axis, globalize, GPU_GLOBAL_DIMS
 
 THREAD_MIN_WORK = 1 << 16     # elements of work (output elements times reduce trip count) before a kernel is threaded
@@ -30,6 +34,7 @@ UPCAST = 4
 TILE_LANES = (16, 8)          # register_tile: lanes of the innermost output loop (16, else 8)
 TILE_ROWS = 8                 # and rows of the loop sharing its loads
 GATHER_ROWS = (32, 16)        # rows of a gathering kernel's tile (a conv's output channels per gathered input vector)
+PEEL_LANES = 128              # peeled_tile: lanes of its tile (j's times i's)
 # multiply-adds (all ranges) before a kernel gets that tile, else the 4x4 upcast. The tile's code is ~8x longer (its lanes are scalars
 # until clang vectorizes them): ~0.1 s more to lower and compile, which 2-3 runs pay back at this size (a 1024 matmul: ~50 ms with the
 # 4x4 upcast, ~13 ms tiled); smaller kernels (every matmul of bench_models' MLP and GPT-2 block) keep their cold compile time
@@ -46,6 +51,7 @@ def hand_coded_optimizations(ast:UOp, threads:int, upcast:bool=True) -> UOp:
     if all(s is not None for s in sizes) and prod(sizes) >= THREAD_MIN_WORK:  # type: ignore[arg-type]
       if (n := next((t for t in range(min(threads, n_out), 1, -1) if n_out % t == 0), 1)) > 1:
         ast = apply_opt(ast, Opt(OptOps.THREAD, opt_axis(ast, OptOps.THREAD, loops[0]), n))[0]
+  if upcast and (tiled := peeled_tile(ast)) is not None: return tiled
   # unroll small reduce loops, innermost first (its lanes are the ones the C compiler can pair up)
   for red in [u for u in ast.toposort() if u.op is Ops.REDUCE]:
     loads = max(1, sum(1 for u in red.src[0].toposort() if u.op is Ops.LOAD))
@@ -161,6 +167,28 @@ def register_tile(ast:UOp, loops:list[UOp]) -> UOp|None:
   if vj != 8: up = apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, j), 8))[0]
   up, i_out, _ = apply_opt(up, Opt(OptOps.UPCAST, opt_axis(up, OptOps.UPCAST, i), 16))
   return apply_opt(up, Opt(OptOps.UPCAST, opt_axis(up, OptOps.UPCAST, i_out), rows // 16))[0] if rows > 16 and i_out is not None else up
+
+def peeled_tile(ast:UOp) -> UOp|None:
+  """A big reduce kernel whose loads along the innermost output loop j are gated only by comparisons codegen/split_ranges.py peels (a
+  padded conv's input): the interior piece reads j's lanes as vectors, as a matmul reads B. j gets 8 lanes (or 16) and the loop i whose
+  lanes share what j's lanes load (a conv's output channels) 16 (or 8): each input vector serves i's rows, each weight scalar j's lanes,
+  128 accumulators. The small reduce loops (a conv's 3x3 window) stay loops: unrolled, every piece of the split would copy the tile once
+  per window position (a 9 times longer kernel to lower and compile, and no faster: measured at 64 channels of 56x56). None if the
+  kernel doesn't qualify."""
+  if len(ast.src) != 1 or ast.src[0].op is not Ops.STORE or ast.src[0].src[0].op is not Ops.INDEX or len(ast.src[0].src) != 2: return None
+  sizes = [range_size(r) for r in ranges_of(ast)]
+  if len(loops := ranges_of(ast, AxisType.LOOP)) < 2 or any(s is None for s in sizes) or prod(sizes) < TILE_MIN_WORK: return None  # type: ignore
+  j = loops[-1]
+  j_loads = [ld for ld in _reduce_loads(ast) if j in ld.src[0].toposort()]
+  if not j_loads or any(len(ld.src) != 3 or not peels(ld.src[2]) for ld in j_loads): return None
+  if not (cands := [r for r in loops[:-1] if all(r not in ld.src[0].toposort() for ld in j_loads)]): return None
+  i, nj = cands[-1], range_size(j) or 0
+  # at least 3 blocks of j's lanes: the first and last blocks hold the border, the interior is the rest
+  if (vj := next((v for v in TILE_LANES if nj % v == 0 and nj // v >= 3), None)) is None: return None
+  if (range_size(i) or 0) % (rows := PEEL_LANES // vj) != 0: return None
+  up, _, lane = apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, j), vj))
+  if lane is None or len(vector_loads(up, lane, in_reduce_only=True, gated=True)) != len(j_loads): return None
+  return apply_opt(up, Opt(OptOps.UPCAST, opt_axis(up, OptOps.UPCAST, i), rows))[0]
 
 def optimize_ast(ast:UOp, ren:Renderer|None=None) -> UOp:
   """The AST shaped for a renderer's declared capabilities: has_local (GPU dims: hand_coded_gpu, then the output loops become launch
