@@ -122,6 +122,14 @@ def _selects(u:UOp, reads:dict[UOp, frozenset[UOp]]) -> bool:
 MAX_FUSED_READS = 4  # buffers an elementwise value may read and still be computed again for every element of an EXPAND ...
 MAX_FUSED_OPS = 32   # ... and ALU ops it may take (gelu takes 59: recomputed inside the matmul it feeds, for every output column) ...
 MIN_RECOMPUTE = 8    # ... of at least this many elements per element
+# ... and whose recomputed ALU ops in all (ops x elements x recomputations) stay below this: a relu's gradient (a compare, a select,
+# ~6 ops) feeding a conv's weight gradient is computed again for every input channel and tap (144 times at 16 channels, 200M ops for
+# a 64x32x8x8 activation): the conv's backward cost 5-10x its forward. A buffer of its own is an elementwise kernel more, or none
+# when the value sits on a reduce that then becomes its kernel (a matmul's gradient). Values of fewer than MIN_RECOMPUTED_SIZE
+# elements (a batchnorm's per-channel statistics) stay recomputed: each would be a kernel of its own
+MAX_RECOMPUTED_OPS = 1 << 24
+MIN_RECOMPUTED_SIZE = 1 << 12
+MANY_RECOMPUTES = 128   # (and only values recomputed this often: attention's probabilities, 64 times in p @ v, stay fused there)
 
 def buffers_read(topo:list[UOp], is_realized) -> tuple[dict[UOp, frozenset[UOp]], dict[UOp, frozenset[UOp]]]:
   """({node: the buffers it reads}, {node: the reduces it owns}), in one pass, children first. Buffers are inputs, realized nodes,
@@ -193,7 +201,9 @@ def plan_buffers(targets:dict[UOp, str], is_realized) -> BufferPlan:
     # feeding a conv reads five: recomputed for every tap and output channel, it cost more than the conv) or takes many ops (gelu
     # feeding a matmul; on top of a reduce, as after a linear layer, it becomes that reduce's kernel: no kernel more)
     elif u not in roots and expanded.get(u, 1) >= MIN_RECOMPUTE and u.op in GroupOp.Elementwise and \
-        (len(reads[u]) > MAX_FUSED_READS or len(ops[u]) > MAX_FUSED_OPS):
+        (len(reads[u]) > MAX_FUSED_READS or len(ops[u]) > MAX_FUSED_OPS or
+         (reads[u] and prod(u.shape) >= MIN_RECOMPUTED_SIZE and expanded.get(u, 1) >= MANY_RECOMPUTES and
+          expanded.get(u, 1) * len(ops[u]) * prod(u.shape) >= MAX_RECOMPUTED_OPS)):
       roots[u] = dev[u]
     # an elementwise value of two or more reduces that nothing else uses, needed under an EXPAND or in another reduce, is one kernel
     # running those reduces (each would have a buffer of its own otherwise): batchnorm's backward adds two sums for the gradient of the
