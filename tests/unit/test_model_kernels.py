@@ -39,3 +39,12 @@ def test_relu_gradient_is_not_recomputed_per_tap():
                                                               for u in it.ast.toposort())]
   assert len(wgrad) == 1
   assert not [u for u in wgrad[0].ast.toposort() if u.op is Ops.CMPLT and dt.is_float(u.src[0].dtype)], "relu's compare in the conv's kernel"
+
+def test_a_reduce_two_kernels_need_runs_once():
+  # a gradient (a reduce) that AdamW's two moment updates both read gets a buffer: fused into both kernels it would run twice
+  from tinygrad.uop.ops import Ops
+  with Context(DEV="NULL"):
+    a, b, m, v = Tensor.empty(64, 32), Tensor.empty(32, 48), Tensor.empty(64, 48).realize(), Tensor.empty(64, 48).realize()
+    g = a @ b
+    items, _ = Tensor.schedule(m.assign(m * 0.9 + g), v.assign(v * 0.99 + g * g))
+  assert sum(1 for it in items if it.ast.op is Ops.SINK and any(u.op is Ops.REDUCE for u in it.ast.toposort())) == 1

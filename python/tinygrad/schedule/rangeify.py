@@ -183,6 +183,7 @@ def plan_buffers(targets:dict[UOp, str], is_realized) -> BufferPlan:
   inline: set[UOp] = set()
   top: dict[UOp, bool] = {}     # reached from its kernel's root only through elementwise/movement ops without an EXPAND
   expanded: dict[UOp, int] = {}  # times a node is computed per element in its kernel (the EXPANDs between it and the root; the most)
+  owners: dict[UOp, frozenset[UOp]] = {}  # the roots (up to 2) whose elementwise paths reach a node: the kernels that compute it
   dev: dict[UOp, str] = {}
   reached = set(roots)
   topo = UOp(Ops.SINK, dtypes.void, tuple(roots)).toposort(gate=lambda n: not is_realized(n))
@@ -196,6 +197,9 @@ def plan_buffers(targets:dict[UOp, str], is_realized) -> BufferPlan:
     if u not in roots and u.op is Ops.REDUCE and not is_top and any(reads[s] for s in u.src) and u not in tops: inline.add(u)
     elif u not in roots and (u.op in (Ops.CONTIGUOUS, Ops.COPY, Ops.AFTER) or
                              (u.op is Ops.REDUCE and not is_top and (any(reads[s] for s in u.src) or not _counts(u)))):
+      roots[u] = dev[u]
+    # a reduce on the elementwise paths of two kernels would run in both (a weight's gradient feeding AdamW's two moment updates)
+    elif u not in roots and u.op is Ops.REDUCE and len(owners.get(u, ())) >= 2 and any(reads[s] for s in u.src):
       roots[u] = dev[u]
     # an elementwise value computed again for every element of a large expand gets a buffer when it reads many buffers (a batchnorm
     # feeding a conv reads five: recomputed for every tap and output channel, it cost more than the conv) or takes many ops (gelu
@@ -215,11 +219,13 @@ def plan_buffers(targets:dict[UOp, str], is_realized) -> BufferPlan:
     if u.op is Ops.COPY:
       if (b := as_buffer(u.src[0])) is None or b.src[0].arg != prod(u.shape): roots.setdefault(u.src[0], u.arg[0])
     child_top = (u in roots or is_top) and u.op not in (Ops.EXPAND, Ops.REDUCE)
+    own = frozenset((u,)) if u in roots else owners.get(u, frozenset())
     child_expanded = (1 if u in roots else expanded.get(u, 1)) * (prod(u.shape) // max(1, prod(u.src[0].shape)) if u.op is Ops.EXPAND else 1)
     child_dev = u.arg[0] if u.op is Ops.COPY else roots.get(u) or dev[u]
     for s in u.src:
       reached.add(s)
       top[s] = top.get(s, True) and child_top
+      if child_top and len(o := owners.get(s, frozenset())) < 2: owners[s] = o | own if len(o | own) <= 2 else frozenset(list(o | own)[:2])
       expanded[s] = max(expanded.get(s, 1), child_expanded)
       dev.setdefault(s, child_dev)
   return BufferPlan(roots, frozenset(inline))
