@@ -1,15 +1,19 @@
 """The CPU heuristic's register tiles (codegen/opt/heuristic.py register_tile) and the loop swap (Opt SWAP) and packing (Opt PACK) they use:
 the shapes they make and their numerics against numpy on every device."""
+import importlib
 import numpy as np
 import pytest
 from conftest import DEVICES
 from tinygrad import Tensor
-from tinygrad.uop.ops import AxisType
+from tinygrad.uop.ops import AxisType, Ops
+from tinygrad.codegen import lower_ast
 from tinygrad.codegen.opt import heuristic as H
 from tinygrad.codegen.opt import kernel as K
 from tinygrad.codegen.opt import Opt, OptOps
 from tinygrad.codegen.opt.kernel import kernel_name, apply_opts
 from test_typed_ranges import ast_of, run, kinds, rand
+
+S = importlib.import_module("tinygrad.codegen.split_ranges")   # the module (the package's `split_ranges` is its pass function)
 
 L, R, T, U, N = AxisType.LOOP, AxisType.REDUCE, AxisType.THREAD, AxisType.UPCAST, AxisType.UNROLL
 
@@ -42,17 +46,36 @@ def test_matmul_tile_big_panel(device, small_tiles, monkeypatch):
   assert apply_opts(ast, opt.arg.opts) is opt   # the recorded opts rebuild the same kernel (what a BEAM worker does)
   np.testing.assert_allclose(run(opt, bufs, device).reshape(24, 64), a @ b, rtol=1e-5, atol=1e-5)
 
+def _np_conv_pad1(x, w):
+  sliding = np.lib.stride_tricks.sliding_window_view(np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1))), (3, 3), axis=(2, 3))
+  return np.einsum("nchwij,ocij->nohw", sliding, w)
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("width", [24, 48])
+def test_conv_peeled_tile(device, width, small_tiles, monkeypatch):
+  monkeypatch.setattr(S, "SPLIT_REDUCE_MIN_WORK", 1)
+  x, w = rand(1, 4, 6, width), rand(32, 4, 3, 3, seed=1)
+  ast, bufs = ast_of(Tensor(x, device=device).realize().conv2d(Tensor(w, device=device).realize(), padding=1))
+  opt = H.hand_coded_optimizations(ast, threads=1)
+  # the padded input's loads are gated only by the border, which split_ranges peels: the interior reads the columns' lanes as vectors,
+  # each serving 128 / lanes output channels; the 3x3 window stays a loop (no UNROLL)
+  assert [(k, s) for k, s in kinds(opt) if k is U] == ([(U, 16), (U, 8)] if width == 24 else [(U, 8), (U, 16)])
+  assert not [o for o in opt.arg.opts if o.op is OptOps.UNROLL]
+  uops = lower_ast(opt).uops
+  assert [u for u in uops if u.op is Ops.LOAD and u.src[0].op is Ops.SHRINK and u.src[0].src[0].arg.slot == 1], "no vector load of the input"
+  np.testing.assert_allclose(run(opt, bufs, device).reshape(1, 32, 6, width), _np_conv_pad1(x, w), rtol=1e-4, atol=1e-4)
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("width", [8, 16])
-def test_conv_gather_tile(device, width, small_tiles):
+def test_conv_gather_tile(device, width, monkeypatch):
+  monkeypatch.setattr(H, "GATHER_MIN_WORK", 1)
   x, w = rand(1, 4, 4, width), rand(32, 4, 3, 3, seed=1)
   ast, bufs = ast_of(Tensor(x, device=device).realize().conv2d(Tensor(w, device=device).realize(), padding=1))
   opt = H.hand_coded_optimizations(ast, threads=1)
-  # the padded input's loads are gated (no vector load): 8 output columns, each gathered input vector serving 32 output channels
-  assert [(k, s) for k, s in kinds(opt) if k is U] == [(U, 2), (U, 16), (U, 8)]
-  sliding = np.lib.stride_tricks.sliding_window_view(np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1))), (3, 3), axis=(2, 3))
-  want = np.einsum("nchwij,ocij->nohw", sliding, w)
-  np.testing.assert_allclose(run(opt, bufs, device).reshape(want.shape), want, rtol=1e-4, atol=1e-4)
+  # the padded input's loads are gated (no vector load): 8 output columns, each gathered input vector serving 16 output channels;
+  # the 3x3 window stays a loop
+  assert [(k, s) for k, s in kinds(opt) if k is U] == [(U, 16), (U, 8)] and not [o for o in opt.arg.opts if o.op is OptOps.UNROLL]
+  np.testing.assert_allclose(run(opt, bufs, device).reshape(1, 32, 4, width), _np_conv_pad1(x, w), rtol=1e-4, atol=1e-4)
 
 def test_small_kernels_keep_the_4x4_upcast():
   ast, _ = ast_of(Tensor(rand(16, 32), device="PYTHON").realize() @ Tensor(rand(32, 32, seed=1), device="PYTHON").realize())

@@ -1,5 +1,6 @@
 # Range splitting (tinygrad/codegen/split_ranges.py): the LOOP range a cat/pad mask compares against constants becomes consecutive
 # loops without the compare, upcast or not, with numpy-equal results on CPU and PYTHON.
+import sys
 import numpy as np
 import pytest
 from conftest import DEVICES
@@ -75,6 +76,41 @@ def test_threaded_kernel_stays_correct():
   a, b = rand(70001), rand(5000, seed=1)
   t = Tensor.cat(Tensor(a), Tensor(b))
   np.testing.assert_array_equal(t.numpy(), np.concatenate([a, b]))
+
+@pytest.fixture
+def split_reduces(monkeypatch):
+  """Small kernels split and tiled as a big conv is (the thresholds at their minimum)."""
+  from tinygrad.codegen.opt import heuristic as H
+  monkeypatch.setattr(H, "TILE_MIN_WORK", 1)
+  monkeypatch.setattr(H, "GATHER_MIN_WORK", 1)
+  monkeypatch.setattr(sys.modules["tinygrad.codegen.split_ranges"], "SPLIT_REDUCE_MIN_WORK", 1)
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("shape,cout,kw", [((2, 3, 9, 24), 16, dict(padding=1)), ((1, 4, 7, 38), 32, dict(padding=2)),
+                                           ((1, 2, 5, 30), 16, dict(padding=(1, 2))), ((1, 4, 6, 47), 16, dict(padding=1, stride=2)),
+                                           ((1, 2, 8, 32), 32, dict(padding=2, dilation=2)), ((1, 4, 5, 48), 32, dict(padding=1, groups=2)),
+                                           ((2, 3, 17, 39), 16, dict(padding=(2, 1, 0, 3)))])
+def test_conv_split_reduce_kernels(device, shape, cout, kw, split_reduces):
+  # (output widths of 3+ blocks of 8 or 16: the tile's lanes) a padded conv's kernel peeled into pieces (each with its own reduce loops,
+  # border pieces with their lanes as loops): numpy-equal. With groups the output channels are one loop that the input's channel
+  # depends on (co // 16): no tile, no split
+  from test_functional import np_conv
+  groups, pad = kw.get("groups", 1), kw["padding"]
+  x, w = rand(*shape), rand(cout, shape[1] // groups, 3, 3, seed=1)
+  pads = [(pad, pad)] * 2 if isinstance(pad, int) else [(p, p) for p in pad] if len(pad) == 2 else [(pad[2], pad[3]), (pad[0], pad[1])]
+  t = Tensor(x, device=device).conv2d(Tensor(w, device=device), **kw)
+  k = lowered(t, device)
+  assert (sum(1 for u in k.uops if u.op is Ops.STORE and u.src[0].src[0].op is Ops.PARAM) > 1) == (groups == 1)
+  np.testing.assert_allclose(t.numpy(), np_conv(x, w, groups, kw.get("stride", 1), kw.get("dilation", 1), pads), rtol=1e-4, atol=1e-4)
+
+def test_small_reduce_kernels_stay_whole():
+  # below SPLIT_REDUCE_MIN_WORK a split would only copy the kernel's code
+  x, w = Tensor(rand(1, 4, 6, 24)), Tensor(rand(16, 4, 3, 3, seed=1))
+  items, _ = x.conv2d(w, padding=1).schedule()
+  ast = items[-1].ast
+  from tinygrad.codegen.opt.heuristic import optimize_ast
+  opt = optimize_ast(ast, Device["CPU"].renderer)
+  assert split_ranges(opt) is opt
 
 def test_skips_kernels_without_compares_or_with_reduce():
   x = Tensor(rand(16))

@@ -182,6 +182,11 @@ def _lower_reduces(ctx:ReduceContext, sink:UOp) -> UOp|None:
   for u in sink.toposort():
     if u.op is Ops.REDUCE: groups.setdefault(u.src[1:], []).append(u)
   if not groups: return None
+  # the accumulators start again in each iteration of the loops of their store (a kernel whose ranges were split has a store per piece)
+  store_loops: dict[UOp, list[UOp]] = {}
+  for st in [u for u in sink.toposort() if u.op is Ops.STORE]:
+    topo = set(st.toposort())
+    store_loops.update({red: [r for r in ctx.loop_ranges if r in topo] for red in topo if red.op is Ops.REDUCE})
   repl: dict[UOp, UOp] = {}
   for ranges, reds in groups.items():
     accs: dict = {}
@@ -193,7 +198,8 @@ def _lower_reduces(ctx:ReduceContext, sink:UOp) -> UOp|None:
       for i, red in enumerate(rs): slots[red] = (acc, i)
     # a reduce nested in another's loop (a staged sum: tinygrad/schedule/rangeify.py) starts again in each iteration of the outer one
     outer = [r for r in open_ranges(reds[0].src[0]) if r not in ranges and r not in ctx.loop_ranges]
-    inits = {red: UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, red.dtype, (acc.after(*ctx.loop_ranges, *outer), iconst(i))),
+    loops = store_loops.get(reds[0], ctx.loop_ranges)
+    inits = {red: UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, red.dtype, (acc.after(*loops, *outer), iconst(i))),
                                                 _identity(red.arg[0], red.dtype))) for red, (acc, i) in slots.items()}
     bodies = []
     for red in reds:

@@ -9,16 +9,30 @@ It runs after the optimizer (so a piece keeps the kernel's upcast: the lanes' co
 before the expander. A comparison e < c with e = k*r + rest (rest not depending on r, bounded by its vmin/vmax) is the same for every
 value of rest when r is below one cut or at/above another; the cuts of all comparisons on r cut it into pieces. A piece of size 1
 is the constant itself. Ranges inside the split one (LOOP ranges that sort after it) get a fresh copy per piece: each piece's loops
-are its own (codegen's `end loops` nests the stores' loops). Kernels with a REDUCE are left alone (a reduce's accumulator lives in
-the kernel's loops), and so is a range split over threads (its comparisons depend on the launch: the mixed part is the whole range).
+are its own (codegen's `end loops` nests the stores' loops). A range split over threads is left alone (its comparisons depend on the
+launch: the mixed part is the whole range).
+
+A kernel with a REDUCE (a padded conv: its input loads are gated by the border) is split only when it is big and upcast
+(_worth_splitting): each piece gets its own copy of the reduce's ranges (codegen runs the REDUCEs over the same ranges in one loop,
+with accumulators that start again in each iteration of their store's loops), so the interior piece's loads are ungated and its lanes
+become vector loads (the tile of codegen/opt/heuristic.py peeled_tile). Pieces that write a small share of the outputs (a conv's first
+and last rows) get their upcast lanes back as loops: the tile's code once more per border piece would cost more to compile than it
+gains there.
 """
 from __future__ import annotations
+import itertools
 import math
+from typing import Iterator
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, AxisType
 from tinygrad.uop.symbolic import symbolic, pm_fold_values
 from tinygrad.dtype import dtypes
 
 MAX_STORES = 32    # a kernel is split into at most this many stores (a cat of many tensors stays one loop past that)
+# a piece of a reduce kernel that writes at most 1/SMALL_SHARE of its outputs (a padded conv's first and last rows) keeps its upcast
+# lanes as loops: the register tile's code once per border piece would cost more to compile than the tile gains there
+SMALL_SHARE = 16
+SPLIT_REDUCE_MIN_WORK = 1 << 29   # iterations (all ranges) of a reduce kernel before it is split (the CPU heuristic's tile threshold)
+_OUTPUT_AXES = (AxisType.LOOP, AxisType.UPCAST, AxisType.THREAD)
 _INTS = frozenset(dtypes.ints + (dtypes.weakint,))
 
 def _drop_neg_zero(x:UOp, z:UOp) -> UOp|None: return x if dtypes.is_float(x.dtype) and z.arg == 0 and math.copysign(1.0, z.arg) < 0 else None
@@ -68,24 +82,37 @@ def _cuts(cmp:UOp, r:UOp, n:int) -> set[int]|None:
   cuts = {-((hi - c) // k), -((lo - c) // k)} if k > 0 else {(lo - c) // -k + 1, (hi - c) // -k + 1}
   return {x for x in cuts if 0 < x < n}
 
-def _split_one(st:UOp) -> list[UOp]|None:
-  """st as the stores of the pieces of its outermost LOOP range with cuts, or None."""
+def peels(gate:UOp) -> bool:
+  """Whether every comparison in a gate is affine in an output LOOP range (with constant bounds), so split_ranges cuts that loop into
+  pieces which decide it (a padded conv's border: the interior's loads are ungated). The optimizer's heuristic asks this before
+  upcasting for vector loads the split will make."""
+  cmps = [u for u in gate.toposort() if u.op in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ)]
+  return bool(cmps) and all(c.op is Ops.CMPLT and any(r.op is Ops.RANGE and r.arg[-1] is AxisType.LOOP and r.src[0].op is Ops.CONST and
+                                                      _cuts(c, r, r.src[0].arg) is not None for r in c.toposort()) for c in cmps)
+
+def _split_one(st:UOp, ids:Iterator[int]) -> list[UOp]|None:
+  """st as the stores of the pieces of its outermost LOOP range with cuts, or None. `ids`: fresh numbers that extend the args of a
+  piece's own ranges (unique in the kernel: two pieces never share a range, however they were split)."""
   topo = st.toposort()
   cmps = [u for u in topo if u.op is Ops.CMPLT and u.src[0].dtype in _INTS]
   if not cmps: return None
   loops = sorted([u for u in topo if u.op is Ops.RANGE and u.arg[-1] is AxisType.LOOP and u.src[0].op is Ops.CONST], key=lambda u: u.arg[:-1])
+  # a piece's reduces get their own loops too (codegen lowers the REDUCEs over the same ranges into one loop); a reduce split over a
+  # workgroup (GROUP_REDUCE: launch dims) is left alone
+  if any(u.op is Ops.RANGE and u.arg[-1] is AxisType.GROUP_REDUCE for u in topo): return None
+  reduces = [u for u in topo if u.op is Ops.RANGE and u.arg[-1] is AxisType.REDUCE]
   for r in loops:
     n, cuts = r.src[0].arg, set()
     for cmp in cmps:
       if r in cmp.toposort() and (cs := _cuts(cmp, r, n)) is not None: cuts |= cs
     if not cuts: continue
-    inner = [u for u in loops if u.arg[:-1] > r.arg[:-1]]
+    inner = [u for u in loops if u.arg[:-1] > r.arg[:-1]] + reduces
     # in two at the middle cut, each half split again: a half folds away the masks of the other's inputs, so a cat of k inputs costs
     # about log2(k) passes over the store instead of k
     bounds = [0, sorted(cuts)[len(cuts) // 2], n]
     pieces = []
-    for p, (start, end) in enumerate(zip(bounds, bounds[1:])):
-      size = UOp.const(end - start, r.dtype)
+    for start, end in zip(bounds, bounds[1:]):
+      size, p = UOp.const(end - start, r.dtype), next(ids)
       rp = UOp.const(start, r.dtype) if end - start == 1 else UOp(Ops.RANGE, r.dtype, (size,), (*r.arg[:-1], p, AxisType.LOOP))
       repl = {r: rp if start == 0 or rp.op is Ops.CONST else rp + start}
       repl.update({u: u.replace(arg=(*u.arg[:-1], p, u.arg[-1])) for u in inner})
@@ -105,12 +132,35 @@ def _simplify(st:UOp) -> UOp:
 def split_ranges(sink:UOp, ren=None) -> UOp:
   """The codegen pass: every STORE of sink split as above (at most MAX_STORES in all)."""
   if sink.op is not Ops.SINK or not any(u.op is Ops.CMPLT for u in sink.toposort()): return sink
-  if any(u.op is Ops.REDUCE for u in sink.toposort()): return sink
+  if any(u.op is Ops.REDUCE for u in sink.toposort()) and not _worth_splitting(sink): return sink
   done: list[UOp] = []
-  todo = list(reversed(sink.src))
+  todo, ids = list(reversed(sink.src)), itertools.count()
   while todo:
     st = todo.pop()
-    pieces = _split_one(st) if st.op is Ops.STORE and len(done) + len(todo) + 2 <= MAX_STORES else None
+    pieces = _split_one(st, ids) if st.op is Ops.STORE and len(done) + len(todo) + 2 <= MAX_STORES else None
     if pieces is None or len(done) + len(todo) + len(pieces) > MAX_STORES: done.append(st)
     else: todo.extend(reversed(pieces))
-  return sink if len(done) == len(sink.src) and all(a is b for a, b in zip(done, sink.src)) else sink.replace(src=tuple(done))
+  if len(done) == len(sink.src) and all(a is b for a, b in zip(done, sink.src)): return sink
+  if len(sink.src) == 1 and any(u.op is Ops.REDUCE for u in sink.src[0].toposort()):
+    top = 1 + max(u.arg[0] for u in sink.toposort() if u.op is Ops.RANGE)
+    done = [_as_loops(st, top, ids) if _outputs(st) * SMALL_SHARE <= _outputs(sink.src[0]) else st for st in done]
+  return sink.replace(src=tuple(done))
+
+def _worth_splitting(sink:UOp) -> bool:
+  """A reduce kernel is split when it is big (each piece copies the kernel's code: more to lower and compile) and upcast (the lanes of
+  the ungated pieces' loads become vector loads; without lanes a split only saves the compares)."""
+  rngs = [u for u in sink.toposort() if u.op is Ops.RANGE]
+  return any(r.arg[-1] is AxisType.UPCAST for r in rngs) and all(r.src[0].op is Ops.CONST for r in rngs) and \
+    math.prod(r.src[0].arg for r in rngs) >= SPLIT_REDUCE_MIN_WORK
+
+def _outputs(st:UOp) -> int:
+  """How many elements a STORE writes: the product of the sizes of the output ranges its address depends on."""
+  return math.prod(u.src[0].arg for u in st.src[0].toposort() if u.op is Ops.RANGE and u.arg[-1] in _OUTPUT_AXES and u.src[0].op is Ops.CONST)
+
+def _as_loops(st:UOp, top:int, ids:Iterator[int]) -> UOp:
+  """The piece st of a reduce kernel with its UPCAST ranges as loops, nested inside the piece's other loops (their args start with `top`,
+  past every axis id of the kernel: a loop the piece shares with the pieces beside it must stay outside them) and extended by a fresh
+  id (no other piece shares them)."""
+  ups = [u for u in st.toposort() if u.op is Ops.RANGE and u.arg[-1] is AxisType.UPCAST]
+  repl = {u: u.replace(arg=(top, *u.arg[:-1], next(ids), AxisType.LOOP)) for u in ups}
+  return st.substitute(repl, name="piece upcasts as loops") if ups else st

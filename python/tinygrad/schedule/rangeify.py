@@ -133,6 +133,14 @@ def _selects(u:UOp, reads:dict[UOp, frozenset[UOp]]) -> bool:
 MAX_FUSED_READS = 4  # buffers an elementwise value may read and still be computed again for every element of an EXPAND ...
 MAX_FUSED_OPS = 32   # ... and ALU ops it may take (gelu takes 59: recomputed inside the matmul it feeds, for every output column) ...
 MIN_RECOMPUTE = 8    # ... of at least this many elements per element
+# ... and whose recomputed ALU ops in all (ops x elements x recomputations) stay below this: a relu's gradient (a compare, a select,
+# ~6 ops) feeding a conv's weight gradient is computed again for every input channel and tap (144 times at 16 channels, 200M ops for
+# a 64x32x8x8 activation): the conv's backward cost 5-10x its forward. A buffer of its own is an elementwise kernel more, or none
+# when the value sits on a reduce that then becomes its kernel (a matmul's gradient). Values of fewer than MIN_RECOMPUTED_SIZE
+# elements (a batchnorm's per-channel statistics) stay recomputed: each would be a kernel of its own
+MAX_RECOMPUTED_OPS = 1 << 24
+MIN_RECOMPUTED_SIZE = 1 << 12
+MANY_RECOMPUTES = 128   # (and only values recomputed this often: attention's probabilities, 64 times in p @ v, stay fused there)
 
 def buffers_read(topo:list[UOp], is_realized) -> tuple[dict[UOp, frozenset[UOp]], dict[UOp, frozenset[UOp]]]:
   """({node: the buffers it reads}, {node: the reduces it owns}), in one pass, children first. Buffers are inputs, realized nodes,
@@ -186,6 +194,7 @@ def plan_buffers(targets:dict[UOp, str], is_realized) -> BufferPlan:
   inline: set[UOp] = set()
   top: dict[UOp, bool] = {}     # reached from its kernel's root only through elementwise/movement ops without an EXPAND
   expanded: dict[UOp, int] = {}  # times a node is computed per element in its kernel (the EXPANDs between it and the root; the most)
+  owners: dict[UOp, frozenset[UOp]] = {}  # the roots (up to 2) whose elementwise paths reach a node: the kernels that compute it
   dev: dict[UOp, str] = {}
   reached = set(roots)
   topo = UOp(Ops.SINK, dtypes.void, tuple(roots)).toposort(gate=lambda n: not is_realized(n))
@@ -200,11 +209,16 @@ def plan_buffers(targets:dict[UOp, str], is_realized) -> BufferPlan:
     elif u not in roots and (u.op in (Ops.CONTIGUOUS, Ops.COPY, Ops.AFTER) or
                              (u.op is Ops.REDUCE and not is_top and (any(reads[s] for s in u.src) or not _counts(u)))):
       roots[u] = dev[u]
+    # a reduce on the elementwise paths of two kernels would run in both (a weight's gradient feeding AdamW's two moment updates)
+    elif u not in roots and u.op is Ops.REDUCE and len(owners.get(u, ())) >= 2 and any(reads[s] for s in u.src):
+      roots[u] = dev[u]
     # an elementwise value computed again for every element of a large expand gets a buffer when it reads many buffers (a batchnorm
     # feeding a conv reads five: recomputed for every tap and output channel, it cost more than the conv) or takes many ops (gelu
     # feeding a matmul; on top of a reduce, as after a linear layer, it becomes that reduce's kernel: no kernel more)
     elif u not in roots and expanded.get(u, 1) >= MIN_RECOMPUTE and u.op in GroupOp.Elementwise and \
-        (len(reads[u]) > MAX_FUSED_READS or len(ops[u]) > MAX_FUSED_OPS):
+        (len(reads[u]) > MAX_FUSED_READS or len(ops[u]) > MAX_FUSED_OPS or
+         (reads[u] and max_size(u.shape) >= MIN_RECOMPUTED_SIZE and expanded.get(u, 1) >= MANY_RECOMPUTES and
+          expanded.get(u, 1) * len(ops[u]) * max_size(u.shape) >= MAX_RECOMPUTED_OPS)):
       roots[u] = dev[u]
     # an elementwise value of two or more reduces that nothing else uses, needed under an EXPAND or in another reduce, is one kernel
     # running those reduces (each would have a buffer of its own otherwise): batchnorm's backward adds two sums for the gradient of the
@@ -216,11 +230,13 @@ def plan_buffers(targets:dict[UOp, str], is_realized) -> BufferPlan:
     if u.op is Ops.COPY:
       if (b := as_buffer(u.src[0])) is None or b.src[0].arg != prod(u.shape): roots.setdefault(u.src[0], u.arg[0])
     child_top = (u in roots or is_top) and u.op not in (Ops.EXPAND, Ops.REDUCE)
+    own = frozenset((u,)) if u in roots else owners.get(u, frozenset())
     child_expanded = (1 if u in roots else expanded.get(u, 1)) * (max_size(u.shape) // max(1, max_size(u.src[0].shape)) if u.op is Ops.EXPAND else 1)
     child_dev = u.arg[0] if u.op is Ops.COPY else roots.get(u) or dev[u]
     for s in u.src:
       reached.add(s)
       top[s] = top.get(s, True) and child_top
+      if child_top and len(o := owners.get(s, frozenset())) < 2: owners[s] = o | own if len(o | own) <= 2 else frozenset(list(o | own)[:2])
       expanded[s] = max(expanded.get(s, 1), child_expanded)
       dev.setdefault(s, child_dev)
   return BufferPlan(roots, frozenset(inline))
@@ -436,9 +452,12 @@ def _staged_reduce(ctx:KernelContext, u:UOp, src:UOp, valid:UOp, idx:list, red:l
     # the last block runs past the end: its extra elements add 0
     cond = simp(flat < total)[0]
     x = UOp(Ops.WHERE, u.dtype, (cond, at(src, cond if valid is _TRUE else simp(valid & cond)[0], tuple(idx)), UOp.const(u.dtype.const(0), u.dtype)))
+  # each lane sums its own elements through every level (REDUCE(REDUCE(REDUCE(x, r_inner), r_outer...), lanes)): the lanes are vector
+  # registers the outer levels add to lane by lane, and only the last level's sums meet in a tree (adding the 16 lanes after each inner
+  # block costs a horizontal sum, ~20 shuffles and adds, per 16 vector loads). The chains are as long as before: accuracy is unchanged
   x = UOp(Ops.REDUCE, u.dtype, (x, inner[0]), (Ops.ADD,))
-  if unroll > 1: x = UOp(Ops.REDUCE, u.dtype, (x, inner[1]), (Ops.ADD,))
   for r in reversed(rngs[:-1]): x = UOp(Ops.REDUCE, u.dtype, (x, r), (Ops.ADD,))
+  if unroll > 1: x = UOp(Ops.REDUCE, u.dtype, (x, inner[1]), (Ops.ADD,))
   return x
 
 def _commit_weak(x:UOp, u:UOp) -> UOp:

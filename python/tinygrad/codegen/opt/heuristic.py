@@ -9,10 +9,12 @@ The heuristics (`hand_coded_optimizations`), in order:
   upcast_outer  then, in an upcast reduce kernel, the next output loop too when a load in the reduce does not depend on it (a matmul's
            B vector load serves 4 rows: 16 accumulators, r_64_16_4_16_4 -> r_16_4_16_4_16_4); with a single output loop
            (x.sum(axis=0)) that loop again: 16 consecutive outputs, each reduce step reads a 64-byte line of a row.
-  register_tile  instead of upcast/upcast_outer, a big reduce kernel with two output loops (a 1024 matmul, a 64-channel conv) gets a
-           register tile sized for AVX-512: 8 rows x 16 columns of a matmul, the column blocks outside the row blocks and each
-           block's K x 16 panel of B packed into contiguous memory (Opt PACK), 32 output channels x 8 columns of a conv (see
-           register_tile).
+  register_tile  instead of upcast/upcast_outer, a big reduce kernel with two output loops (a 1024 matmul) gets a register tile
+           sized for AVX-512: 8 rows x 16 columns of a matmul, the column blocks outside the row blocks and each block's K x 16
+           panel of B packed into contiguous memory (Opt PACK) (see register_tile).
+  peeled_tile  before unrolling: a big padded conv (its input loads gated only by the border, which codegen/split_ranges.py peels
+           off) gets 8 columns x 16 output channels, its 3x3 window kept as loops: the interior piece's input loads are vectors;
+           gather_tile: a smaller one, or one whose border can't be peeled, the same tile with gathered (gated scalar) input loads.
 
 For a renderer with GPU dims (has_local), `hand_coded_gpu` instead: GROUPTOP for a long reduce with few outputs, else unroll/upcast as
 above in small, then LOCAL splits of the output ranges; optimize_ast picks by the renderer's capabilities.
@@ -23,6 +25,7 @@ from tinygrad.helpers import NOOPT, prod
 from tinygrad.renderer import Renderer
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError
 from tinygrad.schedule import KernelInfo
+from tinygrad.codegen.split_ranges import peels
 from tinygrad.codegen.opt.kernel import apply_opt, ranges_of, range_size, rtype, vector_loads, opt_axis, globalize, GPU_GLOBAL_DIMS
 from tinygrad.codegen.opt.kernel import range_key, pack_candidates, apply_opts
 
@@ -31,7 +34,8 @@ THREAD_MAX = 32               # at most this many launches
 UPCAST = 4
 TILE_LANES = (16, 8)          # register_tile: lanes of the innermost output loop (16, else 8)
 TILE_ROWS = 8                 # and rows of the loop sharing its loads
-GATHER_ROWS = (32, 16)        # rows of a gathering kernel's tile (a conv's output channels per gathered input vector)
+GATHER_MIN_WORK = 1 << 22     # gather_tile: multiply-adds (all ranges) before a kernel with gated loads gets its tile
+PEEL_LANES = 128              # peeled_tile: lanes of its tile (j's times i's)
 # multiply-adds (all ranges) before a kernel gets that tile, else the 4x4 upcast. The tile's code is ~8x longer (its lanes are scalars
 # until clang vectorizes them): ~0.1 s more to lower and compile, which 2-3 runs pay back at this size (a 1024 matmul: ~50 ms with the
 # 4x4 upcast, ~13 ms tiled); smaller kernels (every matmul of bench_models' MLP and GPT-2 block) keep their cold compile time
@@ -49,6 +53,7 @@ def hand_coded_optimizations(ast:UOp, threads:int, upcast:bool=True, tile_rows:i
     if all(s is not None for s in sizes) and prod(sizes) >= THREAD_MIN_WORK:  # type: ignore[arg-type]
       if (n := next((t for t in range(min(threads, n_out), 1, -1) if n_out % t == 0), 1)) > 1:
         ast = apply_opt(ast, Opt(OptOps.THREAD, opt_axis(ast, OptOps.THREAD, loops[0]), n))[0]
+  if upcast and ((tiled := peeled_tile(ast)) is not None or (tiled := gather_tile(ast)) is not None): return tiled
   # unroll small reduce loops, innermost first (its lanes are the ones the C compiler can pair up)
   for red in [u for u in ast.toposort() if u.op is Ops.REDUCE]:
     loads = max(1, sum(1 for u in red.src[0].toposort() if u.op is Ops.LOAD))
@@ -131,16 +136,14 @@ def _reduce_loads(ast:UOp) -> list[UOp]:
 def register_tile(ast:UOp, loops:list[UOp], rows:int=TILE_ROWS) -> UOp|None:
   """A big reduce kernel with two or more output loops gets a register tile over the innermost output loop j and the loop i whose
   lanes share what j's lanes load (the innermost LOOP that no j-dependent load in the reduce depends on: a matmul's rows, a conv's
-  output channels). Two shapes (measured on AVX-512 with clang's SLP vectorizer, which turns the lanes into vector registers):
-    matmul  the j-dependent load is a vector load (B's row): j upcast by 16 (one AVX-512 vector, two AVX2 ones), i by 8, so each B
-            vector serves 8 rows and each A scalar 16 columns (128 accumulators). Then the j blocks move outside the i blocks (SWAP)
-            and each j block's K x 16 panel of B is packed (PACK: copied once per j block into a contiguous per-thread array): B's
-            rows are N floats apart, so without it every reduce step reads a new page and, for N = 2048, the panel's lines alias in
-            a few cache sets (2048: ~2x the GFLOP per CPU-second, 1024 ~1.1x). Where the panel is too big to pack (PACK_MAX_BYTES)
-            and B too big to stay in the caches (K*N*itemsize > TILE_PANEL_BYTES), j gets 32 lanes (two vectors) and the j blocks
-            move outside the i blocks: the K x 32 panel of B is read from cache by every row block.
-    gather  the j-dependent loads are gated (a padded conv's input): each lane loads its own scalar, so j gets 8 lanes and i as many
-            as fit (GATHER_ROWS), each gathered input vector serving them all.
+  output channels), measured on AVX-512 with clang's SLP vectorizer, which turns the lanes into vector registers: the j-dependent load
+  is a vector load (B's row): j upcast by 16 (one AVX-512 vector, two AVX2 ones), i by 8, so each B vector serves 8 rows and each A
+  scalar 16 columns (128 accumulators). Then the j blocks move outside the i blocks (SWAP) and each j block's K x 16 panel of B is
+  packed (PACK: copied once per j block into a contiguous per-thread array): B's rows are N floats apart, so without it every reduce
+  step reads a new page and, for N = 2048, the panel's lines alias in a few cache sets (2048: ~2x the GFLOP per CPU-second, 1024
+  ~1.1x). Where the panel is too big to pack (PACK_MAX_BYTES) and B too big to stay in the caches (K*N*itemsize > TILE_PANEL_BYTES),
+  j gets 32 lanes (two vectors) and the j blocks move outside the i blocks: the K x 32 panel of B is read from cache by every row
+  block. (A kernel whose j-dependent loads are gated got peeled_tile or gather_tile before.)
   None if the kernel doesn't qualify (then the 4x4 upcast)."""
   sizes = [range_size(r) for r in ranges_of(ast)]
   if len(loops) < 2 or any(s is None for s in sizes) or prod(sizes) < TILE_MIN_WORK: return None  # type: ignore[arg-type]
@@ -162,12 +165,48 @@ def register_tile(ast:UOp, loops:list[UOp], rows:int=TILE_ROWS) -> UOp|None:
       if j_out is not None and i_out is not None:
         up = apply_opt(up, Opt(OptOps.SWAP, opt_axis(up, OptOps.SWAP, j_out), opt_axis(up, OptOps.SWAP, i_out)))[0]
     return up
-  # only gathers of gated loads (an ungated load that isn't a vector load is strided: lanes would add memory streams), 8 lanes each
-  if nj % 8 != 0 or any(len(ld.src) == 1 for ld in j_loads) or (rows := next((v for v in GATHER_ROWS if ni % v == 0), None)) is None:
+  return None
+
+def peeled_tile(ast:UOp) -> UOp|None:
+  """A big reduce kernel whose loads along the innermost output loop j are gated only by comparisons codegen/split_ranges.py peels (a
+  padded conv's input): the interior piece reads j's lanes as vectors, as a matmul reads B. j gets 8 lanes (or 16) and the loop i whose
+  lanes share what j's lanes load (a conv's output channels) 16 (or 8): each input vector serves i's rows, each weight scalar j's lanes,
+  128 accumulators. The small reduce loops (a conv's 3x3 window) stay loops: unrolled, every piece of the split would copy the tile once
+  per window position (a 9 times longer kernel to lower and compile, and no faster: measured at 64 channels of 56x56). None if the
+  kernel doesn't qualify."""
+  if len(ast.src) != 1 or ast.src[0].op is not Ops.STORE or ast.src[0].src[0].op is not Ops.INDEX or len(ast.src[0].src) != 2: return None
+  sizes = [range_size(r) for r in ranges_of(ast)]
+  if len(loops := ranges_of(ast, AxisType.LOOP)) < 2 or any(s is None for s in sizes) or prod(sizes) < TILE_MIN_WORK: return None  # type: ignore
+  j = loops[-1]
+  j_loads = [ld for ld in _reduce_loads(ast) if j in ld.src[0].toposort()]
+  if not j_loads or any(len(ld.src) != 3 or not peels(ld.src[2]) for ld in j_loads): return None
+  if not (cands := [r for r in loops[:-1] if all(r not in ld.src[0].toposort() for ld in j_loads)]): return None
+  i, nj = cands[-1], range_size(j) or 0
+  # at least 3 blocks of j's lanes: the first and last blocks hold the border, the interior is the rest
+  if (vj := next((v for v in TILE_LANES if nj % v == 0 and nj // v >= 3), None)) is None: return None
+  if (range_size(i) or 0) % (rows := PEEL_LANES // vj) != 0: return None
+  up, _, lane = apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, j), vj))
+  if lane is None or len(vector_loads(up, lane, in_reduce_only=True, gated=True)) != len(j_loads): return None
+  return apply_opt(up, Opt(OptOps.UPCAST, opt_axis(up, OptOps.UPCAST, i), rows))[0]
+
+def gather_tile(ast:UOp) -> UOp|None:
+  """A reduce kernel of at least GATHER_MIN_WORK multiply-adds whose loads along the innermost output loop j are gated (a padded conv's
+  input, where peeled_tile doesn't apply: an 8x8 image has no interior block) gets 8 lanes of j (each lane gathers its own scalar) and
+  16 of the loop i that those loads don't depend on (a conv's output channels): each gathered input vector serves 16 rows, each weight
+  scalar 8 lanes. The small reduce loops stay loops (the code stays small: a conv of a CNN's training step, 64x16x8x8 -> 32 channels,
+  went from 11.4 ms of CPU time unrolled and scalar to 0.9 ms, its C from 3 to 14 KB). None if the kernel doesn't qualify."""
+  if len(ast.src) != 1 or ast.src[0].op is not Ops.STORE or ast.src[0].src[0].op is not Ops.INDEX or len(ast.src[0].src) != 2: return None
+  sizes = [range_size(r) for r in ranges_of(ast)]
+  if len(loops := ranges_of(ast, AxisType.LOOP)) < 2 or any(s is None for s in sizes) or prod(sizes) < GATHER_MIN_WORK: return None  # type: ignore
+  if not ranges_of(ast, AxisType.REDUCE): return None
+  j = loops[-1]
+  j_loads = [ld for ld in _reduce_loads(ast) if j in ld.src[0].toposort()]
+  # only gathers of gated loads (an ungated load that isn't a vector load is strided: lanes would add memory streams)
+  if not j_loads or any(len(ld.src) != 3 for ld in j_loads) or (range_size(j) or 0) % 8 != 0: return None
+  if not (cands := [r for r in loops[:-1] if all(r not in ld.src[0].toposort() for ld in j_loads)]) or (range_size(cands[-1]) or 0) % 16:
     return None
-  if vj != 8: up = apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, j), 8))[0]
-  up, i_out, _ = apply_opt(up, Opt(OptOps.UPCAST, opt_axis(up, OptOps.UPCAST, i), 16))
-  return apply_opt(up, Opt(OptOps.UPCAST, opt_axis(up, OptOps.UPCAST, i_out), rows // 16))[0] if rows > 16 and i_out is not None else up
+  up = apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, j), 8))[0]
+  return apply_opt(up, Opt(OptOps.UPCAST, opt_axis(up, OptOps.UPCAST, cands[-1]), 16))[0]
 
 def _packed_panels(up:UOp, j_out:UOp|None, i_out:UOp|None, vload:UOp) -> UOp|None:
   """The matmul tile with its column blocks outside its row blocks (SWAP) and each K x 16 panel of B packed (PACK) once per column
