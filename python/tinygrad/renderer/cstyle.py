@@ -410,22 +410,22 @@ class _CWriter:
 # copies big bodies several times: in gpt2's matmul kernels a third of the compile time went to that, and run time did not change.
 # Full unrolling of short loops (a 3x3 window, an 8-step reduce whose loads are then hoisted: 7x faster conv backward) and the unrolling
 # of loops over transcendentals (vectorized across iterations) are left to clang.
-_UNROLL_KEEP_TRIP, _UNROLL_BIG_BODY = 16, 24
+_UNROLL_KEEP_TRIP, _UNROLL_BIG_BODY = 8, 24
 _VECTORIZED_MATH = frozenset({Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT})
 
 def _no_unroll_loops(k:LinearKernel) -> set[UOp]:
-  """The RANGEs whose loop gets `unroll(disable)`: more than _UNROLL_KEEP_TRIP steps (or a symbolic count), and a body that holds another
-  loop or at least _UNROLL_BIG_BODY ops and no transcendental."""
+  """The RANGEs whose loop gets `unroll(disable)`: those around a long loop (one of more than _UNROLL_KEEP_TRIP steps or a symbolic count,
+  or around such a loop: clang won't unroll it away), and the long loops whose body has at least _UNROLL_BIG_BODY ops and no
+  transcendental."""
   ret: set[UOp] = set()
-  stack: list[list] = []   # [RANGE, ops in the body, holds a loop, holds a transcendental]
+  stack: list[list] = []   # [RANGE, ops in the body, holds a long loop, holds a transcendental]
   for u in k.uops:
-    if u.op is Ops.RANGE:
-      if stack: stack[-1][2] = True
-      stack.append([u, 0, False, False])
+    if u.op is Ops.RANGE: stack.append([u, 0, False, False])
     elif u.op is Ops.END and stack and stack[-1][0] is u.src[1]:
-      r, n, inner, math = stack.pop()
-      if not (isinstance(trip := const_value(r.src[0]), int) and trip <= _UNROLL_KEEP_TRIP) and (inner or (n >= _UNROLL_BIG_BODY and not math)):
-        ret.add(r)
+      r, n, around_long, math = stack.pop()
+      long = not (isinstance(trip := const_value(r.src[0]), int) and trip <= _UNROLL_KEEP_TRIP)
+      if around_long or (long and n >= _UNROLL_BIG_BODY and not math): ret.add(r)
+      if stack and (long or around_long): stack[-1][2] = True
     elif stack and (u.op in GroupOp.ALU or u.op is Ops.LOAD):
       stack[-1][1] += 1
       if u.op in _VECTORIZED_MATH: stack[-1][3] = True
