@@ -49,7 +49,8 @@ class ClangCompiler(Compiler):
   so results match the PYTHON device; -fno-math-errno lets sqrt be an instruction.
 
   Starting the C compiler (and the linker) costs more than compiling a small kernel, so compile_many puts the kernels of a schedule into
-  one translation unit (split over the cores when there are several), compiled by one process and linked into one shared object. Each
+  one translation unit (split over the cores when there are several, or over `jobs` processes), compiled by one process and linked into
+  one shared object; a schedule's first kernels come in a batch of their own while the rest are lowered (device.ProgramLoader). Each
   kernel of a unit gets that unit's library (the same bytes object): it holds the kernel's function under its name (or unit_symbol when
   the unit has another kernel of that name), so every kernel is still cached and looked up on its own, and the CPU runtime loads a
   library once however many of its kernels it runs. A source that has no `void NAME(` line is compiled alone.
