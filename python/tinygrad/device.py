@@ -21,7 +21,7 @@ if TYPE_CHECKING:
   from tinygrad.renderer import Renderer, ProgramSpec
 
 __all__ = ["Device", "Buffer", "BufferSpec", "Allocator", "LRUAllocator", "Compiler", "CompileError", "CompilerNotFoundError", "Program",
-           "Compiled", "canonicalize_device"]
+           "Compiled", "ProgramLoader", "canonicalize_device"]
 
 # **************** Device ****************
 
@@ -325,13 +325,17 @@ class Compiler:
     """What besides the source determines the binary (compiler path, flags); part of the cache key."""
     return type(self).__name__
   def compile(self, src:str) -> bytes: return src.encode()
-  def compile_many(self, srcs:Sequence[str]) -> list[bytes]:
-    """Compiles several sources at once. A compiler with a per-process cost (the CPU's C compiler) overrides this to pay it once."""
+  # True when compiling runs outside this process (a compiler process, the GIL released while it works): a schedule's first kernels then
+  # compile while the later ones are still being lowered (ProgramLoader)
+  compiles_in_background: bool = False
+  def compile_many(self, srcs:Sequence[str], jobs:int|None=None) -> list[bytes]:
+    """Compiles several sources at once, with at most `jobs` compiler processes at a time (None: one per core). A compiler with a
+    per-process cost (the CPU's C compiler) overrides this to pay it once."""
     return [self.compile(src) for src in srcs]
   def cache_key(self, src:str) -> str: return hashlib.sha256(f"{self.cache_id()}\0{src}".encode()).hexdigest()
   def compile_cached(self, src:str) -> bytes: return self.compile_cached_many([src])[0]
-  def compile_cached_many(self, srcs:Sequence[str]) -> list[bytes]:
-    """compile_cached of each source; the ones found in neither cache are compiled together by one compile_many call."""
+  def compile_cached_many(self, srcs:Sequence[str], jobs:int|None=None) -> list[bytes]:
+    """compile_cached of each source; the ones found in neither cache are compiled together by one compile_many call (`jobs` as there)."""
     keys = [self.cache_key(src) for src in srcs]
     use_disk = self.cachekey is not None and CCACHE
     missing: dict[str, str] = {}   # key -> source, each distinct source once
@@ -346,7 +350,7 @@ class Compiler:
           self.stats["disk_hits"] += 1
           found[key] = self._mem[key] = lib
         else: missing[key] = src
-    libs = dict(zip(missing, self.compile_many(list(missing.values())))) if missing else {}
+    libs = dict(zip(missing, self.compile_many(list(missing.values()), jobs=jobs))) if missing else {}
     with self._lock:
       for key, lib in libs.items():
         self.stats["compiled"] += 1
@@ -380,6 +384,36 @@ class Program(Generic[DeviceType]):
     nb = len(self.spec.globals) if self.spec is not None else None
     def launch(*args): self(*args[:nb], global_size=global_size, local_size=local_size, vals=tuple(args[nb:]) if nb is not None else ())
     return (lambda h: h), launch
+
+class ProgramLoader:
+  """Loads a schedule's kernels as they are lowered (add each ProgramSpec, then finish()). With a compiler that works in its own process,
+  the kernels added while no compile is running start compiling in a background thread once they hold OVERLAP_BYTES of source, with one
+  compiler process fewer than the cores (the lowering keeps one busy); finish() compiles the rest on every core and waits for all. Otherwise
+  everything is compiled in one go by finish(). A failed compile raises from finish(), after the background compile has ended."""
+  OVERLAP_BYTES = 8192   # less C than this: a compiler process's start-up (~35 ms for clang) costs more than the overlap gains
+  def __init__(self, dev:Compiled):
+    self.dev, self.pending, self.seen = dev, [], set()
+    self.background = dev.compiler.compiles_in_background and (os.cpu_count() or 1) > 1
+    self.job: threading.Thread|None = None
+    self.error: BaseException|None = None
+  def add(self, spec:ProgramSpec) -> None:
+    if (key := (spec.function_name, spec.src)) in self.seen or key in self.dev._programs: return
+    self.seen.add(key)
+    self.pending.append(spec)
+    if self.background and (self.job is None or not self.job.is_alive()) and self.error is None and \
+       sum(len(s.src) for s in self.pending) >= self.OVERLAP_BYTES:
+      chunk, self.pending = self.pending, []
+      self.job = threading.Thread(target=self._load, args=(chunk, (os.cpu_count() or 2) - 1), name="tinygrad-load", daemon=True)
+      self.job.start()
+  def _load(self, specs:list[ProgramSpec], jobs:int) -> None:
+    try: self.dev.load_programs(specs, jobs=jobs)
+    except BaseException as e: self.error = e   # re-raised by finish, in the caller's thread
+  def finish(self) -> None:
+    try:
+      if self.pending: self.dev.load_programs(self.pending)
+    finally:
+      if self.job is not None: self.job.join()
+    if self.error is not None: raise self.error
 
 class Compiled:
   """A device: its allocator, its renderers (the first that can be built is used; DEV=CPU:<RENDERER> picks one), the compiler of the
@@ -425,13 +459,14 @@ class Compiled:
       self.load_programs([spec])
       prg = self._programs[key]
     return prg
-  def load_programs(self, specs:Sequence[ProgramSpec]) -> None:
+  def load_programs(self, specs:Sequence[ProgramSpec], jobs:int|None=None) -> None:
     """Compiles and loads the kernels not loaded yet, all in one compiler call (the CPU device then starts its C compiler once for
-    a whole schedule instead of once per kernel)."""
+    a whole schedule instead of once per kernel); `jobs`: compiler processes at most (None: one per core)."""
     todo = {key: spec for spec in specs if (key := (spec.function_name, spec.src)) not in self._programs}
     if not todo: return
-    for (key, spec), lib in zip(todo.items(), self.compiler.compile_cached_many([spec.src for spec in todo.values()])):
+    for (key, spec), lib in zip(todo.items(), self.compiler.compile_cached_many([spec.src for spec in todo.values()], jobs=jobs)):
       self._programs[key] = self.runtime(spec.function_name, lib, spec)
+  def loader(self) -> ProgramLoader: return ProgramLoader(self)
   def run(self, spec:ProgramSpec, bufs:Sequence[Buffer], var_vals:dict|None=None, wait:bool=False) -> float|None:
     """Runs a rendered kernel on Buffers (allocating them if needed), in the spec's buffer order."""
     if bad := [b for b in bufs if b.device != self.device]: raise ValueError(f"buffers {bad} are not on {self.device}")

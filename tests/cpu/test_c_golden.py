@@ -1,4 +1,5 @@
-# The exact C the renderer writes for two small kernels: readable names (ridx, val, alu, acc), the kernel name, const inputs.
+# The exact C the renderer writes for small kernels: readable names (ridx, val, alu, acc), the kernel name, const inputs, and clang's
+# unrolling turned off for the loop around a long loop (it would only copy the inner loop).
 from test_linear_kernels import add_kernel, sum_kernel, var_kernel
 from tinygrad.renderer.cstyle import ClangRenderer
 
@@ -17,6 +18,7 @@ def test_golden_reduce():
   assert ClangRenderer().render(sum_kernel(4, 25)) == """\
 void r_4_25(float* restrict data0_4, const float* restrict data1_100) {
   float acc0[1];
+  #pragma clang loop unroll(disable)
   for (int ridx0 = 0; ridx0 < 4; ridx0++) {
     acc0[0] = 0.0f;
     for (int ridx1 = 0; ridx1 < 25; ridx1++) {

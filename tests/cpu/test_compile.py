@@ -158,20 +158,61 @@ def test_compile_many_shares_helpers_and_reports_the_failing_kernel():
   with pytest.raises(CompileError) as e: ClangCompiler().compile_many([_kernel("k_ok", 1.0), "void k_bad(float* a) {\n  a[0] = 1.0f\n}\n"])
   assert "void k_bad" in str(e.value) and "k_ok" not in str(e.value)
 
-@pytest.mark.cpu
-def test_a_schedule_compiles_in_one_go(monkeypatch):
+def _three_kernels(c:float):
   from tinygrad import Tensor
-  calls = []
-  orig = ClangCompiler.compile_many
-  monkeypatch.setattr(ClangCompiler, "compile_many", lambda self, srcs: calls.append(len(srcs)) or orig(self, srcs))
-  x = Tensor.arange(64).reshape(8, 8).float() + 0.1171875   # constants no other test uses: nothing comes from the memory cache
+  x = Tensor.arange(64).reshape(8, 8).float() + c   # a constant no other test uses: nothing comes from the memory cache
   p, q, r = (x * 3.1171875).sum(axis=0), x.exp2().max(axis=1), (x - 1.1171875).permute(1, 0).contiguous()
   with Context(CACHELEVEL=0): Tensor.realize(p, q, r)
-  assert calls == [3]
-  xn = np.arange(64).reshape(8, 8).astype(np.float32) + 0.1171875
+  xn = np.arange(64).reshape(8, 8).astype(np.float32) + c
   np.testing.assert_allclose(p.numpy(), (xn * 3.1171875).sum(axis=0), rtol=1e-5)
   np.testing.assert_allclose(q.numpy(), np.exp2(xn).max(axis=1), rtol=1e-5)
   np.testing.assert_allclose(r.numpy(), (xn - 1.1171875).T, rtol=1e-6)
+
+def _record_compile_many(monkeypatch) -> list[tuple[int, int|None, str]]:
+  import threading
+  calls = []
+  orig = ClangCompiler.compile_many
+  def record(self, srcs, jobs=None):
+    calls.append((len(srcs), jobs, threading.current_thread().name))
+    return orig(self, srcs, jobs)
+  monkeypatch.setattr(ClangCompiler, "compile_many", record)
+  return calls
+
+@pytest.mark.cpu
+def test_a_schedule_compiles_in_one_go(monkeypatch):
+  from tinygrad.device import ProgramLoader
+  calls = _record_compile_many(monkeypatch)
+  monkeypatch.setattr(ProgramLoader, "OVERLAP_BYTES", 10**9)   # a small schedule: less C than is worth a compiler process of its own
+  _three_kernels(0.1171875)
+  assert [n for n, _, _ in calls] == [3]
+
+@pytest.mark.cpu
+def test_first_kernels_compile_while_the_rest_are_lowered(monkeypatch):
+  import os
+  import threading
+  from tinygrad.device import ProgramLoader
+  calls = _record_compile_many(monkeypatch)
+  monkeypatch.setattr(ProgramLoader, "OVERLAP_BYTES", 1)   # every kernel is worth starting at once
+  monkeypatch.setattr(os, "cpu_count", lambda: 2)
+  _three_kernels(0.1181640625)
+  # the first kernel went to a background compile with one process (the lowering had the other core); the rest were compiled by the
+  # caller's thread, on every core, or by another background compile when the first had finished
+  assert calls[0] == (1, 1, "tinygrad-load") and sum(n for n, _, _ in calls) == 3
+  assert all(jobs == (1 if name == "tinygrad-load" else None) and name in ("tinygrad-load", threading.current_thread().name)
+             for _, jobs, name in calls)
+
+@pytest.mark.cpu
+def test_a_background_compile_error_is_raised_by_the_schedule(monkeypatch):
+  import os
+  from tinygrad.device import ProgramLoader
+  monkeypatch.setattr(ProgramLoader, "OVERLAP_BYTES", 1)
+  monkeypatch.setattr(os, "cpu_count", lambda: 2)
+  orig = ClangCompiler.compile_many
+  def fail_in_background(self, srcs, jobs=None):
+    if jobs == 1: raise CompileError("clang failed to compile the kernel (exit code 1): injected")
+    return orig(self, srcs, jobs)
+  monkeypatch.setattr(ClangCompiler, "compile_many", fail_in_background)
+  with pytest.raises(CompileError, match="injected"): _three_kernels(0.119140625)
 
 @pytest.mark.cpu
 def test_null_clang_compiles_with_the_c_compiler():

@@ -108,3 +108,38 @@ def test_estimates_count_every_launch():
   assert CUDAish().to_program(reverse_in_groups()).estimates.lds == 4 * 8 * (4 + 4)  # 32 threads, a float in and out each
   n = UOp.variable("n", 1, 16, dtypes.int, param=True)
   assert CUDAish().to_program(reverse_in_groups(n=n)).estimate({"n": 3}).lds == 3 * 8 * 8
+
+def _loop_kernel(trip:int, body_ops:int, math:bool=False, inner_trip:int|None=None) -> list[UOp]:
+  """out[r] = a sum of `body_ops` adds of a[r] (through EXP2 with math), inside a loop of `trip` steps (around a loop of inner_trip)."""
+  out, a = P(0, 4096), P(1, 4096)
+  r = UOp(Ops.RANGE, dtypes.int, (i(trip),), (0, None))
+  uops = [out, a, r]
+  idx = r
+  if inner_trip is not None:
+    r2 = UOp(Ops.RANGE, dtypes.int, (i(inner_trip),), (1, None))
+    idx = alu(Ops.ADD, r, r2)
+    uops += [r2, idx]
+  v = a.index(idx).load()
+  uops += [a.index(idx), v]
+  if math: uops.append(v := UOp(Ops.EXP2, dtypes.float, (v,)))
+  for _ in range(body_ops):
+    uops.append(v := UOp(Ops.ADD, dtypes.float, (v, v)))
+  st = out.index(idx).store(v)
+  uops += [out.index(idx), st]
+  if inner_trip is not None: uops.append(st := UOp(Ops.END, dtypes.void, (st, r2)))
+  return uops + [UOp(Ops.END, dtypes.void, (st, r)), UOp(Ops.SINK, dtypes.void, (), "k")]
+
+@pytest.mark.parametrize("trip, body_ops, math, inner_trip, disabled", [
+  (192, 40, False, None, True),    # a long loop around a big (already unrolled) body: clang's partial unroll only copies it
+  (192, 4, False, None, False),    # a small body: unrolling lets clang vectorize and pipeline it
+  (8, 40, False, None, False),     # a short loop: clang may unroll it fully (an unrolled 8-step reduce lets the loads be hoisted)
+  (192, 40, True, None, False),    # transcendentals: unrolled copies are vectorized together
+  (64, 1, False, 32, True),        # a loop around a long loop: clang's unroll copies the inner loop whole
+  (4, 1, False, 32, True),         # however short
+  (4, 1, False, 3, False),         # around a short loop, which clang unrolls away: unrolling both is clang's call
+])
+def test_clang_unroll_pragma(trip, body_ops, math, inner_trip, disabled):
+  src = ClangRenderer().render(_loop_kernel(trip, body_ops, math, inner_trip))
+  outer = f"for (int ridx0 = 0; ridx0 < {trip}; ridx0++) {{"
+  assert (f"#pragma clang loop unroll(disable)\n  {outer}" in src) == disabled, src
+  assert src.count("#pragma") == (1 if disabled else 0)   # never on the inner loop here (a one-op body)

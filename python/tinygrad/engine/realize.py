@@ -2,7 +2,7 @@
 from __future__ import annotations
 import time
 from tinygrad.helpers import DEBUG, NOOPT, BEAM, GlobalCounters, colored, BoundedCache
-from tinygrad.device import Device
+from tinygrad.device import Device, ProgramLoader
 from tinygrad.uop.ops import Ops
 from tinygrad.schedule import ScheduleItem
 from tinygrad.uop.ops import UOp
@@ -36,11 +36,14 @@ def run_schedule(schedule:list[ScheduleItem], var_vals:dict[str, int]|None=None)
   AST and its linear UOps, 4: the C source (3 and 4 when a kernel is first compiled)."""
   if not schedule: return
   st_all, ops0, mem0 = time.perf_counter(), GlobalCounters.global_ops, GlobalCounters.global_mem
-  # lower and render every kernel first, so each device compiles all of its new kernels in one go
-  by_device: dict[str, list] = {}
+  # lower and render every kernel before running any: each device compiles its new kernels in a few batches, the first ones while the
+  # later kernels are still being lowered (ProgramLoader)
+  loaders: dict[str, ProgramLoader] = {}
   for si in schedule:
-    if si.ast.op is not Ops.COPY: by_device.setdefault(si.bufs[0].device, []).append(get_spec(si, si.bufs[0].device))
-  for device, specs in by_device.items(): Device[device].load_programs(specs)
+    if si.ast.op is Ops.COPY: continue
+    if (loader := loaders.get(device := si.bufs[0].device)) is None: loader = loaders[device] = Device[device].loader()
+    loader.add(get_spec(si, device))
+  for loader in loaders.values(): loader.finish()
   for si in schedule:
     device = si.bufs[0].device
     if si.ast.op is Ops.COPY:  # a copy between devices (Tensor.to): no kernel, not counted in kernel_count

@@ -49,11 +49,13 @@ class ClangCompiler(Compiler):
   so results match the PYTHON device; -fno-math-errno lets sqrt be an instruction.
 
   Starting the C compiler (and the linker) costs more than compiling a small kernel, so compile_many puts the kernels of a schedule into
-  one translation unit (split over the cores when there are several), compiled by one process and linked into one shared object. Each
+  one translation unit (split over the cores when there are several, or over `jobs` processes), compiled by one process and linked into
+  one shared object; a schedule's first kernels come in a batch of their own while the rest are lowered (device.ProgramLoader). Each
   kernel of a unit gets that unit's library (the same bytes object): it holds the kernel's function under its name (or unit_symbol when
   the unit has another kernel of that name), so every kernel is still cached and looked up on its own, and the CPU runtime loads a
   library once however many of its kernels it runs. A source that has no `void NAME(` line is compiled alone.
   """
+  compiles_in_background = True
   flags = ["-fPIC", "-O2", "-fwrapv", "-ffp-contract=off", "-fno-math-errno", "-fno-ident", *_arch_flags()]
   def __init__(self, cachekey:str="compile_cpu"):
     super().__init__(cachekey)
@@ -80,14 +82,14 @@ class ClangCompiler(Compiler):
         self._run(self.argv + ["-c"] + self.flags + ["-x", "c", "-", "-o", obj := os.path.join(tmp, "kernel.o")], src)
         self._run([ld, "-shared", obj, "-o", out, "-lm"])
       with open(out, "rb") as f: return f.read()
-  def compile_many(self, srcs:Sequence[str]) -> list[bytes]:
+  def compile_many(self, srcs:Sequence[str], jobs:int|None=None) -> list[bytes]:
     names = [m.group(1) if (m := _KERNEL_NAME.search(src)) else None for src in srcs]
     batched = [i for i, name in enumerate(names) if name is not None]
     if len(batched) < 2: return [self.compile(src) for src in srcs]
     # units: one per core, balanced by source length (biggest kernels first, each to the lightest unit). Kernels of the same name may
     # share a unit (_compile_unit renames all but the first): keeping them apart started a compiler per duplicate (a CNN's backward
     # has seven kernels of one name)
-    units: list[list[int]] = [[] for _ in range(min(len(batched), os.cpu_count() or 1))]
+    units: list[list[int]] = [[] for _ in range(max(1, min(len(batched), jobs or os.cpu_count() or 1)))]
     for i in sorted(batched, key=lambda i: -len(srcs[i])): min(units, key=lambda u: sum(len(srcs[j]) for j in u)).append(i)
     units = [u for u in units if u]
     libs: dict[int, bytes] = {i: self.compile(src) for i, src in enumerate(srcs) if names[i] is None}
