@@ -116,9 +116,9 @@ def null_cuda(monkeypatch):
     comp = Device["NULL"].compiler
     assert type(comp).__name__ == "CUDACompiler"
     orig = comp.compile_cached_many
-    def spy(batch):
+    def spy(batch, jobs=None):
       srcs.extend(batch)
-      return orig(batch)
+      return orig(batch, jobs)
     monkeypatch.setattr(comp, "compile_cached_many", spy)
     yield srcs
   # every kernel met the renderer contract (SPEC) and is CUDA

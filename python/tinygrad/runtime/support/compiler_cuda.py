@@ -90,10 +90,11 @@ class CUDACompiler(Compiler):
       check_nvrtc((mod.nvrtcGetPTX(prog, out)[0], None), "nvrtcGetPTX")
       return out if out.endswith(b"\0") else out + b"\0"   # cuModuleLoadData reads PTX up to its NUL
     finally: mod.nvrtcDestroyProgram(prog)
-  def compile_many(self, srcs:Sequence[str]) -> list[bytes]:
-    """The kernels of a schedule compiled on threads: NVRTC is thread-safe and cuda-python calls it without the GIL."""
+  def compile_many(self, srcs:Sequence[str], jobs:int|None=None) -> list[bytes]:
+    """The kernels of a schedule compiled on threads (`jobs` of them, default one per core): NVRTC is thread-safe and cuda-python calls
+    it without the GIL."""
     if len(srcs) <= 1: return [self.compile(src) for src in srcs]
-    with ThreadPoolExecutor(min(len(srcs), os.cpu_count() or 1), thread_name_prefix="tinygrad-nvrtc") as pool:
+    with ThreadPoolExecutor(min(len(srcs), jobs or os.cpu_count() or 1), thread_name_prefix="tinygrad-nvrtc") as pool:
       return list(pool.map(self.compile, srcs))
   def _log(self, prog) -> str:
     mod = nvrtc()
