@@ -122,6 +122,8 @@ def _selects(u:UOp, reads:dict[UOp, frozenset[UOp]]) -> bool:
 MAX_FUSED_READS = 4  # buffers an elementwise value may read and still be computed again for every element of an EXPAND ...
 MAX_FUSED_OPS = 32   # ... and ALU ops it may take (gelu takes 59: recomputed inside the matmul it feeds, for every output column) ...
 MIN_RECOMPUTE = 8    # ... of at least this many elements per element
+MIN_SHARED_REDUCE = 16  # a reduce over this many elements per output that two kernels would each compute gets a buffer (AdamW's m and v
+                        # updates both need the weight gradient: the matmul ran twice)
 
 def buffers_read(topo:list[UOp], is_realized) -> tuple[dict[UOp, frozenset[UOp]], dict[UOp, frozenset[UOp]]]:
   """({node: the buffers it reads}, {node: the reduces it owns}), in one pass, children first. Buffers are inputs, realized nodes,
@@ -162,6 +164,21 @@ def alu_ops(topo:list[UOp], reads:dict[UOp, frozenset[UOp]]) -> dict[UOp, frozen
       ops[u] = r if len(r) <= MAX_FUSED_OPS + 1 else frozenset(list(r)[:MAX_FUSED_OPS + 1])
   return ops
 
+def _owns_a_reduce(u:UOp, reads:frozenset[UOp], ops:frozenset[UOp], users:dict[UOp, list[UOp]]) -> bool:
+  """A reduce u reads is used only on the way to u (through u's own ops and movement ops other than EXPAND): with a buffer, u's kernel
+  runs that reduce, which has a buffer of its own otherwise (no kernel more). relu(x @ w + b) owns none (the backward reads x @ w + b)."""
+  for r in reads:
+    if r.op is not Ops.REDUCE: continue
+    todo, seen, ok = [r], {r}, True
+    while todo and ok:
+      for v in users.get(todo.pop(), ()):
+        if v is u or v in seen: continue
+        if not (ok := v in ops or (v.op in GroupOp.Movement and v.op is not Ops.EXPAND)): break
+        seen.add(v)
+        todo.append(v)
+    if ok: return True
+  return False
+
 @dataclass(frozen=True)
 class BufferPlan:
   roots: dict[UOp, str]   # {kernel root: device of its buffer}
@@ -175,11 +192,15 @@ def plan_buffers(targets:dict[UOp, str], is_realized) -> BufferPlan:
   inline: set[UOp] = set()
   top: dict[UOp, bool] = {}     # reached from its kernel's root only through elementwise/movement ops without an EXPAND
   expanded: dict[UOp, int] = {}  # times a node is computed per element in its kernel (the EXPANDs between it and the root; the most)
+  home: dict[UOp, UOp|None] = {}  # the root of the kernel computing a top node (None: the kernels of two or more roots compute it)
   dev: dict[UOp, str] = {}
   reached = set(roots)
   topo = UOp(Ops.SINK, dtypes.void, tuple(roots)).toposort(gate=lambda n: not is_realized(n))
   reads, tops = buffers_read(topo, is_realized)
   ops = alu_ops(topo, reads)
+  users: dict[UOp, list[UOp]] = {}
+  for u in topo:
+    for s in dict.fromkeys(u.src): users.setdefault(s, []).append(u)
   for u in reversed(topo):
     if u not in reached or u.op is Ops.BUFFER: continue
     is_top = top.get(u, True)
@@ -189,11 +210,15 @@ def plan_buffers(targets:dict[UOp, str], is_realized) -> BufferPlan:
     elif u not in roots and (u.op in (Ops.CONTIGUOUS, Ops.COPY, Ops.AFTER) or
                              (u.op is Ops.REDUCE and not is_top and (any(reads[s] for s in u.src) or not _counts(u)))):
       roots[u] = dev[u]
+    # a reduce on the elementwise path of several kernels would run in each of them: a big one is computed once, into a buffer
+    elif u not in roots and u.op is Ops.REDUCE and home.get(u, u) is None and any(reads[s] for s in u.src) and \
+        prod(u.src[0].shape) >= MIN_SHARED_REDUCE * prod(u.shape):
+      roots[u] = dev[u]
     # an elementwise value computed again for every element of a large expand gets a buffer when it reads many buffers (a batchnorm
     # feeding a conv reads five: recomputed for every tap and output channel, it cost more than the conv) or takes many ops (gelu
     # feeding a matmul; on top of a reduce, as after a linear layer, it becomes that reduce's kernel: no kernel more)
     elif u not in roots and expanded.get(u, 1) >= MIN_RECOMPUTE and u.op in GroupOp.Elementwise and \
-        (len(reads[u]) > MAX_FUSED_READS or len(ops[u]) > MAX_FUSED_OPS):
+        (len(reads[u]) > MAX_FUSED_READS or len(ops[u]) > MAX_FUSED_OPS or (not is_top and len(reads[u]) >= 2 and len(ops[u]) >= 2 and _owns_a_reduce(u, reads[u], ops[u], users))):
       roots[u] = dev[u]
     # an elementwise value of two or more reduces that nothing else uses, needed under an EXPAND or in another reduce, is one kernel
     # running those reduces (each would have a buffer of its own otherwise): batchnorm's backward adds two sums for the gradient of the
@@ -207,9 +232,11 @@ def plan_buffers(targets:dict[UOp, str], is_realized) -> BufferPlan:
     child_top = (u in roots or is_top) and u.op not in (Ops.EXPAND, Ops.REDUCE)
     child_expanded = (1 if u in roots else expanded.get(u, 1)) * (prod(u.shape) // max(1, prod(u.src[0].shape)) if u.op is Ops.EXPAND else 1)
     child_dev = u.arg[0] if u.op is Ops.COPY else roots.get(u) or dev[u]
+    child_home = u if u in roots else home.get(u)
     for s in u.src:
       reached.add(s)
       top[s] = top.get(s, True) and child_top
+      if child_top: home[s] = child_home if home.get(s, child_home) is child_home else None
       expanded[s] = max(expanded.get(s, 1), child_expanded)
       dev.setdefault(s, child_dev)
   return BufferPlan(roots, frozenset(inline))
