@@ -8,6 +8,7 @@
    the buffer (a PAD in view gates the store), so an elementwise or reduce value is written in place, with no copy. Where value
    reads that buffer at another element than the one written (a.assign(a.flip(0))), value gets a buffer of its own first.
    Also: an elementwise value recomputed for every element of a large EXPAND that reads many buffers (MAX_FUSED_READS, MIN_RECOMPUTE),
+   or, in a reduce's loop, that owns a reduce (no kernel more); a big reduce on the elementwise path of two kernels (MIN_SHARED_REDUCE);
    and an elementwise value of two or more reduces nothing else uses, needed under an EXPAND or in another reduce (one kernel runs
    them all). A reduce that counts a condition on the index (arange) or selects one element of a one-hot (a gather) gets no buffer:
    it folds into a closed form where it is used (reduce_fold.py); one of the latter that does not fold gets its buffer after all.
@@ -216,9 +217,12 @@ def plan_buffers(targets:dict[UOp, str], is_realized) -> BufferPlan:
       roots[u] = dev[u]
     # an elementwise value computed again for every element of a large expand gets a buffer when it reads many buffers (a batchnorm
     # feeding a conv reads five: recomputed for every tap and output channel, it cost more than the conv) or takes many ops (gelu
-    # feeding a matmul; on top of a reduce, as after a linear layer, it becomes that reduce's kernel: no kernel more)
+    # feeding a matmul; on top of a reduce, as after a linear layer, it becomes that reduce's kernel: no kernel more), or, inside a
+    # reduce's loop, reads two and takes two when it owns a reduce (relu's backward in the weight gradient's matmul: its compares and
+    # loads ran once per multiply-add; the kernel of the reduce it owns computes it instead: no kernel more)
     elif u not in roots and expanded.get(u, 1) >= MIN_RECOMPUTE and u.op in GroupOp.Elementwise and \
-        (len(reads[u]) > MAX_FUSED_READS or len(ops[u]) > MAX_FUSED_OPS or (not is_top and len(reads[u]) >= 2 and len(ops[u]) >= 2 and _owns_a_reduce(u, reads[u], ops[u], users))):
+        (len(reads[u]) > MAX_FUSED_READS or len(ops[u]) > MAX_FUSED_OPS or
+         (not is_top and len(reads[u]) >= 2 and len(ops[u]) >= 2 and _owns_a_reduce(u, reads[u], ops[u], users))):
       roots[u] = dev[u]
     # an elementwise value of two or more reduces that nothing else uses, needed under an EXPAND or in another reduce, is one kernel
     # running those reduces (each would have a buffer of its own otherwise): batchnorm's backward adds two sums for the gradient of the
