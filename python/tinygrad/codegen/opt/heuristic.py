@@ -46,6 +46,7 @@ DOT_TILE = (8, 4)             # dot_tile: rows and columns (8 x 8 with 4 reduce 
 MAX_IMAGE_ROW = 16            # image_tile: the longest image row upcast fully
 IMAGE_ROWS = (8, 4)           # and its output channels per tile (conv 16->32 on 8x8: 12 ms -> 1.6 ms per step, 4.3 ms with 1 row)
 MAX_TAPS, MAX_TAP_UNROLL = 4, 8  # tap_tile: the longest tap loop, the longest reduce loop unrolled (conv weight gradient: 10 -> 4 ms)
+TAP_ROWS = (8, 16)            # and the image rows upcast with the taps (the input gradient's per-tap products: 4.6 -> 1.2 ms)
 UNROLL_MAX_LOADS = 32         # a reduce loop is unrolled when its trip count times the loads in its body is at most this
 
 def hand_coded_optimizations(ast:UOp, threads:int, upcast:bool=True) -> UOp:
@@ -210,12 +211,18 @@ def tap_tile(ast:UOp, loops:list[UOp]) -> UOp|None:
   """A conv's weight gradient (innermost output loops: the kernel's taps, of at most MAX_TAPS each, which the reduce's gated loads of
   the padded input move with): the innermost one or two tap loops are upcast fully (a 3x3 window: 9 accumulators) and the innermost
   reduce loop (the image's x) unrolled when it is at most MAX_TAP_UNROLL: the lanes share each gradient value loaded and overlapping
-  input values. None if the kernel doesn't qualify."""
+  input values. Without gated loads (a conv's input gradient before its taps are summed: one value per pixel and tap), the taps and
+  the image row before them (8 or 16, read as vector loads) are upcast fully: each gradient vector serves every tap, each weight the
+  row. None if the kernel doesn't qualify."""
   taps: list[UOp] = []
   for r in reversed(loops):
     if (range_size(r) or 0) > MAX_TAPS or len(taps) == 2: break
     taps.append(r)
   gated = [ld for ld in _reduce_loads(ast) if len(ld.src) > 1]
+  if taps and not gated and len(loops) > len(taps) and (range_size(x := loops[-len(taps) - 1]) or 0) in TAP_ROWS:
+    for r in taps: ast = apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, r), 0))[0]
+    up, _, lane = apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, x), 0))
+    return up if lane is not None and vector_loads(up, lane, in_reduce_only=True) else None
   if not taps or not all(any(r in ld.src[0].toposort() for ld in gated) for r in taps): return None
   for r in taps: ast = apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, r), 0))[0]
   if (reds := ranges_of(ast, AxisType.REDUCE)) and (range_size(reds[-1]) or 0) <= MAX_TAP_UNROLL:
