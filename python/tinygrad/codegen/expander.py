@@ -1,8 +1,9 @@
 """Expansion: UNROLL and UPCAST ranges become their lanes, so no such range is left for the loops.
 
   UNROLL  REDUCE(x, *ranges, u) -> REDUCE(op(x[u=0], x[u=1], ...), *ranges), the lanes combined as a tree (more ILP); with no range
-          left the REDUCE is just that value. Lanes whose loads are consecutive read one vector load (as UPCAST's) and keep an
-          accumulator each, op(REDUCE(x[u=0], *ranges), REDUCE(x[u=1], *ranges), ...): lane-wise adds the C compiler vectorizes.
+          left the REDUCE is just that value. Lanes whose loads are consecutive read one vector load (as UPCAST's); where every
+          load that moves with u is such a vector load, two or more (a dot product), the lanes keep an accumulator each,
+          op(REDUCE(x[u=0], *ranges), REDUCE(x[u=1], *ranges), ...): lane-wise multiply-adds the C compiler vectorizes.
   UPCAST  (innermost first) every STORE that depends on the range u becomes one store per lane, STORE(idx[u=j], val[u=j]); where the
           lane addresses are consecutive the stores are one SHRINK store of a STACK of the lanes. Ungated loads whose lane addresses
           are consecutive become one SHRINK (vector) load, lane j read as INDEX(vector, j). A REDUCE in a stored value becomes one
@@ -44,11 +45,11 @@ def _expand_unroll(sink:UOp, u:UOp) -> UOp:
     vec = _vector_lanes(red.src[0], u, loads := vector_loads(red.src[0], u))
     lanes = [_lane(red.src[0], u, j) for j in range(n)]
     lanes = [x.substitute(v, name="vector loads") if v else x for x, v in zip(lanes, vec)]
-    # lanes whose every load reads consecutive elements (vector loads: a dot product) keep one accumulator each, combined after the
-    # loop: the C compiler turns the lane-wise multiply-adds into vector ones (a tree per step is scalar code: x @ w.T ran at a third
-    # of the speed)
+    # lanes whose every load reads consecutive elements, two or more of them (vector loads: a dot product), keep one accumulator each,
+    # combined after the loop: the C compiler turns the lane-wise multiply-adds into vector ones (a tree per step is scalar code: x @ w.T
+    # ran at a third of the speed). A plain sum keeps the tree (and the op count tinygrad reports for it)
     moving = [ld for ld in red.src[0].toposort() if ld.op is Ops.LOAD and u in ld.src[0].toposort()]
-    if rest and loads and len(loads) == len(moving): repl[red] = _tree(red.arg[0], [red.replace(src=(x, *rest)) for x in lanes])
+    if rest and len(loads) >= 2 and len(loads) == len(moving): repl[red] = _tree(red.arg[0], [red.replace(src=(x, *rest)) for x in lanes])
     else: repl[red] = red.replace(src=(_tree(red.arg[0], lanes), *rest)) if rest else _tree(red.arg[0], lanes)
   return sink.substitute(repl, name="expand unroll")
 
