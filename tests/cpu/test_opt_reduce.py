@@ -132,10 +132,11 @@ class TestGeneratedC:
     with Context(NOOPT=1): assert spec_of(a @ b).src.count("for (") == 3
 
   def test_row_sum_not_upcast(self, single_core):
-    # x.sum(axis=1): the 4 lanes would read 4 different rows, no load is shared as a vector: no upcast
+    # x.sum(axis=1): the 4 lanes would read 4 different rows, no load is shared as a vector: no upcast. The scheduler's 4 reduce
+    # lanes read consecutive elements: one vector load
     x = Tensor(rand((64, 64))).realize()
     spec = spec_of(x.sum(axis=1))
-    assert spec.name == "r_64_16_4" and "float acc0[1];" in spec.src
+    assert spec.name == "r_64_16_4" and "float acc0[1];" in spec.src and spec.src.count("*((float4*)(data1_4096+") == 1
     # x.sum(axis=0): the lanes read 4 consecutive columns, and with no other output loop 16 columns (a 64-byte line of each row)
     spec = spec_of(x.sum(axis=0))
     assert spec.name == "r_4_4_4_16_4" and "float acc0[16];" in spec.src and spec.src.count("*((float4*)(data1_4096+") == 16

@@ -150,26 +150,24 @@ class TestGeneratedC:
 }
 """]
   def test_unrolled_reduce_golden(self):
-    # 64 elements: the scheduler's 16 iterations of 4, too many to unroll fully
-    assert src_of(Tensor(np.ones(64, dtype=np.float32)).realize().sum()) == ["""void r_16_4(float* restrict data0_1, const float* restrict data1_64) {
+    # 64 elements: the scheduler's 16 iterations of 4, too many to unroll fully; the 4 lanes are consecutive: one vector load
+    assert src_of(Tensor(np.ones(64, dtype=np.float32)).realize().sum()) == ["""typedef float float4 __attribute__((vector_size(16),aligned(4)));
+void r_16_4(float* restrict data0_1, const float* restrict data1_64) {
   float acc0[1];
   acc0[0] = 0.0f;
   for (int ridx0 = 0; ridx0 < 16; ridx0++) {
-    int alu0 = ridx0*4;
-    float val0 = data1_64[alu0];
-    float val1 = data1_64[alu0+1];
-    float val2 = data1_64[alu0+2];
-    float val3 = data1_64[alu0+3];
-    acc0[0] = acc0[0]+(val0+val1+(val2+val3));
+    float4 val0 = *((float4*)(data1_64+ridx0*4));
+    acc0[0] = acc0[0]+(val0[0]+val0[1]+(val0[2]+val0[3]));
   }
   data0_1[0] = acc0[0];
 }
 """]
-    # 16 elements: 4 iterations of 4 become one tree of 16 loads
+    # 16 elements: 4 iterations of 4 become one tree of 16 values (4 vector loads of 4 consecutive lanes)
     a = Tensor(np.ones(16, dtype=np.float32)).realize()
     src = src_of(a.sum())[0]
-    assert "void r_4_4(" in src and "for" not in src and "acc0" not in src and "data1_16[15]" in src
-    assert "data0_1[0] = val0+val1+(val2+val3)+(val4+val5+(val6+val7))+(val8+val9+(val10+val11)+(val12+val13+(val14+val15)));" in src
+    assert "void r_4_4(" in src and "for (" not in src and "acc0" not in src and "float4 val3 = *((float4*)(data1_16+12));" in src
+    assert ("data0_1[0] = val0[0]+val0[1]+(val0[2]+val0[3])+(val1[0]+val1[1]+(val1[2]+val1[3]))+(val2[0]+val2[1]+(val2[2]+val2[3])+"
+            "(val3[0]+val3[1]+(val3[2]+val3[3])));") in src
     assert a.max().item() == 1.0 and (a * Tensor.arange(16)).max().item() == 15.0
 
 

@@ -8,6 +8,7 @@
    the buffer (a PAD in view gates the store), so an elementwise or reduce value is written in place, with no copy. Where value
    reads that buffer at another element than the one written (a.assign(a.flip(0))), value gets a buffer of its own first.
    Also: an elementwise value recomputed for every element of a large EXPAND that reads many buffers (MAX_FUSED_READS, MIN_RECOMPUTE),
+   or, in a reduce's loop, that owns a reduce (no kernel more); a big reduce on the elementwise path of two kernels (MIN_SHARED_REDUCE);
    and an elementwise value of two or more reduces nothing else uses, needed under an EXPAND or in another reduce (one kernel runs
    them all). A reduce that counts a condition on the index (arange) or selects one element of a one-hot (a gather) gets no buffer:
    it folds into a closed form where it is used (reduce_fold.py); one of the latter that does not fold gets its buffer after all.
@@ -141,6 +142,8 @@ MIN_RECOMPUTE = 8    # ... of at least this many elements per element
 MAX_RECOMPUTED_OPS = 1 << 24
 MIN_RECOMPUTED_SIZE = 1 << 12
 MANY_RECOMPUTES = 128   # (and only values recomputed this often: attention's probabilities, 64 times in p @ v, stay fused there)
+MIN_SHARED_REDUCE = 16  # a reduce over this many elements per output that two kernels would each compute gets a buffer (AdamW's m and v
+                        # updates both need the weight gradient: the matmul ran twice)
 
 def buffers_read(topo:list[UOp], is_realized) -> tuple[dict[UOp, frozenset[UOp]], dict[UOp, frozenset[UOp]]]:
   """({node: the buffers it reads}, {node: the reduces it owns}), in one pass, children first. Buffers are inputs, realized nodes,
@@ -181,6 +184,21 @@ def alu_ops(topo:list[UOp], reads:dict[UOp, frozenset[UOp]]) -> dict[UOp, frozen
       ops[u] = r if len(r) <= MAX_FUSED_OPS + 1 else frozenset(list(r)[:MAX_FUSED_OPS + 1])
   return ops
 
+def _owns_a_reduce(u:UOp, reads:frozenset[UOp], ops:frozenset[UOp], users:dict[UOp, list[UOp]]) -> bool:
+  """A reduce u reads is used only on the way to u (through u's own ops and movement ops other than EXPAND): with a buffer, u's kernel
+  runs that reduce, which has a buffer of its own otherwise (no kernel more). relu(x @ w + b) owns none (the backward reads x @ w + b)."""
+  for r in reads:
+    if r.op is not Ops.REDUCE: continue
+    todo, seen, ok = [r], {r}, True
+    while todo and ok:
+      for v in users.get(todo.pop(), ()):
+        if v is u or v in seen: continue
+        if not (ok := v in ops or (v.op in GroupOp.Movement and v.op is not Ops.EXPAND)): break
+        seen.add(v)
+        todo.append(v)
+    if ok: return True
+  return False
+
 @dataclass(frozen=True)
 class BufferPlan:
   roots: dict[UOp, str]   # {kernel root: device of its buffer}
@@ -194,12 +212,15 @@ def plan_buffers(targets:dict[UOp, str], is_realized) -> BufferPlan:
   inline: set[UOp] = set()
   top: dict[UOp, bool] = {}     # reached from its kernel's root only through elementwise/movement ops without an EXPAND
   expanded: dict[UOp, int] = {}  # times a node is computed per element in its kernel (the EXPANDs between it and the root; the most)
-  owners: dict[UOp, frozenset[UOp]] = {}  # the roots (up to 2) whose elementwise paths reach a node: the kernels that compute it
+  home: dict[UOp, UOp|None] = {}  # the root of the kernel computing a top node (None: the kernels of two or more roots compute it)
   dev: dict[UOp, str] = {}
   reached = set(roots)
   topo = UOp(Ops.SINK, dtypes.void, tuple(roots)).toposort(gate=lambda n: not is_realized(n))
   reads, tops = buffers_read(topo, is_realized)
   ops = alu_ops(topo, reads)
+  users: dict[UOp, list[UOp]] = {}
+  for u in topo:
+    for s in dict.fromkeys(u.src): users.setdefault(s, []).append(u)
   for u in reversed(topo):
     if u not in reached or u.op is Ops.BUFFER: continue
     is_top = top.get(u, True)
@@ -209,16 +230,20 @@ def plan_buffers(targets:dict[UOp, str], is_realized) -> BufferPlan:
     elif u not in roots and (u.op in (Ops.CONTIGUOUS, Ops.COPY, Ops.AFTER) or
                              (u.op is Ops.REDUCE and not is_top and (any(reads[s] for s in u.src) or not _counts(u)))):
       roots[u] = dev[u]
-    # a reduce on the elementwise paths of two kernels would run in both (a weight's gradient feeding AdamW's two moment updates)
-    elif u not in roots and u.op is Ops.REDUCE and len(owners.get(u, ())) >= 2 and any(reads[s] for s in u.src):
+    # a reduce on the elementwise path of several kernels would run in each of them: a big one is computed once, into a buffer
+    elif u not in roots and u.op is Ops.REDUCE and home.get(u, u) is None and any(reads[s] for s in u.src) and \
+        max_size(u.src[0].shape) >= MIN_SHARED_REDUCE * max_size(u.shape):
       roots[u] = dev[u]
     # an elementwise value computed again for every element of a large expand gets a buffer when it reads many buffers (a batchnorm
     # feeding a conv reads five: recomputed for every tap and output channel, it cost more than the conv) or takes many ops (gelu
-    # feeding a matmul; on top of a reduce, as after a linear layer, it becomes that reduce's kernel: no kernel more)
+    # feeding a matmul; on top of a reduce, as after a linear layer, it becomes that reduce's kernel: no kernel more), or is recomputed
+    # very often (MAX_RECOMPUTED_OPS), or, inside a reduce's loop, reads two and takes two when it owns a reduce (relu's backward in the
+    # weight gradient's matmul: its compares and loads ran once per multiply-add; the kernel of the reduce it owns computes it instead)
     elif u not in roots and expanded.get(u, 1) >= MIN_RECOMPUTE and u.op in GroupOp.Elementwise and \
         (len(reads[u]) > MAX_FUSED_READS or len(ops[u]) > MAX_FUSED_OPS or
          (reads[u] and max_size(u.shape) >= MIN_RECOMPUTED_SIZE and expanded.get(u, 1) >= MANY_RECOMPUTES and
-          expanded.get(u, 1) * len(ops[u]) * max_size(u.shape) >= MAX_RECOMPUTED_OPS)):
+          expanded.get(u, 1) * len(ops[u]) * max_size(u.shape) >= MAX_RECOMPUTED_OPS) or
+         (not is_top and len(reads[u]) >= 2 and len(ops[u]) >= 2 and _owns_a_reduce(u, reads[u], ops[u], users))):
       roots[u] = dev[u]
     # an elementwise value of two or more reduces that nothing else uses, needed under an EXPAND or in another reduce, is one kernel
     # running those reduces (each would have a buffer of its own otherwise): batchnorm's backward adds two sums for the gradient of the
@@ -230,13 +255,13 @@ def plan_buffers(targets:dict[UOp, str], is_realized) -> BufferPlan:
     if u.op is Ops.COPY:
       if (b := as_buffer(u.src[0])) is None or b.src[0].arg != prod(u.shape): roots.setdefault(u.src[0], u.arg[0])
     child_top = (u in roots or is_top) and u.op not in (Ops.EXPAND, Ops.REDUCE)
-    own = frozenset((u,)) if u in roots else owners.get(u, frozenset())
     child_expanded = (1 if u in roots else expanded.get(u, 1)) * (max_size(u.shape) // max(1, max_size(u.src[0].shape)) if u.op is Ops.EXPAND else 1)
     child_dev = u.arg[0] if u.op is Ops.COPY else roots.get(u) or dev[u]
+    child_home = u if u in roots else home.get(u)
     for s in u.src:
       reached.add(s)
       top[s] = top.get(s, True) and child_top
-      if child_top and len(o := owners.get(s, frozenset())) < 2: owners[s] = o | own if len(o | own) <= 2 else frozenset(list(o | own)[:2])
+      if child_top: home[s] = child_home if home.get(s, child_home) is child_home else None
       expanded[s] = max(expanded.get(s, 1), child_expanded)
       dev.setdefault(s, child_dev)
   return BufferPlan(roots, frozenset(inline))
