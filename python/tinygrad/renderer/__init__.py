@@ -323,7 +323,9 @@ class Estimates:
     ops = lds = 0
     mem: dict[tuple[UOp, Ops], int] = {}
     mults, stack_m = 1, []
-    for u in uops:
+    lanes: dict[UOp, int] = {}  # a vector ADD/MUL (vector_alu) does one op per lane
+    for i, u in enumerate(uops):
+      lanes[u] = _lanes_of(u, lanes, i)
       if u.op is Ops.RANGE:
         stack_m.append(mults)
         if u.dtype is not dtypes.void and (trip := eval_int(u.src[0], vv)) is not None: mults *= max(trip, 0)
@@ -335,7 +337,7 @@ class Estimates:
         size = eval_int(root.src[0], vv) if root.src else None
         acc = mem.get((root, u.op), 0) + width * mults
         mem[(root, u.op)] = min(acc, size * root.dtype.itemsize) if size is not None else acc
-      elif u.op in GroupOp.ALU and u not in indexing: ops += mults * (2 if u.op is Ops.MULACC else 1)
+      elif u.op in GroupOp.ALU and u not in indexing: ops += mults * (2 if u.op is Ops.MULACC else 1) * lanes[u]
     return Estimates(ops, lds, sum(mem.values()))
 
 @dataclass(frozen=True)
