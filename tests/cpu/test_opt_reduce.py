@@ -141,6 +141,16 @@ class TestGeneratedC:
     spec = spec_of(x.sum(axis=0))
     assert spec.name == "r_4_4_4_16_4" and "float acc0[16];" in spec.src and spec.src.count("*((float4*)(data1_4096+") == 16
 
+  def test_dot_tile_vector_accumulators(self, single_core):
+    # x @ w.T: both operands read along the reduce's 4 lanes. A 4x4 tile of dot products, each one float4 accumulator (16 float4
+    # multiply-adds a step, no scalar lanes for clang to pair up: set to 0, loaded and stored in the loop, read after it), its lanes
+    # summed once after the loop; the op count counts every lane of a vector op
+    x, w = Tensor(rand((32, 64))).realize(), Tensor(rand((48, 64), seed=1)).realize()
+    spec = spec_of(x @ w.T)
+    assert spec.name == "r_8_4_12_4_16_4" and "float acc0[64];" in spec.src and spec.src.count("*((float4*)(acc0+") == 64
+    assert spec.estimates.ops == 2 * 32 * 48 * 64 + 3 * 32 * 48  # and 3 adds of each output's lanes
+    np.testing.assert_allclose((x @ w.T).numpy(), x.numpy() @ w.numpy().T, rtol=1e-5, atol=1e-4)
+
   def test_inner_dim_of_4(self, single_core):
     # the output column loop of exactly 4 disappears in the upcast; the row loop is not upcast (no load shared by the rows)
     x = Tensor(rand((64, 40, 4))).realize()

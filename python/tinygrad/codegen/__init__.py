@@ -176,6 +176,20 @@ def _combine(op:Ops, a:UOp, b:UOp) -> UOp:
   if a.dtype is dtypes.bool: op = {Ops.ADD: Ops.OR, Ops.MUL: Ops.AND}.get(op, Ops.OR)
   return UOp(op, a.dtype, (a, b))
 
+def _vector_width(x:UOp) -> int:
+  """The lanes of a reduce's value: a vector reduce (codegen/expander.py, vector_alu) sums ADD/MULs of vector (SHRINK) loads."""
+  while x.op in (Ops.ADD, Ops.MUL): x = x.src[0]
+  return x.src[0].src[2].arg if x.op is Ops.LOAD and x.src[0].op is Ops.SHRINK else 1
+
+def _acc_slot(red:UOp, acc:UOp, i:int) -> UOp:
+  """The accumulator element (or, for a vector reduce, the lanes) that `red` sums into."""
+  if (n := _vector_width(red.src[0])) == 1: return UOp(Ops.INDEX, red.dtype, (acc, iconst(i)))
+  return UOp(Ops.SHRINK, red.dtype, (acc, iconst(i), UOp.const(n, dtypes.int)))
+
+def _acc_init(red:UOp) -> UOp:
+  if (n := _vector_width(red.src[0])) == 1: return _identity(red.arg[0], red.dtype)
+  return UOp(Ops.STACK, red.dtype, (_identity(red.arg[0], red.dtype),) * n)
+
 def _lower_reduces(ctx:ReduceContext, sink:UOp) -> UOp|None:
   # REDUCEs over the same ranges (the lanes of an upcast reduce kernel) share one loop, each with its own accumulator slot
   groups: dict[tuple[UOp, ...], list[UOp]] = {}
@@ -193,24 +207,26 @@ def _lower_reduces(ctx:ReduceContext, sink:UOp) -> UOp|None:
     for red in reds: accs.setdefault(red.dtype, []).append(red)
     slots: dict[UOp, tuple[UOp, int]] = {}
     for dt, rs in accs.items():
-      acc = UOp(Ops.BUFFER, dt, (iconst(len(rs)),), ParamArg(ctx.accs, dt, addrspace=AddrSpace.REG))
+      offs = [0]
+      for red in rs: offs.append(offs[-1] + _vector_width(red.src[0]))
+      acc = UOp(Ops.BUFFER, dt, (iconst(offs[-1]),), ParamArg(ctx.accs, dt, addrspace=AddrSpace.REG))
       ctx.accs += 1
-      for i, red in enumerate(rs): slots[red] = (acc, i)
+      for i, red in zip(offs, rs): slots[red] = (acc, i)
     # a reduce nested in another's loop (a staged sum: tinygrad/schedule/rangeify.py) starts again in each iteration of the outer one
     outer = [r for r in open_ranges(reds[0].src[0]) if r not in ranges and r not in ctx.loop_ranges]
     loops = store_loops.get(reds[0], ctx.loop_ranges)
-    inits = {red: UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, red.dtype, (acc.after(*loops, *outer), iconst(i))),
-                                                _identity(red.arg[0], red.dtype))) for red, (acc, i) in slots.items()}
+    inits = {red: UOp(Ops.STORE, dtypes.void, (_acc_slot(red, acc.after(*loops, *outer), i), _acc_init(red)))
+             for red, (acc, i) in slots.items()}
     bodies = []
     for red in reds:
       acc, i = slots[red]
-      idx = UOp(Ops.INDEX, red.dtype, (acc.after(inits[red], *ranges), iconst(i)))
+      idx = _acc_slot(red, acc.after(inits[red], *ranges), i)
       bodies.append(UOp(Ops.STORE, dtypes.void, (idx, _combine(red.arg[0], UOp(Ops.LOAD, red.dtype, (idx,)), red.src[0]))))
     body = bodies[0] if len(bodies) == 1 else UOp(Ops.GROUP, dtypes.void, tuple(bodies))
     for r in reversed(ranges): body = UOp(Ops.END, dtypes.void, (body, r))
     for red in reds:
       acc, i = slots[red]
-      repl[red] = UOp(Ops.LOAD, red.dtype, (UOp(Ops.INDEX, red.dtype, (acc.after(body), iconst(i))),))
+      repl[red] = UOp(Ops.LOAD, red.dtype, (_acc_slot(red, acc.after(body), i),))
   return sink.substitute(repl, name="reduce to accumulator")
 
 pm_reduce = PatternMatcher([(UPat(Ops.SINK, name="sink"), _lower_reduces)])
@@ -315,7 +331,7 @@ def _launch_dims(ast:UOp, ren:Renderer|None) -> UOp:
 
 def _expand(ast:UOp, ren:Renderer|None) -> UOp:
   from tinygrad.codegen.expander import pm_expand
-  return graph_rewrite(ast, pm_expand, name="expand upcast and unroll")
+  return graph_rewrite(ast, pm_expand, ctx=ren is not None and ren.vector_alu, name="expand upcast and unroll")
 
 def _group_reduces(ast:UOp, ren:Renderer|None) -> UOp:
   from tinygrad.codegen.group_reduce import group_reduces

@@ -37,7 +37,7 @@ def _vector_lanes(x:UOp, u:UOp, loads:list[UOp]) -> list[dict[UOp, UOp]]:
     for j in range(n): repl[j][lane_loads[j][i]] = UOp(Ops.INDEX, ld.dtype, (vec, UOp.const(j, dtypes.int)))
   return repl
 
-def _expand_unroll(sink:UOp, u:UOp) -> UOp:
+def _expand_unroll(sink:UOp, u:UOp, vector_alu:bool) -> UOp:
   repl: dict[UOp, UOp] = {}
   n = range_size(u) or 0
   for red in [r for r in sink.toposort() if r.op is Ops.REDUCE and u in r.src[1:]]:
@@ -49,7 +49,14 @@ def _expand_unroll(sink:UOp, u:UOp) -> UOp:
     # combined after the loop: the C compiler turns the lane-wise multiply-adds into vector ones (a tree per step is scalar code: x @ w.T
     # ran at a third of the speed). A plain sum keeps the tree (and the op count tinygrad reports for it)
     moving = [ld for ld in red.src[0].toposort() if ld.op is Ops.LOAD and u in ld.src[0].toposort()]
-    if rest and len(loads) >= 2 and len(loads) == len(moving): repl[red] = _tree(red.arg[0], [red.replace(src=(x, *rest)) for x in lanes])
+    dot = rest and len(loads) >= 2 and len(loads) == len(moving)
+    # a float32 dot product (MUL of two vector loads) on a renderer with vector ALU: one vector accumulator instead, its lanes summed
+    # once after the loop (a 4x4 tile of 4-lane dot products is 16 float4 multiply-adds a step, not 64 scalar ones for clang to pair up)
+    if dot and vector_alu and red.arg[0] is Ops.ADD and red.dtype is dtypes.float32 and (x := red.src[0]).op is Ops.MUL and \
+       all(s in loads for s in x.src) and n in (2, 4, 8, 16):
+      vred = red.replace(src=(x.replace(src=tuple(vec[0][_lane(s, u, 0)].src[0] for s in x.src)), *rest))
+      repl[red] = _tree(Ops.ADD, [UOp(Ops.INDEX, red.dtype, (vred, UOp.const(j, dtypes.int))) for j in range(n)])
+    elif dot: repl[red] = _tree(red.arg[0], [red.replace(src=(x, *rest)) for x in lanes])
     else: repl[red] = red.replace(src=(_tree(red.arg[0], lanes), *rest)) if rest else _tree(red.arg[0], lanes)
   return sink.substitute(repl, name="expand unroll")
 
@@ -70,10 +77,10 @@ def _expand_upcast(sink:UOp, u:UOp) -> UOp:
     else: stores.extend(lanes)
   return sink.replace(src=tuple(stores))
 
-def _expand(sink:UOp) -> UOp|None:
+def _expand(sink:UOp, vector_alu:bool=False) -> UOp|None:
   if not (rngs := ranges_of(sink, AxisType.UNROLL, AxisType.UPCAST)): return None
   for u in reversed(rngs):
-    if u.arg[-1] is AxisType.UNROLL: sink = _expand_unroll(sink, u)
+    if u.arg[-1] is AxisType.UNROLL: sink = _expand_unroll(sink, u, vector_alu)
   for u in reversed(rngs):
     if u.arg[-1] is AxisType.UPCAST: sink = _expand_upcast(sink, u)
   # the lanes' indices, summed up again: one graph_rewrite over all of them
@@ -81,4 +88,5 @@ def _expand(sink:UOp) -> UOp|None:
   simple = graph_rewrite(UOp(Ops.SINK, dtypes.void, tuple(idxs)), symbolic, name="simplify indices").src
   return sink.substitute({a: b for a, b in zip(idxs, simple) if a is not b}, name="simplified indices")
 
-pm_expand = PatternMatcher([(UPat(Ops.SINK, name="sink"), _expand)])
+# ctx: whether the renderer has vector ALU (Renderer.vector_alu)
+pm_expand = PatternMatcher([(UPat(Ops.SINK, name="sink"), lambda ctx, sink: _expand(sink, bool(ctx)))])

@@ -115,6 +115,7 @@ def mem_root(u:UOp) -> UOp|None:
   return u if is_buffer_param(u) else None
 
 _VECTOR_WIDTHS = (2, 4, 8, 16)
+_VECTOR_ALU = (Ops.ADD, Ops.MUL)
 # what a launch size may be computed from: the host evaluates it before the launch
 _LAUNCH_OPS = frozenset({Ops.CONST, Ops.CAST, Ops.ADD, Ops.SUB, Ops.MUL, Ops.CDIV, Ops.CMOD, Ops.MAX, Ops.SHL, Ops.SHR, Ops.AND, Ops.STACK})
 
@@ -144,7 +145,7 @@ def _lanes_of(u:UOp, lanes:dict[UOp, int], i:int) -> int:
       raise KernelContractError(f"{_desc(i, u)}: SHRINK width must be a CONST in {_VECTOR_WIDTHS}")
     return n
   if u.op is Ops.STACK: return len(u.src)
-  if u.op in (Ops.LOAD, Ops.AFTER): return lanes.get(u.src[0], 1)
+  if u.op in (Ops.LOAD, Ops.AFTER) or u.op in _VECTOR_ALU: return lanes.get(u.src[0], 1)
   return 1  # everything else, a lane extraction (INDEX of a vector) included, is scalar
 
 def _check_srcs(i:int, u:UOp, lanes:dict[UOp, int]) -> None:
@@ -182,7 +183,9 @@ def _check_srcs(i:int, u:UOp, lanes:dict[UOp, int]) -> None:
     need(n in _VECTOR_WIDTHS or (n == 0 and u.dtype is dtypes.void), "STACK must have {} srcs, got {}", _VECTOR_WIDTHS, n)
     need(all(lanes.get(s, 1) == 1 for s in u.src), "STACK of vectors is not supported")
   elif op in GroupOp.ALU or op in (Ops.CAST, Ops.BITCAST):
-    need(all(lanes.get(s, 1) == 1 for s in u.src), "vector ALU is not supported: devectorize first (STACK lanes, INDEX(vec, i))")
+    # ADD/MUL may take two vectors of one width (vector_alu renderers); every other op takes scalars
+    vec = op in _VECTOR_ALU and len({lanes.get(s, 1) for s in u.src}) == 1
+    need(vec or all(lanes.get(s, 1) == 1 for s in u.src), "vector ALU is not supported: devectorize first (STACK lanes, INDEX(vec, i))")
     if op is Ops.WHERE: need(n == 3 and u.src[0].dtype is dtypes.bool, "WHERE takes (cond:bool, a, b)")
     elif op is Ops.MULACC: need(n == 3, "MULACC takes (a, b, c)")
     elif op in GroupOp.Unary or op in (Ops.CAST, Ops.BITCAST): need(n == 1, "{} takes one src", op)
@@ -320,7 +323,9 @@ class Estimates:
     ops = lds = 0
     mem: dict[tuple[UOp, Ops], int] = {}
     mults, stack_m = 1, []
-    for u in uops:
+    lanes: dict[UOp, int] = {}  # a vector ADD/MUL (vector_alu) does one op per lane
+    for i, u in enumerate(uops):
+      lanes[u] = _lanes_of(u, lanes, i)
       if u.op is Ops.RANGE:
         stack_m.append(mults)
         if u.dtype is not dtypes.void and (trip := eval_int(u.src[0], vv)) is not None: mults *= max(trip, 0)
@@ -332,7 +337,7 @@ class Estimates:
         size = eval_int(root.src[0], vv) if root.src else None
         acc = mem.get((root, u.op), 0) + width * mults
         mem[(root, u.op)] = min(acc, size * root.dtype.itemsize) if size is not None else acc
-      elif u.op in GroupOp.ALU and u not in indexing: ops += mults * (2 if u.op is Ops.MULACC else 1)
+      elif u.op in GroupOp.ALU and u not in indexing: ops += mults * (2 if u.op is Ops.MULACC else 1) * lanes[u]
     return Estimates(ops, lds, sum(mem.values()))
 
 @dataclass(frozen=True)
@@ -402,6 +407,7 @@ class Renderer:
   has_local: bool = True                          # GPU dims: the optimizer may make GLOBAL/LOCAL ranges (SPECIAL gidx/lidx)
   has_threads: bool = False                       # CPU threads: the optimizer may make a THREAD range (SPECIAL core_id)
   has_shared: bool = True                         # local (workgroup-shared) BUFFERs and BARRIERs
+  vector_alu: bool = False                        # ADD/MUL of two vectors of the same width (a dot product's lanes kept as one vector)
   global_max: tuple[int, ...]|None = (0x8FFFFFFF,) * 3  # largest launch size per dim (with has_threads: [0] is the thread count)
   local_max: tuple[int, ...]|None = (0x8FFFFFFF,) * 3   # largest workgroup size per dim (the largest of them: threads per workgroup)
   shared_max: int = 32768                         # bytes of local memory per workgroup

@@ -445,6 +445,7 @@ class ClangRenderer(CStyleLanguage):
   has_local = False
   has_shared = False
   has_threads = True   # the CPU runtime runs a core_id kernel's launches on a thread pool
+  vector_alu = True    # GCC/clang vector extensions: a float4 + float4 is one vector add
   code_for_op = {**CStyleLanguage.code_for_op,
                  Ops.EXP2: lambda x, dtype: "__builtin_exp2(" + x + ")" if dtype is dtypes.float64 else f"tg_exp2f({strip_parens(x)})"}
   def render_kernel(self, function_name:str, body:list[str], params:list[str], prefix:list[str]) -> str:

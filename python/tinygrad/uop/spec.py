@@ -287,7 +287,8 @@ _void = lambda x: x.dtype is dtypes.void  # noqa: E731
 spec_lowered = PatternMatcher([
   (UPat(Ops.SHRINK, name="x"), _shrink_ok),
   (UPat(Ops.STACK, name="x"), _stack_ok),
-  (UPat(Ops.INDEX, src=(UPat((Ops.LOAD, Ops.STACK)), UPat(Ops.CONST)), name="x"), _linear_index_ok),
+  # (ADD/MUL: a vector reduce's lanes on a vector_alu renderer, codegen/expander.py)
+  (UPat(Ops.INDEX, src=(UPat((Ops.LOAD, Ops.STACK, Ops.ADD, Ops.MUL)), UPat(Ops.CONST)), name="x"), _linear_index_ok),
   (UPat(Ops.LOAD, src=(UPat(Ops.SHRINK),), allow_any_len=True, name="x"), _linear_load_ok),
   (UPat(Ops.STORE, src=(UPat(Ops.SHRINK),), allow_any_len=True, name="x"), _linear_store_ok),
   (UPat(Ops.GROUP, dtypes.void, name="x"), lambda x: len(x.src) >= 1 and all(s.op in (Ops.STORE, Ops.END) for s in x.src)),

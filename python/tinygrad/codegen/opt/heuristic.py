@@ -10,7 +10,7 @@ The heuristics (`hand_coded_optimizations`), in order:
            B vector load serves 4 rows: 16 accumulators, r_64_16_4_16_4 -> r_16_4_16_4_16_4); with a single output loop
            (x.sum(axis=0)) that loop again: 16 consecutive outputs, each reduce step reads a 64-byte line of a row.
   dot_tile  instead of upcast/upcast_outer, a reduce kernel whose loads that move with the innermost output loop are consecutive along
-           the reduce's UNROLL lanes (x @ w.T, w of shape (out, in)) gets an 8 x 8 tile of dot products (see dot_tile).
+           the reduce's UNROLL lanes (x @ w.T, w of shape (out, in)) gets a 4 x 4 tile of dot products (see dot_tile).
   image_tile  instead of upcast/upcast_outer, a reduce kernel whose gated loads move with a short innermost output loop (a small
            image's conv) gets that loop upcast fully and the output channels by 8 (see image_tile).
   tap_tile  a reduce kernel whose innermost output loops are a conv's taps (3x3: not a multiple of 4, no upcast) gets them upcast
@@ -47,8 +47,9 @@ PEEL_LANES = 128              # peeled_tile: lanes of its tile (j's times i's)
 # 4x4 upcast, ~13 ms tiled); smaller kernels (every matmul of bench_models' MLP and GPT-2 block) keep their cold compile time
 TILE_MIN_WORK = 1 << 29
 TILE_PANEL_BYTES = 8 << 20    # B (reduce x j elements) bigger than this: 32 lanes and the j blocks outside the i blocks
-DOT_TILE = (8, 4)             # dot_tile: rows and columns (8 x 8 with 4 reduce lanes: 256 accumulators, 16 AVX-512 registers; measured
-                              # 39 GFLOP/s per core on x @ w.T (128x784 @ 784x512) against 30 for 8 x 4 and 23 for 4 x 4)
+DOT_TILE = (4,)               # dot_tile: rows and columns (4 x 4 with 4 reduce lanes: 16 float4 accumulators, the expander's vector
+                              # reduce on a vector_alu renderer; 51 GFLOP/s per core on x @ w.T (128x512 @ 512x512) against 48 for 8 x 4
+                              # and 38 for 8 x 8, whose 64 float4 accumulators spill; the 8 x 8 tile of scalar accumulators: 38, 5x the C)
 MAX_IMAGE_ROW = 16            # image_tile: the longest image row upcast fully
 IMAGE_ROWS = (8, 4)           # and its output channels per tile (conv 16->32 on 8x8: 12 ms -> 1.6 ms per step, 4.3 ms with 1 row)
 MAX_TAPS, MAX_TAP_UNROLL = 4, 8  # tap_tile: the longest tap loop, the longest reduce loop unrolled (conv weight gradient: 10 -> 4 ms)
@@ -256,7 +257,8 @@ def dot_tile(ast:UOp, loops:list[UOp]) -> UOp|None:
   """x @ w.T (w of shape (out, in)): the reduce loads that move with the innermost output loop j are consecutive along the reduce's
   UNROLL lanes, not along j, so upcasting j makes no vector load. A tile of DOT_TILE rows (the innermost output loop i whose loads
   don't move with j) x DOT_TILE columns of j instead: each reduce step loads 2 x DOT_TILE short vectors (the expander's vector loads
-  along the UNROLL lanes, with an accumulator per lane) for DOT_TILE**2 dot products. None if the kernel doesn't qualify."""
+  along the UNROLL lanes, one vector accumulator each on a vector_alu renderer) for DOT_TILE**2 dot products. None if the kernel
+  doesn't qualify."""
   unrolls = ranges_of(ast, AxisType.UNROLL)
   if len(loops) < 2 or not unrolls: return None
   j, u = loops[-1], unrolls[-1]
