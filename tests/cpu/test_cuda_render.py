@@ -161,6 +161,8 @@ def test_tc_renders_mma_sync(dt):
   fn = f"tg_mma_16x8x16_{dt.name}"
   assert f'asm volatile("{_MMA[dt]} {{%0, %1, %2, %3}}, {{%4, %5, %6, %7}}, {{%8, %9}}, {{%10, %11, %12, %13}};"' in src
   assert f"__device__ __forceinline__ float4 {fn}(" in src and src.count(f"{fn}(") == 2   # the helper and one call in the loop
+  # which accumulates into the thread's 4 accumulators itself (codegen/opt/tc.py pm_wmma_acc): C is them, D is stored back
+  assert "acc0[0], acc0[1], acc0[2], acc0[3]);" in src and "acc0[3] = alu" in src and "acc0[0]+" not in src
   assert "__launch_bounds__(32)" in src and "int lidx0 = threadIdx.x;" in src         # one warp: lidx0
   assert "__floats2half2_rn(a0, a1)" in src if dt is dtypes.half else "__floats2bfloat162_rn(a0, a1)" in src
 

@@ -1,7 +1,7 @@
 # Tensor cores without a GPU: DEV=PYTHON::sm_80 gives the PYTHON device CUDA's tensor cores, emulated (the warp's fragments gathered in
 # local memory between barriers, tinygrad/renderer/tc.py), so kernels lowered with Opt(TC) run with the same fragment layout as
 # mma.sync.m16n8k16 and are checked against numpy: fp16/bf16 inputs, fp32 accumulation, with the opts the heuristics add after TC,
-# padding (tc_opt=2), several K steps, an epilogue, and through the Tensor API.
+# padding of M, N and K (tc_opt=2), several K steps, an epilogue, and through the Tensor API.
 import numpy as np
 import pytest
 from tinygrad import Tensor, Device, dtypes
@@ -51,11 +51,12 @@ def test_tc_matmul(dt, m, k, n, opts):
   assert spec.local_size[0] % 32 == 0
   np.testing.assert_allclose(out.reshape(m, n), a @ b, **_tol(k))
 
-def test_tc_opt_2_pads_m_and_n():
-  a, b, ta, tb = _inputs(24, 32, 12, dtypes.half, seed=1)
+@pytest.mark.parametrize("m,k,n", [(24, 32, 12), (32, 40, 16), (20, 6, 12)])
+def test_tc_opt_2_pads(m, k, n):
+  a, b, ta, tb = _inputs(m, k, n, dtypes.half, seed=1)
   spec, out = _run(ta.matmul(tb, dtype=dtypes.float), [Opt(OptOps.TC, 0, (-1, 2, 1))])
   assert any(u.op is Ops.WMMA for u in spec.uops)
-  np.testing.assert_allclose(out.reshape(24, 12), a @ b, **_tol(32))
+  np.testing.assert_allclose(out.reshape(m, n), a @ b, **_tol(k))
 
 def test_tc_batched_matmul_with_an_epilogue():
   # a batch dim outside the instruction, the half result of (x @ w + bias).relu(): the epilogue reads at the C layout's coordinates

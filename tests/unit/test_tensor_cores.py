@@ -74,7 +74,7 @@ def test_tc_makes_a_warp_and_a_wmma(dt):
 
 @pytest.mark.parametrize("make,opts,ren,match", [
   (lambda: _matmul_ast(32, 32, 32, dtypes.float), [Opt(OptOps.TC, 0, (-1, 0, 1))], CUDARenderer, r"no tensor core .* dtypes.float x dtypes.float"),
-  (lambda: _matmul_ast(32, 40, 32), [Opt(OptOps.TC, 0, (-1, 0, 1))], CUDARenderer, r"K=40 is not a multiple of 16"),
+  (lambda: _matmul_ast(32, 40, 32), [Opt(OptOps.TC, 0, (-1, 0, 1))], CUDARenderer, r"size 10 is not a multiple of 4 \(tc_opt=2 pads"),
   (lambda: _matmul_ast(24, 32, 32), [Opt(OptOps.TC, 0, (-1, 0, 1))], CUDARenderer, r"size 24 is not a multiple of 16 \(tc_opt=2 pads"),
   (lambda: _matmul_ast(32, 32, 32), [Opt(OptOps.TC, 0, (-1, 0, 1))], ClangRenderer, r"has no tensor cores"),
   (lambda: _matmul_ast(32, 32, 32), [Opt(OptOps.UPCAST, 0, 2), Opt(OptOps.TC, 0, (-1, 0, 1))], CUDARenderer, r"must come first"),
@@ -101,6 +101,15 @@ def test_tc_opt_2_pads_m_and_n():
   assert range_size(m_o) == 2 and range_size(n_o) == 2   # 24 -> 32, 12 -> 16
   gated = [u for u in ast.toposort() if u.op in (Ops.LOAD, Ops.STORE) and len(u.src) == 3]
   assert len(gated) == 8 + 4 + 1   # every A and B element load and the store check their padded range
+
+def test_tc_opt_2_pads_k_of_loads_only():
+  ast, _, _ = _tc(_matmul_ast(32, 40, 32), (-1, 2, 1))   # K = 10 x the scheduler's unroll of 4: 10 -> 12, 48 = 3 steps of 16
+  assert [range_size(r) for r in ranges_of(ast, AxisType.REDUCE)] == [3]
+  with Context(DEV="CPU"):
+    t = Tensor.empty(32, 40, dtype=dtypes.half).exp().matmul(Tensor.empty(40, 32, dtype=dtypes.half), dtype=dtypes.float)
+    ast = [si.ast for si in t.schedule()[0] if si.ast.op is not Ops.COPY][-1]
+  with pytest.raises(KernelOptError, match="K=40 is not a multiple of 16 and a sum of products of other values than loads can't be padded"):
+    _tc(ast, (-1, 2, 1))
 
 def test_heuristics_pick_tc_first():
   for dt in (dtypes.half, dtypes.bfloat16):

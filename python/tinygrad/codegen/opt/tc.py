@@ -3,9 +3,9 @@
 The kernel must have one ADD reduce of a MUL (possibly CAST to the accumulation dtype) whose operands a, b have a TensorCore's dtype_in
 and the reduce its dtype_out. The M ranges are the output loops only a reads, N those only b reads, K the REDUCE ranges; `axis` picks
 one (N, M, K) triple of them in tinygrad 0.14's order. tc_select: -1 the first of the renderer's tensor cores that fits, else that one;
-tc_opt: 0 one REDUCE range only, 1 more (the others stay a loop around the instruction), 2 also pads M and N to the instruction's dims
-(PADTO); use_tensor_cores: 1 (tinygrad's 2, the shape without the instruction, is not supported). K (the REDUCE range with the
-scheduler's UNROLL ranges of the reduce) must be a multiple of the instruction's K.
+tc_opt: 0 one REDUCE range only, 1 more (the others stay a loop around the instruction), 2 also pads M, N and K to the instruction's
+dims (PADTO; K, the REDUCE range with the scheduler's UNROLL ranges of the reduce, only when a and b are loads: padded elements load
+as 0); use_tensor_cores: 1 (tinygrad's 2, the shape without the instruction, is not supported).
 
 What it makes, for the instruction's (TM, TN, TK) and warp of T threads:
   a LOCAL range of T threads with axis id WARP (-1: it sorts first, so it is lidx0 and the launch's warps are whole), M -> m_o*TM + the
@@ -16,7 +16,8 @@ What it makes, for the instruction's (TM, TN, TK) and warp of T threads:
 """
 from __future__ import annotations
 import itertools
-from tinygrad.uop.ops import UOp, Ops, AxisType
+import math
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher, Ops, AxisType
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import prod
 from tinygrad.codegen.opt import Opt, OptOps
@@ -25,13 +26,15 @@ from tinygrad.codegen.opt.kernel import ranges_of, range_size, range_key, rtype,
 def _rng(size:int, arg:tuple) -> UOp|None: return UOp(Ops.RANGE, dtypes.weakint, (UOp.const(size, dtypes.weakint),), arg) if size > 1 else None
 def _or0(r:UOp|None) -> UOp|int: return 0 if r is None else r
 
-def _matmul(ast:UOp, need) -> tuple[UOp, UOp, UOp]:
-  """(the reduce, a, b): the kernel's single ADD reduce of MUL(a, b), through a CAST."""
+def _matmul(ast:UOp, need, k_padded:bool=False) -> tuple[UOp, UOp, UOp]:
+  """(the reduce, a, b): the kernel's single ADD reduce of MUL(a, b), through a CAST. k_padded: its K range was padded (PADTO wraps the
+  summand in WHERE(valid, x, 0), which a and b, gated loads, make redundant)."""
   reds = [u for u in ast.toposort() if u.op is Ops.REDUCE]
   need(len(reds) == 1, f"tensor cores need exactly one reduce, the kernel has {len(reds)}")
   red = reds[0]
   need(red.arg[0] is Ops.ADD, f"tensor cores need a sum, the reduce is {red.arg[0]}")
-  mul = red.src[0].src[0] if red.src[0].op is Ops.CAST else red.src[0]
+  x = red.src[0].src[1] if k_padded and red.src[0].op is Ops.WHERE else red.src[0]
+  mul = x.src[0] if x.op is Ops.CAST else x
   need(mul.op is Ops.MUL, f"tensor cores need a sum of products, the reduce sums a {mul.op}")
   return red, mul.src[0], mul.src[1]
 
@@ -65,13 +68,20 @@ def apply_tc(ast:UOp, opt:Opt, ren, need) -> tuple[UOp, UOp|None, UOp|None]:
   sizes = [range_size(r) for r in (n, m, k, *unrolls)]
   need(all(s is not None for s in sizes), "tensor cores need ranges of known sizes")
   TM, TN, TK = tc.dims
-  need(prod(sizes[2:]) % TK == 0, f"K={prod(sizes[2:])} is not a multiple of {TK} (the reduce isn't padded)")  # type: ignore[arg-type]
-  for r, d in ((n, TN), (m, TM)):
-    if (range_size(r) or 0) % d == 0: continue
+  # padding: M and N to the instruction's dims, K (the chosen range, times the unrolls) to a multiple of its K: the padded elements of a
+  # and b load as 0, so only plain loads (or their casts) may be padded along K
+  pads = [(r, d) for r, d in ((n, TN), (m, TM)) if (range_size(r) or 0) % d]
+  if (ksize := prod(sizes[2:])) % TK:  # type: ignore[arg-type]
+    need(all((x.src[0] if x.op is Ops.CAST else x).op is Ops.LOAD for x in (a, b)), f"K={ksize} is not a multiple of {TK} and a sum of "
+         "products of other values than loads can't be padded")
+    pads.append((k, TK // math.gcd(ksize // (range_size(k) or 1), TK)))
+  k_padded = False
+  for r, d in pads:
     need(tc_opt >= 2, f"{rtype(r).name} range {range_key(r)} of size {range_size(r)} is not a multiple of {d} (tc_opt=2 pads it)")
     ast = _padto(ast, Opt(OptOps.PADTO, opt_ranges(ast).index(r), d), r, need)
-    red, a, b = _matmul(ast, need)
-    n, m = (next(x for x in ranges_of(ast) if x.arg == y.arg) for y in (n, m))
+    n, m, k = (next(x for x in ranges_of(ast) if x.arg == y.arg) for y in (n, m, k))
+    red, a, b = _matmul(ast, need, k_padded := k_padded or r.arg == k.arg)
+  sizes = [range_size(r) for r in (n, m, k, *unrolls)]
   M, N = range_size(m) or 0, range_size(n) or 0
   # the new ranges: the warp, the blocks of M and N, the steps of K, the C element bits (UPCAST, on the dim each moves)
   warp = UOp(Ops.RANGE, dtypes.weakint, (UOp.const(tc.threads, dtypes.weakint),), (WARP, AxisType.LOCAL))
@@ -105,3 +115,24 @@ def apply_tc(ast:UOp, opt:Opt, ren, need) -> tuple[UOp, UOp|None, UOp|None]:
   cm, cn = tc.c_layout(warp, cbits)
   ret = ret.substitute({m: _or0(m_o) * TM + cm, n: _or0(n_o) * TN + cn}, name="tc output")
   return ret, m_o, n_o
+
+# ***** after the reduces became accumulators *****
+
+def _acc_into_wmma(grp:UOp) -> UOp|None:
+  """The accumulators of a WMMA's C elements, updated together (a GROUP of acc_j = acc_j + INDEX(WMMA(A, B, 0), j) for every j), become
+  the instruction's C operand: acc_j = INDEX(WMMA(A, B, acc), j), the hardware's own accumulation (no separate adds)."""
+  by_wmma: dict[UOp, dict[int, tuple[UOp, UOp, UOp]]] = {}   # WMMA -> {C element: (its store, the accumulator's load, the lane)}
+  for st in grp.src:
+    if st.op is not Ops.STORE or len(st.src) != 2 or (add := st.src[1]).op is not Ops.ADD: continue
+    ld, x = add.src
+    if ld.op is not Ops.LOAD or ld.src[0] is not st.src[0] or x.op is not Ops.INDEX or (w := x.src[0]).op is not Ops.WMMA: continue
+    if x.src[1].op is Ops.CONST and all(c.op is Ops.CONST and c.arg == 0 for c in w.src[-w.arg.elements[2]:]):
+      by_wmma.setdefault(w, {})[x.src[1].arg] = (st, ld, x)
+  repl: dict[UOp, UOp] = {}
+  for w, elems in by_wmma.items():
+    if sorted(elems) != list(range(n := w.arg.elements[2])): continue
+    fused = w.replace(src=(*w.src[:-n], *(elems[j][1] for j in range(n))))
+    repl.update({st: st.replace(src=(st.src[0], x.replace(src=(fused, x.src[1])))) for st, _, x in elems.values()})
+  return grp.replace(src=tuple(repl.get(s, s) for s in grp.src)) if repl else None
+
+pm_wmma_acc = PatternMatcher([(UPat(Ops.GROUP, name="grp"), _acc_into_wmma)])
