@@ -12,6 +12,7 @@ from tinygrad.codegen.opt import Opt, OptOps, KernelOptError
 from tinygrad.codegen.opt.kernel import apply_opt, apply_opts, ranges_of, range_size, WARP
 from tinygrad.codegen.opt.heuristic import optimize_ast
 from tinygrad.codegen.opt.search import kernel_actions
+from tinygrad.codegen import get_program
 from tinygrad.renderer import check_linear, KernelContractError
 from tinygrad.renderer.cuda import CUDARenderer
 from tinygrad.renderer.cstyle import ClangRenderer
@@ -72,6 +73,12 @@ def test_tc_makes_a_warp_and_a_wmma(dt):
   assert [range_size(r) for r in ranges_of(ast, AxisType.REDUCE)] == [32 // 16] and not ranges_of(ast, AxisType.UNROLL)
   assert ast.arg.opts == (Opt(OptOps.TC, 0, (-1, 0, 1)),) and ast.arg.name.startswith("r_32_")
 
+def test_tc_program_launch_and_estimates():
+  # a block per 16 x 8 output tile, one warp each; the estimated ops are the matmul's multiply-adds (the accumulation is the instruction's)
+  spec = get_program(_tc(_matmul_ast(64, 32, 48))[0], CUDARenderer())
+  assert spec.global_size == (4, 6, 1) and spec.local_size == (32, 1, 1)
+  assert spec.estimates.ops == 2 * 64 * 32 * 48
+
 @pytest.mark.parametrize("make,opts,ren,match", [
   (lambda: _matmul_ast(32, 32, 32, dtypes.float), [Opt(OptOps.TC, 0, (-1, 0, 1))], CUDARenderer, r"no tensor core .* dtypes.float x dtypes.float"),
   (lambda: _matmul_ast(32, 40, 32), [Opt(OptOps.TC, 0, (-1, 0, 1))], CUDARenderer, r"size 10 is not a multiple of 4 \(tc_opt=2 pads"),
@@ -130,3 +137,12 @@ def test_wmma_in_the_linear_contract():
   a, b = (UOp.const(1.0, dtypes.half) for _ in range(2))
   bad = UOp(Ops.WMMA, dtypes.float32, (a, b), TC)
   with pytest.raises(KernelContractError, match="WMMA takes 16 scalars"): check_linear([UOp(Ops.SINK, dtypes.void), bad])
+
+def test_emulated_wmma_needs_whole_warps():
+  from tinygrad.renderer.python import PythonRenderer, _wmma
+  w = UOp(Ops.WMMA, dtypes.float32, (UOp.const(1.0, dtypes.half),) * 12 + (UOp.const(0.0, dtypes.float32),) * 4, TC)
+  with pytest.raises(KernelContractError, match="a WMMA needs lidx0 to be whole warps of 32 threads"):
+    PythonRenderer().render([UOp(Ops.SINK, dtypes.void), w])
+  # a lane that did not put its fragments in the warp's slots (threads out of lock-step) is an error, not a silent zero
+  frags = [([0.0] * 8, [0.0] * 4, [0.0] * 4)] * 31 + [None]
+  with pytest.raises(RuntimeError, match=r"lanes \[31\] of the warp did not reach"): _wmma(TC.name, frags + [None], 0)
