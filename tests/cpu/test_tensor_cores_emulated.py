@@ -85,3 +85,16 @@ def test_no_tensor_cores_without_the_arch():
   with Context(DEV="PYTHON"): assert Device["PYTHON"].renderer.tensor_cores == [] and not Device["PYTHON"].renderer.has_local
   ren = Device["PYTHON"].renderer
   assert [tc.dtype_in for tc in ren.tensor_cores] == [dtypes.half, dtypes.bfloat16] and ren.has_local and ren.has_shared
+
+def test_beam_with_tensor_core_candidates():
+  # BEAM's TC candidates of a half matmul (the actions on the unoptimized kernel) go through its compile path (worker processes), and a
+  # search, which starts from the heuristics' TC kernel, keeps a right one
+  import tinygrad.codegen.opt.search as search
+  a, b, ta, tb = _inputs(16, 32, 16, dtypes.half, seed=4)
+  t = ta.matmul(tb, dtype=dtypes.float)
+  ast, ren = t.schedule()[0][-1].ast, Device["PYTHON"].renderer
+  tcs = [(o,) for o in search.kernel_actions(ast, ren) if o.op is OptOps.TC]
+  compiled = search._compile_all(ast, tcs, ren)
+  assert tcs and len(compiled) == len(tcs) and all("_wmma(" in spec.src for spec, _, _ in compiled.values())
+  with Context(BEAM=2, IGNORE_BEAM_CACHE=1): out = t.numpy()
+  np.testing.assert_allclose(out, a @ b, **_tol(32))
