@@ -98,3 +98,17 @@ def test_beam_with_tensor_core_candidates():
   assert tcs and len(compiled) == len(tcs) and all("_wmma(" in spec.src for spec, _, _ in compiled.values())
   with Context(BEAM=2, IGNORE_BEAM_CACHE=1): out = t.numpy()
   np.testing.assert_allclose(out, a @ b, **_tol(32))
+
+def test_half_linear_backward_on_tensor_cores():
+  # the forward matmul and both gradient matmuls of a half layer go on tensor cores (their half results: tolerances of half)
+  rng = np.random.default_rng(5)
+  x, w = rng.standard_normal((32, 64)).astype(np.float16), rng.standard_normal((64, 48)).astype(np.float16)
+  tx, tw = Tensor(x).requires_grad_(), Tensor(w).requires_grad_()
+  before = set(realize._specs)
+  with Context(TRAINING=1):
+    (tx @ tw).relu().sum().backward()
+  gx, gw = tx.grad.float().numpy(), tw.grad.float().numpy()
+  assert sum(1 for key, s in realize._specs.items() if key not in before and s.applied_opts and s.applied_opts[0].op is OptOps.TC) >= 2
+  mask = ((x.astype(np.float32) @ w.astype(np.float32)) > 0).astype(np.float32)
+  np.testing.assert_allclose(gx, mask @ w.astype(np.float32).T, rtol=1e-2, atol=2e-2)
+  np.testing.assert_allclose(gw, x.astype(np.float32).T @ mask, rtol=1e-2, atol=2e-2)
