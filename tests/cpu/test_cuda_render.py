@@ -158,7 +158,7 @@ def test_tc_renders_mma_sync(dt):
   # Opt(TC): the reduce is one inline-asm mma.sync per K step on the thread's fragments (numerics: tests/cpu/test_tensor_cores_emulated.py)
   with Context(DEV="CPU"): t = Tensor.empty(64, 32, dtype=dt).matmul(Tensor.empty(32, 48, dtype=dt), dtype=dtypes.float)
   src = _src(t, [Opt(OptOps.TC, 0, (-1, 0, 1))])
-  fn = f"tg_mma_16x8x16_{dt.name}"
+  fn = f"tg_mma_m16n8k16_{dt.name}"
   assert f'asm volatile("{_MMA[dt]} {{%0, %1, %2, %3}}, {{%4, %5, %6, %7}}, {{%8, %9}}, {{%10, %11, %12, %13}};"' in src
   assert f"__device__ __forceinline__ float4 {fn}(" in src and src.count(f"{fn}(") == 2   # the helper and one call in the loop
   # which accumulates into the thread's 4 accumulators itself (codegen/opt/tc.py pm_wmma_acc): C is them, D is stored back

@@ -31,14 +31,14 @@ def _ptx_c(lane:int, i:int) -> tuple[int, int]: return (lane >> 2) + (8 if i >= 
 
 @pytest.mark.parametrize("which,ref", [(0, _ptx_a), (1, _ptx_b), (2, _ptx_c)])
 def test_m16n8k16_layouts_are_the_ptx_ones(which, ref):
-  got = {(lane, i): TC.coords(which, lane, i) for lane in range(32) for i in range(TC.elements[which])}
+  got = {(lane, i): TC.coords(which, lane, i) for lane in range(32) for i in range(TC.elements_per_thread[which])}
   assert got == {k: ref(*k) for k in got}
-  M, N, K = TC.dims
+  N, M, K = TC.dims
   assert sorted(got.values()) == sorted(np.ndindex(*((M, K), (K, N), (M, N))[which]))   # every element held by exactly one lane
 
 def test_tensor_cores_by_arch():
   assert [tc.dtype_in for tc in cuda_tensor_cores("sm_80")] == [dtypes.half, dtypes.bfloat16]
-  assert all(tc.dtype_out is dtypes.float32 and tc.dims == (16, 8, 16) for tc in cuda_tensor_cores("sm_90a"))
+  assert all(tc.dtype_out is dtypes.float32 and tc.dims == (8, 16, 16) for tc in cuda_tensor_cores("sm_90a"))
   assert cuda_tensor_cores("sm_75") == [] and cuda_tensor_cores("bogus") == []
   assert CUDARenderer().tensor_cores == CUDA_SM80 and ClangRenderer().tensor_cores == []
   assert CUDA_SM80[0].name == "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"

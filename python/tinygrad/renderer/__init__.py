@@ -149,7 +149,7 @@ def _lanes_of(u:UOp, lanes:dict[UOp, int], i:int) -> int:
       raise KernelContractError(f"{_desc(i, u)}: SHRINK width must be a CONST in {_VECTOR_WIDTHS}")
     return n
   if u.op is Ops.STACK: return len(u.src)
-  if u.op is Ops.WMMA: return u.arg.elements[2]
+  if u.op is Ops.WMMA: return u.arg.elements_per_thread[2]
   if u.op in (Ops.LOAD, Ops.AFTER) or u.op in _VECTOR_ALU: return lanes.get(u.src[0], 1)
   return 1  # everything else, a lane extraction (INDEX of a vector) included, is scalar
 
@@ -176,8 +176,8 @@ def _check_srcs(i:int, u:UOp, lanes:dict[UOp, int]) -> None:
     need(lanes.get(u.src[1], 1) == lanes[u.src[0]], "STORE of a {}-lane value to a {}-lane access", lanes.get(u.src[1], 1), lanes[u.src[0]])
     if n == 3: need(u.src[2].dtype is dtypes.bool, "STORE gate must be bool, got {}", u.src[2].dtype)
   elif op is Ops.WMMA:
-    need(n == sum(u.arg.elements) and all(lanes.get(s, 1) == 1 for s in u.src), "WMMA takes {} scalars (the A, B, C elements), got {}",
-         sum(u.arg.elements), n)
+    need(n == sum(u.arg.elements_per_thread) and all(lanes.get(s, 1) == 1 for s in u.src), "WMMA takes {} scalars (the A, B, C elements), got {}",
+         sum(u.arg.elements_per_thread), n)
     need(u.dtype is u.arg.dtype_out, "WMMA of {} has dtype {}", u.arg, u.dtype)
   elif op is Ops.RANGE: need(n >= 1, "RANGE needs its end as src[0]")
   elif op is Ops.END: need(n in (2, 3) and u.src[1].op is Ops.RANGE, "END takes (body, RANGE) or (body, RANGE, cond)")

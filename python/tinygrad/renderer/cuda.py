@@ -54,10 +54,10 @@ _BITCAST_HELPER = "template <class T, class F> __device__ __forceinline__ T tg_b
 # tensor cores (renderer/tc.py): one helper per instruction, taking the thread's fragment elements as floats (half/bfloat16 values are
 # computed as float, so packing them back into pairs is exact) and returning its D elements
 _MMA_TYPES = {dtypes.half: ("half2", "__floats2half2_rn"), dtypes.bfloat16: ("__nv_bfloat162", "__floats2bfloat162_rn")}
-def _mma_fn(tc:TensorCore) -> str: return f"tg_mma_{'x'.join(map(str, tc.dims))}_{tc.dtype_in.name}"
+def _mma_fn(tc:TensorCore) -> str: return f"tg_mma_m{tc.dims[1]}n{tc.dims[0]}k{tc.dims[2]}_{tc.dtype_in.name}"
 def _mma_helper(tc:TensorCore) -> str:
   pair, pack = _MMA_TYPES[tc.dtype_in]
-  na, nb, nc = tc.elements
+  na, nb, nc = tc.elements_per_thread
   args = ", ".join([f"float a{i}" for i in range(na)] + [f"float b{i}" for i in range(nb)] + [f"float c{i}" for i in range(nc)])
   def regs(x:str, n:int) -> str: return ", ".join(f"{pack}({x}{i}, {x}{i+1})" for i in range(0, n, 2))
   ops = [f"%{i}" for i in range(nc + na // 2 + nb // 2 + nc)]

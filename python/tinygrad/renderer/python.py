@@ -293,7 +293,7 @@ class _PyWriter:
     if lid0 is None or not isinstance(n := const_value(lid0.src[0]), int) or n % tc.threads:
       raise KernelContractError(f"uop {k.position[u]}: a WMMA needs lidx0 to be whole warps of {tc.threads} threads")
     frags, at = [], 0
-    for cnt in tc.elements:
+    for cnt in tc.elements_per_thread:
       frags.append("(" + "".join(f"{self.opnd(u, s)}, " for s in u.src[at:at+cnt]) + ")")
       at += cnt
     warp, lane = self.fresh("warp"), f"_lid[0] % {tc.threads}"

@@ -1,12 +1,12 @@
 """Tensor cores: the matrix instructions a renderer declares in Renderer.tensor_cores, for the optimizer's TC action (codegen/opt/tc.py).
 
-A TensorCore is one warp-wide instruction D(M x N) = A(M x K) @ B(K x N) + C(M x N): each of the warp's `threads` threads holds
-`elements` = (A, B, C) of the matrices' elements (its fragments) and gets as many D elements as C ones back. Which element a thread
-holds is the layout: `layout(lane, bits)` -> for A (m, k), for B (k, n), for C/D (m, n), where `bits` are the bits of the element's
-index (least significant first). The layouts are written once, on plain ints or on UOps: the TC lowering builds its index math with
-them (lane: the warp's range) and the PYTHON device's emulation (emulate_wmma) uses them to gather and scatter the fragments, so a
-kernel made for tensor cores runs without a GPU. The CUDA layouts are those of the PTX ISA's mma.m16n8k16 (floating point types):
-lane = 4*groupID + threadID_in_group.
+A TensorCore is one warp-wide instruction D(M x N) = A(M x K) @ B(K x N) + C(M x N), dims = (N, M, K) as in tinygrad 0.14: each of
+the warp's `threads` threads holds elements_per_thread = (A, B, C) of the matrices' elements (its fragments) and gets as many D
+elements as C ones back. Which element a thread holds is the layout: `layout(lane, bits)` -> for A (m, k), for B (k, n), for C/D
+(m, n), where `bits` are the bits of the element's index (least significant first). The layouts are written once, on plain ints or
+on UOps: the TC lowering builds its index math with them (lane: the warp's range) and the PYTHON device's emulation (emulate_wmma)
+uses them to gather and scatter the fragments, so a kernel made for tensor cores runs without a GPU. The CUDA layouts are those of
+the PTX ISA's mma.m16n8k16 (floating point types): lane = 4*groupID + threadID_in_group.
 """
 from __future__ import annotations
 from dataclasses import dataclass
@@ -26,9 +26,9 @@ def _m16n8k16_c(lane, e) -> tuple[Any, Any]:
 @dataclass(frozen=True)
 class TensorCore:
   name: str                             # the instruction, for CUDA its PTX name
-  dims: tuple[int, int, int]            # (M, N, K)
+  dims: tuple[int, int, int]            # (N, M, K), tinygrad 0.14's order
   threads: int                          # the warp
-  elements: tuple[int, int, int]        # elements per thread of A, B and C (D has C's)
+  elements_per_thread: tuple[int, int, int]  # of A, B and C (D has C's)
   dtype_in: DType                       # A and B
   dtype_out: DType                      # C and D: the accumulation
   a_layout: Callable
@@ -37,14 +37,14 @@ class TensorCore:
   def __repr__(self): return f"TensorCore({self.name})"
   def bits(self, i:int, which:int) -> list[int]:
     """The bits of element index i of fragment `which` (0: A, 1: B, 2: C), least significant first."""
-    return [(i >> b) & 1 for b in range(self.elements[which].bit_length() - 1)]
+    return [(i >> b) & 1 for b in range(self.elements_per_thread[which].bit_length() - 1)]
   def coords(self, which:int, lane:int, i:int) -> tuple[int, int]:
     """The matrix coordinates of element i of lane's fragment `which` (0: A (m, k), 1: B (k, n), 2: C (m, n))."""
     return (self.a_layout, self.b_layout, self.c_layout)[which](lane, self.bits(i, which))
 
 def _cuda_m16n8k16(dtype_in:DType) -> TensorCore:
   ptx = {dtypes.half: "f16", dtypes.bfloat16: "bf16"}[dtype_in]
-  return TensorCore(f"mma.sync.aligned.m16n8k16.row.col.f32.{ptx}.{ptx}.f32", (16, 8, 16), 32, (8, 4, 4), dtype_in, dtypes.float32,
+  return TensorCore(f"mma.sync.aligned.m16n8k16.row.col.f32.{ptx}.{ptx}.f32", (8, 16, 16), 32, (8, 4, 4), dtype_in, dtypes.float32,
                     _m16n8k16_a, _m16n8k16_b, _m16n8k16_c)
 
 CUDA_SM80 = [_cuda_m16n8k16(dtypes.half), _cuda_m16n8k16(dtypes.bfloat16)]
@@ -63,7 +63,7 @@ def emulate_wmma(tc:TensorCore, frags:list) -> list[list[float]]:
   element, a model of the hardware's wide accumulation."""
   import struct
   r32 = lambda x: struct.unpack("f", struct.pack("f", x))[0]  # noqa: E731
-  M, N, K = tc.dims
+  N, M, K = tc.dims
   A = [[0.0] * K for _ in range(M)]
   B = [[0.0] * N for _ in range(K)]
   for lane, (a, b, _) in enumerate(frags):

@@ -283,9 +283,9 @@ _void = lambda x: x.dtype is dtypes.void  # noqa: E731
 
 def _wmma_ok(x:UOp) -> bool:
   """WMMA(A..., B..., C... elements, arg=TensorCore): a tensor core's multiply-accumulate (codegen/opt/tc.py)."""
-  tc = x.arg
-  return len(x.src) == sum(tc.elements) and x.dtype is tc.dtype_out and all(s.dtype is tc.dtype_in for s in x.src[:-tc.elements[2]]) and \
-    all(fits(s, tc.dtype_out) for s in x.src[-tc.elements[2]:])
+  tc, nc = x.arg, x.arg.elements_per_thread[2]
+  return len(x.src) == sum(tc.elements_per_thread) and x.dtype is tc.dtype_out and all(s.dtype is tc.dtype_in for s in x.src[:-nc]) and \
+    all(fits(s, tc.dtype_out) for s in x.src[-nc:])
 
 # an upcast kernel (tinygrad/codegen/opt/) also has vector accesses: SHRINK loads/stores, STACK of lanes, INDEX of a lane, and a
 # GROUP of the stores of one iteration (and of the loops of a split range's pieces: codegen/split_ranges.py). These rules come first:

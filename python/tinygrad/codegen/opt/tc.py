@@ -7,7 +7,7 @@ tc_opt: 0 one REDUCE range only, 1 more (the others stay a loop around the instr
 dims (PADTO; K, the REDUCE range with the scheduler's UNROLL ranges of the reduce, only when a and b are loads: padded elements load
 as 0); use_tensor_cores: 1 (tinygrad's 2, the shape without the instruction, is not supported).
 
-What it makes, for the instruction's (TM, TN, TK) and warp of T threads:
+What it makes, for the instruction's M x N x K = TM x TN x TK and warp of T threads:
   a LOCAL range of T threads with axis id WARP (-1: it sorts first, so it is lidx0 and the launch's warps are whole), M -> m_o*TM + the
   C layout's row, N -> n_o*TN + its column, where the C layout's index bits are UPCAST ranges (each on the dim it moves: the expander
   makes one store and one accumulator per C element), and the reduce -> REDUCE(INDEX(WMMA(A elements, B elements, zeros), C element),
@@ -67,7 +67,7 @@ def apply_tc(ast:UOp, opt:Opt, ren, need) -> tuple[UOp, UOp|None, UOp|None]:
   unrolls = [r for r in red.src[1:] if rtype(r) is AxisType.UNROLL]
   sizes = [range_size(r) for r in (n, m, k, *unrolls)]
   need(all(s is not None for s in sizes), "tensor cores need ranges of known sizes")
-  TM, TN, TK = tc.dims
+  TN, TM, TK = tc.dims
   # padding: M and N to the instruction's dims, K (the chosen range, times the unrolls) to a multiple of its K: the padded elements of a
   # and b load as 0, so only plain loads (or their casts) may be padded along K
   pads = [(r, d) for r, d in ((n, TN), (m, TM)) if (range_size(r) or 0) % d]
@@ -88,7 +88,7 @@ def apply_tc(ast:UOp, opt:Opt, ren, need) -> tuple[UOp, UOp|None, UOp|None]:
   m_o, n_o = _rng(M // TM, (*range_key(m), 0, rtype(m))), _rng(N // TN, (*range_key(n), 0, rtype(n)))
   k_o = _rng(prod(sizes[2:]) // TK, (*range_key(k), 0, AxisType.REDUCE))  # type: ignore[arg-type]
   cbits: list[UOp] = []
-  for bit in range(tc.elements[2].bit_length() - 1):
+  for bit in range(tc.elements_per_thread[2].bit_length() - 1):
     dm, dn = (x - y for x, y in zip(tc.coords(2, 0, 1 << bit), tc.coords(2, 0, 0)))
     r = m if dm else n
     cbits.append(UOp(Ops.RANGE, dtypes.weakint, (UOp.const(2, dtypes.weakint),), (*range_key(r), 1 + bit, AxisType.UPCAST)))
@@ -101,12 +101,12 @@ def apply_tc(ast:UOp, opt:Opt, ren, need) -> tuple[UOp, UOp|None, UOp|None]:
     return ret
   def elems(x:UOp, which:int) -> list[UOp]:
     ret = []
-    for i in range(tc.elements[which]):
+    for i in range(tc.elements_per_thread[which]):
       p, q = (tc.a_layout, tc.b_layout)[which](warp, tc.bits(i, which))
       sub = {m: _or0(m_o) * TM + p, **k_ranges(q)} if which == 0 else {n: _or0(n_o) * TN + q, **k_ranges(p)}
       ret.append(x.substitute(sub, name="tc fragment"))
     return ret
-  zeros = [UOp.const(0.0, tc.dtype_out)] * tc.elements[2]
+  zeros = [UOp.const(0.0, tc.dtype_out)] * tc.elements_per_thread[2]
   wmma = UOp(Ops.WMMA, tc.dtype_out, (*elems(a, 0), *elems(b, 1), *zeros), tc)
   lane_c = sum((r * (1 << i) for i, r in enumerate(cbits)), UOp.const(0, dtypes.weakint))
   val = UOp(Ops.INDEX, tc.dtype_out, (wmma, lane_c))
@@ -126,11 +126,11 @@ def _acc_into_wmma(grp:UOp) -> UOp|None:
     if st.op is not Ops.STORE or len(st.src) != 2 or (add := st.src[1]).op is not Ops.ADD: continue
     ld, x = add.src
     if ld.op is not Ops.LOAD or ld.src[0] is not st.src[0] or x.op is not Ops.INDEX or (w := x.src[0]).op is not Ops.WMMA: continue
-    if x.src[1].op is Ops.CONST and all(c.op is Ops.CONST and c.arg == 0 for c in w.src[-w.arg.elements[2]:]):
+    if x.src[1].op is Ops.CONST and all(c.op is Ops.CONST and c.arg == 0 for c in w.src[-w.arg.elements_per_thread[2]:]):
       by_wmma.setdefault(w, {})[x.src[1].arg] = (st, ld, x)
   repl: dict[UOp, UOp] = {}
   for w, elems in by_wmma.items():
-    if sorted(elems) != list(range(n := w.arg.elements[2])): continue
+    if sorted(elems) != list(range(n := w.arg.elements_per_thread[2])): continue
     fused = w.replace(src=(*w.src[:-n], *(elems[j][1] for j in range(n))))
     repl.update({st: st.replace(src=(st.src[0], x.replace(src=(fused, x.src[1])))) for st, _, x in elems.values()})
   return grp.replace(src=tuple(repl.get(s, s) for s in grp.src)) if repl else None
