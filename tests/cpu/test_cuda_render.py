@@ -151,6 +151,34 @@ def test_null_cuda_half_types(null_cuda, dt):
   Tensor.realize(a @ b, (a * 2 + 1).exp(), a.sum(axis=1), a.softmax(), a.cast(dtypes.float32), a.bitcast(dtypes.int16), a.max())
   assert any(("half" if dt is dtypes.half else "__nv_bfloat16") in s for s in null_cuda)
 
+_MMA = {dtypes.half: "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", dtypes.bfloat16: "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"}
+
+@pytest.mark.parametrize("dt", [dtypes.half, dtypes.bfloat16])
+def test_tc_renders_mma_sync(dt):
+  # Opt(TC): the reduce is one inline-asm mma.sync per K step on the thread's fragments (numerics: tests/cpu/test_tensor_cores_emulated.py)
+  with Context(DEV="CPU"): t = Tensor.empty(64, 32, dtype=dt).matmul(Tensor.empty(32, 48, dtype=dt), dtype=dtypes.float)
+  src = _src(t, [Opt(OptOps.TC, 0, (-1, 0, 1))])
+  fn = f"tg_mma_m16n8k16_{dt.name}"
+  assert f'asm volatile("{_MMA[dt]} {{%0, %1, %2, %3}}, {{%4, %5, %6, %7}}, {{%8, %9}}, {{%10, %11, %12, %13}};"' in src
+  assert f"__device__ __forceinline__ float4 {fn}(" in src and src.count(f"{fn}(") == 2   # the helper and one call in the loop
+  # which accumulates into the thread's 4 accumulators itself (codegen/opt/tc.py pm_wmma_acc): C is them, D is stored back
+  assert "acc0[0], acc0[1], acc0[2], acc0[3]);" in src and "acc0[3] = alu" in src and "acc0[0]+" not in src
+  assert "__launch_bounds__(32)" in src and "int lidx0 = threadIdx.x;" in src         # one warp: lidx0
+  assert "__floats2half2_rn(a0, a1)" in src if dt is dtypes.half else "__floats2bfloat162_rn(a0, a1)" in src
+
+@needs_nvrtc
+def test_null_cuda_tensor_cores(null_cuda):
+  # DEV=NULL:CUDA: the GPU heuristics put an fp16/bf16 matmul on tensor cores (TC first) and NVRTC compiles the mma.sync for sm_80; the
+  # same kernels compile for sm_90 too
+  from tinygrad.runtime.support.compiler_cuda import CUDACompiler
+  for dt in (dtypes.half, dtypes.bfloat16):
+    a, b = Tensor.rand(128, 64).cast(dt), Tensor.rand(64, 96).cast(dt)
+    Tensor.realize(a @ b, a[:64].matmul(b[:, :64], dtype=dtypes.float).relu())
+  mma = {dt: [s for s in null_cuda if m in s] for dt, m in _MMA.items()}
+  assert all(len(v) == 2 for v in mma.values())
+  _check_programs(null_cuda)
+  for s in mma[dtypes.half] + mma[dtypes.bfloat16]: assert CUDACompiler("sm_90").compile(s)[:4] == b"\x7fELF"
+
 @needs_nvrtc
 @pytest.mark.parametrize("dt,ctype", [(dtypes.fp8e4m3, "__nv_fp8_e4m3"), (dtypes.fp8e5m2, "__nv_fp8_e5m2")])
 def test_null_cuda_fp8(null_cuda, dt, ctype):

@@ -95,3 +95,15 @@ def test_beam_on_cuda():
   a, b = rand(256, 256), rand(256, 256)
   with Context(BEAM=2, IGNORE_BEAM_CACHE=1): out = (T(a) @ T(b)).numpy()
   np.testing.assert_allclose(out, a @ b, rtol=1e-3, atol=1e-3)
+
+@pytest.mark.parametrize("dt", [dtypes.half, dtypes.bfloat16])
+def test_tensor_core_matmul(dt):
+  # the heuristics put an fp16/bf16 matmul on mma.sync (Opt(TC) first), and BEAM may too; both against numpy on the inputs as dt holds them
+  import tinygrad.engine.realize as realize
+  ta, tb = T(rand(256, 128)).cast(dt).realize(), T(rand(128, 192)).cast(dt).realize()
+  a, b = ta.float().numpy(), tb.float().numpy()
+  before = set(realize._specs)
+  np.testing.assert_allclose(ta.matmul(tb, dtype=dtypes.float).numpy(), a @ b, rtol=1e-4, atol=1e-3)
+  assert any(s.applied_opts and s.applied_opts[0].op.name == "TC" for k, s in realize._specs.items() if k not in before)
+  with Context(BEAM=2, IGNORE_BEAM_CACHE=1): out = (ta @ tb).float().numpy()
+  np.testing.assert_allclose(out, a @ b, rtol=1e-2, atol=1e-1)

@@ -28,6 +28,7 @@ one graph_rewrite with that name (so TRACK_MATCH_STATS and the rewrite log show 
                     in the loop: STORE(INDEX(AFTER(acc, init, *reduce ranges), i), op(LOAD(that), x)), closed by END per range
                     the value: LOAD(INDEX(AFTER(acc, END), i))
                   REDUCEs over the same ranges (an upcast reduce kernel's lanes) share the loop: their updates are one GROUP.
+  pm_wmma_acc     a tensor core's accumulators updated by adding its result (codegen/opt/tc.py) -> its C operand instead
   pm_lower_index  (codegen/index_dtype.py) every weakint UOp (index math, RANGE, SPECIAL, sizes, variables) -> int32, or int64
                   where its bounds need it; FLOORDIV/FLOORMOD -> CDIV/CMOD (shifts/masks by powers of two), exact for negative dividends.
   (renderer)      the target renderer's extra_matcher (its device rules), then its pre_matcher (user rules): Renderer in
@@ -49,6 +50,7 @@ from tinygrad.schedule import reduce_identity as _identity
 from tinygrad.codegen.index_dtype import pm_lower_index
 from tinygrad.codegen.split_ranges import split_ranges, pm_fold_gates
 from tinygrad.codegen.opt.kernel import open_ranges
+from tinygrad.codegen.opt.tc import pm_wmma_acc
 if TYPE_CHECKING:
   from tinygrad.renderer import Renderer, LinearKernel
 
@@ -348,6 +350,7 @@ PASSES: list[Pass] = [
   ("launch dims", pm_add_specials, lambda sink, ren: launch_dims(sink)),
   ("end loops", pm_end_loops, None),
   ("reduce to accumulator", pm_reduce, lambda sink, ren: ReduceContext(_loop_ranges(sink))),
+  ("tensor core accumulators", pm_wmma_acc, None),
   ("lower index dtype", pm_lower_index, None),
 ]
 

@@ -64,6 +64,10 @@ Values (all scalar unless noted)
   BITCAST  T     src: (x,) arg: T                same bits, same itemsize.
   STACK    T     src: (x0, ..., xn-1)            an n-lane vector of scalars (n = 2,4,8,16), consumed by a SHRINK STORE.
   INDEX    T     src: (vector, CONST i)          lane i of a vector value.
+  WMMA     T     src: (A..., B..., C... elements) arg: a TensorCore (tinygrad/renderer/tc.py), T its dtype_out: one warp-wide
+                 D = A @ B + C; the thread's fragment elements in (scalars: elements[0] of A, [1] of B, [2] of C), its D elements
+                 out (a vector of elements[2] lanes). lidx0 is the warp (its size a multiple of the TensorCore's threads) and every
+                 thread of it reaches the WMMA together (codegen/opt/tc.py).
 
 Semantics both backends implement (and the codegen can rely on)
   - ints wrap two's-complement at their width after every op; CDIV/CMOD truncate toward zero (C); SHR of a signed int is
@@ -80,7 +84,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence, TYPE_CHECKING
-from tinygrad.helpers import Target, to_function_name
+from tinygrad.helpers import Target, to_function_name, prod
 from tinygrad.dtype import DType, dtypes, AddrSpace
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import const_value, is_literal, CORE_ID, GPU_DIMS, SPECIAL_NAMES  # noqa: F401  (part of the contract's vocabulary)
@@ -145,6 +149,7 @@ def _lanes_of(u:UOp, lanes:dict[UOp, int], i:int) -> int:
       raise KernelContractError(f"{_desc(i, u)}: SHRINK width must be a CONST in {_VECTOR_WIDTHS}")
     return n
   if u.op is Ops.STACK: return len(u.src)
+  if u.op is Ops.WMMA: return u.arg.elements_per_thread[2]
   if u.op in (Ops.LOAD, Ops.AFTER) or u.op in _VECTOR_ALU: return lanes.get(u.src[0], 1)
   return 1  # everything else, a lane extraction (INDEX of a vector) included, is scalar
 
@@ -170,6 +175,10 @@ def _check_srcs(i:int, u:UOp, lanes:dict[UOp, int]) -> None:
          "STORE takes (INDEX/SHRINK of a buffer, value) or (index, value, gate)")
     need(lanes.get(u.src[1], 1) == lanes[u.src[0]], "STORE of a {}-lane value to a {}-lane access", lanes.get(u.src[1], 1), lanes[u.src[0]])
     if n == 3: need(u.src[2].dtype is dtypes.bool, "STORE gate must be bool, got {}", u.src[2].dtype)
+  elif op is Ops.WMMA:
+    need(n == sum(u.arg.elements_per_thread) and all(lanes.get(s, 1) == 1 for s in u.src), "WMMA takes {} scalars (the A, B, C elements), got {}",
+         sum(u.arg.elements_per_thread), n)
+    need(u.dtype is u.arg.dtype_out, "WMMA of {} has dtype {}", u.arg, u.dtype)
   elif op is Ops.RANGE: need(n >= 1, "RANGE needs its end as src[0]")
   elif op is Ops.END: need(n in (2, 3) and u.src[1].op is Ops.RANGE, "END takes (body, RANGE) or (body, RANGE, cond)")
   elif op is Ops.IF: need(n >= 1 and u.src[0].dtype is dtypes.bool, "IF takes (cond:bool, ...)")
@@ -279,7 +288,7 @@ def check_linear(uops:Sequence[UOp], supported_ops:set[Ops]|frozenset[Ops]|None=
   return LinearKernel(uops, to_function_name(name if name is not None else kname), bufs, vars_, writable, lanes, uses, position, specials)
 
 _ACCEPTED = {Ops.SINK, Ops.PARAM, Ops.BUFFER, Ops.CONST, Ops.CAST, Ops.BITCAST, Ops.RANGE, Ops.END, Ops.IF, Ops.ENDIF, Ops.AFTER, Ops.INDEX,
-             Ops.SHRINK, Ops.LOAD, Ops.STORE, Ops.STACK, Ops.NOOP, Ops.GROUP, Ops.BARRIER, Ops.SPECIAL}
+             Ops.SHRINK, Ops.LOAD, Ops.STORE, Ops.STACK, Ops.NOOP, Ops.GROUP, Ops.BARRIER, Ops.SPECIAL, Ops.WMMA}
 
 # ***** evaluating int expressions (range ends, sizes) for estimates *****
 
@@ -338,6 +347,7 @@ class Estimates:
         acc = mem.get((root, u.op), 0) + width * mults
         mem[(root, u.op)] = min(acc, size * root.dtype.itemsize) if size is not None else acc
       elif u.op in GroupOp.ALU and u not in indexing: ops += mults * (2 if u.op is Ops.MULACC else 1) * lanes[u]
+      elif u.op is Ops.WMMA: ops += mults * 2 * prod(u.arg.dims) // u.arg.threads  # each thread's share of the warp's multiply-adds
     return Estimates(ops, lds, sum(mem.values()))
 
 @dataclass(frozen=True)
@@ -411,7 +421,7 @@ class Renderer:
   global_max: tuple[int, ...]|None = (0x8FFFFFFF,) * 3  # largest launch size per dim (with has_threads: [0] is the thread count)
   local_max: tuple[int, ...]|None = (0x8FFFFFFF,) * 3   # largest workgroup size per dim (the largest of them: threads per workgroup)
   shared_max: int = 32768                         # bytes of local memory per workgroup
-  tensor_cores: list = []                         # matrix units the optimizer may target (none yet)
+  tensor_cores: list = []                         # matrix instructions the TC action may target (tinygrad/renderer/tc.py)
   # rewrites of the lowered kernel (after every codegen pass, before linearizing), in this order: extra_matcher, the renderer class's
   # own rules for its device; pre_matcher, a hook for users (a PatternMatcher or None, set on a subclass or on an instance such as
   # Device["CPU"].renderer) to add their own transformations without editing the package. Its callbacks may take `ctx`: the renderer.

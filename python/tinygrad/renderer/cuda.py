@@ -3,6 +3,7 @@
 # __shared__ and a BARRIER is __syncthreads(), half/bfloat16/fp8 buffers hold the types of cuda_fp16.h/cuda_bf16.h/cuda_fp8.h (values
 # are still computed as float and rounded after every op, as the contract says), vectors are CUDA's vector types (float4, int2, ...;
 # a struct for 8 and 16 lanes), math is CUDA's libdevice functions, and bitcasts go through memcpy (C++ has no compound literals).
+# From sm_80 on, the TC action's WMMA is an inline-asm mma.sync.aligned.m16n8k16 (fp16/bf16 in, fp32 accumulation) in a helper.
 # NVRTC compiles it (runtime/support/compiler_cuda.py); DEV=NULL:CUDA renders and compiles every kernel without a GPU.
 from __future__ import annotations
 from typing import Callable, Sequence
@@ -12,6 +13,7 @@ from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher
 from tinygrad.renderer import LinearKernel, const_value, launch_size, mem_root
 from tinygrad.renderer.cstyle import CStyleLanguage, base_rewrite, _CWriter, _EMULATED, _fsuffix
+from tinygrad.renderer.tc import TensorCore, cuda_tensor_cores
 
 # CUDA's own vector types (vector_types.h, always there under NVRTC): 2 and 4 lanes of 1- to 4-byte elements, 2 of 8-byte ones
 _VEC_BASE = {dtypes.int8: "char", dtypes.uint8: "uchar", dtypes.int16: "short", dtypes.uint16: "ushort", dtypes.int32: "int",
@@ -48,6 +50,36 @@ _FP8_HELPERS = {dtypes.fp8e4m3: "#include <cuda_fp8.h>\n" + _fp8_helpers("e4m3",
                 dtypes.fp8e5m2: "#include <cuda_fp8.h>\n" + _fp8_helpers("e5m2", 0x7c)}
 # the same bits as another type of the same size (memcpy compiles to a register move)
 _BITCAST_HELPER = "template <class T, class F> __device__ __forceinline__ T tg_bitcast(F x) { T r; memcpy(&r, &x, sizeof(T)); return r; }"
+
+# tensor cores (renderer/tc.py): one helper per instruction, taking the thread's fragment elements as floats (half/bfloat16 values are
+# computed as float, so packing them back into pairs is exact) and returning its D elements
+_MMA_TYPES = {dtypes.half: ("half2", "__floats2half2_rn"), dtypes.bfloat16: ("__nv_bfloat162", "__floats2bfloat162_rn")}
+def _mma_fn(tc:TensorCore) -> str: return f"tg_mma_m{tc.dims[1]}n{tc.dims[0]}k{tc.dims[2]}_{tc.dtype_in.name}"
+def _mma_helper(tc:TensorCore) -> str:
+  pair, pack = _MMA_TYPES[tc.dtype_in]
+  na, nb, nc = tc.elements_per_thread
+  args = ", ".join([f"float a{i}" for i in range(na)] + [f"float b{i}" for i in range(nb)] + [f"float c{i}" for i in range(nc)])
+  def regs(x:str, n:int) -> str: return ", ".join(f"{pack}({x}{i}, {x}{i+1})" for i in range(0, n, 2))
+  ops = [f"%{i}" for i in range(nc + na // 2 + nb // 2 + nc)]
+  ins = [f'"r"(A[{i}])' for i in range(na // 2)] + [f'"r"(B[{i}])' for i in range(nb // 2)] + [f'"f"(c{i})' for i in range(nc)]
+  groups = [ops[:nc], ops[nc:nc + na // 2], ops[nc + na // 2:nc + na // 2 + nb // 2], ops[nc + na // 2 + nb // 2:]]
+  asm = f"{tc.name} " + ", ".join("{" + ", ".join(g) + "}" for g in groups) + ";"
+  return f"""{_HEADERS[tc.dtype_in]}
+__device__ __forceinline__ float{nc} {_mma_fn(tc)}({args}) {{
+  {pair} a[{na // 2}] = {{{regs("a", na)}}};
+  {pair} b[{nb // 2}] = {{{regs("b", nb)}}};
+  const unsigned *A = reinterpret_cast<const unsigned*>(a), *B = reinterpret_cast<const unsigned*>(b);
+  float{nc} d;
+  asm volatile("{asm}"
+    : {", ".join(f'"=f"(d.{_LANE_NAMES[i]})' for i in range(nc))}
+    : {", ".join(ins)});
+  return d;
+}}"""
+_HEADERS = {dtypes.half: "#include <cuda_fp16.h>", dtypes.bfloat16: "#include <cuda_bf16.h>"}
+
+def _wmma(ctx:_CWriter, x:UOp) -> str:
+  ctx.analyses.setdefault("mma", {})[x.arg] = None
+  return f"{_mma_fn(x.arg)}({', '.join(strip_parens(ctx.opnd(x, s)) for s in x.src)})"
 
 # ***** the rules CUDA puts in front of the C ones *****
 
@@ -89,6 +121,7 @@ def _buffer(ctx:_CWriter, x:UOp) -> str|None:
 
 cuda_rewrite = PatternMatcher([
   (UPat(Ops.BUFFER, name="x"), _buffer),
+  (UPat(Ops.WMMA, name="x"), _wmma),
   (UPat(Ops.INDEX, src=(UPat(name="vec"), UPat(name="i"))),
    lambda ctx, vec, i: None if mem_root(vec) is not None else _lane(ctx, vec, const_value(i))),
   (UPat(Ops.STACK, name="x"), lambda ctx, x: _stack(ctx, x.dtype, [strip_parens(ctx.opnd(x, s)) for s in x.src]) if x.src else None),
@@ -126,6 +159,8 @@ class CUDARenderer(CStyleLanguage):
 
   @property
   def arch(self) -> str: return self.target.arch or "sm_80"
+  @property
+  def tensor_cores(self) -> list[TensorCore]: return cuda_tensor_cores(self.arch)  # type: ignore[override]
   def supported_dtypes(self): return super().supported_dtypes() | {dtypes.fp8e4m3, dtypes.fp8e5m2}
 
   def memory_type(self, dt:DType) -> str: return self.type_map[dt] if dt in _EMULATED else super().memory_type(dt)
@@ -150,7 +185,9 @@ class CUDARenderer(CStyleLanguage):
 
   def render(self, uops:Sequence[UOp], name:str|None=None) -> str:
     k = uops if isinstance(uops, LinearKernel) else self.check(uops, name)
-    src = _CWriter(self, k).write()
+    src = (w := _CWriter(self, k)).write()
+    # the tensor core helpers the kernel calls, before it
+    if mma := w.analyses.get("mma"): src = src.replace(self.kernel_typedef, "\n".join(map(_mma_helper, mma)) + "\n" + self.kernel_typedef, 1)
     # __launch_bounds__: the block's thread count, when it is a number (the compiler may then use more registers per thread)
     _, local = launch_size(k)
     threads = prod(local) if local is not None and all(isinstance(n, int) for n in local) else None

@@ -16,6 +16,7 @@ from tinygrad.uop.ops import UOp
 from tinygrad.renderer import Renderer, LinearKernel, KernelContractError, CORE_ID, const_value, is_literal, is_variable, mem_root, buffer_size
 from tinygrad.renderer import literal_dtype, variable_names, operand_dtype, range_name, _addrspace
 from tinygrad.dtype import AddrSpace
+from tinygrad.renderer.tc import TENSOR_CORES, cuda_tensor_cores, emulate_wmma
 
 # ***** the runtime helpers the generated code calls *****
 
@@ -48,13 +49,21 @@ def _h2f(bits): return _E.unpack(_H.pack(bits))[0]
 def _f2h(x): return _H.unpack(_E.pack(float_to_fp16(x)))[0]
 def _bf2f(bits): return from_storage_scalar(bits, dtypes.bfloat16)
 def _f2bf(x): return to_storage_scalar(x, dtypes.bfloat16)
+def _wmma(name:str, warp:list, lane:int) -> list[float]:
+  """Lane's D elements of a tensor core instruction whose warp put its fragments in `warp` (one slot per lane, the last one the result,
+  computed once by the first lane to ask)."""
+  if warp[-1] is None:
+    if (missing := [i for i, f in enumerate(warp[:-1]) if f is None]):
+      raise RuntimeError(f"{name}: lanes {missing} of the warp did not reach the instruction with the others")
+    warp[-1] = emulate_wmma(TENSOR_CORES[name], warp[:-1])
+  return warp[-1][lane]
 def _oob(kernel:str, buf:str, i, n):
   raise IndexError(f"kernel {kernel}: index {i} is out of bounds for {buf} ({n} elements)")
 
 HELPERS: dict[str, object] = {"_r32": _r32, "_rh": float_to_fp16, "_rbf": float_to_bf16, "_fdiv": _fdiv, "_fmod": _fmod, "_sqrt": _sqrt,
                               "_exp2": _exp2, "_log2": _log2, "_sin": _sin, "_trunc": _trunc, "_pow": _pow, "_f2i": _f2i, "_cdiv": cdiv,
                               "_cmod": cmod, "_h2f": _h2f, "_f2h": _f2h, "_bf2f": _bf2f, "_f2bf": _f2bf, "_oob": _oob, "_bitcast": bitcast,
-                              "_inf": math.inf, "_nan": math.nan, "dtypes": dtypes}
+                              "_inf": math.inf, "_nan": math.nan, "dtypes": dtypes, "_wmma": _wmma}
 
 # ***** rendering *****
 
@@ -77,15 +86,22 @@ PYTHON_LOCALS = ContextVar("PYTHON_LOCALS", 0)
 
 class PythonRenderer(Renderer):
   """Renders the same op set as the C renderer, as Python. It accepts GPU dims, local buffers and barriers (the runtime loops over the
-  launch grid, the threads of a workgroup in lock-step between barriers); the optimizer makes them only under PYTHON_LOCALS=1."""
+  launch grid, the threads of a workgroup in lock-step between barriers); the optimizer makes them only under PYTHON_LOCALS=1, or when
+  the target's arch names an NVIDIA GPU (DEV=PYTHON::sm_80, as in tinygrad 0.14): then it also has that GPU's tensor cores, emulated
+  (a WMMA gathers the warp's fragments in local memory between two barriers: tinygrad/renderer/tc.py's emulate_wmma)."""
   device = "PYTHON"
   global_max = None
   @property
-  def has_local(self) -> bool: return bool(PYTHON_LOCALS.value)  # type: ignore[override]
+  def tensor_cores(self) -> list:  # type: ignore[override]
+    return cuda_tensor_cores(arch) if (arch := self.target.arch).startswith("sm_") else []
   @property
-  def has_shared(self) -> bool: return bool(PYTHON_LOCALS.value)  # type: ignore[override]
+  def gpu(self) -> bool: return bool(PYTHON_LOCALS.value) or bool(self.tensor_cores)
   @property
-  def local_max(self) -> tuple[int, ...]|None: return (256, 256, 64) if PYTHON_LOCALS.value else None  # type: ignore[override]
+  def has_local(self) -> bool: return self.gpu  # type: ignore[override]
+  @property
+  def has_shared(self) -> bool: return self.gpu  # type: ignore[override]
+  @property
+  def local_max(self) -> tuple[int, ...]|None: return (256, 256, 64) if self.gpu else None  # type: ignore[override]
   code_for_op: dict[Ops, Callable] = {
     Ops.NEG: lambda x, dtype: f"(-{x})", Ops.RECIPROCAL: lambda x, dtype: f"_fdiv(1.0, {x})", Ops.SQRT: lambda x, dtype: f"_sqrt({x})",
     Ops.EXP2: lambda x, dtype: f"_exp2({x})", Ops.LOG2: lambda x, dtype: f"_log2({x})", Ops.SIN: lambda x, dtype: f"_sin({x})",
@@ -233,6 +249,7 @@ class _PyWriter:
       self.access[u] = (self.r[u.src[0]], size, idx, k.lanes[u], root)
       return
     if op is Ops.STORE: return self.store(u)
+    if op is Ops.WMMA: return self.wmma(u)
     expr, prefix = self.value(u)
     self.r[u] = self.fresh(prefix)
     self.emit(f"{self.r[u]} = {expr}")
@@ -267,6 +284,25 @@ class _PyWriter:
       if not checked: self.emit(f"if not (0 <= {idx} and {idx}+{lanes} <= {size}): {self.oob(buf, idx, size)}")
       for j in range(lanes): self.emit(f"{buf}[{idx}+{j}] = {val}[{j}]")
     if len(u.src) == 3: self.close_block()
+
+  def wmma(self, u:UOp):
+    """A tensor core instruction: every lane of the warp (lidx0) puts its fragments in the warp's slots in local memory, a barrier, each
+    takes its D elements (the first computes them for all), a barrier (before the slots are reused)."""
+    tc, k = u.arg, self.k
+    lid0 = k.specials.get("lidx0")
+    if lid0 is None or not isinstance(n := const_value(lid0.src[0]), int) or n % tc.threads:
+      raise KernelContractError(f"uop {k.position[u]}: a WMMA needs lidx0 to be whole warps of {tc.threads} threads")
+    frags, at = [], 0
+    for cnt in tc.elements_per_thread:
+      frags.append("(" + "".join(f"{self.opnd(u, s)}, " for s in u.src[at:at+cnt]) + ")")
+      at += cnt
+    warp, lane = self.fresh("warp"), f"_lid[0] % {tc.threads}"
+    self.emit(f"{warp} = _shared.setdefault(({k.position[u]}, _lid[0] // {tc.threads}, _lid[1], _lid[2]), [None] * {tc.threads + 1})")
+    self.emit(f"{warp}[{lane}], {warp}[-1] = ({', '.join(frags)}), None")
+    self.emit("yield")
+    self.r[u] = self.fresh("wmma")
+    self.emit(f"{self.r[u]} = _wmma({tc.name!r}, {warp}, {lane})")
+    self.emit("yield")
 
   def value(self, u:UOp) -> tuple[str, str]:
     op, dt = u.op, u.dtype

@@ -281,6 +281,12 @@ def _linear_const_ok(x:UOp) -> bool:
 
 _void = lambda x: x.dtype is dtypes.void  # noqa: E731
 
+def _wmma_ok(x:UOp) -> bool:
+  """WMMA(A..., B..., C... elements, arg=TensorCore): a tensor core's multiply-accumulate (codegen/opt/tc.py)."""
+  tc, nc = x.arg, x.arg.elements_per_thread[2]
+  return len(x.src) == sum(tc.elements_per_thread) and x.dtype is tc.dtype_out and all(s.dtype is tc.dtype_in for s in x.src[:-nc]) and \
+    all(fits(s, tc.dtype_out) for s in x.src[-nc:])
+
 # an upcast kernel (tinygrad/codegen/opt/) also has vector accesses: SHRINK loads/stores, STACK of lanes, INDEX of a lane, and a
 # GROUP of the stores of one iteration (and of the loops of a split range's pieces: codegen/split_ranges.py). These rules come first:
 # the lowered INDEX/LOAD/STORE rules reject the vector forms.
@@ -288,7 +294,8 @@ spec_lowered = PatternMatcher([
   (UPat(Ops.SHRINK, name="x"), _shrink_ok),
   (UPat(Ops.STACK, name="x"), _stack_ok),
   # (ADD/MUL: a vector reduce's lanes on a vector_alu renderer, codegen/expander.py)
-  (UPat(Ops.INDEX, src=(UPat((Ops.LOAD, Ops.STACK, Ops.ADD, Ops.MUL)), UPat(Ops.CONST)), name="x"), _linear_index_ok),
+  (UPat(Ops.INDEX, src=(UPat((Ops.LOAD, Ops.STACK, Ops.ADD, Ops.MUL, Ops.WMMA)), UPat(Ops.CONST)), name="x"), _linear_index_ok),
+  (UPat(Ops.WMMA, name="x"), _wmma_ok),
   (UPat(Ops.LOAD, src=(UPat(Ops.SHRINK),), allow_any_len=True, name="x"), _linear_load_ok),
   (UPat(Ops.STORE, src=(UPat(Ops.SHRINK),), allow_any_len=True, name="x"), _linear_store_ok),
   (UPat(Ops.GROUP, dtypes.void, name="x"), lambda x: len(x.src) >= 1 and all(s.op in (Ops.STORE, Ops.END) for s in x.src)),
@@ -312,6 +319,7 @@ spec_linear = PatternMatcher([
   (UPat(Ops.LOAD, name="x"), _linear_load_ok),
   (UPat(Ops.STORE, name="x"), _linear_store_ok),
   (UPat(Ops.STACK, name="x"), _stack_ok),
+  (UPat(Ops.WMMA, name="x"), _wmma_ok),
   *_values,
 ])
 

@@ -1,6 +1,7 @@
 """Kernel optimizations as data: an Opt names one change of a kernel's ranges, applied by tinygrad/codegen/opt/kernel.py.
 
   kernel.py     the ranges of a kernel AST and apply_opt: an Opt -> the AST with that range split/retyped (KernelOptError if invalid)
+  tc.py         the TC action: a matmul's reduce on a renderer's tensor cores (a warp's WMMA), called by apply_opt
   heuristic.py  hand_coded_optimizations: the Opts chosen for a kernel without a search (NOOPT=1: none)
   search.py     beam_search (BEAM=N): the Opts found by compiling and timing candidates, in worker processes, cached on disk
 """

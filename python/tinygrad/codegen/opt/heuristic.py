@@ -22,12 +22,13 @@ The heuristics (`hand_coded_optimizations`), in order:
            off) gets 8 columns x 16 output channels, its 3x3 window kept as loops: the interior piece's input loads are vectors;
            gather_tile: a smaller one, or one whose border can't be peeled, the same tile with gathered (gated scalar) input loads.
 
-For a renderer with GPU dims (has_local), `hand_coded_gpu` instead: GROUPTOP for a long reduce with few outputs, else unroll/upcast as
+For a renderer with GPU dims (has_local), `hand_coded_gpu` instead: tensor cores first where the renderer has them and the kernel is
+a matmul they fit (tensor_core_opts), else GROUPTOP for a long reduce with few outputs, else unroll/upcast as
 above in small, then LOCAL splits of the output ranges; optimize_ast picks by the renderer's capabilities.
 """
 from __future__ import annotations
 from tinygrad.uop.ops import UOp, Ops, AxisType
-from tinygrad.helpers import NOOPT, prod
+from tinygrad.helpers import NOOPT, prod, USE_TC, TC_OPT, TC_SELECT
 from tinygrad.renderer import Renderer
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError
 from tinygrad.schedule import KernelInfo
@@ -122,6 +123,7 @@ def hand_coded_gpu(ast:UOp, ren:Renderer) -> UOp:
   small reduce is unrolled and the innermost output range upcast by 4 (vector stores); then the output ranges, innermost first, get
   LOCAL splits (a workgroup of up to GPU_LOCAL_MAX threads). Every Opt goes through apply_opt with the renderer, so none is invalid."""
   if any(range_size(r) is None for r in ranges_of(ast)): return ast  # symbolic sizes: left as they are
+  if (ret := tensor_core_opts(ast, ren)) is not None: return ret
   n_out = prod(range_size(r) or 1 for r in ranges_of(ast, AxisType.LOOP))
   reds = ranges_of(ast, AxisType.REDUCE)
   n_red = prod(range_size(r) or 1 for r in ranges_of(ast, AxisType.REDUCE, AxisType.UNROLL))
@@ -141,6 +143,31 @@ def hand_coded_gpu(ast:UOp, ren:Renderer) -> UOp:
         ast, threads = ret, threads * amt
         break
   return ast
+
+TC_UPCASTS = (4, 2)     # after TC: the M and N blocks one warp computes (each of the instruction's output elements this many times)
+TC_LOCALS = (4, 2)      # and the warps of a workgroup along N
+
+def tensor_core_opts(ast:UOp, ren:Renderer) -> UOp|None:
+  """As tinygrad 0.14, tensor cores first (TC=0: off; TC_SELECT, TC_OPT pick which and how, tinygrad/codegen/opt/tc.py): the first
+  (N, M, K) choice the TC action takes, then the N and M blocks upcast and warps along N, where they divide. None: no TC applies (only
+  a kernel with one REDUCE range is tried unless TC_OPT >= 1)."""
+  if not ren.tensor_cores or USE_TC.value <= 0 or (len(ranges_of(ast, AxisType.REDUCE)) != 1 and TC_OPT.value < 1): return None
+  for axis in range(3):
+    try: ast, m_o, n_o = apply_opt(ast, Opt(OptOps.TC, axis, (TC_SELECT.value, TC_OPT.value, USE_TC.value)), ren)
+    except KernelOptError: continue
+    blocks = [n_o, m_o]
+    for i, r in enumerate(blocks):
+      for amt in TC_UPCASTS:
+        if r is not None and (range_size(r) or 0) % amt == 0 and (ret := _try(ast, OptOps.UPCAST, r, amt, ren)) is not None:
+          ast, blocks[i] = ret, next((x for x in ranges_of(ret) if x.arg == (*range_key(r), 0, rtype(r))), None)
+          break
+    if (r := blocks[0]) is not None:
+      for amt in TC_LOCALS:
+        if (range_size(r) or 0) % amt == 0 and (ret := _try(ast, OptOps.LOCAL, r, amt, ren)) is not None:
+          ast = ret
+          break
+    return ast
+  return None
 
 def _in_loop(ld:UOp) -> bool:
   """Whether a load's address moves with a reduce loop (else it is read once, before the loop)."""

@@ -21,7 +21,8 @@ The ops (the renderer's capabilities decide which its device can run: has_thread
            through local memory after a barrier (codegen/group_reduce.py).
   NOLOCALS no LOCAL/GROUP may follow. PADTO  a range counts to a multiple of arg, the extra positions masked (loads and stores gated,
            a reduce gets its identity). SWAP  two LOOP (or two GLOBAL) ranges exchange positions: the nesting of two loops on CPU,
-           which launch dim is which on a GPU. TC  tensor cores: KernelOptError until a renderer declares Renderer.tensor_cores.
+           which launch dim is which on a GPU. TC  tensor cores (Renderer.tensor_cores): the reduce of a matmul becomes a warp's
+           matrix instruction, a LOCAL warp range and UPCAST ranges for its output elements (codegen/opt/tc.py); the first opt.
   PACK     (not in tinygrad 0.14; devices without GPU dims) Opt(PACK, axis, arg): in each iteration of LOOP range `axis`, the panel a
            load reads (arg: which of pack_candidates) is first copied into a contiguous array (a REG BUFFER: the launch's stack), in
            the order of its address strides, and the reduce reads it from there: a matmul's B columns block, whose rows are a row of B
@@ -120,6 +121,10 @@ _SPLITS = {OptOps.THREAD: ((AxisType.LOOP,), AxisType.THREAD, True),
            OptOps.GROUP: ((AxisType.REDUCE,), AxisType.GROUP_REDUCE, False),
            OptOps.GROUPTOP: ((AxisType.REDUCE,), AxisType.GROUP_REDUCE, True)}
 _LOCAL_DIMS = (AxisType.LOCAL, AxisType.GROUP_REDUCE)   # the thread dims of a workgroup (each becomes a SPECIAL lidx)
+# the axis id of a tensor core's warp (codegen/opt/tc.py): a LOCAL range that sorts before every other, so it is lidx0 and each warp of
+# the launch is one instruction's threads
+WARP = -1
+def is_warp(r:UOp) -> bool: return r.arg[0] == WARP
 GPU_GLOBAL_DIMS = 3
 
 def _rdesc(r:UOp) -> str: return f"{rtype(r).name} range {range_key(r)} of size {range_size(r) if range_size(r) is not None else r.src[0]}"
@@ -134,12 +139,12 @@ def apply_opt(ast:UOp, opt:Opt, ren=None) -> tuple[UOp, UOp|None, UOp|None]:
   outer = inner = None
   need(not any(o.op is OptOps.PACK for o in opts), "the kernel is packed (PACK): PACK is the last opt of a kernel")
   if opt.op is OptOps.TC:
-    # the entry point a renderer with matrix units fills (Renderer.tensor_cores); none has them yet
     need(isinstance(opt.arg, tuple) and len(opt.arg) == 3, "TC takes arg=(tc_select, tc_opt, use_tensor_cores)")
     need(ren is not None and bool(ren.tensor_cores), f"{ren!r} has no tensor cores")
     need(not opts, "tensor core opts must come first")
-    raise KernelOptError(f"{opt}: lowering to tensor cores is not implemented yet")
-  if opt.op is OptOps.NOLOCALS:
+    from tinygrad.codegen.opt.tc import apply_tc
+    ret, outer, inner = apply_tc(ast, opt, ren, need)
+  elif opt.op is OptOps.NOLOCALS:
     need(not any(o.op is OptOps.NOLOCALS for o in opts), "NOLOCALS was applied already")
     need(not ranges_of(ast, *_LOCAL_DIMS), "the kernel has LOCAL/GROUP_REDUCE ranges already")
     ret = ast
@@ -159,6 +164,9 @@ def apply_opt(ast:UOp, opt:Opt, ren=None) -> tuple[UOp, UOp|None, UOp|None]:
 
 def _split(ast:UOp, opt:Opt, rng:UOp, ren, need, opts:tuple) -> tuple[UOp, UOp|None, UOp|None]:
   kinds, new_type, top = _SPLITS[opt.op]
+  need(not is_warp(rng), f"{_rdesc(rng)} is a tensor core's warp: its threads are the instruction's")
+  need(opt.op not in (OptOps.GROUP, OptOps.GROUPTOP) or not any(o.op is OptOps.TC for o in opts), "no GROUP with tensor cores: the "
+       "instruction's accumulators are per thread")
   need(rtype(rng) in kinds, f"{_rdesc(rng)}: {opt.op.name} applies to {'/'.join(k.name for k in kinds)} ranges")
   need((size := range_size(rng)) is not None, f"{_rdesc(rng)}: a symbolic size can't be split")
   amount = size if opt.arg == 0 else opt.arg
@@ -184,6 +192,7 @@ def _padto(ast:UOp, opt:Opt, rng:UOp, need) -> UOp:
   """rng (size n) counts to round_up(n, arg); what reads or writes memory at the extra positions is gated off, and a reduce over rng
   gets its identity there."""
   need(rtype(rng) not in (AxisType.UPCAST, AxisType.UNROLL, AxisType.THREAD), f"{_rdesc(rng)}: UPCAST/UNROLL/THREAD ranges can't be padded")
+  need(not is_warp(rng), f"{_rdesc(rng)} is a tensor core's warp: it can't be padded")
   need((size := range_size(rng)) is not None, f"{_rdesc(rng)}: a symbolic size can't be padded")
   need(type(opt.arg) is int and opt.arg >= 2, f"the multiple must be an int >= 2, got {opt.arg!r}")
   need((new := round_up(size, opt.arg)) != size, f"the size {size} of the {_rdesc(rng)} is a multiple of {opt.arg} already")  # type: ignore
