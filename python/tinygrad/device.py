@@ -397,7 +397,7 @@ class ProgramLoader:
     self.job: threading.Thread|None = None
     self.error: BaseException|None = None
   def add(self, spec:ProgramSpec) -> None:
-    if (key := (spec.function_name, spec.src)) in self.seen or key in self.dev._programs: return
+    if (key := self.dev.program_key(spec)) in self.seen or key in self.dev._programs: return
     self.seen.add(key)
     self.pending.append(spec)
     if self.background and (self.job is None or not self.job.is_alive()) and self.error is None and \
@@ -428,7 +428,7 @@ class Compiled:
     self.device_id = int(idx) if ":" in device and (idx := device.split(":")[1]).isdigit() else 0
     self.cached_renderer: dict[Any, Renderer] = {}
     self._renderer_memo: tuple[Any, Renderer]|None = None
-    self._programs: dict[tuple[str, str], Program] = BoundedCache(4096)
+    self._programs: dict[tuple[str, str, Compiler|None], Program] = BoundedCache(4096)
   def __repr__(self): return f"<{type(self).__name__} {self.device}>"
   def _renderer_name(self, r:type[Renderer]) -> str:
     devname = self.device.split(":")[0].upper()
@@ -453,16 +453,19 @@ class Compiled:
   def runtime(self, name:str, lib:bytes, spec:ProgramSpec|None=None) -> Program:
     if self.runtime_t is None: raise RuntimeError(f"{self.device} has no runtime")
     return self.runtime_t(self, name, lib, spec)
+  def program_key(self, spec:ProgramSpec) -> tuple[str, str, Compiler|None]:
+    # the compiler is part of it: one source compiles to different binaries for different targets (NULL:CUDA:sm_80, then sm_90)
+    return (spec.function_name, spec.src, self.renderer.compiler)
   def get_program(self, spec:ProgramSpec) -> Program:
-    """Compiles (through the compiler's caches) and loads a rendered kernel, once per (name, source)."""
-    if (prg := self._programs.get(key := (spec.function_name, spec.src))) is None:
+    """Compiles (through the compiler's caches) and loads a rendered kernel, once per (name, source, compiler)."""
+    if (prg := self._programs.get(key := self.program_key(spec))) is None:
       self.load_programs([spec])
       prg = self._programs[key]
     return prg
   def load_programs(self, specs:Sequence[ProgramSpec], jobs:int|None=None) -> None:
     """Compiles and loads the kernels not loaded yet, all in one compiler call (the CPU device then starts its C compiler once for
     a whole schedule instead of once per kernel); `jobs`: compiler processes at most (None: one per core)."""
-    todo = {key: spec for spec in specs if (key := (spec.function_name, spec.src)) not in self._programs}
+    todo = {key: spec for spec in specs if (key := self.program_key(spec)) not in self._programs}
     if not todo: return
     for (key, spec), lib in zip(todo.items(), self.compiler.compile_cached_many([spec.src for spec in todo.values()], jobs=jobs)):
       self._programs[key] = self.runtime(spec.function_name, lib, spec)

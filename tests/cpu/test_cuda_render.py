@@ -234,6 +234,18 @@ def test_null_cuda_arch_from_dev():
   with Context(DEV="NULL:CUDA"): assert Device["NULL"].renderer.arch == "sm_80"
 
 @needs_nvrtc
+def test_program_loaded_per_arch():
+  # the same source compiled for sm_80 and then sm_90 in one process gives two programs, each from its own arch's binary
+  ast = _ast(Tensor.empty(256) + 1)[-1]
+  progs = {}
+  for arch in ("sm_80", "sm_90"):
+    with Context(DEV=f"NULL:CUDA:{arch}"):
+      dev = Device["NULL"]
+      spec = dev.renderer.to_program(get_program(ast, dev.renderer).uops)
+      progs[arch] = (spec.src, dev.get_program(spec).lib)
+  assert progs["sm_80"][0] == progs["sm_90"][0] and progs["sm_80"][1] != progs["sm_90"][1]
+
+@needs_nvrtc
 def test_compile_error_shows_the_numbered_source_and_the_log():
   from tinygrad.runtime.support.compiler_cuda import CUDACompiler
   src = 'extern "C" __global__ void k(float* a) {\n  a[0] = undefined_name;\n}\n'
