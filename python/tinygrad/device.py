@@ -229,7 +229,9 @@ class Buffer:
     else a copy."""
     import numpy as np
     if (npdt := _to_np_dtype(self.dtype)) is None: raise TypeError(f"no numpy dtype for {self.dtype}")
-    if not share or (mv := self.private_view()) is None: mv = self.as_buffer(allow_zero_copy=zero_copy)
+    if not share or (mv := self.private_view()) is None:
+      # a copy goes into numpy's own memory, which numpy asks huge pages for (a bytearray's 4 KiB pages cost several times the copy)
+      mv = self.as_buffer(allow_zero_copy=True) if zero_copy else self.copyout(memoryview(np.empty(self.nbytes, np.uint8)))
     if self.dtype is dtypes.bfloat16: return (np.frombuffer(mv, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
     if self.dtype in dtypes.fp8s:
       table = np.array([from_storage_scalar(i, self.dtype) for i in range(256)], dtype=np.float32)
