@@ -395,13 +395,15 @@ class ProgramLoader:
   OVERLAP_BYTES = 8192   # less C than this: a compiler process's start-up (~35 ms for clang) costs more than the overlap gains
   def __init__(self, dev:Compiled):
     self.dev, self.pending, self.seen = dev, [], set()
-    self.background = dev.compiler.compiles_in_background and (os.cpu_count() or 1) > 1
+    # decided at the first kernel that needs loading: os.cpu_count() reads a file (~60 us after a pause), too much for every realize
+    self.background: bool|None = None
     self.job: threading.Thread|None = None
     self.error: BaseException|None = None
   def add(self, spec:ProgramSpec) -> None:
     if (key := (spec.function_name, spec.src)) in self.seen or key in self.dev._programs: return
     self.seen.add(key)
     self.pending.append(spec)
+    if self.background is None: self.background = self.dev.compiler.compiles_in_background and (os.cpu_count() or 1) > 1
     if self.background and (self.job is None or not self.job.is_alive()) and self.error is None and \
        sum(len(s.src) for s in self.pending) >= self.OVERLAP_BYTES:
       chunk, self.pending = self.pending, []
