@@ -72,7 +72,7 @@ M = 16 << 20 >> 2   # 16 MiB of float32: several huge pages
 @needs_smaps
 @pytest.mark.skipif(not _thp_madvise(), reason="transparent huge pages are off on this machine")
 def test_large_buffers_are_private_huge_page_memory():
-  t = (Tensor.arange(M).float() + 1).realize()
+  t = (Tensor.arange(M + 1024 * 5).float() + 1).realize()   # a size the allocator's cache doesn't hold (an exported buffer is a memfd's)
   root = _root(t)
   path, fields = _mapping(root.addr)
   # anonymous private memory that may get huge pages (the field is in smaps since Linux 5.0), not shmem
@@ -105,6 +105,24 @@ def test_jit_replays_write_an_exported_buffer_in_place():
     step(Tensor.full((M,), float(i)).contiguous())
     seen.append(w.numpy())                                            # from the second call on, the buffer already lives in a memfd
   assert [float(s[M // 2]) for s in seen] == [0, 1, 3, 6, 10] and [float(s[-1]) for s in seen] == [0, 1, 3, 6, 10]
+
+@needs_smaps
+@pytest.mark.parametrize("old_pages", ["kept", "lost"])
+def test_a_failed_move_copies_or_raises(monkeypatch, old_pages):
+  class Libc:   # MAP_FIXED fails (as out of mappings); madvise tells whether the old pages are still mapped
+    def mmap(self, *args): return None
+    def madvise(self, *args): return 0 if old_pages == "kept" else -1
+  t = (Tensor.arange(M + 1024 * (3 + (old_pages == "lost"))).float() + 2).realize()   # sizes the allocator's cache doesn't hold
+  monkeypatch.setattr(ops_cpu, "_libc", Libc)
+  held = ops_cpu._fds_held
+  if old_pages == "kept":
+    a = t.numpy()                                                      # a copy, and the buffer stays private memory
+    assert _root(t).fd is None and _mapping(_root(t).addr)[0] == "" and a[3] == 5 and ops_cpu._fds_held == held
+    a[3] = 0
+    assert t[3].item() == 5
+  else:
+    with pytest.raises(MemoryError, match="unmapped"): t.numpy()
+    assert ops_cpu._fds_held == held and _root(t).fd is None
 
 def test_external_memory_is_copied():
   host = np.arange(M, dtype=np.float32)

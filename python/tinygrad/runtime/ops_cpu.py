@@ -88,10 +88,11 @@ def _private_memory(size:int) -> tuple[memoryview, bool]:
   return memoryview(mm)[start:start + size], True
 
 @functools.cache
-def _libc_mmap():
-  fn = ctypes.CDLL(None, use_errno=True).mmap
-  fn.restype, fn.argtypes = ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
-  return fn
+def _libc():
+  libc = ctypes.CDLL(None, use_errno=True)
+  libc.mmap.restype, libc.mmap.argtypes = ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+  libc.madvise.restype, libc.madvise.argtypes = ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+  return libc
 
 _move_lock = threading.Lock()
 
@@ -103,19 +104,26 @@ def _move_to_memfd(root:CPUBuffer) -> bool:
   with _move_lock:
     if root.fd is not None: return True
     if not root.movable or not hasattr(os, "memfd_create") or not _reserve_fds(1): return False
-    fd, length = None, round_up(root.size, mmap.PAGESIZE)
+    fd, length, moved = None, round_up(root.size, mmap.PAGESIZE), False
     try:
       fd = os.memfd_create("tinygrad", os.MFD_CLOEXEC)
       os.ftruncate(fd, length)
       src, done = root.mv[:root.size], 0
       while done < root.size: done += os.pwrite(fd, src[done:], done)
-      # a failed MAP_FIXED leaves the old mapping in place on Linux >= 6.12; on older kernels ENOMEM here is the rare case that loses it
-      if _libc_mmap()(root.addr, length, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED | MAP_FIXED, fd, 0) != root.addr:
-        raise OSError(ctypes.get_errno(), "mmap MAP_FIXED of the memfd failed")
-    except OSError:
-      if fd is not None: os.close(fd)
-      _release_fds(1)
-      return False
+      if _libc().mmap(root.addr, length, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED | MAP_FIXED, fd, 0) != root.addr:
+        err = ctypes.get_errno()
+        # it fails only out of mappings or memory (ENOMEM); a kernel may have unmapped the old pages by then (madvise of an unmapped
+        # range is ENOMEM too): the buffer's contents are gone, which must not pass as a copy to make
+        if _libc().madvise(root.addr, length, mmap.MADV_NORMAL) != 0:
+          raise MemoryError(f"moving a {root.size} byte CPU buffer into a memfd failed (errno {err}) and unmapped it")
+        raise OSError(err, "mmap MAP_FIXED of the memfd failed")
+      moved = True
+    except OSError: pass
+    finally:
+      if not moved:
+        if fd is not None: os.close(fd)
+        _release_fds(1)
+    if not moved: return False
     root.fd = fd
     return True
 
