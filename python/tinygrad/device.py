@@ -229,7 +229,9 @@ class Buffer:
     else a copy."""
     import numpy as np
     if (npdt := _to_np_dtype(self.dtype)) is None: raise TypeError(f"no numpy dtype for {self.dtype}")
-    if not share or (mv := self.private_view()) is None: mv = self.as_buffer(allow_zero_copy=zero_copy)
+    if not share or (mv := self.private_view()) is None:
+      # a copy goes into numpy's own memory, which numpy asks huge pages for (a bytearray's 4 KiB pages cost several times the copy)
+      mv = self.as_buffer(allow_zero_copy=True) if zero_copy else self.copyout(memoryview(np.empty(self.nbytes, np.uint8)))
     if self.dtype is dtypes.bfloat16: return (np.frombuffer(mv, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
     if self.dtype in dtypes.fp8s:
       table = np.array([from_storage_scalar(i, self.dtype) for i in range(256)], dtype=np.float32)
@@ -393,13 +395,15 @@ class ProgramLoader:
   OVERLAP_BYTES = 8192   # less C than this: a compiler process's start-up (~35 ms for clang) costs more than the overlap gains
   def __init__(self, dev:Compiled):
     self.dev, self.pending, self.seen = dev, [], set()
-    self.background = dev.compiler.compiles_in_background and (os.cpu_count() or 1) > 1
+    # decided at the first kernel that needs loading: os.cpu_count() reads a file (~60 us after a pause), too much for every realize
+    self.background: bool|None = None
     self.job: threading.Thread|None = None
     self.error: BaseException|None = None
   def add(self, spec:ProgramSpec) -> None:
     if (key := self.dev.program_key(spec)) in self.seen or key in self.dev._programs: return
     self.seen.add(key)
     self.pending.append(spec)
+    if self.background is None: self.background = self.dev.compiler.compiles_in_background and (os.cpu_count() or 1) > 1
     if self.background and (self.job is None or not self.job.is_alive()) and self.error is None and \
        sum(len(s.src) for s in self.pending) >= self.OVERLAP_BYTES:
       chunk, self.pending = self.pending, []

@@ -270,3 +270,14 @@ def test_interrupted_compile_leaves_no_temp_dir(tmp_path, monkeypatch, where, ex
     else: c.compile_many([_src("interrupt_a"), _src("interrupt_b")])
   assert seen and all(p.parent == tmp_path for p in seen)
   assert not [p for p in tmp_path.iterdir() if p.name.startswith("tinygrad-cc-")]
+
+@pytest.mark.cpu
+def test_a_realize_of_loaded_kernels_reads_no_core_count(monkeypatch):
+  # os.cpu_count() reads a sysfs file (tens of microseconds after a pause): only a schedule with kernels to compile needs it
+  import os
+  from tinygrad import Tensor
+  t = Tensor(np.arange(1000, dtype=np.float32)).realize()
+  assert (t * 3 + 1).sum().item() == 3 * 499500 + 1000
+  def no_count(): raise AssertionError("os.cpu_count() read by a realize that compiles nothing")
+  monkeypatch.setattr(os, "cpu_count", no_count)
+  assert (t * 3 + 1).sum().item() == 3 * 499500 + 1000

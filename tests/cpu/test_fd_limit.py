@@ -1,5 +1,5 @@
-# Large CPU buffers live in memfds (so numpy() can share their pages), which costs file descriptors: under a low `ulimit -n`, many big
-# tensors and their numpy() views must leave room for the program, for loading new kernels and for the compiler.
+# Large CPU buffers move into memfds when numpy() exports them (so it can share their pages), which costs file descriptors: under a
+# low `ulimit -n`, many big tensors and their numpy() views must leave room for the program, for loading new kernels and for the compiler.
 import os
 import subprocess
 import sys

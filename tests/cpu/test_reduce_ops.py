@@ -64,6 +64,17 @@ def test_sum_accuracy_split():
   r = np.random.default_rng(0).random(10**6, dtype=np.float32)
   assert abs(Tensor(r).sum().item() - r.astype(np.float64).sum()) / r.sum() < 5e-7
 
+def test_sum_of_stored_values_is_one_kernel():
+  # summing a buffer only reads memory, which one core does about as fast as all of them: no partials kernel, no second launch
+  x = np.random.default_rng(2).standard_normal(1 << 22, dtype=np.float32)
+  t = Tensor(x).realize()
+  for expr, ref in ((t.sum(), x.astype(np.float64).sum()), (t.reshape(2048, 2048).sum(), x.astype(np.float64).sum()),
+                    (t.reshape(2, 2048, 1024).sum((1, 2)), x.reshape(2, -1).astype(np.float64).sum(1)), (t.half().sum(), None)):
+    items = expr.schedule()[0]
+    assert len(items) == 1 and items[0].name.startswith("r_") and "16" in items[0].name.split("_")[-1], [i.name for i in items]
+    if ref is not None: np.testing.assert_allclose(expr.numpy(), ref, rtol=1e-6, atol=2e-3)
+  assert len((t * 2).sum().schedule()[0]) == 2   # computed values: partial sums on every core, then their sum
+
 def test_empty_and_dtypes():
   np.testing.assert_array_equal(Tensor.zeros(0, 3).sum(0).numpy(), np.zeros(3))
   assert np.isnan(Tensor.zeros(0, 3).mean().item()) and Tensor.zeros(0).all().item() and not Tensor.zeros(0).any().item()
@@ -81,9 +92,12 @@ def test_split_sum_random_and_axes():
   # the partials kernel over a permuted, padded view (sum over both axes of a transposed matrix whose size is no power of two)
   rng = np.random.default_rng(1)
   r = rng.standard_normal((1500, 1401)).astype(np.float32)
-  assert len(Tensor(r).T.sum().schedule()[0]) == 2
+  assert len((Tensor(r).T * 2).sum().schedule()[0]) == 2
   ref = r.astype(np.float64).sum()
   # as close as numpy's pairwise sum (1.5e-4 here); one float32 accumulator in order is 1.3e-2 off
+  assert abs((Tensor(r).T * 2).sum().item() - 2 * ref) < 4e-3
+  # stored values (no arithmetic before the sum) stay one kernel, a staged sum over the flat elements: as accurate
+  assert len(Tensor(r).T.sum().schedule()[0]) == 1
   assert abs(Tensor(r).T.sum().item() - ref) < 2e-3
   np.testing.assert_allclose(Tensor(r).sum(axis=(0, 1), keepdim=True).numpy(), [[ref]], rtol=1e-5, atol=1e-3)
   # few results: each its own partials

@@ -1,6 +1,7 @@
-# The CPU device: kernels are C compiled into shared objects and called through ctypes; buffers are page-aligned mmaps (a memfd's for
-# large ones, so numpy() can share them copy-on-write).
+# The CPU device: kernels are C compiled into shared objects and called through ctypes; buffers are page-aligned private mmaps (huge
+# pages for large ones), moved into a memfd when numpy() first exports them, so numpy() can share them copy-on-write.
 from __future__ import annotations
+import contextlib
 import ctypes
 import functools
 import hashlib
@@ -15,28 +16,29 @@ import weakref
 from concurrent.futures import ThreadPoolExecutor
 from tinygrad.device import Compiled, LRUAllocator, BufferSpec, Program
 from tinygrad.dtype import DType, dtypes
-from tinygrad.helpers import to_mv, mv_address, cache_dir, NUM_CPU_THREADS
+from tinygrad.helpers import to_mv, mv_address, round_up, cache_dir, NUM_CPU_THREADS
 from tinygrad.renderer.cstyle import ClangRenderer
 from tinygrad.runtime.support.compiler_cpu import ClangCompiler, unit_symbol
 
 class CPUBuffer:
   """A span of host memory: `mv` is a byte view of it, `addr` its address. Views keep their base alive through `base`. `fd` is the
-  memfd behind a large buffer's memory (None otherwise): it lets numpy() map the same pages copy-on-write instead of copying them;
-  `cow` holds weak references to those mappings until the memory is next written."""
-  __slots__ = ("mv", "addr", "size", "base", "fd", "cow")
-  def __init__(self, mv:memoryview, addr:int, size:int, base:CPUBuffer|None=None, fd:int|None=None):
-    self.mv, self.addr, self.size, self.base, self.fd, self.cow = mv, addr, size, base, fd, []
+  memfd behind a large buffer's memory once numpy() exported it (None otherwise): it lets numpy() map the same pages copy-on-write
+  instead of copying them; `cow` holds weak references to those mappings until the memory is next written. `movable`: the memory is
+  our own private mapping, which may be moved into a memfd."""
+  __slots__ = ("mv", "addr", "size", "base", "fd", "cow", "movable")
+  def __init__(self, mv:memoryview, addr:int, size:int, base:CPUBuffer|None=None, movable:bool=False):
+    self.mv, self.addr, self.size, self.base, self.fd, self.cow, self.movable = mv, addr, size, base, None, [], movable
   def __repr__(self): return f"<CPUBuffer {self.size} bytes at 0x{self.addr:x}>"
   def __del__(self):
     if self.fd is not None:
       os.close(self.fd)   # the mappings made from it stay valid
       _release_fds(1)
 
-COW_MIN_BYTES = 1 << 20   # buffers this big get a memfd so numpy() can share their pages; smaller ones are cheaper to copy
-# Every memfd costs file descriptors: the memfd itself, the duplicate Python's mmap keeps of it for the buffer's mapping (released when
-# the last view of that mapping goes), and one more per copy-on-write numpy() view alive. Buffers use memfds while all of those together
-# stay under a quarter of the process's soft limit (read at each allocation: a program may lower it), so the rest is left to the
-# program, kernels being loaded, sqlite and the compiler; past it they are plain memory and numpy() copies.
+COW_MIN_BYTES = 1 << 20   # numpy() shares buffers this big through a memfd; smaller ones are cheaper to copy
+# Every exported buffer's memfd costs a file descriptor, and so does each copy-on-write numpy() view alive (Python's mmap keeps a dup
+# of the memfd). Buffers move into memfds while all of those together stay under a quarter of the process's soft limit (read at each
+# export: a program may lower it), so the rest is left to the program, kernels being loaded, sqlite and the compiler; past it numpy()
+# copies.
 MAX_FD_SHARE, MAX_FDS = 4, 2048
 _fds_held = 0
 _fd_lock = threading.Lock()
@@ -67,28 +69,75 @@ def _root(buf:CPUBuffer) -> CPUBuffer:
   while buf.base is not None: buf = buf.base
   return buf
 
+# Large buffers are private anonymous memory that asks for transparent huge pages: Linux gives huge pages only to private memory (shared
+# memory, memfds included, gets them only where an admin turned shmem THP on), and a kernel streaming through 2 MiB pages walks far
+# fewer page tables than through 4 KiB ones (x.sum() of 16M floats after a pause: about 2.9 ms against 4-4.4 ms). They start on a huge
+# page boundary (the mapping is over-allocated by one huge page: address space only, the slack is never touched), so every whole 2 MiB
+# of the buffer can be one page.
+HUGE_PAGE = 2 << 20   # the PMD size of x86-64 and arm64 with 4 KiB pages
+MAP_FIXED = 0x10      # Linux and the BSDs (the mmap module doesn't export it)
+
+def _private_memory(size:int) -> tuple[memoryview, bool]:
+  """Page-aligned memory for size bytes, zero filled lazily by the OS and unmapped when unreferenced; True if it is a private mapping
+  of ours (which _move_to_memfd may replace)."""
+  if not hasattr(mmap, "MAP_PRIVATE"): return memoryview(mmap.mmap(-1, size)), False   # Windows: the pagefile-backed default
+  if size < HUGE_PAGE or not hasattr(mmap, "MADV_HUGEPAGE"): return memoryview(mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE)), True
+  mm = mmap.mmap(-1, size + HUGE_PAGE, flags=mmap.MAP_PRIVATE)
+  with contextlib.suppress(OSError): mm.madvise(mmap.MADV_HUGEPAGE)   # a kernel without THP says EINVAL: 4 KiB pages then
+  start = -mv_address(mm) % HUGE_PAGE
+  return memoryview(mm)[start:start + size], True
+
+@functools.cache
+def _libc():
+  libc = ctypes.CDLL(None, use_errno=True)
+  libc.mmap.restype, libc.mmap.argtypes = ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+  libc.madvise.restype, libc.madvise.argtypes = ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+  return libc
+
+_move_lock = threading.Lock()
+
+def _move_to_memfd(root:CPUBuffer) -> bool:
+  """Puts the buffer's memory in a new memfd at the same address (kernels captured by TinyJit keep using the address they resolved):
+  its bytes are written into the memfd, which is then mapped shared over the buffer's pages (MAP_FIXED replaces them in one step,
+  so a concurrent reader sees the old pages or the new ones, both holding the same bytes). False where it can't: numpy() then copies.
+  The buffer's own mmap object still spans the range and unmaps it, memfd pages included, when it is freed."""
+  with _move_lock:
+    if root.fd is not None: return True
+    if not root.movable or not hasattr(os, "memfd_create") or not _reserve_fds(1): return False
+    fd, length, moved = None, round_up(root.size, mmap.PAGESIZE), False
+    try:
+      fd = os.memfd_create("tinygrad", os.MFD_CLOEXEC)
+      os.ftruncate(fd, length)
+      src, done = root.mv[:root.size], 0
+      while done < root.size: done += os.pwrite(fd, src[done:], done)
+      if _libc().mmap(root.addr, length, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED | MAP_FIXED, fd, 0) != root.addr:
+        err = ctypes.get_errno()
+        # it fails only out of mappings or memory (ENOMEM); a kernel may have unmapped the old pages by then (madvise of an unmapped
+        # range is ENOMEM too): the buffer's contents are gone, which must not pass as a copy to make
+        if _libc().madvise(root.addr, length, mmap.MADV_NORMAL) != 0:
+          raise MemoryError(f"moving a {root.size} byte CPU buffer into a memfd failed (errno {err}) and unmapped it")
+        raise OSError(err, "mmap MAP_FIXED of the memfd failed")
+      moved = True
+    except OSError: pass
+    finally:
+      if not moved:
+        if fd is not None: os.close(fd)
+        _release_fds(1)
+    if not moved: return False
+    root.fd = fd
+    return True
+
 class CPUAllocator(LRUAllocator['CPUDevice']):
   host_memory = True
   def _alloc(self, size:int, options:BufferSpec) -> CPUBuffer:
     if options.external_ptr is not None: return CPUBuffer(to_mv(options.external_ptr, size), options.external_ptr, size)
-    # page aligned (so any vector access is aligned to its element), zero filled lazily by the OS, unmapped when unreferenced
-    if size >= COW_MIN_BYTES and hasattr(os, "memfd_create") and _reserve_fds(2):
-      fd = mm = None
-      try:
-        fd = os.memfd_create("tinygrad", os.MFD_CLOEXEC)
-        os.ftruncate(fd, size)
-        mv = memoryview(_count_mapping_fd(mm := mmap.mmap(fd, size)))
-        return CPUBuffer(mv, mv_address(mv), size, fd=fd)
-      except OSError:   # out of file descriptors, or no memfd here: plain anonymous memory (numpy() then copies)
-        if fd is not None: os.close(fd)
-        _release_fds(1 if mm is not None else 2)   # a mapping that was made gives its fd back when it is freed
-    mv = memoryview(mmap.mmap(-1, size))
-    return CPUBuffer(mv, mv_address(mv), size)
+    mv, movable = _private_memory(size)
+    return CPUBuffer(mv, mv_address(mv), size, movable=movable and size >= COW_MIN_BYTES)
   def _private_view(self, buf:CPUBuffer) -> memoryview|None:
-    """A writable copy-on-write mapping of the buffer's pages (a private mmap of its memfd), or None if it has no memfd: reading it
-    copies nothing, writing to it copies only the pages written and never changes the buffer."""
+    """A writable copy-on-write mapping of the buffer's pages (a private mmap of its memfd; the first export moves the buffer into
+    one), or None where it can't: reading it copies nothing, writing to it copies only the pages written and never changes the buffer."""
     root = _root(buf)
-    if root.fd is None or not _reserve_fds(1): return None
+    if not _move_to_memfd(root) or not _reserve_fds(1): return None
     off = buf.addr - root.addr
     start = off - off % mmap.ALLOCATIONGRANULARITY
     try: mm = _count_mapping_fd(mmap.mmap(root.fd, buf.size + off - start, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE,
