@@ -92,7 +92,7 @@ def split_reduces(monkeypatch):
                                            ((2, 3, 17, 39), 16, dict(padding=(2, 1, 0, 3)))])
 def test_conv_split_reduce_kernels(device, shape, cout, kw, split_reduces):
   # (output widths of 3+ blocks of 8 or 16: the tile's lanes) a padded conv's kernel peeled into pieces (each with its own reduce loops,
-  # border pieces with their lanes as loops): numpy-equal. With groups the output channels are one loop that the input's channel
+  # border pieces tiled too): numpy-equal. With groups the output channels are one loop that the input's channel
   # depends on (co // 16): no tile, no split
   from test_functional import np_conv
   groups, pad = kw.get("groups", 1), kw["padding"]
