@@ -92,16 +92,17 @@ def test_conv_peeled_tile_4_lanes(device, width, small_tiles, monkeypatch):
   np.testing.assert_allclose(run(opt, bufs, device).reshape(2, 32, 5, width), _np_conv_pad1(x, w), rtol=1e-4, atol=1e-4)
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("shape,kw", [((1, 4, 6, 24), dict(padding=1, stride=2)), ((1, 4, 4, 4), dict(padding=1)),
-                                      ((1, 2, 9, 56), dict(padding=1, stride=(1, 2)))])
-def test_conv_gather_tile_4_lanes(device, shape, kw, monkeypatch):
-  # output rows of a multiple of 4 columns but not of 8 (a stride-2 conv to 28 columns, a 4x4 image): 4 gathered columns x 16 channels
+@pytest.mark.parametrize("shape,kw,lanes", [((1, 4, 6, 40), dict(padding=1, stride=2), 4), ((1, 2, 9, 56), dict(padding=1, stride=(1, 2)), 4),
+                                            ((2, 3, 6, 6), dict(padding=1), 2), ((1, 2, 5, 14), dict(padding=1), 2)])
+def test_conv_gather_tile_4_and_2_lanes(device, shape, kw, lanes, monkeypatch):
+  # output rows of a multiple of 4 columns but not of 8, longer than image_tile's (a stride-2 conv to 20 or 28 columns): 4 gathered
+  # columns x 16 channels; rows of an even number of columns that image_tile doesn't take either (6, 14): 2 columns
   from test_functional import np_conv
   monkeypatch.setattr(H, "GATHER_MIN_WORK", 1)
   x, w = rand(*shape), rand(32, shape[1], 3, 3, seed=1)
   ast, bufs = ast_of(Tensor(x, device=device).realize().conv2d(Tensor(w, device=device).realize(), **kw))
   opt = H.hand_coded_optimizations(ast, threads=1)
-  assert [(k, s) for k, s in kinds(opt) if k is U] == [(U, 16), (U, 4)] and not [o for o in opt.arg.opts if o.op is OptOps.UNROLL]
+  assert [(k, s) for k, s in kinds(opt) if k is U] == [(U, 16), (U, lanes)] and not [o for o in opt.arg.opts if o.op is OptOps.UNROLL]
   assert apply_opts(ast, opt.arg.opts) is opt
   pad, stride = kw["padding"], kw.get("stride", 1)
   pads = [(pad, pad)] * 2 if isinstance(pad, int) else [(p, p) for p in pad]
@@ -121,7 +122,7 @@ def test_conv_tiles_are_valid_opts(threads, small_tiles, monkeypatch):
       assert apply_opts(ast, opt.arg.opts) is opt
       assert all(s <= 16 for k, s in kinds(opt) if k is U)
       seen.add(tuple(s for k, s in kinds(opt) if k is U))
-  assert {(16, 4), (16, 8)} <= seen and len(seen) > 3
+  assert {(16, 4), (16, 8), (16, 2)} <= seen and len(seen) > 3
 
 def test_small_kernels_keep_the_4x4_upcast():
   ast, _ = ast_of(Tensor(rand(16, 32), device="PYTHON").realize() @ Tensor(rand(32, 32, seed=1), device="PYTHON").realize())

@@ -45,7 +45,8 @@ GATHER_MIN_WORK = 1 << 22     # gather_tile: multiply-adds (all ranges) before a
 PEEL_LANES = 128              # peeled_tile: lanes of its tile (j's times i's)
 PEEL_J_LANES = (16, 8, 4)     # and j's lanes (a 28-wide image: 4, float4 loads, x 16 channels: 8.4x faster than its 4x4 upcast)
 PEEL_MAX_ROWS = 16            # i's lanes at most (64 float4 accumulators; 32 would spill: 14% slower at 28x28)
-GATHER_J_LANES = (8, 4)       # gather_tile: j's lanes (a stride-2 conv to a 28-wide output: 4, 4x faster than its 4x4 upcast)
+GATHER_J_LANES = (8, 4, 2)    # gather_tile: j's lanes; 4 or 2 only for rows image_tile doesn't take (a stride-2 conv to a 28-wide output:
+                              # 4, 4x faster than its 4x4 upcast; 14x14, 10x10 and 6x6 images: 2, 2.1-3.5x faster than scalar code)
 # multiply-adds (all ranges) before a kernel gets that tile, else the 4x4 upcast. The tile's code is ~8x longer (its lanes are scalars
 # until clang vectorizes them): ~0.1 s more to lower and compile, which 2-3 runs pay back at this size (a 1024 matmul: ~50 ms with the
 # 4x4 upcast, ~13 ms tiled); smaller kernels (every matmul of bench_models' MLP and GPT-2 block) keep their cold compile time
@@ -212,10 +213,10 @@ def peeled_tile(ast:UOp) -> UOp|None:
 def gather_tile(ast:UOp) -> UOp|None:
   """A reduce kernel of at least GATHER_MIN_WORK multiply-adds whose loads along the innermost output loop j are gated (a padded conv's
   input, where peeled_tile doesn't apply: an 8x8 image has no interior block, a strided conv's loads are no vectors) gets 8 lanes of j,
-  else 4 (each lane gathers its own scalar), and 16 of the loop i that those loads don't depend on (a conv's output channels): each
-  gathered input vector serves 16 rows, each weight scalar j's lanes. The small reduce loops stay loops (the code stays small: a conv
-  of a CNN's training step, 64x16x8x8 -> 32 channels, went from 11.4 ms of CPU time unrolled and scalar to 0.9 ms, its C from 3 to 14
-  KB). None if the kernel doesn't qualify."""
+  else 4 or 2 where image_tile doesn't apply (each lane gathers its own scalar), and 16 of the loop i that those loads don't depend on
+  (a conv's output channels): each gathered input vector serves 16 rows, each weight scalar j's lanes. The small reduce loops stay
+  loops (the code stays small: a conv of a CNN's training step, 64x16x8x8 -> 32 channels, went from 11.4 ms of CPU time unrolled and
+  scalar to 0.9 ms, its C from 3 to 14 KB). None if the kernel doesn't qualify."""
   if len(ast.src) != 1 or ast.src[0].op is not Ops.STORE or ast.src[0].src[0].op is not Ops.INDEX or len(ast.src[0].src) != 2: return None
   sizes = [range_size(r) for r in ranges_of(ast)]
   if len(loops := ranges_of(ast, AxisType.LOOP)) < 2 or any(s is None for s in sizes) or prod(sizes) < GATHER_MIN_WORK: return None  # type: ignore
@@ -224,7 +225,8 @@ def gather_tile(ast:UOp) -> UOp|None:
   j_loads = [ld for ld in _reduce_loads(ast) if j in ld.src[0].toposort()]
   # only gathers of gated loads (an ungated load that isn't a vector load is strided: lanes would add memory streams)
   if not j_loads or any(len(ld.src) != 3 for ld in j_loads): return None
-  if (vj := next((v for v in GATHER_J_LANES if (range_size(j) or 0) % v == 0), None)) is None: return None
+  nj = range_size(j) or 0
+  if (vj := next((v for v in GATHER_J_LANES if nj % v == 0 and (v == 8 or nj > MAX_IMAGE_ROW or nj % UPCAST)), None)) is None: return None
   if not (cands := [r for r in loops[:-1] if all(r not in ld.src[0].toposort() for ld in j_loads)]) or (range_size(cands[-1]) or 0) % 16:
     return None
   up = apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, j), vj))[0]
