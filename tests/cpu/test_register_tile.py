@@ -77,6 +77,53 @@ def test_conv_gather_tile(device, width, monkeypatch):
   assert [(k, s) for k, s in kinds(opt) if k is U] == [(U, 16), (U, 8)] and not [o for o in opt.arg.opts if o.op is OptOps.UNROLL]
   np.testing.assert_allclose(run(opt, bufs, device).reshape(1, 32, 4, width), _np_conv_pad1(x, w), rtol=1e-4, atol=1e-4)
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("width", [12, 28])
+def test_conv_peeled_tile_4_lanes(device, width, small_tiles, monkeypatch):
+  # a row of a multiple of 4 columns but not of 8 (a 28x28 image): 4 columns (float4 loads) x 16 output channels, the same peeled split
+  monkeypatch.setattr(S, "SPLIT_REDUCE_MIN_WORK", 1)
+  x, w = rand(2, 3, 5, width), rand(32, 3, 3, 3, seed=1)
+  ast, bufs = ast_of(Tensor(x, device=device).realize().conv2d(Tensor(w, device=device).realize(), padding=1))
+  opt = H.hand_coded_optimizations(ast, threads=1)
+  assert [(k, s) for k, s in kinds(opt) if k is U] == [(U, 16), (U, 4)] and not [o for o in opt.arg.opts if o.op is OptOps.UNROLL]
+  assert apply_opts(ast, opt.arg.opts) is opt
+  uops = lower_ast(opt).uops
+  assert [u for u in uops if u.op is Ops.LOAD and u.src[0].op is Ops.SHRINK and u.src[0].src[0].arg.slot == 1], "no vector load of the input"
+  np.testing.assert_allclose(run(opt, bufs, device).reshape(2, 32, 5, width), _np_conv_pad1(x, w), rtol=1e-4, atol=1e-4)
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("shape,kw,lanes", [((1, 4, 6, 40), dict(padding=1, stride=2), 4), ((1, 2, 9, 56), dict(padding=1, stride=(1, 2)), 4),
+                                            ((2, 3, 6, 6), dict(padding=1), 2), ((1, 2, 5, 14), dict(padding=1), 2)])
+def test_conv_gather_tile_4_and_2_lanes(device, shape, kw, lanes, monkeypatch):
+  # output rows of a multiple of 4 columns but not of 8, longer than image_tile's (a stride-2 conv to 20 or 28 columns): 4 gathered
+  # columns x 16 channels; rows of an even number of columns that image_tile doesn't take either (6, 14): 2 columns
+  from test_functional import np_conv
+  monkeypatch.setattr(H, "GATHER_MIN_WORK", 1)
+  x, w = rand(*shape), rand(32, shape[1], 3, 3, seed=1)
+  ast, bufs = ast_of(Tensor(x, device=device).realize().conv2d(Tensor(w, device=device).realize(), **kw))
+  opt = H.hand_coded_optimizations(ast, threads=1)
+  assert [(k, s) for k, s in kinds(opt) if k is U] == [(U, 16), (U, lanes)] and not [o for o in opt.arg.opts if o.op is OptOps.UNROLL]
+  assert apply_opts(ast, opt.arg.opts) is opt
+  pad, stride = kw["padding"], kw.get("stride", 1)
+  pads = [(pad, pad)] * 2 if isinstance(pad, int) else [(p, p) for p in pad]
+  ref = np_conv(x, w, 1, stride, 1, pads)
+  np.testing.assert_allclose(run(opt, bufs, device).reshape(ref.shape), ref, rtol=1e-4, atol=1e-4)
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_conv_tiles_are_valid_opts(threads, small_tiles, monkeypatch):
+  # the conv tiles' choices over widths 4..64, channel counts, strides and paddings: every kernel the heuristic returns is rebuilt by
+  # its recorded opts (apply_opts raises KernelOptError on an invalid one), and its upcasts are within the vector widths
+  monkeypatch.setattr(H, "GATHER_MIN_WORK", 1)
+  seen = set()
+  for width in (4, 6, 8, 12, 20, 24, 28, 32, 56, 64):
+    for cout, stride, pad in ((16, 1, 1), (32, 2, 1), (8, 1, 2), (48, 1, 0)):
+      ast, _ = ast_of(Tensor.empty(2, 3, 7, width).conv2d(Tensor.empty(cout, 3, 3, 3), padding=pad, stride=stride))
+      opt = H.hand_coded_optimizations(ast, threads=threads)
+      assert apply_opts(ast, opt.arg.opts) is opt
+      assert all(s <= 16 for k, s in kinds(opt) if k is U)
+      seen.add(tuple(s for k, s in kinds(opt) if k is U))
+  assert {(16, 4), (16, 8), (16, 2)} <= seen and len(seen) > 3
+
 def test_small_kernels_keep_the_4x4_upcast():
   ast, _ = ast_of(Tensor(rand(16, 32), device="PYTHON").realize() @ Tensor(rand(32, 32, seed=1), device="PYTHON").realize())
   assert [s for k, s in kinds(H.hand_coded_optimizations(ast, threads=1)) if k is U] == [4, 4]

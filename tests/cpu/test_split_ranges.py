@@ -92,7 +92,7 @@ def split_reduces(monkeypatch):
                                            ((2, 3, 17, 39), 16, dict(padding=(2, 1, 0, 3)))])
 def test_conv_split_reduce_kernels(device, shape, cout, kw, split_reduces):
   # (output widths of 3+ blocks of 8 or 16: the tile's lanes) a padded conv's kernel peeled into pieces (each with its own reduce loops,
-  # border pieces with their lanes as loops): numpy-equal. With groups the output channels are one loop that the input's channel
+  # border pieces tiled too): numpy-equal. With groups the output channels are one loop that the input's channel
   # depends on (co // 16): no tile, no split
   from test_functional import np_conv
   groups, pad = kw.get("groups", 1), kw["padding"]
@@ -144,3 +144,26 @@ def test_a_buffer_nothing_reads_stays_an_argument():
   bufs = [Buffer("CPU", 8, dtypes.float).ensure_allocated(), Buffer("CPU", 8, dtypes.float).copyin(rand(8).data)]
   Device["CPU"].run(spec, bufs)
   np.testing.assert_array_equal(bufs[0].numpy(), np.full(8, 2.0, np.float32))
+
+def _output_stores(k) -> list[UOp]: return [u for u in k.uops if u.op is Ops.STORE and u.src[0].src[0].op is Ops.PARAM]
+
+@pytest.mark.parametrize("shape,cout,kw", [((2, 3, 40, 24), 16, dict(padding=1)), ((2, 2, 36, 40), 32, dict(padding=1)),
+                                           ((2, 4, 70, 48), 16, dict(padding=1, stride=2)), ((2, 3, 36, 30), 16, dict(padding=2))])
+def test_conv_border_pieces_keep_the_tile(shape, cout, kw, split_reduces):
+  # images tall enough that the first and last output rows are under 1/16 of the outputs: those pieces keep the tile too (as loops,
+  # one scalar accumulator per output, they took half the time of the 8x64x56x56 conv): every store of the output is a vector store
+  from test_functional import np_conv
+  x, w = rand(*shape), rand(cout, shape[1], 3, 3, seed=1)
+  pad = kw["padding"]
+  pads = [(pad, pad)] * 2 if isinstance(pad, int) else [(p, p) for p in pad]
+  t = Tensor(x).conv2d(Tensor(w), **kw)
+  stores = _output_stores(lowered(t))
+  assert len(stores) > 1 and all(st.src[0].op is Ops.SHRINK for st in stores), [st.src[0].op for st in stores]
+  np.testing.assert_allclose(t.numpy(), np_conv(x, w, 1, kw.get("stride", 1), 1, pads), rtol=1e-4, atol=1e-4)
+
+def test_big_padded_conv_pieces_all_vector_stores():
+  # the benchmark's conv (8x64x56x56, 64 out, 3x3, pad 1) at the real thresholds: 9 pieces (3 row ranges x 3 column ranges), each with
+  # the 8x16 tile (16 vector stores of 8 lanes), its first and last rows included. Lowered only (no compile)
+  t = Tensor.empty(8, 64, 56, 56).conv2d(Tensor.empty(64, 64, 3, 3), padding=1)
+  stores = _output_stores(lowered(t))
+  assert len(stores) == 9 * 16 and all(st.src[0].op is Ops.SHRINK and st.src[0].src[2].arg == 8 for st in stores)

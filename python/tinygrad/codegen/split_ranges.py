@@ -15,9 +15,9 @@ launch: the mixed part is the whole range).
 A kernel with a REDUCE (a padded conv: its input loads are gated by the border) is split only when it is big and upcast
 (_worth_splitting): each piece gets its own copy of the reduce's ranges (codegen runs the REDUCEs over the same ranges in one loop,
 with accumulators that start again in each iteration of their store's loops), so the interior piece's loads are ungated and its lanes
-become vector loads (the tile of codegen/opt/heuristic.py peeled_tile). Pieces that write a small share of the outputs (a conv's first
-and last rows) get their upcast lanes back as loops: the tile's code once more per border piece would cost more to compile than it
-gains there.
+become vector loads (the tile of codegen/opt/heuristic.py peeled_tile). Every piece keeps the tile, the border's too: with their
+lanes as loops (one scalar accumulator, a dependent add per multiply) a conv's first and last rows, 1/28 of its outputs at 56x56,
+took half its time, and clang spent longer on those loops than on the tile's code.
 """
 from __future__ import annotations
 import itertools
@@ -28,11 +28,7 @@ from tinygrad.uop.symbolic import symbolic, pm_fold_values
 from tinygrad.dtype import dtypes
 
 MAX_STORES = 32    # a kernel is split into at most this many stores (a cat of many tensors stays one loop past that)
-# a piece of a reduce kernel that writes at most 1/SMALL_SHARE of its outputs (a padded conv's first and last rows) keeps its upcast
-# lanes as loops: the register tile's code once per border piece would cost more to compile than the tile gains there
-SMALL_SHARE = 16
 SPLIT_REDUCE_MIN_WORK = 1 << 29   # iterations (all ranges) of a reduce kernel before it is split (the CPU heuristic's tile threshold)
-_OUTPUT_AXES = (AxisType.LOOP, AxisType.UPCAST, AxisType.THREAD)
 _INTS = frozenset(dtypes.ints + (dtypes.weakint,))
 
 def _drop_neg_zero(x:UOp, z:UOp) -> UOp|None: return x if dtypes.is_float(x.dtype) and z.arg == 0 and math.copysign(1.0, z.arg) < 0 else None
@@ -141,9 +137,6 @@ def split_ranges(sink:UOp, ren=None) -> UOp:
     if pieces is None or len(done) + len(todo) + len(pieces) > MAX_STORES: done.append(st)
     else: todo.extend(reversed(pieces))
   if len(done) == len(sink.src) and all(a is b for a, b in zip(done, sink.src)): return sink
-  if len(sink.src) == 1 and any(u.op is Ops.REDUCE for u in sink.src[0].toposort()):
-    top = 1 + max(u.arg[0] for u in sink.toposort() if u.op is Ops.RANGE)
-    done = [_as_loops(st, top, ids) if _outputs(st) * SMALL_SHARE <= _outputs(sink.src[0]) else st for st in done]
   return sink.replace(src=tuple(done))
 
 def _worth_splitting(sink:UOp) -> bool:
@@ -152,15 +145,3 @@ def _worth_splitting(sink:UOp) -> bool:
   rngs = [u for u in sink.toposort() if u.op is Ops.RANGE]
   return any(r.arg[-1] is AxisType.UPCAST for r in rngs) and all(r.src[0].op is Ops.CONST for r in rngs) and \
     math.prod(r.src[0].arg for r in rngs) >= SPLIT_REDUCE_MIN_WORK
-
-def _outputs(st:UOp) -> int:
-  """How many elements a STORE writes: the product of the sizes of the output ranges its address depends on."""
-  return math.prod(u.src[0].arg for u in st.src[0].toposort() if u.op is Ops.RANGE and u.arg[-1] in _OUTPUT_AXES and u.src[0].op is Ops.CONST)
-
-def _as_loops(st:UOp, top:int, ids:Iterator[int]) -> UOp:
-  """The piece st of a reduce kernel with its UPCAST ranges as loops, nested inside the piece's other loops (their args start with `top`,
-  past every axis id of the kernel: a loop the piece shares with the pieces beside it must stay outside them) and extended by a fresh
-  id (no other piece shares them)."""
-  ups = [u for u in st.toposort() if u.op is Ops.RANGE and u.arg[-1] is AxisType.UPCAST]
-  repl = {u: u.replace(arg=(top, *u.arg[:-1], next(ids), AxisType.LOOP)) for u in ups}
-  return st.substitute(repl, name="piece upcasts as loops") if ups else st

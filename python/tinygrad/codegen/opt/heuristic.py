@@ -19,8 +19,9 @@ The heuristics (`hand_coded_optimizations`), in order:
            sized for AVX-512: 8 rows x 16 columns of a matmul, the column blocks outside the row blocks and each block's K x 16
            panel of B packed into contiguous memory (Opt PACK) (see register_tile).
   peeled_tile  before unrolling: a big padded conv (its input loads gated only by the border, which codegen/split_ranges.py peels
-           off) gets 8 columns x 16 output channels, its 3x3 window kept as loops: the interior piece's input loads are vectors;
-           gather_tile: a smaller one, or one whose border can't be peeled, the same tile with gathered (gated scalar) input loads.
+           off) gets 8 columns x 16 output channels (16 x 8; 4 x 16 for rows of 4k columns), its 3x3 window kept as loops: the
+           interior piece's input loads are vectors; gather_tile: a smaller one, or one whose border can't be peeled (a strided conv),
+           8 or 4 columns x 16 channels with gathered (gated scalar) input loads.
 
 For a renderer with GPU dims (has_local), `hand_coded_gpu` instead: tensor cores first where the renderer has them and the kernel is
 a matmul they fit (tensor_core_opts), else GROUPTOP for a long reduce with few outputs, else unroll/upcast as
@@ -43,6 +44,10 @@ TILE_LANES = (16, 8)          # register_tile: lanes of the innermost output loo
 TILE_ROWS = 8                 # and rows of the loop sharing its loads
 GATHER_MIN_WORK = 1 << 22     # gather_tile: multiply-adds (all ranges) before a kernel with gated loads gets its tile
 PEEL_LANES = 128              # peeled_tile: lanes of its tile (j's times i's)
+PEEL_J_LANES = (16, 8, 4)     # and j's lanes (a 28-wide image: 4, float4 loads, x 16 channels: 8.4x faster than its 4x4 upcast)
+PEEL_MAX_ROWS = 16            # i's lanes at most (64 float4 accumulators; 32 would spill: 14% slower at 28x28)
+GATHER_J_LANES = (8, 4, 2)    # gather_tile: j's lanes; 4 or 2 only for rows image_tile doesn't take (a stride-2 conv to a 28-wide output:
+                              # 4, 4x faster than its 4x4 upcast; 14x14, 10x10 and 6x6 images: 2, 2.1-3.5x faster than scalar code)
 # multiply-adds (all ranges) before a kernel gets that tile, else the 4x4 upcast. The tile's code is ~8x longer (its lanes are scalars
 # until clang vectorizes them): ~0.1 s more to lower and compile, which 2-3 runs pay back at this size (a 1024 matmul: ~50 ms with the
 # 4x4 upcast, ~13 ms tiled); smaller kernels (every matmul of bench_models' MLP and GPT-2 block) keep their cold compile time
@@ -212,11 +217,11 @@ def register_tile(ast:UOp, loops:list[UOp], rows:int=TILE_ROWS) -> UOp|None:
 
 def peeled_tile(ast:UOp) -> UOp|None:
   """A big reduce kernel whose loads along the innermost output loop j are gated only by comparisons codegen/split_ranges.py peels (a
-  padded conv's input): the interior piece reads j's lanes as vectors, as a matmul reads B. j gets 8 lanes (or 16) and the loop i whose
-  lanes share what j's lanes load (a conv's output channels) 16 (or 8): each input vector serves i's rows, each weight scalar j's lanes,
-  128 accumulators. The small reduce loops (a conv's 3x3 window) stay loops: unrolled, every piece of the split would copy the tile once
-  per window position (a 9 times longer kernel to lower and compile, and no faster: measured at 64 channels of 56x56). None if the
-  kernel doesn't qualify."""
+  padded conv's input): the interior piece reads j's lanes as vectors, as a matmul reads B. j gets 16, 8 or 4 lanes (PEEL_J_LANES) and
+  the loop i whose lanes share what j's lanes load (a conv's output channels) 8, 16 or 16: each input vector serves i's rows, each weight
+  scalar j's lanes, 128 accumulators (64 with 4 lanes). The small reduce loops (a conv's 3x3 window) stay loops: unrolled, every piece
+  of the split would copy the tile once per window position (a 9 times longer kernel to lower and compile, and no faster: measured at
+  64 channels of 56x56). None if the kernel doesn't qualify."""
   if len(ast.src) != 1 or ast.src[0].op is not Ops.STORE or ast.src[0].src[0].op is not Ops.INDEX or len(ast.src[0].src) != 2: return None
   sizes = [range_size(r) for r in ranges_of(ast)]
   if len(loops := ranges_of(ast, AxisType.LOOP)) < 2 or any(s is None for s in sizes) or prod(sizes) < TILE_MIN_WORK: return None  # type: ignore
@@ -226,18 +231,19 @@ def peeled_tile(ast:UOp) -> UOp|None:
   if not (cands := [r for r in loops[:-1] if all(r not in ld.src[0].toposort() for ld in j_loads)]): return None
   i, nj = cands[-1], range_size(j) or 0
   # at least 3 blocks of j's lanes: the first and last blocks hold the border, the interior is the rest
-  if (vj := next((v for v in TILE_LANES if nj % v == 0 and nj // v >= 3), None)) is None: return None
-  if (range_size(i) or 0) % (rows := PEEL_LANES // vj) != 0: return None
+  if (vj := next((v for v in PEEL_J_LANES if nj % v == 0 and nj // v >= 3), None)) is None: return None
+  if (range_size(i) or 0) % (rows := min(PEEL_LANES // vj, PEEL_MAX_ROWS)) != 0: return None
   up, _, lane = apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, j), vj))
   if lane is None or len(vector_loads(up, lane, in_reduce_only=True, gated=True)) != len(j_loads): return None
   return apply_opt(up, Opt(OptOps.UPCAST, opt_axis(up, OptOps.UPCAST, i), rows))[0]
 
 def gather_tile(ast:UOp) -> UOp|None:
   """A reduce kernel of at least GATHER_MIN_WORK multiply-adds whose loads along the innermost output loop j are gated (a padded conv's
-  input, where peeled_tile doesn't apply: an 8x8 image has no interior block) gets 8 lanes of j (each lane gathers its own scalar) and
-  16 of the loop i that those loads don't depend on (a conv's output channels): each gathered input vector serves 16 rows, each weight
-  scalar 8 lanes. The small reduce loops stay loops (the code stays small: a conv of a CNN's training step, 64x16x8x8 -> 32 channels,
-  went from 11.4 ms of CPU time unrolled and scalar to 0.9 ms, its C from 3 to 14 KB). None if the kernel doesn't qualify."""
+  input, where peeled_tile doesn't apply: an 8x8 image has no interior block, a strided conv's loads are no vectors) gets 8 lanes of j,
+  else 4 or 2 where image_tile doesn't apply (each lane gathers its own scalar), and 16 of the loop i that those loads don't depend on
+  (a conv's output channels): each gathered input vector serves 16 rows, each weight scalar j's lanes. The small reduce loops stay
+  loops (the code stays small: a conv of a CNN's training step, 64x16x8x8 -> 32 channels, went from 11.4 ms of CPU time unrolled and
+  scalar to 0.9 ms, its C from 3 to 14 KB). None if the kernel doesn't qualify."""
   if len(ast.src) != 1 or ast.src[0].op is not Ops.STORE or ast.src[0].src[0].op is not Ops.INDEX or len(ast.src[0].src) != 2: return None
   sizes = [range_size(r) for r in ranges_of(ast)]
   if len(loops := ranges_of(ast, AxisType.LOOP)) < 2 or any(s is None for s in sizes) or prod(sizes) < GATHER_MIN_WORK: return None  # type: ignore
@@ -245,10 +251,12 @@ def gather_tile(ast:UOp) -> UOp|None:
   j = loops[-1]
   j_loads = [ld for ld in _reduce_loads(ast) if j in ld.src[0].toposort()]
   # only gathers of gated loads (an ungated load that isn't a vector load is strided: lanes would add memory streams)
-  if not j_loads or any(len(ld.src) != 3 for ld in j_loads) or (range_size(j) or 0) % 8 != 0: return None
+  if not j_loads or any(len(ld.src) != 3 for ld in j_loads): return None
+  nj = range_size(j) or 0
+  if (vj := next((v for v in GATHER_J_LANES if nj % v == 0 and (v == 8 or nj > MAX_IMAGE_ROW or nj % UPCAST)), None)) is None: return None
   if not (cands := [r for r in loops[:-1] if all(r not in ld.src[0].toposort() for ld in j_loads)]) or (range_size(cands[-1]) or 0) % 16:
     return None
-  up = apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, j), 8))[0]
+  up = apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, j), vj))[0]
   return apply_opt(up, Opt(OptOps.UPCAST, opt_axis(up, OptOps.UPCAST, cands[-1]), 16))[0]
 
 def _packed_panels(up:UOp, j_out:UOp|None, i_out:UOp|None, vload:UOp) -> UOp|None:
