@@ -314,3 +314,16 @@ def test_conv_weight_gradient_tile():
   xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
   want = np.einsum("nohw,nchwij->ocij", g, np.lib.stride_tricks.sliding_window_view(xp, (3, 3), axis=(2, 3))[:, :, :8, :8])
   np.testing.assert_allclose(w.grad.numpy(), want, rtol=1e-3, atol=1e-3)
+
+def test_short_outer_loop_upcast_fully():
+  # upcast_outer on a Linear's weight gradient of 10 outputs (g.T @ x, 10 x 512 over a batch of 64): two threads leave 5 rows each,
+  # which 4 doesn't divide, so the row loop is upcast fully (each vector of x loaded serves the 5 rows); 10 rows (one thread) are more
+  # than OUTER_FULL_MAX and stay a loop
+  g, x = rand(64, 10), rand(64, 512, seed=1)
+  t = Tensor(g).T @ Tensor(x)
+  ast = t.schedule()[0][-1].ast
+  assert [range_size(r) for r in ranges_of(ast, AxisType.LOOP)] == [10, 512]
+  threaded = [(o.op, o.arg) for o in hand_coded_optimizations(ast, 2, True).arg.opts if o.op is not O.UNROLL]
+  assert threaded == [(O.THREAD, 2), (O.UPCAST, 4), (O.UPCAST, 0)]
+  assert [o.arg for o in hand_coded_optimizations(ast, 1, True).arg.opts if o.op is O.UPCAST] == [4]
+  np.testing.assert_allclose(t.numpy(), g.T @ x, rtol=1e-4, atol=1e-4)
