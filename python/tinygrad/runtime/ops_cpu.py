@@ -206,7 +206,7 @@ class CPUProgram(Program['CPUDevice']):
 
 def _addr(buf:CPUBuffer) -> int: return buf.addr
 
-POOL_AFTER_LAUNCHES = 256
+POOL_AFTER_LAUNCHES = 256   # threaded launches before a process builds the C pool (see CPUDevice.native_pool)
 
 class CPUDevice(Compiled):
   def __init__(self, device:str="CPU"):
