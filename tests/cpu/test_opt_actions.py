@@ -295,3 +295,35 @@ def test_swap_exchanges_launch_dims_and_loops(gpu):
     ast, _, _ = _kernel("matmul", "PYTHON")
     loops = [u.src[0].arg for u in lower_ast(apply_opt(ast, Opt(O.SWAP, 0, 1))[0]).uops if u.op is Ops.RANGE]
     assert loops[:2] == [12, 6]
+
+def test_conv_weight_gradient_tile():
+  # tap_tile on a conv's weight gradient (bench_train's CNN conv2: 32 x 16 x 3 x 3 over 64 images of 8 x 8): its inner tap loop upcast,
+  # one reduce loop unrolled (the image's x, by the unroll pass; tap_tile adds none), the output channels (the loop no gated input load
+  # moves with) upcast by 4 and the input channels by 2; the weight gradient against numpy
+  x, g, wv = rand(64, 16, 8, 8), rand(64, 32, 8, 8, seed=1), rand(32, 16, 3, 3, seed=2)
+  w = Tensor(wv, requires_grad=True)
+  (Tensor(x).conv2d(w, padding=1) * Tensor(g)).sum().backward()
+  items, _ = w.grad.schedule()
+  ast = items[-1].ast
+  opts = hand_coded_optimizations(ast, 1, True).arg.opts
+  loops = [range_size(r) for r in ranges_of(ast, AxisType.LOOP)]
+  assert loops == [32, 16, 3, 3]
+  assert [o.op for o in opts].count(O.UNROLL) == 1 and [o.arg for o in opts if o.op is O.UPCAST] == [0, 4, 2]
+  tiled = apply_opts(ast, opts, None)
+  assert [range_size(r) for r in ranges_of(tiled, AxisType.UPCAST)] == [4, 2, 3] and [range_size(r) for r in ranges_of(tiled, AxisType.UNROLL)] == [8]
+  xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+  want = np.einsum("nohw,nchwij->ocij", g, np.lib.stride_tricks.sliding_window_view(xp, (3, 3), axis=(2, 3))[:, :, :8, :8])
+  np.testing.assert_allclose(w.grad.numpy(), want, rtol=1e-3, atol=1e-3)
+
+def test_short_outer_loop_upcast_fully():
+  # upcast_outer on a Linear's weight gradient of 10 outputs (g.T @ x, 10 x 512 over a batch of 64): two threads leave 5 rows each,
+  # which 4 doesn't divide, so the row loop is upcast fully (each vector of x loaded serves the 5 rows); 10 rows (one thread) are more
+  # than OUTER_FULL_MAX and stay a loop
+  g, x = rand(64, 10), rand(64, 512, seed=1)
+  t = Tensor(g).T @ Tensor(x)
+  ast = t.schedule()[0][-1].ast
+  assert [range_size(r) for r in ranges_of(ast, AxisType.LOOP)] == [10, 512]
+  threaded = [(o.op, o.arg) for o in hand_coded_optimizations(ast, 2, True).arg.opts if o.op is not O.UNROLL]
+  assert threaded == [(O.THREAD, 2), (O.UPCAST, 4), (O.UPCAST, 0)]
+  assert [o.arg for o in hand_coded_optimizations(ast, 1, True).arg.opts if o.op is O.UPCAST] == [4]
+  np.testing.assert_allclose(t.numpy(), g.T @ x, rtol=1e-4, atol=1e-4)

@@ -287,7 +287,8 @@ class TestThread:
       np.testing.assert_allclose(t.sum(1).numpy(), x.sum(1), rtol=1e-4, atol=1e-3)
       np.testing.assert_allclose(t.max(0).numpy(), x.max(0))
   def test_launch_zero_runs_on_the_calling_thread(self, monkeypatch):
-    # the runtime runs core_id 0 in the thread that launched the kernel and the others on its pool (one thread fewer to wake)
+    # without the C pool (tests/cpu/test_cpu_threads.py), the runtime runs core_id 0 in the thread that launched the kernel and the
+    # others on its Python pool (one thread fewer to wake)
     import threading
     import tinygrad.codegen.opt.heuristic as opt
     import tinygrad.renderer.cstyle as cstyle
@@ -302,6 +303,7 @@ class TestThread:
       items, _ = (t * 2).schedule()
       spec = get_spec(items[0], "CPU")
       assert spec.global_size == (3, 1, 1)
+      monkeypatch.setattr(Device["CPU"], "native_pool", lambda build: None)
       prg = Device["CPU"].get_program(spec)
       ran: list[tuple[int, str]] = []
       real = prg.fxn

@@ -13,12 +13,14 @@ import tempfile
 import threading
 import time
 import weakref
+from typing import Callable
 from concurrent.futures import ThreadPoolExecutor
 from tinygrad.device import Compiled, LRUAllocator, BufferSpec, Program
 from tinygrad.dtype import DType, dtypes
 from tinygrad.helpers import to_mv, mv_address, round_up, cache_dir, NUM_CPU_THREADS
 from tinygrad.renderer.cstyle import ClangRenderer
 from tinygrad.runtime.support.compiler_cpu import ClangCompiler, unit_symbol
+from tinygrad.runtime.support.cpu_threads import NativePool, native_pool, pool_fits
 
 class CPUBuffer:
   """A span of host memory: `mv` is a byte view of it, `addr` its address. Views keep their base alive through `base`. `fd` is the
@@ -204,6 +206,7 @@ class CPUProgram(Program['CPUDevice']):
       except AttributeError: pass
     else: raise RuntimeError(f"the compiled library has no function {name!r}")
     self.fxn.restype = None
+    self._runners: dict[int, Callable[..., None]|None|bool] = {}   # chunks -> the C pool's launch; 0: False if it never fits
     if spec is not None:
       if bad := [dt for dt in spec.var_dtypes if dt not in _CTYPES]: raise TypeError(f"kernel {name}: variables of dtype {bad} can't be passed")
       self.fxn.argtypes = [ctypes.c_void_p] * len(spec.globals) + [_CTYPES[dt] for dt in spec.var_dtypes]
@@ -214,9 +217,10 @@ class CPUProgram(Program['CPUDevice']):
     args = [b.addr for b in bufs] + list(vals) if self.spec is not None else [ctypes.c_void_p(b.addr) for b in bufs] + [ctypes.c_int(v) for v in vals]
     st = time.perf_counter()
     if self.spec is None or (core := self.spec.core_id) is None or global_size[0] <= 1: self.fxn(*args)
+    elif (run := self._pooled(global_size[0], build=False)) is not None: run(*args)
     else:
-      # one launch per core_id; ctypes drops the GIL during the call, so the threads really run in parallel. The calling thread runs
-      # launch 0 itself (it would only wait): one pool thread fewer to wake per kernel, and no idle core while it wakes
+      # Python threads: one launch per core_id; ctypes drops the GIL during the call, so the threads really run in parallel. The
+      # calling thread runs launch 0 itself (it would only wait): one pool thread fewer to wake per kernel
       slot = len(bufs) + core
       def launch(tid:int): self.fxn(*args[:slot], tid, *args[slot+1:])
       futures = [self.dev.pool.submit(launch, tid) for tid in range(1, global_size[0])]
@@ -224,18 +228,48 @@ class CPUProgram(Program['CPUDevice']):
       finally:
         for f in futures: f.result()
     return time.perf_counter() - st if wait else None
+  def _pooled(self, n:int, build:bool) -> Callable[..., None]|None:
+    """The C thread pool's launch of this threaded kernel's n chunks (runtime/support/cpu_threads.py), taking the kernel's arguments
+    (core_id's slot ignored), or None: variables other than int32, too many buffers, or no pool (yet: see CPUDevice.native_pool)."""
+    if (run := self._runners.get(n)) is not None or self._runners.get(0) is False: return run
+    assert self.spec is not None
+    nv = len(self.spec.vars) - 1
+    if not pool_fits(len(self.spec.globals), nv, n) or self.spec.core_id != nv or any(dt is not dtypes.int32 for dt in self.spec.var_dtypes):
+      self._runners[0] = False   # never fits
+      return None
+    if (pool := self.dev.native_pool(build)) is None: return None
+    run = self._runners[n] = pool.runner(ctypes.cast(self.fxn, ctypes.c_void_p).value, len(self.spec.globals), nv, n)
+    return run
   def launcher(self, global_size:tuple[int, ...], local_size:tuple[int, ...]|None):
     if self.spec is None: return super().launcher(global_size, local_size)
     if (core := self.spec.core_id) is None or global_size[0] <= 1: return _addr, self.fxn   # the C function itself: no Python frame
+    if (run := self._pooled(global_size[0], build=True)) is not None: return _addr, run
     fxn, pool, slot, n = self.fxn, self.dev.pool, len(self.spec.globals) + core, global_size[0]
-    def launch(*args): list(pool.map(lambda tid: fxn(*args[:slot], tid, *args[slot+1:]), range(n)))
+    def launch(*args):
+      # as __call__: launch 0 on the calling thread, the others on the pool
+      futures = [pool.submit(fxn, *args[:slot], tid, *args[slot+1:]) for tid in range(1, n)]
+      try: fxn(*args[:slot], 0, *args[slot+1:])
+      finally:
+        for f in futures: f.result()
     return _addr, launch
 
 def _addr(buf:CPUBuffer) -> int: return buf.addr
 
+POOL_AFTER_LAUNCHES = 256   # threaded launches before a process builds the C pool (see CPUDevice.native_pool)
+
 class CPUDevice(Compiled):
-  def __init__(self, device:str="CPU"): super().__init__(device, CPUAllocator(self), [(ClangRenderer, ClangCompiler)], CPUProgram)
+  def __init__(self, device:str="CPU"):
+    super().__init__(device, CPUAllocator(self), [(ClangRenderer, ClangCompiler)], CPUProgram)
+    self.threaded_launches = 0
   @functools.cached_property
   def pool(self) -> ThreadPoolExecutor: return ThreadPoolExecutor(max_workers=NUM_CPU_THREADS.value, thread_name_prefix="tinygrad-cpu")
+  def native_pool(self, build:bool) -> NativePool|None:
+    """The C thread pool threaded kernels run on, or None: where it can't be built, and until it is built they use `pool`. Building it
+    runs the C compiler once (~0.1 s, then the disk cache): a program pays it when it captures a TinyJit (build) or has launched
+    POOL_AFTER_LAUNCHES threaded kernels, not a script that runs a few."""
+    if (pool := native_pool(None, 0)) is not None: return pool
+    self.threaded_launches += 1
+    if not build and self.threaded_launches < POOL_AFTER_LAUNCHES: return None
+    return native_pool(lambda src: load_library(self.compiler.compile_cached(src)), max(1, NUM_CPU_THREADS.value - 1))
   def finalize(self):
     if "pool" in self.__dict__: self.pool.shutdown(wait=True)

@@ -8,13 +8,15 @@ The heuristics (`hand_coded_optimizations`), in order:
            when a load inside its reduce becomes a vector load (a matmul's B row; not x.sum(axis=1), whose lanes read 4 rows).
   upcast_outer  then, in an upcast reduce kernel, the next output loop too when a load in the reduce does not depend on it (a matmul's
            B vector load serves 4 rows: 16 accumulators, r_64_16_4_16_4 -> r_16_4_16_4_16_4); with a single output loop
-           (x.sum(axis=0)) that loop again: 16 consecutive outputs, each reduce step reads a 64-byte line of a row.
+           (x.sum(axis=0)) that loop again: 16 consecutive outputs, each reduce step reads a 64-byte line of a row. A loop of at most
+           OUTER_FULL_MAX that 4 doesn't divide is upcast fully.
   dot_tile  instead of upcast/upcast_outer, a reduce kernel whose loads that move with the innermost output loop are consecutive along
            the reduce's UNROLL lanes (x @ w.T, w of shape (out, in)) gets a 4 x 4 tile of dot products (see dot_tile).
   image_tile  instead of upcast/upcast_outer, a reduce kernel whose gated loads move with a short innermost output loop (a small
            image's conv) gets that loop upcast fully and the output channels by 8 (see image_tile).
   tap_tile  a reduce kernel whose innermost output loops are a conv's taps (3x3: not a multiple of 4, no upcast) gets them upcast
-           fully and its innermost reduce loop unrolled (a conv's weight gradient; see tap_tile).
+           fully, its innermost reduce loop unrolled and its output channels upcast by 4 (a conv's weight gradient; with input
+           channels, those by 2 instead of the outer tap; see tap_tile).
   register_tile  instead of upcast/upcast_outer, a big reduce kernel with two output loops (a 1024 matmul) gets a register tile
            sized for AVX-512: 8 rows x 16 columns of a matmul, the column blocks outside the row blocks and each block's K x 16
            panel of B packed into contiguous memory (Opt PACK) (see register_tile).
@@ -40,6 +42,7 @@ from tinygrad.codegen.opt.kernel import range_key, pack_candidates, apply_opts, 
 THREAD_MIN_WORK = 1 << 16     # elements of work (output elements times reduce trip count) before a kernel is threaded
 THREAD_MAX = 32               # at most this many launches
 UPCAST = 4
+OUTER_FULL_MAX = 8            # upcast_outer: an outer loop this short that UPCAST doesn't divide is upcast fully
 TILE_LANES = (16, 8)          # register_tile: lanes of the innermost output loop (16, else 8)
 TILE_ROWS = 8                 # and rows of the loop sharing its loads
 GATHER_MIN_WORK = 1 << 22     # gather_tile: multiply-adds (all ranges) before a kernel with gated loads gets its tile
@@ -60,6 +63,7 @@ MAX_IMAGE_ROW = 16            # image_tile: the longest image row upcast fully
 IMAGE_ROWS = (8, 4)           # and its output channels per tile (conv 16->32 on 8x8: 12 ms -> 1.6 ms per step, 4.3 ms with 1 row)
 MAX_TAPS, MAX_TAP_UNROLL = 4, 8  # tap_tile: the longest tap loop, the longest reduce loop unrolled (conv weight gradient: 10 -> 4 ms)
 TAP_ROWS = (8, 16)            # and the image rows upcast with the taps (the input gradient's per-tap products: 4.6 -> 1.2 ms)
+TAP_IN_CHANNELS = 2           # and the input channels of a weight gradient (see tap_tile)
 UNROLL_MAX_LOADS = 32         # a reduce loop is unrolled when its trip count times the loads in its body is at most this
 
 def hand_coded_optimizations(ast:UOp, threads:int, upcast:bool=True, tile_rows:int=TILE_ROWS) -> UOp:
@@ -108,8 +112,10 @@ def hand_coded_optimizations(ast:UOp, threads:int, upcast:bool=True, tile_rows:i
     # only with a load in the reduce to share between the lanes
     topo = up.toposort()
     if all(out in u.toposort() for red in topo if red.op is Ops.REDUCE for u in red.src[0].toposort() if u.op is Ops.LOAD): return up
-  if out is None or (n := range_size(out)) is None or n % UPCAST != 0: return up
-  return apply_opt(up, Opt(OptOps.UPCAST, opt_axis(up, OptOps.UPCAST, out), UPCAST))[0]
+  if out is None or (n := range_size(out)) is None or n < 2 or (n % UPCAST != 0 and n > OUTER_FULL_MAX): return up
+  # a short loop that 4 doesn't divide is upcast fully (a Linear's weight gradient with 10 outputs, 5 per thread: each vector of the
+  # input loaded serves the 5 rows, 160 -> 26 us in bench_train's CNN, instead of 5 passes over the input)
+  return apply_opt(up, Opt(OptOps.UPCAST, opt_axis(up, OptOps.UPCAST, out), UPCAST if n % UPCAST == 0 else 0))[0]
 
 # ***** the GPU flavour: renderers with has_local (GPU dims, workgroups) *****
 
@@ -323,11 +329,12 @@ def image_tile(ast:UOp, loops:list[UOp]) -> UOp|None:
 
 def tap_tile(ast:UOp, loops:list[UOp]) -> UOp|None:
   """A conv's weight gradient (innermost output loops: the kernel's taps, of at most MAX_TAPS each, which the reduce's gated loads of
-  the padded input move with): the innermost one or two tap loops are upcast fully (a 3x3 window: 9 accumulators) and the innermost
-  reduce loop (the image's x) unrolled when it is at most MAX_TAP_UNROLL: the lanes share each gradient value loaded and overlapping
-  input values. Without gated loads (a conv's input gradient before its taps are summed: one value per pixel and tap), the taps and
-  the image row before them (8 or 16, read as vector loads) are upcast fully: each gradient vector serves every tap, each weight the
-  row. None if the kernel doesn't qualify."""
+  the padded input move with): the innermost one or two tap loops are upcast fully (a 3x3 window: 9 accumulators; with an input-channel
+  loop, only the inner tap and the input channels by TAP_IN_CHANNELS), the innermost reduce loop (the image's x) unrolled when it is at
+  most MAX_TAP_UNROLL and the unroll pass took none, and the output channels upcast by UPCAST: the lanes share each gradient value
+  loaded and overlapping input values. Without gated loads (a conv's input gradient before its taps are summed: one value per pixel and
+  tap), the taps and the image row before them (8 or 16, read as vector loads) are upcast fully: each gradient vector serves every tap,
+  each weight the row. None if the kernel doesn't qualify."""
   taps: list[UOp] = []
   for r in reversed(loops):
     if (range_size(r) or 0) > MAX_TAPS or len(taps) == 2: break
@@ -338,10 +345,25 @@ def tap_tile(ast:UOp, loops:list[UOp]) -> UOp|None:
     up, _, lane = apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, x), 0))
     return up if lane is not None and vector_loads(up, lane, in_reduce_only=True) else None
   if not taps or not all(any(r in ld.src[0].toposort() for ld in gated) for r in taps): return None
-  for r in taps: ast = apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, r), 0))[0]
-  if (reds := ranges_of(ast, AxisType.REDUCE)) and (range_size(reds[-1]) or 0) <= MAX_TAP_UNROLL:
+  # with an input-channel loop (not a tap, the gated loads move with it) that loop is upcast by TAP_IN_CHANNELS instead of the outer
+  # tap loop: its lanes share the gradient's loads without the outer tap's lanes' border selects (conv2's weight gradient in
+  # bench_train's CNN: 2.5 -> 1.85 ms; conv1's, one input channel, keeps both taps)
+  in_ch = next((r for r in reversed(loops) if r not in taps and (range_size(r) or 0) % TAP_IN_CHANNELS == 0
+                and any(r in ld.src[0].toposort() for ld in gated)), None)
+  for r in (taps[:1] if in_ch is not None else taps): ast = apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, r), 0))[0]
+  # one reduce loop unrolled: where the unroll pass took none (it takes the image's x when x's loads fit); a second one (the image's
+  # y too) made the body 3x longer and the kernel slower (conv2's weight gradient in bench_train's CNN: 3.8 -> 3.1 ms)
+  if not ranges_of(ast, AxisType.UNROLL) and (reds := ranges_of(ast, AxisType.REDUCE)) and (range_size(reds[-1]) or 0) <= MAX_TAP_UNROLL:
     ast = apply_opt(ast, Opt(OptOps.UNROLL, opt_axis(ast, OptOps.UNROLL, reds[-1]), 0))[0]
-  return ast
+  # the innermost output loop that no gated load moves with (the output channels) upcast by UPCAST: each input value loaded (a gated
+  # scalar) serves that many channels (the same kernel: 3.1 -> 2.6 ms; upcasting the input channels instead, whose lanes share the
+  # gradient's vector loads: 4.2 ms)
+  gated = [ld for ld in _reduce_loads(ast) if len(ld.src) > 1]
+  for r in reversed(ranges_of(ast, AxisType.LOOP)):
+    if (range_size(r) or 0) % UPCAST == 0 and not any(r in ld.src[0].toposort() for ld in gated):
+      ast = apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, r), UPCAST))[0]
+      break
+  return ast if in_ch is None else apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, in_ch), TAP_IN_CHANNELS))[0]
 
 def optimize_ast(ast:UOp, ren:Renderer|None=None) -> UOp:
   """The AST shaped for a renderer's declared capabilities: has_local (GPU dims: hand_coded_gpu, then the output loops become launch

@@ -1,0 +1,199 @@
+# A thread pool in C for the CPU device's threaded kernels (a SPECIAL core_id: the kernel runs `n` times, core_id = 0..n-1).
+#
+# Why not Python threads: handing a launch to a sleeping Python thread and getting it back costs ~60 µs of wall time here (a futex wake
+# each way plus the GIL), as much as most of a training step's small kernels compute. These workers are pthreads that never touch
+# Python: after a job they spin (yielding the core) for SPIN_NS before they sleep, so the kernels of a replayed step, launched
+# microseconds apart, find them awake.
+#
+# A job's launches are chunks taken from a shared counter: the calling thread runs chunk 0 at once, then takes more, and the workers
+# take what is left when they get to it, so a worker that wakes late (or is descheduled on a loaded machine) never delays a small kernel; it finds
+# nothing left. The ticket (generation << 32 | chunks << 16 | next chunk) names the job, so a worker holding a stale ticket can't take
+# a chunk of the next job, and a job's fields (function, arguments) don't change while any of its chunks is unfinished.
+#
+# Kernels are C functions of several pointers, then int32 variables, then core_id (renderer/__init__.py's call order). A job gives the
+# kernel's address and its arguments as 64-bit words; a trampoline per (pointers, variables) count calls it. Kernels outside that
+# (more buffers, variables of other dtypes) take the Python pool (ops_cpu.py).
+from __future__ import annotations
+import ctypes
+import os
+import threading
+from typing import Callable
+
+MAX_PTRS, MAX_VARS = 16, 2   # the trampolines cover kernels of up to this many buffers and int32 variables
+SPIN_NS = 200_000            # a worker waits this long for the next job before it sleeps (a replayed step launches kernels µs apart)
+
+def _trampolines() -> str:
+  lines, table = [], []
+  for k in range(MAX_PTRS + 1):
+    row = []
+    for m in range(MAX_VARS + 1):
+      proto = ", ".join(["void*"] * k + ["int"] * (m + 1))
+      call = ", ".join([f"(void*)a[{i}]" for i in range(k)] + [f"(int)a[{k + j}]" for j in range(m)] + ["tid"])
+      # the kernel's buffer parameters are typed pointers (float*, ...): every data pointer has void*'s representation on the ABIs we run
+      lines.append(f"static void t{k}_{m}(void *f, const uint64_t *a, int tid) {{ ((void (*)({proto}))f)({call}); }}")
+      row.append(f"t{k}_{m}")
+    table.append("{" + ", ".join(row) + "}")
+  return "\n".join(lines) + f"\nstatic const tramp_t tramps[{MAX_PTRS + 1}][{MAX_VARS + 1}] = {{" + ",\n".join(table) + "};\n"
+
+def pool_source() -> str:
+  """The C of the pool and its trampolines."""
+  return r"""
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <time.h>
+typedef void (*tramp_t)(void *f, const uint64_t *a, int tid);
+""" + _trampolines() + f"#define MAX_PTRS {MAX_PTRS}\n#define MAX_VARS {MAX_VARS}\n" + r"""
+#define MAX_WORKERS 255
+static _Atomic uint64_t ticket;              /* generation << 32 | chunks << 16 | next chunk */
+static _Atomic int done, sleepers, quit;
+static _Atomic uint64_t chunks_run[2];          /* chunks run by calling threads, by workers (tests and DEBUG read them) */
+static void *job_fn;
+static tramp_t job_tramp;
+static const uint64_t *job_args;
+static pthread_mutex_t run_mu, sleep_mu;
+static pthread_cond_t wake;
+static pthread_t threads[MAX_WORKERS];
+static int workers;
+static long spin_ns;
+
+static int has_work(uint64_t t) { return (t & 0xffff) < ((t >> 16) & 0xffff); }
+static long now_ns(void) { struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts); return ts.tv_sec * 1000000000L + ts.tv_nsec; }
+
+static void run_chunk(int i, int by_worker) {
+  job_tramp(job_fn, job_args, i);
+  atomic_fetch_add(&chunks_run[by_worker], 1);
+  atomic_fetch_add(&done, 1);
+}
+
+/* take and run chunks of the current job until none is left */
+static void work(int by_worker) {
+  uint64_t t = atomic_load(&ticket);
+  while (has_work(t)) {
+    /* after a successful exchange the job can't finish before this chunk does, so its fields stay put */
+    if (atomic_compare_exchange_weak(&ticket, &t, t + 1)) {
+      run_chunk((int)(t & 0xffff), by_worker);
+      t = atomic_load(&ticket);
+    }
+  }
+}
+
+static void *worker(void *arg) {
+  (void)arg;
+  while (!atomic_load(&quit)) {
+    work(1);
+    long deadline = now_ns() + spin_ns;
+    /* yielding: a worker that shares a core with the calling thread (or another program) lets it run */
+    while (!has_work(atomic_load(&ticket)) && !atomic_load(&quit) && now_ns() < deadline) sched_yield();
+    if (has_work(atomic_load(&ticket))) continue;
+    pthread_mutex_lock(&sleep_mu);
+    /* counted before the check: a job published after it sees the sleeper and signals under the mutex (no lost wake-up) */
+    atomic_fetch_add(&sleepers, 1);
+    while (!has_work(atomic_load(&ticket)) && !atomic_load(&quit)) pthread_cond_wait(&wake, &sleep_mu);
+    atomic_fetch_sub(&sleepers, 1);
+    pthread_mutex_unlock(&sleep_mu);
+  }
+  return 0;
+}
+
+static void wake_all(void) {
+  if (atomic_load(&sleepers) == 0) return;
+  pthread_mutex_lock(&sleep_mu);
+  pthread_cond_broadcast(&wake);
+  pthread_mutex_unlock(&sleep_mu);
+}
+
+/* (re)start with n workers; also in a forked child, whose copies of the workers and locks are gone or stale */
+int tg_pool_start(int n, long spin) {
+  pthread_mutex_init(&run_mu, 0); pthread_mutex_init(&sleep_mu, 0); pthread_cond_init(&wake, 0);
+  atomic_store(&quit, 0); atomic_store(&sleepers, 0);
+  spin_ns = spin;
+  for (workers = 0; workers < n && workers < MAX_WORKERS; workers++)
+    if (pthread_create(&threads[workers], 0, worker, 0) != 0) break;
+  return workers;
+}
+
+void tg_pool_stop(void) {
+  atomic_store(&quit, 1);
+  pthread_mutex_lock(&sleep_mu); pthread_cond_broadcast(&wake); pthread_mutex_unlock(&sleep_mu);
+  for (int i = 0; i < workers; i++) pthread_join(threads[i], 0);
+  workers = 0;
+}
+
+void tg_pool_stats(uint64_t *out) { out[0] = atomic_load(&chunks_run[0]); out[1] = atomic_load(&chunks_run[1]); }
+
+/* runs f's chunks 0..n-1 (k pointers then m int32 variables in args, core_id appended), the calling thread taking part; returns
+   0, or -1 for a signature it has no trampoline for (nothing ran) */
+int tg_pool_run(void *f, int k, int m, const uint64_t *args, int n) {
+  if (k < 0 || k > MAX_PTRS || m < 0 || m > MAX_VARS || n < 1 || n > 0xffff) return -1;
+  pthread_mutex_lock(&run_mu);
+  job_fn = f; job_tramp = tramps[k][m]; job_args = args;
+  atomic_store(&done, 0);
+  /* published with chunk 0 taken: the calling thread runs it even if a woken worker takes its core for a while */
+  atomic_store(&ticket, (((atomic_load(&ticket) >> 32) + 1) << 32) | ((uint64_t)n << 16) | 1);
+  wake_all();
+  run_chunk(0, 0);
+  work(0);
+  while (atomic_load(&done) < n) sched_yield();   /* the workers' last chunks */
+  pthread_mutex_unlock(&run_mu);
+  return 0;
+}
+"""
+
+def pool_fits(k:int, m:int, n:int) -> bool:
+  """Whether the pool can run a kernel of k buffers and m int32 variables (then core_id) in n chunks."""
+  return 0 <= k <= MAX_PTRS and 0 <= m <= MAX_VARS and 1 <= n <= 0xffff
+
+class NativePool:
+  """The C pool of a loaded library of pool_source(), started with `workers` threads (beside the calling thread)."""
+  def __init__(self, lib:ctypes.CDLL, workers:int, spin_ns:int|None=None):
+    self.lib, self.workers, self.spin_ns = lib, workers, SPIN_NS if spin_ns is None else spin_ns
+    lib.tg_pool_start.argtypes, lib.tg_pool_start.restype = [ctypes.c_int, ctypes.c_long], ctypes.c_int
+    lib.tg_pool_run.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_int]
+    lib.tg_pool_run.restype = ctypes.c_int
+    lib.tg_pool_stop.argtypes, lib.tg_pool_stop.restype = [], None
+    lib.tg_pool_stats.argtypes, lib.tg_pool_stats.restype = [ctypes.c_void_p], None
+    self._run = lib.tg_pool_run
+    self.started = lib.tg_pool_start(workers, self.spin_ns)
+
+  def runner(self, fn_addr:int, k:int, m:int, n:int) -> Callable[..., None]:
+    """A function of the kernel's arguments (k buffer addresses, m int32 variable values, a placeholder for core_id) that runs its n
+    chunks."""
+    if not pool_fits(k, m, n): raise ValueError(f"no trampoline for {k} buffers and {m} variables in {n} chunks")
+    run, words = self._run, ctypes.c_uint64 * (k + m + 1)
+    # (a negative variable wraps to its two's complement word, which the trampoline's (int) cast undoes)
+    def launch(*args):
+      if run(fn_addr, k, m, words(*args), n) != 0: raise RuntimeError("the C thread pool refused a job")
+    return launch
+
+  def chunks_run(self) -> tuple[int, int]:
+    """How many chunks calling threads and the workers have run so far."""
+    out = (ctypes.c_uint64 * 2)()
+    self.lib.tg_pool_stats(out)
+    return out[0], out[1]
+
+  def stop(self) -> None:
+    """Ends the workers (jobs after it run on the calling thread alone)."""
+    self.lib.tg_pool_stop()
+
+_pool: NativePool|None = None
+_failed = False
+_lock = threading.Lock()
+
+def native_pool(load:Callable[[str], ctypes.CDLL]|None, workers:int) -> NativePool|None:
+  """The process's C pool, built on first use (`load` compiles and loads a source; None: only a pool already built), with `workers`
+  threads beside the caller; None where it can't be built (no pthreads, a compiler error): the caller then uses Python threads."""
+  global _pool, _failed
+  if _pool is not None or load is None: return _pool
+  with _lock:
+    if _pool is None and not _failed:
+      try: _pool = NativePool(load(pool_source()), workers)
+      except Exception: _failed = True   # not tried again: each try would start the compiler
+    return _pool
+
+def _after_fork() -> None:
+  # the child has the library's state but none of its threads: start them again
+  if _pool is not None: _pool.started = _pool.lib.tg_pool_start(_pool.workers, _pool.spin_ns)
+
+if hasattr(os, "register_at_fork"): os.register_at_fork(after_in_child=_after_fork)
