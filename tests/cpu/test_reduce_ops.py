@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 from conftest import DEVICES
-from tinygrad import Tensor, dtypes
+from tinygrad import Tensor, dtypes, Context
 from tinygrad.engine.realize import GlobalCounters
 
 A = np.array([[3., 1., 2., 1.], [-1., 5., 5., 0.], [2., 2., -7., 4.]], np.float32)
@@ -74,6 +74,7 @@ def test_sum_of_stored_values_is_one_kernel():
     assert len(items) == 1 and items[0].name.startswith("r_") and "16" in items[0].name.split("_")[-1], [i.name for i in items]
     if ref is not None: np.testing.assert_allclose(expr.numpy(), ref, rtol=1e-6, atol=2e-3)
   assert len((t * 2).sum().schedule()[0]) == 2   # computed values: partial sums on every core, then their sum
+  with Context(NUM_CPU_THREADS=8): assert len(t.reshape(4096, 1024).sum().schedule()[0]) == 2  # more cores than one core's stream keeps busy: split
 
 def test_empty_and_dtypes():
   np.testing.assert_array_equal(Tensor.zeros(0, 3).sum(0).numpy(), np.zeros(3))

@@ -34,7 +34,7 @@ import itertools
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, GroupOp, ParamArg, AxisType, BottomUpGate, ssimplify, srender
 from tinygrad.uop.symbolic import symbolic
 from tinygrad.dtype import dtypes, DType, strong_dtype
-from tinygrad.helpers import prod, NOOPT
+from tinygrad.helpers import prod, NOOPT, NUM_CPU_THREADS
 from tinygrad.schedule.buffers import new_buffer, as_buffer
 from tinygrad.schedule.reduce_fold import fold_reduces
 
@@ -45,6 +45,7 @@ STAGE_BITS = 9          # ... each over at most 2**STAGE_BITS elements (or the f
 STAGE_LANES = 16        # accumulators of a staged sum's innermost level (a power of two <= 2**STAGE_BITS)
 SPLIT_MIN = 1 << 20     # a float sum over this many elements or more with at most SPLIT_MAX_OUT results: its outer stage is a kernel
 SPLIT_MAX_OUT = 4       # of its own, whose partial sums (one output loop) run on every core (see _split_reduce)
+STREAM_CORES = 2        # up to this many cores, one core streams memory about as fast as all of them (see _stored_values)
 AT = "at"            # the arg of INDEX(x, valid, *idx): the value of tensor-graph node x at index idx
 
 def reduce_identity(op:Ops, dt:DType) -> UOp:
@@ -443,7 +444,9 @@ def _stored_values(ctx:KernelContext, src:UOp) -> bool:
   """Whether src is a buffer's elements as they are (through movement ops and casts). Summing those only reads memory, which one core
   does about as fast as all of them (x.sum() of 16M floats here: one core streams 30 GB/s, two 27 GB/s, in C), so such a sum stays one
   kernel: the split's partials kernel, its threads and the second launch only add time (2.6-2.7 ms against 2.9-4.6 ms with the split).
-  A sum of computed values splits, for the cores' arithmetic."""
+  A sum of computed values splits, for the cores' arithmetic; so does every big sum on a machine with more cores than STREAM_CORES,
+  where one core gets a smaller share of the memory's bandwidth (measured only on this 2-core machine: kept to what was measured)."""
+  if NUM_CPU_THREADS.value > STREAM_CORES: return False
   while not (src.op is Ops.BUFFER or src in ctx.bufs or src in ctx.extra or ctx.realized_buffer(src) is not None):
     if src.op not in GroupOp.Movement and src.op not in (Ops.CAST, Ops.DETACH, Ops.CONTIGUOUS_BACKWARD): return False
     src = src.src[0]
