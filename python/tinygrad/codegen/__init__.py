@@ -29,6 +29,10 @@ one graph_rewrite with that name (so TRACK_MATCH_STATS and the rewrite log show 
                     the value: LOAD(INDEX(AFTER(acc, END), i))
                   REDUCEs over the same ranges (an upcast reduce kernel's lanes) share the loop: their updates are one GROUP.
   pm_wmma_acc     a tensor core's accumulators updated by adding its result (codegen/opt/tc.py) -> its C operand instead
+  pm_fuse_mulacc  float32/float64 a*b+c (either order, vectors too) -> MULACC(a, b, c) where the renderer computes MULACC fused
+                  (Renderer.fused_mulacc: the CPU's fmaf and the PYTHON device's exact emulation): one instruction and one rounding
+                  per multiply-add of a matmul/conv tile, the same bits on both. half/bfloat16 (computed in float and rounded after
+                  every op) keep their two roundings.
   pm_lower_index  (codegen/index_dtype.py) every weakint UOp (index math, RANGE, SPECIAL, sizes, variables) -> int32, or int64
                   where its bounds need it; FLOORDIV/FLOORMOD -> CDIV/CMOD (shifts/masks by powers of two), exact for negative dividends.
   (renderer)      the target renderer's extra_matcher (its device rules), then its pre_matcher (user rules): Renderer in
@@ -233,6 +237,15 @@ def _lower_reduces(ctx:ReduceContext, sink:UOp) -> UOp|None:
 
 pm_reduce = PatternMatcher([(UPat(Ops.SINK, name="sink"), _lower_reduces)])
 
+# ***** fused multiply-add *****
+
+def _fuse(ctx:Renderer|None, x:UOp, m:UOp, c:UOp) -> UOp|None:
+  return UOp(Ops.MULACC, x.dtype, (*m.src, c)) if ctx is not None and ctx.fused_mulacc else None
+
+pm_fuse_mulacc = PatternMatcher([
+  (UPat(Ops.ADD, dtype=(dtypes.float32, dtypes.float64), src=[UPat(Ops.MUL, name="m"), UPat.var("c")], name="x"), _fuse),
+])
+
 # ***** ordering *****
 
 # ops whose sources may be computed in any order (values, and a store's address and value)
@@ -351,6 +364,7 @@ PASSES: list[Pass] = [
   ("end loops", pm_end_loops, None),
   ("reduce to accumulator", pm_reduce, lambda sink, ren: ReduceContext(_loop_ranges(sink))),
   ("tensor core accumulators", pm_wmma_acc, None),
+  ("fuse multiply-add", pm_fuse_mulacc, lambda sink, ren: ren),
   ("lower index dtype", pm_lower_index, None),
 ]
 
