@@ -366,12 +366,16 @@ truncate: dict[DType, Callable] = {
 
 def _fma64(a:float, b:float, c:float) -> float:
   """a*b+c rounded once to float64."""
-  if not (math.isfinite(a) and math.isfinite(b) and math.isfinite(c)): return a * b + c  # IEEE: inf*0 and inf-inf are NaN
+  # IEEE: inf*0 and inf-inf are NaN; a finite product (even one past float64's range) added to an inf or NaN c is c
+  if not (math.isfinite(a) and math.isfinite(b)): return a * b + c
+  if not math.isfinite(c): return c
   exact = Fraction(a) * Fraction(b) + Fraction(c)
   # an exact zero keeps IEEE's sign: -0 only from (-0)+(-0), which the float expression gives (its product of zeros is exact)
   if exact == 0: return a * b + c if c == 0 else 0.0
   try: return float(exact)  # int/int true division: correctly rounded
-  except OverflowError: return math.copysign(math.inf, exact)
+  except OverflowError: return math.inf if exact > 0 else -math.inf
+
+_F32_MAX, _F32_OVERFLOW = float.fromhex("0x1.fffffep127"), float.fromhex("0x1.ffffffp127")
 
 def _fma32(a:float, b:float, c:float) -> float:
   """a*b+c rounded once to float32, for float32 a, b, c. Their product is exact in float64 (48 bits), and s = p+c rounded to float64
@@ -384,6 +388,8 @@ def _fma32(a:float, b:float, c:float) -> float:
   bb = s - p
   e = (p - (s - bb)) + (c - bb)
   if e == 0 or r == s: return r
+  # s at the overflow tie (float32's max plus half an ulp, which rounds to inf) with the exact sum just inside it: the max
+  if math.isinf(r): return math.copysign(_F32_MAX, s) if abs(s) == _F32_OVERFLOW and (e < 0) == (s > 0) else r
   # s is a tie iff its mirror across s from r, 2s-r (exact when it is a float32), is a float32 and s its exact midpoint
   t = s + (s - r)
   if ctypes.c_float(t).value != t or 2 * Fraction(s) != Fraction(r) + Fraction(t): return r
