@@ -442,13 +442,25 @@ def _render_vector_fma(ctx:_CWriter, x:UOp) -> str|None:
 
 _FMA_CALL = re.compile(r"\btg_fma_((float|double)(\d+))\(")
 
+# x86 vector FMA builtins (what immintrin.h's _mm*_fmadd_p* call; clang and gcc): (the macro that enables them, the call's
+# template) by vector bytes and element type. They are llvm.fma / fma patterns: always fused, which an a*b+c contracted under a pragma
+# is not (clang only contracts a product with one use, and CSE can merge equal products of several multiply-adds).
+_X86_FMA = {(16, "float"): ("__FMA__", "__builtin_ia32_vfmaddps({})"), (32, "float"): ("__FMA__", "__builtin_ia32_vfmaddps256({})"),
+            (64, "float"): ("__AVX512F__", "__builtin_ia32_vfmaddps512_mask({}, (unsigned short)-1, 4)"),
+            (16, "double"): ("__FMA__", "__builtin_ia32_vfmaddpd({})"), (32, "double"): ("__FMA__", "__builtin_ia32_vfmaddpd256({})"),
+            (64, "double"): ("__AVX512F__", "__builtin_ia32_vfmaddpd512_mask({}, (unsigned char)-1, 4)")}
+
 def _fma_helper(vt:str, scalar:str, lanes:int) -> str:
-  """fmaf/fma per lane, in a compound literal: clang 14 has no __builtin_elementwise_fma, and its SLP vectorizer makes one vfmadd*ps
-  of this (gcc too); guarded, since the kernels of a unit share one translation unit."""
+  """A vector fused multiply-add (clang 14 has no __builtin_elementwise_fma): on x86 with FMA (-march=native defines __FMA__) the
+  vfmadd builtin of its width; elsewhere fmaf/fma per lane, exact everywhere (in a kernel clang's SLP vectorizer regroups those lanes
+  across a tile's accumulators into shuffles: 4x slower on the dot tile). Guarded: the kernels of a unit share one translation unit."""
   fn = "__builtin_fmaf" if scalar == "float" else "__builtin_fma"
-  lanes_text = ", ".join(f"{fn}(a[{i}], b[{i}], c[{i}])" for i in range(lanes))
-  return (f"#ifndef TG_FMA_{vt}\n#define TG_FMA_{vt}\n"
-          f"static inline {vt} tg_fma_{vt}({vt} a, {vt} b, {vt} c) {{ return ({vt}){{{lanes_text}}}; }}\n#endif")
+  per_lane = ", ".join(f"{fn}(a[{i}], b[{i}], c[{i}])" for i in range(lanes))
+  sig = f"static inline {vt} tg_fma_{vt}({vt} a, {vt} b, {vt} c)"
+  fallback = f"{sig} {{ return ({vt}){{{per_lane}}}; }}"
+  if (x86 := _X86_FMA.get((lanes * (4 if scalar == "float" else 8), scalar))) is not None:
+    fallback = (f"#if defined({x86[0]})\n{sig} {{ return ({vt}){x86[1].format('a, b, c')}; }}\n#else\n{fallback}\n#endif")
+  return f"#ifndef TG_FMA_{vt}\n#define TG_FMA_{vt}\n{fallback}\n#endif"
 
 def _render_clang_range(ctx:_CWriter, x:UOp) -> str:
   if (no_unroll := ctx.analyses.get("no_unroll")) is None: no_unroll = ctx.analyses["no_unroll"] = _no_unroll_loops(ctx.k)

@@ -1,6 +1,6 @@
 """Fused multiply-add without math.fma (tinygrad/dtype.py: _fma32, _fma64, fma): a*b+c rounded once, as C's fmaf/fma compute it, checked
 against an exact rational oracle (including constructed halfway cases, where rounding the float64 sum again would be wrong) and, where a
-Python 3.13 is installed, against its math.fma. Also the codegen pass that makes MULACC and constant folding of MULACC."""
+Python 3.13 is installed, against its math.fma. Also the codegen pass that makes MULACC (a dot tile's accumulator updates) and constant folding of MULACC."""
 import ctypes
 import glob
 import json
@@ -10,8 +10,8 @@ import subprocess
 from fractions import Fraction
 import pytest
 from hypothesis import given, settings, strategies as st
-from tinygrad.dtype import dtypes, fma, _fma32, _fma64
-from tinygrad.uop.ops import UOp, Ops, exec_alu, graph_rewrite
+from tinygrad.dtype import dtypes, fma, _fma32, _fma64, AddrSpace
+from tinygrad.uop.ops import UOp, Ops, exec_alu, graph_rewrite, ParamArg
 from tinygrad.codegen import pm_fuse_mulacc
 from tinygrad.renderer.cstyle import ClangRenderer
 from tinygrad.renderer.python import PythonRenderer
@@ -121,18 +121,34 @@ def test_exec_alu_folds_fused():
   # half is computed as written (the emulated dtypes round after every op), then rounded to half
   assert exec_alu(Ops.MULACC, dtypes.half, [1.5, 2.0, 0.25]) == 3.25 and fma(3, 4, 5, dtypes.int32) == 17
 
-def _fused(dt, ren) -> UOp:
-  x = [UOp(Ops.PARAM, dt, (), i) for i in range(4)]
-  return graph_rewrite(UOp(Ops.SINK, dtypes.void, (x[2] + x[0] * x[1], x[0] * x[1] + x[3] * x[2])), pm_fuse_mulacc, ctx=ren)
+I = lambda v: UOp.const(v, dtypes.int)
+
+def _fused(dt, ren, a="vector", b="vector", c="acc") -> UOp:
+  """acc + a*b as the codegen leaves a tile's accumulator update: operands loaded as vectors (a vector_alu renderer's dot tile), as
+  lanes of vector loads (the same tile elsewhere), or as scalars; the addend an accumulator (BUFFER(REG)) or a buffer element."""
+  def load(kind:str, slot:int) -> UOp:
+    mem = UOp(Ops.BUFFER, dt, (I(16),), ParamArg(slot, dt, addrspace=AddrSpace.REG)) if kind.startswith("acc") else \
+          UOp(Ops.PARAM, dt, (I(64),), ParamArg(slot, dt))
+    if kind in ("vector", "acc"): return UOp(Ops.LOAD, dt, (UOp(Ops.SHRINK, dt, (mem, I(0), I(4))),))
+    if kind == "lane": return UOp(Ops.INDEX, dt, (UOp(Ops.LOAD, dt, (UOp(Ops.SHRINK, dt, (mem, I(0), I(4))),)), I(1)))
+    return UOp(Ops.LOAD, dt, (UOp(Ops.INDEX, dt, (mem, I(1))),))  # "scalar", "acc scalar"
+  x, y, acc = load(a, 1), load(b, 2), load(c, 0)
+  return graph_rewrite(UOp(Ops.SINK, dtypes.void, (acc + x * y, x * y + acc)), pm_fuse_mulacc, ctx=ren)
 
 @pytest.mark.parametrize("ren", [ClangRenderer(), PythonRenderer()])
 @pytest.mark.parametrize("dt", [dtypes.float32, dtypes.float64])
-def test_pass_fuses(ren, dt):
-  sink = _fused(dt, ren)
-  assert [s.op for s in sink.src] == [Ops.MULACC, Ops.MULACC]
-  assert sink.src[0].src[2].arg == 2 and [s.op for s in sink.src[1].src].count(Ops.MUL) == 1   # the other product is the addend
+@pytest.mark.parametrize("kinds", [("vector", "vector", "acc"), ("lane", "lane", "acc scalar")])
+def test_pass_fuses_dot_tile_updates(ren, dt, kinds):
+  sink = _fused(dt, ren, *kinds)
+  assert [s.op for s in sink.src] == [Ops.MULACC, Ops.MULACC] and sink.src[0] is sink.src[1]
+  assert sink.src[0].src[2].op is Ops.LOAD and sink.src[0].src[2].src[0].src[0].op is Ops.BUFFER   # the accumulator is the addend
 
-@pytest.mark.parametrize("ren, dt", [(CUDARenderer(), dtypes.float32), (None, dtypes.float32), (ClangRenderer(), dtypes.half),
-                                     (PythonRenderer(), dtypes.bfloat16), (ClangRenderer(), dtypes.int32)])
-def test_pass_leaves(ren, dt):
-  assert all(s.op is Ops.ADD for s in _fused(dt, ren).src)
+@pytest.mark.parametrize("ren, dt, kinds", [
+  (CUDARenderer(), dtypes.float32, ()), (None, dtypes.float32, ()),               # no fused MULACC
+  (ClangRenderer(), dtypes.half, ()), (PythonRenderer(), dtypes.bfloat16, ()),    # emulated: rounded after every op
+  (ClangRenderer(), dtypes.int32, ()),
+  (ClangRenderer(), dtypes.float32, ("lane", "scalar", "acc scalar")),            # a register tile: a vector times a broadcast
+  (PythonRenderer(), dtypes.float32, ("vector", "vector", "vector")),             # elementwise a*b+c
+])
+def test_pass_leaves(ren, dt, kinds):
+  assert all(s.op is Ops.ADD for s in _fused(dt, ren, *kinds).src)
