@@ -1,6 +1,7 @@
 """Fused multiply-add without math.fma (tinygrad/dtype.py: _fma32, _fma64, fma): a*b+c rounded once, as C's fmaf/fma compute it, checked
 against an exact rational oracle (including constructed halfway cases, where rounding the float64 sum again would be wrong) and, where a
-Python 3.13 is installed, against its math.fma. Also the codegen pass that makes MULACC (a dot tile's accumulator updates) and constant folding of MULACC."""
+Python 3.13 is installed, against its math.fma. Also the codegen pass that makes MULACC (a dot tile's accumulator updates) and the
+constant folding of MULACC."""
 import ctypes
 import glob
 import json

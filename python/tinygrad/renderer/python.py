@@ -9,7 +9,8 @@ import keyword
 import math
 import struct
 from typing import Callable, Sequence
-from tinygrad.dtype import DType, dtypes, truncate, Invalid, bitcast, _fma32, _fma64, float_to_fp16, float_to_bf16, to_storage_scalar, from_storage_scalar
+from tinygrad.dtype import DType, dtypes, truncate, Invalid, bitcast, float_to_fp16, float_to_bf16, to_storage_scalar, from_storage_scalar
+from tinygrad.dtype import _fma32, _fma64
 from tinygrad.helpers import cdiv, cmod, strip_parens, ContextVar
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp
