@@ -131,7 +131,7 @@ def _fused(dt, ren, a="vector", b="vector", c="acc") -> UOp:
     mem = UOp(Ops.BUFFER, dt, (I(16),), ParamArg(slot, dt, addrspace=AddrSpace.REG)) if kind.startswith("acc") else \
           UOp(Ops.PARAM, dt, (I(64),), ParamArg(slot, dt))
     if kind in ("vector", "acc"): return UOp(Ops.LOAD, dt, (UOp(Ops.SHRINK, dt, (mem, I(0), I(4))),))
-    if kind == "lane": return UOp(Ops.INDEX, dt, (UOp(Ops.LOAD, dt, (UOp(Ops.SHRINK, dt, (mem, I(0), I(4))),)), I(1)))
+    if kind.startswith("lane"): return UOp(Ops.INDEX, dt, (UOp(Ops.LOAD, dt, (UOp(Ops.SHRINK, dt, (mem, I(0), I(4))),)), I(int(kind[4:] or 1))))
     return UOp(Ops.LOAD, dt, (UOp(Ops.INDEX, dt, (mem, I(1))),))  # "scalar", "acc scalar"
   x, y, acc = load(a, 1), load(b, 2), load(c, 0)
   return graph_rewrite(UOp(Ops.SINK, dtypes.void, (acc + x * y, x * y + acc)), pm_fuse_mulacc, ctx=ren)
@@ -149,6 +149,8 @@ def test_pass_fuses_dot_tile_updates(ren, dt, kinds):
   (ClangRenderer(), dtypes.half, ()), (PythonRenderer(), dtypes.bfloat16, ()),    # emulated: rounded after every op
   (ClangRenderer(), dtypes.int32, ()),
   (ClangRenderer(), dtypes.float32, ("lane", "scalar", "acc scalar")),            # a register tile: a vector times a broadcast
+  (PythonRenderer(), dtypes.float32, ("lane", "lane0", "acc scalar")),            # an outer product of two vectors' lanes
+  (PythonRenderer(), dtypes.float32, ("lane", "lane", "vector")),                 # not an accumulator
   (PythonRenderer(), dtypes.float32, ("vector", "vector", "vector")),             # elementwise a*b+c
 ])
 def test_pass_leaves(ren, dt, kinds):
