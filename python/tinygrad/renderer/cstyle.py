@@ -451,16 +451,20 @@ _X86_FMA = {(16, "float"): ("__FMA__", "__builtin_ia32_vfmaddps({})"), (32, "flo
             (64, "double"): ("__AVX512F__", "__builtin_ia32_vfmaddpd512_mask({}, (unsigned char)-1, 4)")}
 
 def _fma_helper(vt:str, scalar:str, lanes:int) -> str:
-  """A vector fused multiply-add (clang 14 has no __builtin_elementwise_fma): on x86 with FMA (-march=native defines __FMA__) the
-  vfmadd builtin of its width; elsewhere fmaf/fma per lane, exact everywhere (in a kernel clang's SLP vectorizer regroups those lanes
-  across a tile's accumulators into shuffles: 4x slower on the dot tile). Guarded: the kernels of a unit share one translation unit."""
+  """A vector fused multiply-add: on x86 with FMA (-march=native defines __FMA__) the vfmadd builtin of its width; else clang's
+  __builtin_elementwise_fma where it has one (not clang 14); else fmaf/fma per lane, exact everywhere (but in a kernel clang 14's SLP
+  vectorizer regroups those lanes across a tile's accumulators into shuffles: 4x slower on the dot tile). Guarded: the kernels of a
+  unit share one translation unit."""
   fn = "__builtin_fmaf" if scalar == "float" else "__builtin_fma"
   per_lane = ", ".join(f"{fn}(a[{i}], b[{i}], c[{i}])" for i in range(lanes))
   sig = f"static inline {vt} tg_fma_{vt}({vt} a, {vt} b, {vt} c)"
-  fallback = f"{sig} {{ return ({vt}){{{per_lane}}}; }}"
+  # newer clang (17+) has a portable vector fma; __has_builtin is itself checked first (older compilers lack it)
+  body = (f"#if defined(__has_builtin)\n#if __has_builtin(__builtin_elementwise_fma)\n#define TG_ELEMENTWISE_FMA\n#endif\n#endif\n"
+          f"#if defined(TG_ELEMENTWISE_FMA)\n{sig} {{ return __builtin_elementwise_fma(a, b, c); }}\n"
+          f"#else\n{sig} {{ return ({vt}){{{per_lane}}}; }}\n#endif")
   if (x86 := _X86_FMA.get((lanes * (4 if scalar == "float" else 8), scalar))) is not None:
-    fallback = (f"#if defined({x86[0]})\n{sig} {{ return ({vt}){x86[1].format('a, b, c')}; }}\n#else\n{fallback}\n#endif")
-  return f"#ifndef TG_FMA_{vt}\n#define TG_FMA_{vt}\n{fallback}\n#endif"
+    body = f"#if defined({x86[0]})\n{sig} {{ return ({vt}){x86[1].format('a, b, c')}; }}\n#else\n{body}\n#endif"
+  return f"#ifndef TG_FMA_{vt}\n#define TG_FMA_{vt}\n{body}\n#endif"
 
 def _render_clang_range(ctx:_CWriter, x:UOp) -> str:
   if (no_unroll := ctx.analyses.get("no_unroll")) is None: no_unroll = ctx.analyses["no_unroll"] = _no_unroll_loops(ctx.k)
