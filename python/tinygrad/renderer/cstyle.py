@@ -4,8 +4,8 @@
 # rules in front of the base ones. ClangRenderer is the CPU flavour (compiled by the system C compiler into a shared object).
 from __future__ import annotations
 import math
-import re
 import os
+import re
 from typing import Any, Callable, Sequence
 from tinygrad.helpers import strip_parens, NUM_CPU_THREADS
 from tinygrad.dtype import DType, dtypes, truncate, Invalid
