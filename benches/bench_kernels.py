@@ -12,6 +12,7 @@ see the same machine load. numpy's BLAS threads spin for a while after a call an
 0.15, past that spin; it was 0.05, which timed our kernels against a spinning BLAS thread) of sleep separate the two sides.
 
   matmul_N        (N, N) @ (N, N), N = 1024 and 2048; numpy a @ b
+  linear_1024     x @ w.T, both (1024, 1024): nn.Linear's forward (the dot-product tile); numpy x @ w.T
   conv2d          batch 8, 64 -> 64 channels, 56x56, 3x3, padding 1; numpy: the padded input's im2col (a copy) and one matmul
   softmax         softmax over the last axis of a (4096, 4096); numpy: e = exp(x - max), e / sum(e)
   sum             x.sum() of 16M floats; numpy x.sum()
@@ -40,11 +41,13 @@ def conv_im2col(xp:np.ndarray, w:np.ndarray) -> np.ndarray:
 
 def cases(rng:np.random.Generator) -> dict[str, tuple]:
   """name -> (make: () -> (tinygrad fn, numpy fn, check inputs), work, unit); work is flops ("flops") or bytes read ("bytes")."""
-  def matmul(n:int):
+  def matmul(n:int, trans:bool=False):
     def make():
       an, bn = (rng.standard_normal((n, n), dtype=np.float32) for _ in range(2))
       a, b = Tensor(an).realize(), Tensor(bn).realize()
-      return (lambda: (a @ b).realize()), (lambda: an @ bn), (lambda t: np.testing.assert_allclose(t.numpy(), an @ bn, rtol=1e-3, atol=1e-2))
+      if trans: ours, npf = (lambda: (a @ b.T).realize()), (lambda: an @ bn.T)
+      else: ours, npf = (lambda: (a @ b).realize()), (lambda: an @ bn)
+      return ours, npf, (lambda t: np.testing.assert_allclose(t.numpy(), npf(), rtol=1e-3, atol=1e-2))
     return make, 2 * n ** 3, "flops"
   def conv():
     def make():
@@ -69,7 +72,8 @@ def cases(rng:np.random.Generator) -> dict[str, tuple]:
       x = Tensor(xn).realize()
       return (lambda: x.sum().realize()), (lambda: xn.sum()), (lambda t: np.testing.assert_allclose(t.numpy(), xn.sum(dtype=np.float64), rtol=1e-4))
     return make, (1 << 24) * 4, "bytes"
-  return {"matmul_1024": matmul(1024), "matmul_2048": matmul(2048), "conv2d": conv(), "softmax": softmax(), "sum": total()}
+  return {"matmul_1024": matmul(1024), "matmul_2048": matmul(2048), "linear_1024": matmul(1024, trans=True), "conv2d": conv(),
+          "softmax": softmax(), "sum": total()}
 
 def run_case(make, repeats:int, gap:float) -> tuple[list[float], list[float]]:
   ours, npf, check = make()
@@ -92,7 +96,7 @@ def run_case(make, repeats:int, gap:float) -> tuple[list[float], list[float]]:
 def main(argv=None) -> dict:
   p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   p.add_argument("--repeats", type=int, default=9, help="timed pairs per case (default 9)")
-  p.add_argument("--only", default="", help="comma-separated cases (default all: matmul_1024,matmul_2048,conv2d,softmax,sum)")
+  p.add_argument("--only", default="", help="comma-separated cases (default all: matmul_1024,matmul_2048,linear_1024,conv2d,softmax,sum)")
   p.add_argument("--gap", type=float, default=0.15, help="seconds of sleep before each timed run (default 0.15)")
   args = p.parse_args(argv)
   rng = np.random.default_rng(0)

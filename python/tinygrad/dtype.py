@@ -8,6 +8,7 @@ import functools
 import math
 import operator
 import struct
+from fractions import Fraction
 from dataclasses import dataclass, fields
 from enum import IntEnum, auto
 from typing import Callable, ClassVar, Final, Literal
@@ -360,6 +361,46 @@ truncate: dict[DType, Callable] = {
   dtypes.float64: lambda x: ctypes.c_double(x).value,
   **{dt: _wrap_int(dt.bitsize, dt in dtypes.sints) for dt in dtypes.ints},
 }
+
+# *** fused multiply-add: a*b+c rounded once (what C's fmaf/fma compute), without math.fma (Python 3.13+) ***
+
+def _fma64(a:float, b:float, c:float) -> float:
+  """a*b+c rounded once to float64."""
+  # IEEE: inf*0 and inf-inf are NaN; a finite product (even one past float64's range) added to an inf or NaN c is c
+  if not (math.isfinite(a) and math.isfinite(b)): return a * b + c
+  if not math.isfinite(c): return c
+  exact = Fraction(a) * Fraction(b) + Fraction(c)
+  # an exact zero keeps IEEE's sign: -0 only from (-0)+(-0), which the float expression gives (its product of zeros is exact)
+  if exact == 0: return a * b + c if c == 0 else 0.0
+  try: return float(exact)  # int/int true division: correctly rounded
+  except OverflowError: return math.inf if exact > 0 else -math.inf
+
+_F32_MAX, _F32_OVERFLOW = float.fromhex("0x1.fffffep127"), float.fromhex("0x1.ffffffp127")
+
+def _fma32(a:float, b:float, c:float) -> float:
+  """a*b+c rounded once to float32, for float32 a, b, c. Their product is exact in float64 (48 bits), and s = p+c rounded to float64
+  with its error e (TwoSum: p+c == s+e exactly) rounds to float32 as the exact sum does, except when s lies exactly halfway between two
+  float32 values and e != 0: then the exact sum is on e's side of the tie (float32 ties are float64 values, so no other s can straddle one)."""
+  p = a * b
+  s = p + c
+  r = ctypes.c_float(s).value
+  if not math.isfinite(s): return r
+  bb = s - p
+  e = (p - (s - bb)) + (c - bb)
+  if e == 0 or r == s: return r
+  # s at the overflow tie (float32's max plus half an ulp, which rounds to inf) with the exact sum just inside it: the max
+  if math.isinf(r): return math.copysign(_F32_MAX, s) if abs(s) == _F32_OVERFLOW and (e < 0) == (s > 0) else r
+  # s is a tie iff its mirror across s from r, 2s-r (exact when it is a float32), is a float32 and s its exact midpoint
+  t = s + (s - r)
+  if ctypes.c_float(t).value != t or 2 * Fraction(s) != Fraction(r) + Fraction(t): return r
+  return t if (e > 0) == (t > s) else r
+
+def fma(a, b, c, dt:DType):
+  """MULACC's value in dt: float32 and float64 fuse (one rounding, as the CPU and PYTHON renderers compute it); other dtypes compute
+  a*b+c as written (the caller rounds to dt)."""
+  if dt is dtypes.float32: return _fma32(float(a), float(b), float(c))
+  if dt is dtypes.float64: return _fma64(float(a), float(b), float(c))
+  return a * b + c
 
 # *** bit-level storage ***
 

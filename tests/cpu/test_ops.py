@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from conftest import DEVICES
 from linear_kernels import Linear, run
-from tinygrad.dtype import DType, dtypes, float_to_bf16, _to_np_dtype
+from tinygrad.dtype import DType, dtypes, float_to_bf16, _to_np_dtype, _fma32, _fma64
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp
 
@@ -74,13 +74,18 @@ def float_inputs(dt:DType, seed:int) -> list[np.ndarray]:
 
 def bf16(x:np.ndarray) -> np.ndarray: return np.array([float_to_bf16(float(v)) for v in x], np.float32)
 
+def np_mulacc(a, b, c):
+  """MULACC as CPU and PYTHON compute it: float32/float64 fused (one rounding, Renderer.fused_mulacc), half as written."""
+  if (fn := {np.dtype(np.float32): _fma32, np.dtype(np.float64): _fma64}.get(a.dtype)) is None: return a * b + c
+  return np.array([fn(float(x), float(y), float(z)) for x, y, z in zip(a, b, c)], a.dtype)
+
 def np_float_op(op:Ops, a, b, s, c):
   with np.errstate(all="ignore"):
     return {Ops.ADD: lambda: a + b, Ops.SUB: lambda: a - b, Ops.MUL: lambda: a * b, Ops.MAX: lambda: np.where(a < b, b, a),
             Ops.FDIV: lambda: a / b, Ops.CDIV: lambda: a / b, Ops.CMOD: lambda: np.fmod(a, b), Ops.POW: lambda: np.power(np.abs(a), b),
             Ops.CMPLT: lambda: a < b, Ops.CMPNE: lambda: a != b, Ops.CMPEQ: lambda: a == b, Ops.NEG: lambda: -a, Ops.RECIPROCAL: lambda: 1 / a,
             Ops.SQRT: lambda: np.sqrt(a), Ops.EXP2: lambda: np.exp2(a), Ops.LOG2: lambda: np.log2(a), Ops.SIN: lambda: np.sin(a),
-            Ops.TRUNC: lambda: np.trunc(a), Ops.WHERE: lambda: np.where(a < b, a, b), Ops.MULACC: lambda: a * b + c}[op]()
+            Ops.TRUNC: lambda: np.trunc(a), Ops.WHERE: lambda: np.where(a < b, a, b), Ops.MULACC: lambda: np_mulacc(a, b, c)}[op]()
 
 _APPROX = {Ops.POW, Ops.EXP2, Ops.LOG2, Ops.SIN}  # libm and Python may differ in the last bit
 

@@ -5,6 +5,7 @@
 from __future__ import annotations
 import math
 import os
+import re
 from typing import Any, Callable, Sequence
 from tinygrad.helpers import strip_parens, NUM_CPU_THREADS
 from tinygrad.dtype import DType, dtypes, truncate, Invalid
@@ -434,6 +435,37 @@ def _no_unroll_loops(k:LinearKernel) -> set[UOp]:
       if u.op in _VECTORIZED_MATH: stack[-1][3] = True
   return ret
 
+def _render_vector_fma(ctx:_CWriter, x:UOp) -> str|None:
+  """A vector MULACC (vector_alu) as a call of its helper (_fma_helper); scalars render with code_for_op."""
+  if (n := ctx.k.lanes[x]) == 1 or x.dtype in _EMULATED: return None
+  return f"tg_fma_{ctx.vector(x.dtype, n)}({', '.join(strip_parens(ctx.opnd(x, s)) for s in x.src)})"
+
+_FMA_CALL = re.compile(r"\btg_fma_((float|double)(\d+))\(")
+
+# x86 vector FMA builtins (what immintrin.h's _mm*_fmadd_p* call; clang and gcc): (the macro that enables them, the call's
+# template) by vector bytes and element type. They are llvm.fma / fma patterns: always fused, which an a*b+c contracted under a pragma
+# is not (clang only contracts a product with one use, and CSE can merge equal products of several multiply-adds).
+_X86_FMA = {(16, "float"): ("__FMA__", "__builtin_ia32_vfmaddps({})"), (32, "float"): ("__FMA__", "__builtin_ia32_vfmaddps256({})"),
+            (64, "float"): ("__AVX512F__", "__builtin_ia32_vfmaddps512_mask({}, (unsigned short)-1, 4)"),
+            (16, "double"): ("__FMA__", "__builtin_ia32_vfmaddpd({})"), (32, "double"): ("__FMA__", "__builtin_ia32_vfmaddpd256({})"),
+            (64, "double"): ("__AVX512F__", "__builtin_ia32_vfmaddpd512_mask({}, (unsigned char)-1, 4)")}
+
+def _fma_helper(vt:str, scalar:str, lanes:int) -> str:
+  """A vector fused multiply-add: on x86 with FMA (-march=native defines __FMA__) the vfmadd builtin of its width; else clang's
+  __builtin_elementwise_fma where it has one (not clang 14); else fmaf/fma per lane, exact everywhere (but in a kernel clang 14's SLP
+  vectorizer regroups those lanes across a tile's accumulators into shuffles: 4x slower on the dot tile). Guarded: the kernels of a
+  unit share one translation unit."""
+  fn = "__builtin_fmaf" if scalar == "float" else "__builtin_fma"
+  per_lane = ", ".join(f"{fn}(a[{i}], b[{i}], c[{i}])" for i in range(lanes))
+  sig = f"static inline {vt} tg_fma_{vt}({vt} a, {vt} b, {vt} c)"
+  # newer clang (17+) has a portable vector fma; __has_builtin is itself checked first (older compilers lack it)
+  body = (f"#if defined(__has_builtin)\n#if __has_builtin(__builtin_elementwise_fma)\n#define TG_ELEMENTWISE_FMA\n#endif\n#endif\n"
+          f"#if defined(TG_ELEMENTWISE_FMA)\n{sig} {{ return __builtin_elementwise_fma(a, b, c); }}\n"
+          f"#else\n{sig} {{ return ({vt}){{{per_lane}}}; }}\n#endif")
+  if (x86 := _X86_FMA.get((lanes * (4 if scalar == "float" else 8), scalar))) is not None:
+    body = f"#if defined({x86[0]})\n{sig} {{ return ({vt}){x86[1].format('a, b, c')}; }}\n#else\n{body}\n#endif"
+  return f"#ifndef TG_FMA_{vt}\n#define TG_FMA_{vt}\n{body}\n#endif"
+
 def _render_clang_range(ctx:_CWriter, x:UOp) -> str:
   if (no_unroll := ctx.analyses.get("no_unroll")) is None: no_unroll = ctx.analyses["no_unroll"] = _no_unroll_loops(ctx.k)
   return ("#pragma clang loop unroll(disable)\n" if x in no_unroll else "") + _render_range(ctx, x)
@@ -441,15 +473,23 @@ def _render_clang_range(ctx:_CWriter, x:UOp) -> str:
 class ClangRenderer(CStyleLanguage):
   """C for the CPU device: one function per kernel, compiled by clang or gcc (CC overrides) into a shared object."""
   device = "CPU"
-  string_rewrite = PatternMatcher([(UPat(Ops.RANGE, name="x", dtype=dtypes.ints), _render_clang_range)]) + base_rewrite
+  string_rewrite = PatternMatcher([(UPat(Ops.RANGE, name="x", dtype=dtypes.ints), _render_clang_range),
+                                   (UPat(Ops.MULACC, name="x"), _render_vector_fma)]) + base_rewrite
   has_local = False
   has_shared = False
   has_threads = True   # the CPU runtime runs a core_id kernel's launches on a thread pool
   vector_alu = True    # GCC/clang vector extensions: a float4 + float4 is one vector add
+  # the kernels compile with -ffp-contract=off (nothing fuses behind the codegen's back): a MULACC is an explicit fmaf/fma, which
+  # -fno-math-errno and -march=native make one vfmadd where the CPU has FMA (a correctly rounded libm call where it has none)
+  fused_mulacc = True
   code_for_op = {**CStyleLanguage.code_for_op,
+                 Ops.MULACC: lambda a, b, c, dtype: f"__builtin_fma{_fsuffix(dtype)}({strip_parens(a)}, {strip_parens(b)}, {strip_parens(c)})"
+                 if dtype in (dtypes.float32, dtypes.float64) else CStyleLanguage.code_for_op[Ops.MULACC](a, b, c, dtype),
                  Ops.EXP2: lambda x, dtype: "__builtin_exp2(" + x + ")" if dtype is dtypes.float64 else f"tg_exp2f({strip_parens(x)})"}
   def render_kernel(self, function_name:str, body:list[str], params:list[str], prefix:list[str]) -> str:
     if any("tg_exp2f(" in line for line in body): prefix = [*prefix, _EXP2_HELPER]
+    fmas = {m.group(1): (m.group(2), int(m.group(3))) for line in body for m in _FMA_CALL.finditer(line)}
+    prefix = [*prefix, *(_fma_helper(vt, scalar, n) for vt, (scalar, n) in sorted(fmas.items()))]
     return super().render_kernel(function_name, body, params, prefix)
   local_max = None
   @property

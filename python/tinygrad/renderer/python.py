@@ -10,6 +10,7 @@ import math
 import struct
 from typing import Callable, Sequence
 from tinygrad.dtype import DType, dtypes, truncate, Invalid, bitcast, float_to_fp16, float_to_bf16, to_storage_scalar, from_storage_scalar
+from tinygrad.dtype import _fma32, _fma64
 from tinygrad.helpers import cdiv, cmod, strip_parens, ContextVar
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp
@@ -63,7 +64,8 @@ def _oob(kernel:str, buf:str, i, n):
 HELPERS: dict[str, object] = {"_r32": _r32, "_rh": float_to_fp16, "_rbf": float_to_bf16, "_fdiv": _fdiv, "_fmod": _fmod, "_sqrt": _sqrt,
                               "_exp2": _exp2, "_log2": _log2, "_sin": _sin, "_trunc": _trunc, "_pow": _pow, "_f2i": _f2i, "_cdiv": cdiv,
                               "_cmod": cmod, "_h2f": _h2f, "_f2h": _f2h, "_bf2f": _bf2f, "_f2bf": _f2bf, "_oob": _oob, "_bitcast": bitcast,
-                              "_inf": math.inf, "_nan": math.nan, "dtypes": dtypes, "_wmma": _wmma}
+                              "_inf": math.inf, "_nan": math.nan, "dtypes": dtypes, "_wmma": _wmma,
+                              "_fma32": _fma32, "_fma64": _fma64}
 
 # ***** rendering *****
 
@@ -73,6 +75,8 @@ _FMT = {dtypes.bool: "?", dtypes.int8: "b", dtypes.uint8: "B", dtypes.int16: "h"
 _FROM_BITS = {dtypes.half: "_h2f", dtypes.bfloat16: "_bf2f"}
 _TO_BITS = {dtypes.half: "_f2h", dtypes.bfloat16: "_f2bf"}
 _ROUND = {dtypes.float32: "_r32", dtypes.half: "_rh", dtypes.bfloat16: "_rbf"}
+# MULACC rounded once, bit for bit what the C renderer's fmaf/fma compute (their results are already in the dtype)
+_FMA = {dtypes.float32: "_fma32", dtypes.float64: "_fma64"}
 
 def _is_float(dt:DType) -> bool: return dtypes.is_float(dt)
 def _div(a, b, dtype): return f"_fdiv({a}, {b})" if _is_float(dtype) else f"_cdiv({a}, {b})"
@@ -91,6 +95,7 @@ class PythonRenderer(Renderer):
   (a WMMA gathers the warp's fragments in local memory between two barriers: tinygrad/renderer/tc.py's emulate_wmma)."""
   device = "PYTHON"
   global_max = None
+  fused_mulacc = True
   @property
   def tensor_cores(self) -> list:  # type: ignore[override]
     return cuda_tensor_cores(arch) if (arch := self.target.arch).startswith("sm_") else []
@@ -114,7 +119,8 @@ class PythonRenderer(Renderer):
     Ops.SHL: lambda a, b, dtype: f"({a} << {b})", Ops.SHR: lambda a, b, dtype: f"({a} >> {b})",
     Ops.CMPLT: lambda a, b, dtype: f"({a} < {b})", Ops.CMPNE: lambda a, b, dtype: f"({a} != {b})", Ops.CMPEQ: lambda a, b, dtype: f"({a} == {b})",
     Ops.WHERE: lambda a, b, c, dtype: f"({b} if {a} else {c})",
-    Ops.MULACC: lambda a, b, c, dtype: f"({_ROUND[dtype]}({a} * {b}) + {c})" if dtype in _ROUND else f"({a} * {b} + {c})"}
+    Ops.MULACC: lambda a, b, c, dtype: f"{_FMA[dtype]}({a}, {b}, {c})" if dtype in _FMA else
+                                       f"({_ROUND[dtype]}({a} * {b}) + {c})" if dtype in _ROUND else f"({a} * {b} + {c})"}
 
   def render_literal(self, v, dt:DType) -> str:
     if v is Invalid: raise KernelContractError("an Invalid constant reached the renderer: the codegen must turn it into a gate")
@@ -317,7 +323,8 @@ class _PyWriter:
       e = fxn(*[self.opnd(u, s) for s in u.src], dtype=odt)
       # comparisons and picks make no new values, nor does int math that provably stays in range (index arithmetic, mostly);
       # everything else is brought back into its dtype
-      if op in GroupOp.Comparison or op in (Ops.WHERE, Ops.MAX) or (op is Ops.NEG and _is_float(dt)): return e, "alu"
+      if op in GroupOp.Comparison or op in (Ops.WHERE, Ops.MAX) or (op is Ops.NEG and _is_float(dt)) or (op is Ops.MULACC and dt in _FMA):
+        return e, "alu"
       # (a weak literal is rendered wrapped to dt, so its raw value must fit too)
       if dtypes.is_int(dt) and (b := int_bounds(u, self.bounds)) is not None and dt.min <= b[0] and b[1] <= dt.max and \
          all(s.dtype is not dtypes.weakint or dt.min <= s.arg <= dt.max for s in u.src if s.op is Ops.CONST): return e, "alu"

@@ -19,7 +19,7 @@ from typing import Any, Callable
 from tinygrad import _core
 from tinygrad._core import UOp, UPat, PatternMatcher, graph_rewrite
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.dtype import DType, dtypes, ConstType, PyConst, Invalid, InvalidType, AddrSpace, least_upper_dtype, least_upper_float, truncate
+from tinygrad.dtype import DType, dtypes, ConstType, PyConst, Invalid, InvalidType, AddrSpace, least_upper_dtype, least_upper_float, truncate, fma
 from tinygrad.helpers import TRACK_MATCH_STATS, argfix, partition, cdiv, cmod, floordiv, floormod
 
 __all__ = ["UOp", "UPat", "PatternMatcher", "graph_rewrite", "BottomUpGate", "Ops", "GroupOp", "print_uop_graph", "track_rewrites_log",
@@ -425,7 +425,8 @@ def exec_alu(op:Ops, dtype:DType, operands, truncate_output:bool=True):
     count = max(len(x) for x in operands if isinstance(x, tuple))
     return tuple(exec_alu(op, dtype, [x[i] if isinstance(x, tuple) else x for x in operands]) for i in range(count))
   if op in GroupOp.Binary and Invalid in operands: return Invalid
-  ret = python_alu[op](*operands)
+  # MULACC folds as the devices that make it compute it: float32/float64 rounded once (Renderer.fused_mulacc)
+  ret = fma(*operands, dtype) if op is Ops.MULACC else python_alu[op](*operands)
   if truncate_output and (fxn := truncate.get(dtype)) is not None: return fxn(ret)
   return ret
 

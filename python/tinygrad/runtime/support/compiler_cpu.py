@@ -45,8 +45,9 @@ def unit_symbol(name:str, src:str) -> str:
   return f"{name}__{hashlib.sha256(src.encode()).hexdigest()[:16]}"
 
 class ClangCompiler(Compiler):
-  """Compiles a kernel's C into a shared object (returned as bytes). Ints wrap (-fwrapv) and nothing fuses into FMAs (-ffp-contract=off),
-  so results match the PYTHON device; -fno-math-errno lets sqrt be an instruction.
+  """Compiles a kernel's C into a shared object (returned as bytes). Ints wrap (-fwrapv) and the compiler fuses nothing into FMAs
+  (-ffp-contract=off: the only ones are the renderer's explicit MULACCs), so results match the PYTHON device; -fno-math-errno lets
+  sqrt and fmaf be instructions.
 
   Starting the C compiler (and the linker) costs more than compiling a small kernel, so compile_many puts the kernels of a schedule into
   one translation unit (split over the cores when there are several, or over `jobs` processes), compiled by one process and linked into
