@@ -291,10 +291,11 @@ TILE_FAMILY_ROWS = (4, 16)    # the other row counts of a matmul tile a BEAM sea
 TILE_FAMILY_CHAINED = (4, 32)
 
 def tile_family(ast:UOp, ren:Renderer) -> list[UOp]:
-  """Where to start a search (codegen/opt/search.py) besides the heuristics' kernel: its packed register tile with other row counts, and
-  its tile without the SWAP and PACK (the search can't extend past a PACK, which is the last opt: from there the rounds try the other
-  swaps, packs and thread counts). Few on purpose: each 2048 matmul candidate costs ~0.1 s per timed run on an idle machine, ~1 s on a
-  loaded one. [] on a device with GPU dims or for a kernel without a packed tile."""
+  """Where to start a search (codegen/opt/search.py) besides the heuristics' kernel: its packed register tile with other row counts, the
+  chained 4 x 32 tile (TILE_FAMILY_CHAINED, on a renderer with fused_mulacc), and its tile without the SWAP and PACK (the search can't
+  extend past a PACK, which is the last opt: from there the rounds try the other swaps, packs and thread counts). Few on purpose: each
+  2048 matmul candidate costs ~0.1 s per timed run on an idle machine, ~1 s on a loaded one. [] on a device with GPU dims or for a
+  kernel without a packed tile."""
   if ren.has_local or NOOPT: return []
   kernels = [hand_coded_optimizations(ast, _threads(ren), ren.supports_float4, rows) for rows in (TILE_ROWS, *TILE_FAMILY_ROWS)]
   if ren.fused_mulacc: kernels.append(hand_coded_optimizations(ast, _threads(ren), ren.supports_float4, *TILE_FAMILY_CHAINED, chain=True))
