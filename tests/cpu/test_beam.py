@@ -257,14 +257,14 @@ def test_beam_on_other_pythons(tmp_path):
 
 def test_actions_extend_a_tile_over_the_lane_caps(monkeypatch):
   # the heuristics' register tile (8 x 16 lanes, the scheduler's unroll of 4: 512 lanes, over BEAM_UPCAST_MAX) can still be swapped and
-  # packed: the caps stop only actions that add lanes
+  # packed (or chained: CHAIN adds no lanes): the caps stop only actions that add lanes
   import tinygrad.codegen.opt.heuristic as H
   monkeypatch.setattr(H, "TILE_MIN_WORK", 1)
   _, _, ta, tb = _matmul(64)
   ast, ren = _kernel_ast(ta @ tb), Device["CPU"].renderer
   tile = apply_opts(ast, optimize_ast(ast, ren).arg.opts[:-2], ren)   # the tile before its SWAP and PACK
   acts = search.kernel_actions(tile, ren)
-  assert {a.op for a in acts} <= {OptOps.SWAP, OptOps.PACK, OptOps.THREAD} and any(a.op is OptOps.PACK for a in acts)
+  assert {a.op for a in acts} <= {OptOps.SWAP, OptOps.PACK, OptOps.THREAD, OptOps.CHAIN} and any(a.op is OptOps.PACK for a in acts)
   assert all(a.op is not OptOps.UPCAST for a in acts)
 
 def test_search_starts_from_the_tile_family(monkeypatch):
@@ -274,9 +274,11 @@ def test_search_starts_from_the_tile_family(monkeypatch):
   ast, ren = _kernel_ast(ta @ tb), Device["CPU"].renderer
   family = H.tile_family(ast, ren)
   default = optimize_ast(ast, ren)
-  # the default first, the packed tiles of 4 and 16 rows (of 64), and the default's tile without its SWAP and PACK
-  assert family[0] is default and len(family) == 4 and len({k.arg.opts for k in family}) == 4
-  assert [[o.arg for o in k.arg.opts if o.op is OptOps.UPCAST] for k in family] == [[16, 8], [16, 4], [16, 16], [16, 8]]
+  # the default first, the packed tiles of 4 and 16 rows (of 64), the chained 4 x 32 one (CHAIN before its PACK), and the default's
+  # tile without its SWAP and PACK
+  assert family[0] is default and len(family) == 5 and len({k.arg.opts for k in family}) == 5
+  assert [[o.arg for o in k.arg.opts if o.op is OptOps.UPCAST] for k in family] == [[16, 8], [16, 4], [16, 16], [16, 2, 4], [16, 8]]
+  assert [k for k in family if any(o.op is OptOps.CHAIN for o in k.arg.opts)] == [family[3]]
   assert family[-1].arg.opts == default.arg.opts[:-2] and all(k.arg.opts[-1].op is OptOps.PACK for k in family[:-1])
   measured = []
   real = search._compile_all

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from tinygrad.dtype import dtypes, fma, _fma32, _fma64, AddrSpace
 from tinygrad.uop.ops import UOp, Ops, exec_alu, graph_rewrite, ParamArg
-from tinygrad.codegen import pm_fuse_mulacc
+from tinygrad.codegen import pm_fuse_mulacc, FuseContext
 from tinygrad.renderer.cstyle import ClangRenderer
 from tinygrad.renderer.python import PythonRenderer
 from tinygrad.renderer.cuda import CUDARenderer
@@ -134,7 +134,7 @@ def _fused(dt, ren, a="vector", b="vector", c="acc") -> UOp:
     if kind.startswith("lane"): return UOp(Ops.INDEX, dt, (UOp(Ops.LOAD, dt, (UOp(Ops.SHRINK, dt, (mem, I(0), I(4))),)), I(int(kind[4:] or 1))))
     return UOp(Ops.LOAD, dt, (UOp(Ops.INDEX, dt, (mem, I(1))),))  # "scalar", "acc scalar"
   x, y, acc = load(a, 1), load(b, 2), load(c, 0)
-  return graph_rewrite(UOp(Ops.SINK, dtypes.void, (acc + x * y, x * y + acc)), pm_fuse_mulacc, ctx=ren)
+  return graph_rewrite(UOp(Ops.SINK, dtypes.void, (acc + x * y, x * y + acc)), pm_fuse_mulacc, ctx=FuseContext(ren, False))
 
 @pytest.mark.parametrize("ren", [ClangRenderer(), PythonRenderer()])
 @pytest.mark.parametrize("dt", [dtypes.float32, dtypes.float64])

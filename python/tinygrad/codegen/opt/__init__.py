@@ -13,6 +13,7 @@ class OptOps(Enum):
   TC = auto(); UPCAST = auto(); UNROLL = auto(); LOCAL = auto(); THREAD = auto()  # noqa: E702
   GROUP = auto(); GROUPTOP = auto(); NOLOCALS = auto(); PADTO = auto(); SWAP = auto()  # noqa: E702
   PACK = auto()   # not in tinygrad 0.14: a load's panel copied into contiguous scratch memory (codegen/opt/kernel.py _pack)
+  CHAIN = auto()  # not in tinygrad 0.14: a reduce's unrolled products accumulate as a chain of fused multiply-adds (codegen pm_fuse_mulacc)
   def __lt__(self, x:OptOps): return self.value < x.value
   def __repr__(self): return str(self)
 

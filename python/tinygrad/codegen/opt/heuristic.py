@@ -66,9 +66,9 @@ TAP_ROWS = (8, 16)            # and the image rows upcast with the taps (the inp
 TAP_IN_CHANNELS = 2           # and the input channels of a weight gradient (see tap_tile)
 UNROLL_MAX_LOADS = 32         # a reduce loop is unrolled when its trip count times the loads in its body is at most this
 
-def hand_coded_optimizations(ast:UOp, threads:int, upcast:bool=True, tile_rows:int=TILE_ROWS) -> UOp:
+def hand_coded_optimizations(ast:UOp, threads:int, upcast:bool=True, tile_rows:int=TILE_ROWS, tile_cols:int=0, chain:bool=False) -> UOp:
   """The heuristics above; `threads`: the most launches a THREAD range may have, `upcast`: whether the target has vector accesses,
-  `tile_rows`: the rows of a matmul's register tile (tile_family tries others)."""
+  `tile_rows`, `tile_cols` (0: TILE_LANES) and `chain` (Opt CHAIN): a matmul's register tile (tile_family tries others)."""
   # threading decides on the work before upcasting hides a factor of it. The scheduler's UNROLL lanes are not counted: THREAD_MIN_WORK
   # was tuned when they were not ranges
   if threads > 1 and (loops := ranges_of(ast, AxisType.LOOP)) and (n_out := range_size(loops[0])) is not None:
@@ -93,7 +93,7 @@ def hand_coded_optimizations(ast:UOp, threads:int, upcast:bool=True, tile_rows:i
   if len(ast.src) != 1 or ast.src[0].op is not Ops.STORE or len(ast.src[0].src) != 2 or ast.src[0].src[0].op is not Ops.INDEX: return ast
   if has_reduce and (loops := ranges_of(ast, AxisType.LOOP)) and (tiled := tap_tile(ast, loops)) is not None: return tiled
   if not (loops := ranges_of(ast, AxisType.LOOP)) or (n := range_size(inner_loop := loops[-1])) is None or n % UPCAST != 0: return ast
-  if has_reduce and (tiled := register_tile(ast, loops, tile_rows)) is not None: return tiled
+  if has_reduce and (tiled := register_tile(ast, loops, tile_rows, tile_cols, chain)) is not None: return tiled
   if has_reduce and (tiled := dot_tile(ast, loops)) is not None: return tiled
   if has_reduce and (tiled := image_tile(ast, loops)) is not None: return tiled
   up, outer, lane = apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, inner_loop), UPCAST))
@@ -187,7 +187,7 @@ def _in_loop(ld:UOp) -> bool:
 def _reduce_loads(ast:UOp) -> list[UOp]:
   return [u for red in ast.toposort() if red.op is Ops.REDUCE for u in red.src[0].toposort() if u.op is Ops.LOAD]
 
-def register_tile(ast:UOp, loops:list[UOp], rows:int=TILE_ROWS) -> UOp|None:
+def register_tile(ast:UOp, loops:list[UOp], rows:int=TILE_ROWS, cols:int=0, chain:bool=False) -> UOp|None:
   """A big reduce kernel with two or more output loops gets a register tile over the innermost output loop j and the loop i whose
   lanes share what j's lanes load (the innermost LOOP that no j-dependent load in the reduce depends on: a matmul's rows, a conv's
   output channels), measured on AVX-512 with clang's SLP vectorizer, which turns the lanes into vector registers: the j-dependent load
@@ -197,7 +197,8 @@ def register_tile(ast:UOp, loops:list[UOp], rows:int=TILE_ROWS) -> UOp|None:
   step reads a new page and, for N = 2048, the panel's lines alias in a few cache sets (2048: ~2x the GFLOP per CPU-second, 1024
   ~1.1x). Where the panel is too big to pack (PACK_MAX_BYTES) and B too big to stay in the caches (K*N*itemsize > TILE_PANEL_BYTES),
   j gets 32 lanes (two vectors) and the j blocks move outside the i blocks: the K x 32 panel of B is read from cache by every row
-  block. (A kernel whose j-dependent loads are gated got peeled_tile or gather_tile before.)
+  block. (A kernel whose j-dependent loads are gated got peeled_tile or gather_tile before.) `cols` 32 (tile_family): j gets 2 x 16
+  lanes before i's (two vectors per reduce step), `chain`: Opt(CHAIN) before the PACK (see TILE_FAMILY_CHAINED).
   None if the kernel doesn't qualify (then the 4x4 upcast)."""
   sizes = [range_size(r) for r in ranges_of(ast)]
   if len(loops) < 2 or any(s is None for s in sizes) or prod(sizes) < TILE_MIN_WORK: return None  # type: ignore[arg-type]
@@ -212,8 +213,12 @@ def register_tile(ast:UOp, loops:list[UOp], rows:int=TILE_ROWS) -> UOp|None:
     if ni % rows != 0: return None
     red = [r for r in ranges_of(up, AxisType.REDUCE, AxisType.UNROLL) if any(r in ld.src[0].src[1].toposort() for ld in loads)]
     panel = nj * prod(range_size(r) or 1 for r in red) * loads[0].dtype.itemsize
+    if cols == 2 * vj:
+      if j_out is None or (range_size(j_out) or 0) % 2: return None
+      up, j_out, _ = apply_opt(up, Opt(OptOps.UPCAST, opt_axis(up, OptOps.UPCAST, j_out), 2))
     up, i_out, _ = apply_opt(up, Opt(OptOps.UPCAST, opt_axis(up, OptOps.UPCAST, i), rows))
-    if (packed := _packed_panels(up, j_out, i_out, loads[0])) is not None: return packed
+    if (packed := _packed_panels(up, j_out, i_out, loads[0], chain)) is not None: return packed
+    if cols or chain: return None
     if panel > TILE_PANEL_BYTES and j_out is not None and (range_size(j_out) or 0) % 2 == 0:
       up, j_out, _ = apply_opt(up, Opt(OptOps.UPCAST, opt_axis(up, OptOps.UPCAST, j_out), 2))
       if j_out is not None and i_out is not None:
@@ -265,13 +270,14 @@ def gather_tile(ast:UOp) -> UOp|None:
   up = apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, j), vj))[0]
   return apply_opt(up, Opt(OptOps.UPCAST, opt_axis(up, OptOps.UPCAST, cands[-1]), 16))[0]
 
-def _packed_panels(up:UOp, j_out:UOp|None, i_out:UOp|None, vload:UOp) -> UOp|None:
+def _packed_panels(up:UOp, j_out:UOp|None, i_out:UOp|None, vload:UOp, chain:bool=False) -> UOp|None:
   """The matmul tile with its column blocks outside its row blocks (SWAP) and each K x 16 panel of B packed (PACK) once per column
   block, so every row block reads it as consecutive memory; None where that can't apply (a panel over PACK_MAX_BYTES)."""
   if j_out is None or i_out is None: return None
   try:
     up = apply_opt(up, Opt(OptOps.SWAP, opt_axis(up, OptOps.SWAP, j_out), opt_axis(up, OptOps.SWAP, i_out)))[0]
     jr = j_out.replace(arg=(*range_key(i_out), rtype(j_out)))   # the column blocks' range, where the row blocks' was
+    if chain: up = apply_opt(up, Opt(OptOps.CHAIN))[0]
     cands = pack_candidates(up, jr)
     which = next(k for k, ld in enumerate(cands) if ld.src[0].src[0] is vload.src[0].src[0])
     return apply_opt(up, Opt(OptOps.PACK, opt_axis(up, OptOps.PACK, jr), which))[0]
@@ -280,14 +286,19 @@ def _packed_panels(up:UOp, j_out:UOp|None, i_out:UOp|None, vload:UOp) -> UOp|Non
 def _threads(ren:Renderer) -> int: return min(ren.global_max[0], THREAD_MAX) if ren.has_threads and ren.global_max else 1
 
 TILE_FAMILY_ROWS = (4, 16)    # the other row counts of a matmul tile a BEAM search starts from
+# and a 4 x 32 tile whose 4 UNROLL lanes accumulate as a chain of fused multiply-adds (Opt CHAIN; its tree of 4 products spills, the
+# 8 x 16 tile chained is latency-bound): one core, 1024 matmul, 20.1-20.9 ms against the 8 x 16 tile's 22.1-22.3 (benches/README.md)
+TILE_FAMILY_CHAINED = (4, 32)
 
 def tile_family(ast:UOp, ren:Renderer) -> list[UOp]:
-  """Where to start a search (codegen/opt/search.py) besides the heuristics' kernel: its packed register tile with other row counts, and
-  its tile without the SWAP and PACK (the search can't extend past a PACK, which is the last opt: from there the rounds try the other
-  swaps, packs and thread counts). Few on purpose: each 2048 matmul candidate costs ~0.1 s per timed run on an idle machine, ~1 s on a
-  loaded one. [] on a device with GPU dims or for a kernel without a packed tile."""
+  """Where to start a search (codegen/opt/search.py) besides the heuristics' kernel: its packed register tile with other row counts, the
+  chained 4 x 32 tile (TILE_FAMILY_CHAINED, on a renderer with fused_mulacc), and its tile without the SWAP and PACK (the search can't
+  extend past a PACK, which is the last opt: from there the rounds try the other swaps, packs and thread counts). Few on purpose: each
+  2048 matmul candidate costs ~0.1 s per timed run on an idle machine, ~1 s on a loaded one. [] on a device with GPU dims or for a
+  kernel without a packed tile."""
   if ren.has_local or NOOPT: return []
   kernels = [hand_coded_optimizations(ast, _threads(ren), ren.supports_float4, rows) for rows in (TILE_ROWS, *TILE_FAMILY_ROWS)]
+  if ren.fused_mulacc: kernels.append(hand_coded_optimizations(ast, _threads(ren), ren.supports_float4, *TILE_FAMILY_CHAINED, chain=True))
   kernels = [k for k in kernels if isinstance(k.arg, KernelInfo) and k.arg.opts[-2:] and k.arg.opts[-1].op is OptOps.PACK]
   if not kernels: return []
   try: plain = [apply_opts(ast, kernels[0].arg.opts[:-2], ren)]

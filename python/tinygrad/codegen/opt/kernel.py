@@ -27,6 +27,9 @@ The ops (the renderer's capabilities decide which its device can run: has_thread
            load reads (arg: which of pack_candidates) is first copied into a contiguous array (a REG BUFFER: the launch's stack), in
            the order of its address strides, and the reduce reads it from there: a matmul's B columns block, whose rows are a row of B
            apart in memory (a new page per reduce step, cache sets aliasing), becomes K consecutive short rows. The last opt of a kernel.
+  CHAIN    (not in tinygrad 0.14; a renderer with fused_mulacc) Opt(CHAIN): changes no range; an accumulator update acc + (a sum of
+           products: the UNROLL lanes' tree) becomes a chain of MULACCs, acc = fma(a_n, b_n, ... fma(a_0, b_0, acc)), one rounding per
+           product (not the tree's order: other bits than without it, the same on every fused_mulacc device; codegen pm_fuse_mulacc).
 """
 from __future__ import annotations
 from collections import Counter
@@ -144,6 +147,11 @@ def apply_opt(ast:UOp, opt:Opt, ren=None) -> tuple[UOp, UOp|None, UOp|None]:
     need(not opts, "tensor core opts must come first")
     from tinygrad.codegen.opt.tc import apply_tc
     ret, outer, inner = apply_tc(ast, opt, ren, need)
+  elif opt.op is OptOps.CHAIN:
+    need(ren is None or ren.fused_mulacc, f"{ren!r} has no fused multiply-add (fused_mulacc=False)")
+    need(not any(o.op is OptOps.CHAIN for o in opts), "CHAIN was applied already")
+    need(bool(ranges_of(ast, AxisType.UNROLL)), "the kernel has no UNROLL lanes to chain")
+    ret = ast
   elif opt.op is OptOps.NOLOCALS:
     need(not any(o.op is OptOps.NOLOCALS for o in opts), "NOLOCALS was applied already")
     need(not ranges_of(ast, *_LOCAL_DIMS), "the kernel has LOCAL/GROUP_REDUCE ranges already")

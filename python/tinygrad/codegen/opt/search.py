@@ -57,6 +57,7 @@ actions += [Opt(OptOps.TC, axis, (-1, getenv("TC_OPT", 2), getenv("TC", 1))) for
 actions += [Opt(OptOps.SWAP, axis0, axis1) for axis0 in range(5) for axis1 in range(axis0 + 1, 5)]
 actions += [Opt(OptOps.THREAD, axis, amt) for amt in [2, 3, 4, 5, 8, 12, 16, 24, 32, 64] for axis in range(3)]
 actions += [Opt(OptOps.PACK, axis, arg) for axis in range(4) for arg in range(2)]   # ours: a panel packed in a loop (CPU)
+actions += [Opt(OptOps.CHAIN)]   # ours: a reduce's unrolled products as a chain of fused multiply-adds (renderers with fused_mulacc)
 if getenv("NOLOCALS"): actions += [Opt(OptOps.NOLOCALS)]
 
 BEAM_DEBUG = ContextVar("BEAM_DEBUG", 0)
