@@ -50,13 +50,17 @@ def _np_conv_pad1(x, w):
   sliding = np.lib.stride_tricks.sliding_window_view(np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1))), (3, 3), axis=(2, 3))
   return np.einsum("nchwij,ocij->nohw", sliding, w)
 
+def conv_tiled(device, x, w, **kw):
+  """The conv of x and w as a kernel AST, its buffers, and the AST the heuristics give it on one thread."""
+  ast, bufs = ast_of(Tensor(x, device=device).realize().conv2d(Tensor(w, device=device).realize(), **kw))
+  return ast, bufs, H.hand_coded_optimizations(ast, threads=1)
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("width", [24, 48])
 def test_conv_peeled_tile(device, width, small_tiles, monkeypatch):
   monkeypatch.setattr(S, "SPLIT_REDUCE_MIN_WORK", 1)
   x, w = rand(1, 4, 6, width), rand(32, 4, 3, 3, seed=1)
-  ast, bufs = ast_of(Tensor(x, device=device).realize().conv2d(Tensor(w, device=device).realize(), padding=1))
-  opt = H.hand_coded_optimizations(ast, threads=1)
+  ast, bufs, opt = conv_tiled(device, x, w, padding=1)
   # the padded input's loads are gated only by the border, which split_ranges peels: the interior reads the columns' lanes as vectors,
   # each serving 128 / lanes output channels; the 3x3 window stays a loop (no UNROLL)
   assert [(k, s) for k, s in kinds(opt) if k is U] == ([(U, 16), (U, 8)] if width == 24 else [(U, 8), (U, 16)])
@@ -70,8 +74,7 @@ def test_conv_peeled_tile(device, width, small_tiles, monkeypatch):
 def test_conv_gather_tile(device, width, monkeypatch):
   monkeypatch.setattr(H, "GATHER_MIN_WORK", 1)
   x, w = rand(1, 4, 4, width), rand(32, 4, 3, 3, seed=1)
-  ast, bufs = ast_of(Tensor(x, device=device).realize().conv2d(Tensor(w, device=device).realize(), padding=1))
-  opt = H.hand_coded_optimizations(ast, threads=1)
+  ast, bufs, opt = conv_tiled(device, x, w, padding=1)
   # the padded input's loads are gated (no vector load): 8 output columns, each gathered input vector serving 16 output channels;
   # the 3x3 window stays a loop
   assert [(k, s) for k, s in kinds(opt) if k is U] == [(U, 16), (U, 8)] and not [o for o in opt.arg.opts if o.op is OptOps.UNROLL]
@@ -83,8 +86,7 @@ def test_conv_peeled_tile_4_lanes(device, width, small_tiles, monkeypatch):
   # a row of a multiple of 4 columns but not of 8 (a 28x28 image): 4 columns (float4 loads) x 16 output channels, the same peeled split
   monkeypatch.setattr(S, "SPLIT_REDUCE_MIN_WORK", 1)
   x, w = rand(2, 3, 5, width), rand(32, 3, 3, 3, seed=1)
-  ast, bufs = ast_of(Tensor(x, device=device).realize().conv2d(Tensor(w, device=device).realize(), padding=1))
-  opt = H.hand_coded_optimizations(ast, threads=1)
+  ast, bufs, opt = conv_tiled(device, x, w, padding=1)
   assert [(k, s) for k, s in kinds(opt) if k is U] == [(U, 16), (U, 4)] and not [o for o in opt.arg.opts if o.op is OptOps.UNROLL]
   assert apply_opts(ast, opt.arg.opts) is opt
   uops = lower_ast(opt).uops
@@ -100,8 +102,7 @@ def test_conv_gather_tile_4_and_2_lanes(device, shape, kw, lanes, monkeypatch):
   from test_functional import np_conv
   monkeypatch.setattr(H, "GATHER_MIN_WORK", 1)
   x, w = rand(*shape), rand(32, shape[1], 3, 3, seed=1)
-  ast, bufs = ast_of(Tensor(x, device=device).realize().conv2d(Tensor(w, device=device).realize(), **kw))
-  opt = H.hand_coded_optimizations(ast, threads=1)
+  ast, bufs, opt = conv_tiled(device, x, w, **kw)
   assert [(k, s) for k, s in kinds(opt) if k is U] == [(U, 16), (U, lanes)] and not [o for o in opt.arg.opts if o.op is OptOps.UNROLL]
   assert apply_opts(ast, opt.arg.opts) is opt
   pad, stride = kw["padding"], kw.get("stride", 1)
