@@ -218,16 +218,15 @@ class CPUProgram(Program['CPUDevice']):
     st = time.perf_counter()
     if self.spec is None or (core := self.spec.core_id) is None or global_size[0] <= 1: self.fxn(*args)
     elif (run := self._pooled(global_size[0], build=False)) is not None: run(*args)
-    else:
-      # Python threads: one launch per core_id; ctypes drops the GIL during the call, so the threads really run in parallel. The
-      # calling thread runs launch 0 itself (it would only wait): one pool thread fewer to wake per kernel
-      slot = len(bufs) + core
-      def launch(tid:int): self.fxn(*args[:slot], tid, *args[slot+1:])
-      futures = [self.dev.pool.submit(launch, tid) for tid in range(1, global_size[0])]
-      try: launch(0)
-      finally:
-        for f in futures: f.result()
+    else: self._on_python_threads(args, len(bufs) + core, global_size[0])
     return time.perf_counter() - st if wait else None
+  def _on_python_threads(self, args, slot:int, n:int) -> None:
+    # one launch per core_id (at args[slot]); ctypes drops the GIL during the call, so the threads really run in parallel. The calling
+    # thread runs launch 0 itself (it would only wait): one pool thread fewer to wake per kernel
+    futures = [self.dev.pool.submit(self.fxn, *args[:slot], tid, *args[slot+1:]) for tid in range(1, n)]
+    try: self.fxn(*args[:slot], 0, *args[slot+1:])
+    finally:
+      for f in futures: f.result()
   def _pooled(self, n:int, build:bool) -> Callable[..., None]|None:
     """The C thread pool's launch of this threaded kernel's n chunks (runtime/support/cpu_threads.py), taking the kernel's arguments
     (core_id's slot ignored), or None: variables other than int32, too many buffers, or no pool (yet: see CPUDevice.native_pool)."""
@@ -244,14 +243,8 @@ class CPUProgram(Program['CPUDevice']):
     if self.spec is None: return super().launcher(global_size, local_size)
     if (core := self.spec.core_id) is None or global_size[0] <= 1: return _addr, self.fxn   # the C function itself: no Python frame
     if (run := self._pooled(global_size[0], build=True)) is not None: return _addr, run
-    fxn, pool, slot, n = self.fxn, self.dev.pool, len(self.spec.globals) + core, global_size[0]
-    def launch(*args):
-      # as __call__: launch 0 on the calling thread, the others on the pool
-      futures = [pool.submit(fxn, *args[:slot], tid, *args[slot+1:]) for tid in range(1, n)]
-      try: fxn(*args[:slot], 0, *args[slot+1:])
-      finally:
-        for f in futures: f.result()
-    return _addr, launch
+    slot, n = len(self.spec.globals) + core, global_size[0]
+    return _addr, lambda *args: self._on_python_threads(args, slot, n)
 
 def _addr(buf:CPUBuffer) -> int: return buf.addr
 
