@@ -136,3 +136,47 @@ def test_python_fallback_launcher_runs_launch_zero_on_the_caller(monkeypatch):
     launch(*[argf(b.ensure_allocated()._buf) for b in items[0].bufs], *spec.vals())
   assert sorted(c for c, _ in ran) == [0, 1] and dict(ran)[0] == threading.get_ident() and dict(ran)[1] != threading.get_ident()
   np.testing.assert_array_equal(items[0].bufs[0].numpy(), x * 2)
+
+# Workers kept off the launching thread's CPU (the module's comment: a worker woken onto the caller's CPU shares it for milliseconds)
+needs_two_cpus = pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or cpu_threads._sched_getcpu() is None
+                                    or len(os.sched_getaffinity(0)) < 2, reason="needs Linux's affinity calls and two CPUs")
+
+def _on_a_steady_cpu(launch) -> int:
+  # launches until the calling thread is on the same CPU before and after (the scheduler may move it meanwhile); returns that CPU
+  getcpu = cpu_threads._sched_getcpu()
+  for _ in range(200):
+    cpu = getcpu()
+    launch()
+    if getcpu() == cpu: return cpu
+  pytest.fail("the calling thread changed CPUs at every launch")
+
+@needs_two_cpus
+def test_c_pool_workers_kept_off_the_callers_cpu(scale):
+  lib = load_library(Device["CPU"].compiler.compile_cached(cpu_threads.pool_source() + "\n/* placement test copy */\n"))
+  p = cpu_threads.NativePool(lib, 2)
+  try:
+    cpu = _on_a_steady_cpu(lambda: _run(p, scale, 1 << 12, 4))
+    assert len(tids := p.thread_ids()) == 2 and all(tids)
+    for tid in tids: assert os.sched_getaffinity(tid) == os.sched_getaffinity(0) - {cpu}
+  finally: p.stop()
+
+@needs_two_cpus
+def test_python_pool_threads_kept_off_the_callers_cpu():
+  from concurrent.futures import ThreadPoolExecutor
+  placement = cpu_threads.ThreadPlacement()
+  with ThreadPoolExecutor(2, initializer=placement.register) as ex:
+    started = threading.Barrier(3)
+    for _ in range(2): ex.submit(started.wait)   # both threads up (each registers as it starts)
+    started.wait()
+    assert len(placement.threads) == 2
+    cpu = _on_a_steady_cpu(placement.place)
+    for tid in placement.threads: assert os.sched_getaffinity(tid) == os.sched_getaffinity(0) - {cpu}
+    # a launching thread allowed on one CPU only leaves the threads where they are (there is no other CPU to keep them on)
+    before = {tid: os.sched_getaffinity(tid) for tid in placement.threads}
+    def pinned_launcher():
+      os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+      placement.cpu = -1
+      placement.place()
+    t = threading.Thread(target=pinned_launcher)
+    t.start(); t.join()
+    assert {tid: os.sched_getaffinity(tid) for tid in placement.threads} == before

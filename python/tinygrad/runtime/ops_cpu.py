@@ -20,7 +20,7 @@ from tinygrad.dtype import DType, dtypes
 from tinygrad.helpers import to_mv, mv_address, round_up, cache_dir, NUM_CPU_THREADS
 from tinygrad.renderer.cstyle import ClangRenderer
 from tinygrad.runtime.support.compiler_cpu import ClangCompiler, unit_symbol
-from tinygrad.runtime.support.cpu_threads import NativePool, native_pool, pool_fits
+from tinygrad.runtime.support.cpu_threads import NativePool, ThreadPlacement, native_pool, pool_fits
 
 class CPUBuffer:
   """A span of host memory: `mv` is a byte view of it, `addr` its address. Views keep their base alive through `base`. `fd` is the
@@ -223,6 +223,7 @@ class CPUProgram(Program['CPUDevice']):
   def _on_python_threads(self, args, slot:int, n:int) -> None:
     # one launch per core_id (at args[slot]); ctypes drops the GIL during the call, so the threads really run in parallel. The calling
     # thread runs launch 0 itself (it would only wait): one pool thread fewer to wake per kernel
+    self.dev.placement.place()
     futures = [self.dev.pool.submit(self.fxn, *args[:slot], tid, *args[slot+1:]) for tid in range(1, n)]
     try: self.fxn(*args[:slot], 0, *args[slot+1:])
     finally:
@@ -253,9 +254,10 @@ POOL_AFTER_LAUNCHES = 256   # threaded launches before a process builds the C po
 class CPUDevice(Compiled):
   def __init__(self, device:str="CPU"):
     super().__init__(device, CPUAllocator(self), [(ClangRenderer, ClangCompiler)], CPUProgram)
-    self.threaded_launches = 0
+    self.threaded_launches, self.placement = 0, ThreadPlacement()
   @functools.cached_property
-  def pool(self) -> ThreadPoolExecutor: return ThreadPoolExecutor(max_workers=NUM_CPU_THREADS.value, thread_name_prefix="tinygrad-cpu")
+  def pool(self) -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=NUM_CPU_THREADS.value, thread_name_prefix="tinygrad-cpu", initializer=self.placement.register)
   def native_pool(self, build:bool) -> NativePool|None:
     """The C thread pool threaded kernels run on, or None: where it can't be built, and until it is built they use `pool`. Building it
     runs the C compiler once (~0.1 s, then the disk cache): a program pays it when it captures a TinyJit (build) or has launched

@@ -10,11 +10,20 @@
 # nothing left. The ticket (generation << 32 | chunks << 16 | next chunk) names the job, so a worker holding a stale ticket can't take
 # a chunk of the next job, and a job's fields (function, arguments) don't change while any of its chunks is unfinished.
 #
+# Where the workers run: a worker woken while the calling thread runs chunk 0 may be placed on the caller's own CPU (Linux's wake-up
+# prefers the waker's CPU when the idle one looks unavailable, as a halted vCPU does to a guest), and the two halves of a kernel then
+# share one core for milliseconds until the load balancer moves one: a 1024 matmul after a 0.15 s pause took 15-25 ms instead of
+# 11-12 in about a third of runs on this 2-vCPU VM. So before a job the workers are kept off the caller's current CPU (their affinity
+# is the caller's minus that CPU, set again only when the caller has moved), on Linux. Chunk stealing still covers a worker that
+# starts late on a busy CPU.
+#
 # Kernels are C functions of several pointers, then int32 variables, then core_id (renderer/__init__.py's call order). A job gives the
 # kernel's address and its arguments as 64-bit words; a trampoline per (pointers, variables) count calls it. Kernels outside that
 # (more buffers, variables of other dtypes) take the Python pool (ops_cpu.py).
 from __future__ import annotations
+import contextlib
 import ctypes
+import functools
 import os
 import threading
 from typing import Callable
@@ -38,11 +47,16 @@ def _trampolines() -> str:
 def pool_source() -> str:
   """The C of the pool and its trampolines."""
   return r"""
+#define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <time.h>
+#ifdef __linux__
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 typedef void (*tramp_t)(void *f, const uint64_t *a, int tid);
 """ + _trampolines() + f"#define MAX_PTRS {MAX_PTRS}\n#define MAX_VARS {MAX_VARS}\n" + r"""
 #define MAX_WORKERS 255
@@ -55,6 +69,7 @@ static const uint64_t *job_args;
 static pthread_mutex_t run_mu, sleep_mu;
 static pthread_cond_t wake;
 static pthread_t threads[MAX_WORKERS];
+static _Atomic long thread_ids[MAX_WORKERS];   /* the workers' kernel thread ids (Linux; tests read them) */
 static int workers;
 static long spin_ns;
 
@@ -80,7 +95,9 @@ static void work(int by_worker) {
 }
 
 static void *worker(void *arg) {
-  (void)arg;
+#ifdef __linux__
+  atomic_store(&thread_ids[(intptr_t)arg], syscall(SYS_gettid));
+#endif
   while (!atomic_load(&quit)) {
     work(1);
     long deadline = now_ns() + spin_ns;
@@ -97,6 +114,21 @@ static void *worker(void *arg) {
   return 0;
 }
 
+/* keeps the workers off the CPU the calling thread is on (see the module's comment); -1: not placed yet */
+static int placed_cpu;
+static void place_workers(void) {
+#ifdef __linux__
+  int cpu = sched_getcpu();
+  if (cpu < 0 || cpu == placed_cpu) return;
+  cpu_set_t set;
+  if (pthread_getaffinity_np(pthread_self(), sizeof(set), &set) != 0) return;
+  CPU_CLR(cpu, &set);
+  if (CPU_COUNT(&set) == 0) return;   /* the caller may run on that CPU only: the workers share it with it */
+  for (int i = 0; i < workers; i++) pthread_setaffinity_np(threads[i], sizeof(set), &set);
+  placed_cpu = cpu;
+#endif
+}
+
 static void wake_all(void) {
   if (atomic_load(&sleepers) == 0) return;
   pthread_mutex_lock(&sleep_mu);
@@ -108,9 +140,9 @@ static void wake_all(void) {
 int tg_pool_start(int n, long spin) {
   pthread_mutex_init(&run_mu, 0); pthread_mutex_init(&sleep_mu, 0); pthread_cond_init(&wake, 0);
   atomic_store(&quit, 0); atomic_store(&sleepers, 0);
-  spin_ns = spin;
+  spin_ns = spin; placed_cpu = -1;
   for (workers = 0; workers < n && workers < MAX_WORKERS; workers++)
-    if (pthread_create(&threads[workers], 0, worker, 0) != 0) break;
+    if (pthread_create(&threads[workers], 0, worker, (void *)(intptr_t)workers) != 0) break;
   return workers;
 }
 
@@ -122,12 +154,14 @@ void tg_pool_stop(void) {
 }
 
 void tg_pool_stats(uint64_t *out) { out[0] = atomic_load(&chunks_run[0]); out[1] = atomic_load(&chunks_run[1]); }
+int tg_pool_thread_ids(long *out) { for (int i = 0; i < workers; i++) out[i] = atomic_load(&thread_ids[i]); return workers; }
 
 /* runs f's chunks 0..n-1 (k pointers then m int32 variables in args, core_id appended), the calling thread taking part; returns
    0, or -1 for a signature it has no trampoline for (nothing ran) */
 int tg_pool_run(void *f, int k, int m, const uint64_t *args, int n) {
   if (k < 0 || k > MAX_PTRS || m < 0 || m > MAX_VARS || n < 1 || n > 0xffff) return -1;
   pthread_mutex_lock(&run_mu);
+  if (n > 1) place_workers();
   job_fn = f; job_tramp = tramps[k][m]; job_args = args;
   atomic_store(&done, 0);
   /* published with chunk 0 taken: the calling thread runs it even if a woken worker takes its core for a while */
@@ -173,9 +207,35 @@ class NativePool:
     self.lib.tg_pool_stats(out)
     return out[0], out[1]
 
+  def thread_ids(self) -> list[int]:
+    """The workers' kernel thread ids (0 for a worker not started yet, or off Linux)."""
+    out = (ctypes.c_long * max(1, self.started))()
+    return list(out[:self.lib.tg_pool_thread_ids(out)])
+
   def stop(self) -> None:
     """Ends the workers (jobs after it run on the calling thread alone)."""
     self.lib.tg_pool_stop()
+
+@functools.cache
+def _sched_getcpu() -> Callable[[], int]|None:
+  try: fn = ctypes.CDLL(None).sched_getcpu
+  except (AttributeError, OSError): return None   # not glibc/musl
+  fn.argtypes, fn.restype = [], ctypes.c_int
+  return fn
+
+class ThreadPlacement:
+  """Keeps the threads of a Python pool off the CPU of the thread that hands them work, as the C pool does with its workers (see the
+  module's comment): each pool thread calls register() as it starts; the launching thread calls place() before it wakes them."""
+  def __init__(self): self.threads, self.cpu = [], -1
+  def register(self) -> None:
+    self.threads.append(threading.get_native_id())
+    self.cpu = -1   # a new thread has the launching thread's affinity: placed at the next launch
+  def place(self) -> None:
+    if not hasattr(os, "sched_setaffinity") or (getcpu := _sched_getcpu()) is None or (cpu := getcpu()) < 0 or cpu == self.cpu: return
+    if not (cpus := os.sched_getaffinity(0) - {cpu}): return   # the launching thread may run on that CPU only
+    for tid in self.threads:
+      with contextlib.suppress(OSError): os.sched_setaffinity(tid, cpus)   # (a thread that has exited)
+    self.cpu = cpu
 
 _pool: NativePool|None = None
 _failed = False
