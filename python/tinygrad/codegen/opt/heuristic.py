@@ -224,7 +224,18 @@ def register_tile(ast:UOp, loops:list[UOp], rows:int=TILE_ROWS, cols:int=0, chai
       if j_out is not None and i_out is not None:
         up = apply_opt(up, Opt(OptOps.SWAP, opt_axis(up, OptOps.SWAP, j_out), opt_axis(up, OptOps.SWAP, i_out)))[0]
     return up
+  if lane is not None and _dot_layout(ast, loops) and ni % rows == 0:
+    # x @ w.T: j's lanes are rows of w (no vector load), but its packed panel is transposed (PACK puts the lanes innermost)
+    up, i_out, _ = apply_opt(up, Opt(OptOps.UPCAST, opt_axis(up, OptOps.UPCAST, i), rows))
+    j_ld = next(ld for ld in _reduce_loads(up) if lane in ld.src[0].toposort())
+    return _packed_panels(up, j_out, i_out, j_ld, chain)
   return None
+
+def _dot_layout(ast:UOp, loops:list[UOp]) -> bool:
+  """Whether the reduce loads that move with the innermost output loop are consecutive along the reduce's last UNROLL range (x @ w.T)."""
+  if not (unrolls := ranges_of(ast, AxisType.UNROLL)): return False
+  j_loads = [ld for ld in _reduce_loads(ast) if loops[-1] in ld.src[0].toposort()]
+  return bool(j_loads) and all(len(ld.src) == 1 for ld in j_loads) and all(_consecutive([ld.src[0].src[1] for ld in j_loads], unrolls[-1]))
 
 def peeled_tile(ast:UOp) -> UOp|None:
   """A big reduce kernel whose loads along the innermost output loop j are gated only by comparisons codegen/split_ranges.py peels (a
