@@ -20,6 +20,7 @@ The heuristics (`hand_coded_optimizations`), in order:
   register_tile  instead of upcast/upcast_outer, a big reduce kernel with two output loops (a 1024 matmul) gets a register tile
            sized for AVX-512: 8 rows x 16 columns of a matmul, the column blocks outside the row blocks and each block's K x 16
            panel of B packed into contiguous memory (Opt PACK) (see register_tile).
+           A big x @ w.T gets the same tile, w's K x 16 panel packed transposed (PACK puts the lanes innermost); smaller ones dot_tile.
   peeled_tile  before unrolling: a big padded conv (its input loads gated only by the border, which codegen/split_ranges.py peels
            off) gets 8 columns x 16 output channels (16 x 8; 4 x 16 for rows of 4k columns), its 3x3 window kept as loops: the
            interior piece's input loads are vectors; gather_tile: a smaller one, or one whose border can't be peeled (a strided conv),
