@@ -20,6 +20,7 @@ The heuristics (`hand_coded_optimizations`), in order:
   register_tile  instead of upcast/upcast_outer, a big reduce kernel with two output loops (a 1024 matmul) gets a register tile
            sized for AVX-512: 8 rows x 16 columns of a matmul, the column blocks outside the row blocks and each block's K x 16
            panel of B packed into contiguous memory (Opt PACK) (see register_tile).
+           A big x @ w.T gets the same tile, w's K x 16 panel packed transposed (PACK puts the lanes innermost); smaller ones dot_tile.
   peeled_tile  before unrolling: a big padded conv (its input loads gated only by the border, which codegen/split_ranges.py peels
            off) gets 8 columns x 16 output channels (16 x 8; 4 x 16 for rows of 4k columns), its 3x3 window kept as loops: the
            interior piece's input loads are vectors; gather_tile: a smaller one, or one whose border can't be peeled (a strided conv),
@@ -224,7 +225,18 @@ def register_tile(ast:UOp, loops:list[UOp], rows:int=TILE_ROWS, cols:int=0, chai
       if j_out is not None and i_out is not None:
         up = apply_opt(up, Opt(OptOps.SWAP, opt_axis(up, OptOps.SWAP, j_out), opt_axis(up, OptOps.SWAP, i_out)))[0]
     return up
+  if lane is not None and _dot_layout(ast, loops) and ni % rows == 0:
+    # x @ w.T: j's lanes are rows of w (no vector load), but its packed panel is transposed (PACK puts the lanes innermost)
+    up, i_out, _ = apply_opt(up, Opt(OptOps.UPCAST, opt_axis(up, OptOps.UPCAST, i), rows))
+    j_ld = next(ld for ld in _reduce_loads(up) if lane in ld.src[0].toposort())
+    return _packed_panels(up, j_out, i_out, j_ld, chain)
   return None
+
+def _dot_layout(ast:UOp, loops:list[UOp]) -> bool:
+  """Whether the reduce loads that move with the innermost output loop are consecutive along the reduce's last UNROLL range (x @ w.T)."""
+  if not (unrolls := ranges_of(ast, AxisType.UNROLL)): return False
+  j_loads = [ld for ld in _reduce_loads(ast) if loops[-1] in ld.src[0].toposort()]
+  return bool(j_loads) and all(len(ld.src) == 1 for ld in j_loads) and all(_consecutive([ld.src[0].src[1] for ld in j_loads], unrolls[-1]))
 
 def peeled_tile(ast:UOp) -> UOp|None:
   """A big reduce kernel whose loads along the innermost output loop j are gated only by comparisons codegen/split_ranges.py peels (a

@@ -271,7 +271,10 @@ def _pack(ast:UOp, opt:Opt, rng:UOp, ren, need) -> UOp:
   n = prod(range_size(r) or 1 for r in panel)
   need(n * ld.dtype.itemsize <= PACK_MAX_BYTES, f"a panel of {n * ld.dtype.itemsize} bytes, more than {PACK_MAX_BYTES}")
   strides = _strides(idx, panel)
-  order = [r for _, r in sorted(zip(strides, panel), key=lambda x: -abs(x[0]))] if None not in strides else panel  # type: ignore
+  # the largest stride outermost, but the UPCAST lanes innermost: they are read together, as one vector (x @ w.T's panel of w, whose
+  # lanes are rows of w, is transposed; a @ b's panel of B already has its lanes at stride 1)
+  order = [r for _, r in sorted(zip(strides, panel), key=lambda x: (rtype(x[1]) is AxisType.UPCAST, -abs(x[0])))] \
+    if None not in strides else panel  # type: ignore
   nxt = max(r.arg[0] for r in ranges_of(ast)) + 1
   copy = {r: UOp(Ops.RANGE, r.dtype, r.src, (nxt + i, AxisType.REDUCE)) for i, r in enumerate(order)}
   def flat(rs:list[UOp]) -> UOp:
