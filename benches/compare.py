@@ -31,10 +31,13 @@ def resolve_script(name:str) -> pathlib.Path:
     if cand.is_file(): return cand.resolve()
   raise SystemExit(f"compare.py: no bench script {name!r} (looked in . and {BENCHES})")
 
-def side_env(side:str) -> dict[str, str]:
+def side_env(side:str, ref_path:str|None=None) -> dict[str, str]:
   env = dict(os.environ)
-  # the reference venv has tinygrad in its own site-packages: never let a PYTHONPATH meant for our package shadow it
-  if side == "ref": env.pop("PYTHONPATH", None)
+  # the reference venv has tinygrad in its own site-packages: never let a PYTHONPATH meant for our package shadow it; on a machine
+  # with one python for both (the lent GPU), --ref-path names the folder holding tinygrad 0.14 instead
+  if side == "ref":
+    env.pop("PYTHONPATH", None)
+    if ref_path: env["PYTHONPATH"] = ref_path
   return env
 
 def parse_output(stdout:str) -> dict:
@@ -46,10 +49,10 @@ def parse_output(stdout:str) -> dict:
       except json.JSONDecodeError: continue
   raise ValueError("no JSON object in the output")
 
-def run_once(side:str, python:str, script:pathlib.Path, extra:list[str], timeout:float) -> dict:
+def run_once(side:str, python:str, script:pathlib.Path, extra:list[str], timeout:float, ref_path:str|None=None) -> dict:
   cmd = [python, str(script), *extra]
   print(f"[compare] {side}: {' '.join(cmd)}", file=sys.stderr, flush=True)
-  try: proc = subprocess.run(cmd, capture_output=True, text=True, env=side_env(side), cwd=BENCHES, timeout=timeout)
+  try: proc = subprocess.run(cmd, capture_output=True, text=True, env=side_env(side, ref_path), cwd=BENCHES, timeout=timeout)
   except subprocess.TimeoutExpired: raise SystemExit(f"compare.py: {side} run timed out after {timeout}s: {' '.join(cmd)}")
   if proc.returncode != 0:
     raise SystemExit(f"compare.py: {side} run failed (rc={proc.returncode}): {' '.join(cmd)}\n{proc.stderr[-4000:]}")
@@ -115,6 +118,7 @@ def main(argv=None) -> int:
   p.add_argument("--script", default="bench_core", help="bench script: a path, or a name in benches/ (default bench_core)")
   p.add_argument("--ours", default=sys.executable, help="python with our tinygrad (default: this interpreter); 'none' to skip")
   p.add_argument("--ref", default=DEFAULT_REF, help=f"python with tinygrad 0.14 (default {DEFAULT_REF}); 'none' to skip")
+  p.add_argument("--ref-path", default=None, help="PYTHONPATH for the ref side (tinygrad 0.14 installed with pip --target)")
   p.add_argument("--rounds", type=int, default=1, help="interleaved rounds per interpreter (default 1)")
   p.add_argument("--timeout", type=float, default=900, help="seconds per bench run (default 900)")
   p.add_argument("--target", action="append", default=[], metavar="GLOB=RATIO", help="minimum ratio for metrics matching GLOB (repeatable)")
@@ -131,7 +135,7 @@ def main(argv=None) -> int:
   runs: dict[str, list[dict]] = {side: [] for side in pythons}
   for r in range(args.rounds):
     for side in (SIDES if r % 2 == 0 else SIDES[::-1]):
-      if side in pythons: runs[side].append(run_once(side, pythons[side], script, extra, args.timeout))
+      if side in pythons: runs[side].append(run_once(side, pythons[side], script, extra, args.timeout, args.ref_path))
 
   for side, expected in (("ours", "ours"), ("ref", "tinygrad")):
     got = {run.get("implementation") for run in runs.get(side, [])} - {None}

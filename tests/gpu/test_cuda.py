@@ -107,3 +107,53 @@ def test_tensor_core_matmul(dt):
   assert any(s.applied_opts and s.applied_opts[0].op.name == "TC" for k, s in realize._specs.items() if k not in before)
   with Context(BEAM=2, IGNORE_BEAM_CACHE=1): out = (ta @ tb).float().numpy()
   np.testing.assert_allclose(out, a @ b, rtol=1e-2, atol=1e-1)
+
+def test_movement_indexing_and_dtypes():
+  a = rand(6, 10)
+  ta = T(a)
+  np.testing.assert_array_equal(ta.permute(1, 0).reshape(5, 12).numpy(), a.T.reshape(5, 12))
+  np.testing.assert_array_equal(ta[1:5:2, ::-3].numpy(), a[1:5:2, ::-3])
+  np.testing.assert_array_equal(ta.pad(((1, 2), (0, 3))).numpy(), np.pad(a, ((1, 2), (0, 3))))
+  np.testing.assert_array_equal(ta.cat(ta * 2, dim=1).numpy(), np.concatenate([a, a * 2], axis=1))
+  np.testing.assert_array_equal(ta.expand(3, 6, 10).numpy(), np.broadcast_to(a, (3, 6, 10)))
+  np.testing.assert_array_equal((ta > 0).where(ta, -ta).numpy(), np.where(a > 0, a, -a))
+  np.testing.assert_allclose(ta.cumsum(axis=1).numpy(), np.cumsum(a, axis=1), rtol=1e-5, atol=1e-6)
+  idx = rng.integers(0, 10, (6, 4))
+  np.testing.assert_array_equal(ta.gather(1, T(idx.astype(np.int32))).numpy(), np.take_along_axis(a, idx, axis=1))
+  rows = rng.integers(0, 6, 9).astype(np.int32)
+  np.testing.assert_array_equal(ta[T(rows)].numpy(), a[rows])
+  np.testing.assert_array_equal(Tensor.arange(37, device="CUDA").numpy(), np.arange(37))
+  i = rng.integers(-1000, 1000, 257).astype(np.int32)
+  np.testing.assert_array_equal(((T(i) * 3) % 7 + (T(i) >> 2)).numpy(), (i * 3) % 7 + (i >> 2))
+  np.testing.assert_array_equal((T(i).cast(dtypes.int64) * 100000).numpy(), i.astype(np.int64) * 100000)
+  np.testing.assert_array_equal((T(i) > 0).numpy(), i > 0)
+  u8 = rng.integers(0, 255, 100).astype(np.uint8)
+  np.testing.assert_array_equal((T(u8) + 7).numpy(), u8 + np.uint8(7))
+
+def test_big_copies_both_ways_keep_order():
+  # 40 MiB goes through several pinned staging buffers; a kernel queued before a read-back and a copy queued before a kernel are ordered
+  x = rand(10 << 20)
+  t = T(x).realize()
+  np.testing.assert_array_equal(t.numpy(), x)
+  y = (t * 2 + 1).realize()
+  np.testing.assert_array_equal(y.numpy(), x * 2 + 1)
+  z = rand(10 << 20)
+  t2 = T(z)
+  np.testing.assert_array_equal((t2 - y).numpy(), z - (x * 2 + 1))
+
+def test_threads_share_the_device():
+  # realizes from several threads queue kernels and copies on the device's one stream: every result is right
+  import threading
+  xs = [rand(1 << 16) for _ in range(4)]
+  out: dict[int, np.ndarray] = {}
+  def work(k):
+    t = T(xs[k])
+    for _ in range(5): t = (t * 1.5 - 0.25).realize()
+    out[k] = t.numpy()
+  threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+  for th in threads: th.start()
+  for th in threads: th.join()
+  for k, x in enumerate(xs):
+    ref = x
+    for _ in range(5): ref = ref * np.float32(1.5) - np.float32(0.25)
+    np.testing.assert_allclose(out[k], ref, rtol=1e-6, atol=1e-6)
