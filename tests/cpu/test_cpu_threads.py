@@ -11,6 +11,8 @@ from tinygrad.helpers import Context
 from tinygrad.runtime.ops_cpu import load_library
 from tinygrad.runtime.support import cpu_threads
 
+pytestmark = pytest.mark.cpu   # kernels compiled by the C compiler
+
 # chunk core_id of n (an int variable) of out[i] = in[i] * 3 + i; each chunk records the thread that ran it, and a chunk that runs on
 # another thread than `caller` (a worker) sleeps *slow_us first
 KERNELS = r"""

@@ -6,6 +6,8 @@ from tinygrad.codegen.opt import OptOps
 from tinygrad.codegen.opt import heuristic as H
 from test_typed_ranges import ast_of, run, rand
 
+pytestmark = pytest.mark.cpu   # kernels compiled by the C compiler
+
 @pytest.mark.parametrize("xs,ws", [((1024, 1024), (1024, 1024)), ((1000, 1000), (1000, 1000)), ((17, 33), (65, 33)),
                                    ((4, 128, 256), (256, 256))])
 def test_linear_matches_numpy(xs, ws):

@@ -50,6 +50,10 @@ def _np_conv_pad1(x, w):
   sliding = np.lib.stride_tricks.sliding_window_view(np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1))), (3, 3), axis=(2, 3))
   return np.einsum("nchwij,ocij->nohw", sliding, w)
 
+def assert_vector_input_load(opt):
+  uops = lower_ast(opt).uops
+  assert [u for u in uops if u.op is Ops.LOAD and u.src[0].op is Ops.SHRINK and u.src[0].src[0].arg.slot == 1], "no vector load of the input"
+
 def conv_tiled(device, x, w, **kw):
   """The conv of x and w as a kernel AST, its buffers, and the AST the heuristics give it on one thread."""
   ast, bufs = ast_of(Tensor(x, device=device).realize().conv2d(Tensor(w, device=device).realize(), **kw))
@@ -65,8 +69,7 @@ def test_conv_peeled_tile(device, width, small_tiles, monkeypatch):
   # each serving 128 / lanes output channels; the 3x3 window stays a loop (no UNROLL)
   assert [(k, s) for k, s in kinds(opt) if k is U] == ([(U, 16), (U, 8)] if width == 24 else [(U, 8), (U, 16)])
   assert not [o for o in opt.arg.opts if o.op is OptOps.UNROLL]
-  uops = lower_ast(opt).uops
-  assert [u for u in uops if u.op is Ops.LOAD and u.src[0].op is Ops.SHRINK and u.src[0].src[0].arg.slot == 1], "no vector load of the input"
+  assert_vector_input_load(opt)
   np.testing.assert_allclose(run(opt, bufs, device).reshape(1, 32, 6, width), _np_conv_pad1(x, w), rtol=1e-4, atol=1e-4)
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -89,8 +92,7 @@ def test_conv_peeled_tile_4_lanes(device, width, small_tiles, monkeypatch):
   ast, bufs, opt = conv_tiled(device, x, w, padding=1)
   assert [(k, s) for k, s in kinds(opt) if k is U] == [(U, 16), (U, 4)] and not [o for o in opt.arg.opts if o.op is OptOps.UNROLL]
   assert apply_opts(ast, opt.arg.opts) is opt
-  uops = lower_ast(opt).uops
-  assert [u for u in uops if u.op is Ops.LOAD and u.src[0].op is Ops.SHRINK and u.src[0].src[0].arg.slot == 1], "no vector load of the input"
+  assert_vector_input_load(opt)
   np.testing.assert_allclose(run(opt, bufs, device).reshape(2, 32, 5, width), _np_conv_pad1(x, w), rtol=1e-4, atol=1e-4)
 
 @pytest.mark.parametrize("device", DEVICES)
