@@ -16,14 +16,13 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_tensor import implementation_info, compile_bytecode  # noqa: E402
-from bench_train import FIRST_STEP  # noqa: E402
+from bench_train import first_steps  # noqa: E402
 from tinygrad import Tensor, Device, dtypes  # noqa: E402
 
 def _torch():
@@ -92,15 +91,6 @@ def run_case(make, torch, warmup:int, repeats:int) -> tuple[list[float], list[fl
     tt.append(time.perf_counter() - t0)
   return to, tt
 
-def cold_compile(procs:int) -> list[float]:
-  ret = []
-  for _ in range(procs):
-    env = {**os.environ, "CACHELEVEL": "0", "DEBUG": "0", "DEV": Device.DEFAULT}
-    proc = subprocess.run([sys.executable, "-c", FIRST_STEP, "mlp"], capture_output=True, text=True, env=env, timeout=600)
-    if proc.returncode != 0: raise SystemExit(f"bench_gpu: the cold-compile child failed:\n{proc.stderr[-3000:]}")
-    ret.append(json.loads(proc.stdout.strip().splitlines()[-1])["first_step_s"])
-  return ret
-
 def main(argv=None) -> dict:
   p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   p.add_argument("--small", action="store_true", help="small sizes (seconds on a CPU): matmul 256^3, 1M floats, softmax 512^2")
@@ -116,7 +106,7 @@ def main(argv=None) -> dict:
   samples: dict[str, list[float]] = {}
   if args.cold_compile:
     compile_bytecode()
-    samples["mlp_first_step_s"] = cold_compile(args.procs)
+    samples["mlp_first_step_s"] = first_steps("mlp", args.procs, DEV=Device.DEFAULT)
   else:
     torch = _torch()
     allc = cases(args.small, torch)

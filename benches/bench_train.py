@@ -62,6 +62,16 @@ make(sys.argv[1])()
 print(json.dumps({"first_step_s": time.perf_counter() - t0}))
 """
 
+def first_steps(name:str, procs:int, **env:str) -> list[float]:
+  """The first training step's time of model `name` in `procs` fresh processes (no compile cache), with `env` added to theirs."""
+  ret = []
+  for _ in range(procs):
+    child_env = {**os.environ, "CACHELEVEL": "0", "DEBUG": "0", **env}
+    proc = subprocess.run([sys.executable, "-c", FIRST_STEP, name], capture_output=True, text=True, env=child_env, timeout=600)
+    if proc.returncode != 0: raise SystemExit(f"the first-step child failed:\n{proc.stderr[-3000:]}")
+    ret.append(json.loads(proc.stdout.strip().splitlines()[-1])["first_step_s"])
+  return ret
+
 def run(args) -> dict:
   compile_bytecode()
   samples: dict[str, list[float]] = {}
@@ -76,11 +86,7 @@ def run(args) -> dict:
       step()
       ts.append(time.perf_counter() - t)
     samples[f"{name}_step_s"] = ts
-    for _ in range(args.procs):
-      env = {**os.environ, "CACHELEVEL": "0", "DEBUG": "0"}
-      proc = subprocess.run([sys.executable, "-c", FIRST_STEP, name], capture_output=True, text=True, env=env, timeout=600)
-      if proc.returncode != 0: raise SystemExit(f"bench_train: the first-step child failed:\n{proc.stderr[-3000:]}")
-      samples.setdefault(f"{name}_first_step_s", []).append(json.loads(proc.stdout.strip().splitlines()[-1])["first_step_s"])
+    samples[f"{name}_first_step_s"] = first_steps(name, args.procs)
   return {**implementation_info(), "params": {"steps": args.steps, "procs": args.procs},
           "metrics": {k: statistics.median(v) for k, v in samples.items()}, "samples": samples}
 
