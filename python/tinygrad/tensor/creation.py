@@ -84,6 +84,9 @@ class CreationMixin:
     dt = _dtype_or(dtype, dtypes.default_float if any(isinstance(x, float) for x in (start, stop, step)) else dtypes.default_int)
     if step == 0: raise ValueError("arange needs a nonzero step")
     n = max(-((start - stop) // step) if all(isinstance(v, int) for v in (start, stop, step)) else math.ceil((stop - start) / step), 0)
+    # an int range the default int can't hold is int64 (as in tinygrad 0.14): positions past 2**31 index big tensors
+    last = start + (n - 1) * step
+    if dtype is None and dt is dtypes.default_int and n > 0 and not dt.min <= min(start, last) <= max(start, last) <= dt.max: dt = dtypes.int64
     if n == 0: return Tensor.full((0,), 0, dtype=dt, device=device, buffer=False)
     i = _positions(n, device)
     if not dtypes.is_float(dt): return (i.cast(dt) * step + start).cast(dt) if step != 1 or start != 0 else i.cast(dt)
