@@ -168,6 +168,23 @@ def test_clone_replace_realize():
   assert Tensor.realize(x, y) is x and GlobalCounters.kernel_count >= 1
   assert x.tolist() == [2.0] and y.tolist() == [6.0]
 
+def test_clones_are_independent():
+  # two clones of one tensor (or of one constant) are two buffers: writing one leaves the other (they were one interned node)
+  for a in (Tensor([1.0, 2.0, 3.0]).realize(), Tensor([1.0, 2.0, 3.0]) * 2, Tensor.full((3,), 2.0, buffer=False)):
+    b, c = a.clone(), a.clone()
+    want = a.tolist()
+    b.realize(), c.realize()
+    b.assign(Tensor([9.0, 9.0, 9.0])).realize()
+    assert b.tolist() == [9.0] * 3 and c.tolist() == want and a.tolist() == want
+  w1, w2 = Tensor(3.5).clone(), Tensor(3.5).clone()
+  w1.assign(Tensor([1.0]).reshape(())).realize()
+  assert (w1.item(), w2.item()) == (1.0, 3.5)
+  # the gradient flows through a clone to its source, and a clone keeps a copy of the source's .grad (as in 0.14)
+  x = Tensor([1.0, 2.0])
+  y = x.clone()
+  (y * y).sum().backward()
+  assert x.grad.tolist() == [2.0, 4.0] and y.grad.tolist() == [2.0, 4.0] and y.clone().grad.tolist() == [2.0, 4.0]
+
 def test_repr_hash_bool():
   a = Tensor([1, 2, 3])
   assert repr(a) == f"<Tensor <UOp {a.device} (3,) int> on {a.device} with grad None>"

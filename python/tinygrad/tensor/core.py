@@ -43,6 +43,10 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
     track(self)
     dtype = to_dtype(dtype) if dtype is not None else None
     self._device = canon_device(device)
+    self._init(data, dtype, device)
+    if requires_grad: self.requires_grad_()   # (a float dtype only)
+
+  def _init(self, data:Any, dtype:DType|None, device:str|None):
     if isinstance(data, UOp):
       self.uop = data if dtype is None or data.dtype is dtype else UOp(Ops.CAST, dtype, (data,), dtype)
       return
@@ -54,6 +58,8 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
       if dt is dtypes.weakint and not dtypes.default_int.min <= data <= dtypes.default_int.max: dt = _int_dtype_for(data, data)
       elif dtypes.is_int(dt) and dt is not dtypes.weakint: data = _stored_int(data, dt)
       self.uop = UOp.const(dt.const(data) if dt not in dtypes.weaks else data, dt)
+      # a scalar that requires grad is a parameter (torch's leaf): a float buffer of its own, not the interned constant backward skips
+      if self.requires_grad: self.uop = Tensor.full((), data, dtype=strong_dtype(dt), device=device).uop
       return
     if dtype in dtypes.weaks: raise RuntimeError(f"cannot create storage for weak dtype {dtype}: give a concrete dtype")
     import numpy as np
@@ -202,7 +208,12 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
     if device is not None and (ret := self.to(device)) is not self: return ret
     # a weak constant gets storage of the default int/float (as in 0.14)
     src = self if self.dtype not in dtypes.weaks else self.cast(strong_dtype(self.dtype))
-    return self._new(UOp(Ops.CONTIGUOUS, src.dtype, (src.uop,)))
+    if any(isinstance(s, UOp) for s in src.shape): ret = self._new(UOp(Ops.CONTIGUOUS, src.dtype, (src.uop,)))
+    # a new buffer the value is assigned into: two clones of one tensor are two tensors (a CONTIGUOUS of the same source would be one
+    # interned node, so writing one clone would write the other)
+    else: ret = Tensor.empty(src.shape, dtype=src.dtype, device=self.device).assign(src)
+    if self.grad is not None: ret.grad = self.grad.clone()   # as in 0.14
+    return ret
   def replace(self, x:Tensor) -> Tensor:
     """Makes this tensor refer to x's data (shape must match; dtype and device may change)."""
     check_tensors("replace", (x,))
