@@ -52,6 +52,11 @@ class TestRenderedTypes:
     assert "long" in sp.src and "8589934592" in sp.src, sp.src
     (sp,) = specs(Tensor.empty(64, 64, 1, device="NULL").expand(-1, -1, 64).contiguous(), "NULL")
     assert "long" not in sp.src, sp.src
+    # the same with a symbolic size: its bound decides (2048 * 2048 * 2048 needs long, 256 * 256 * 64 does not)
+    (sp,) = specs(Tensor.empty(2048, 2048, 1, device="NULL").expand(-1, -1, UOp.variable("d", 1, 2048).bind(32)).contiguous(), "NULL")
+    assert "data0_8589934592[" in sp.src and "*2048l)" in sp.src, sp.src
+    (sp,) = specs(Tensor.empty(256, 256, 1, device="NULL").expand(-1, -1, UOp.variable("d", 1, 64).bind(32)).contiguous(), "NULL")
+    assert "long" not in sp.src, sp.src
 
 @pytest.mark.cpu
 class TestIndexPast2_31:
