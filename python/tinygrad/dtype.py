@@ -216,10 +216,12 @@ INVERSE_DTYPES_DICT: dict[str, str] = {**{v.name: k for k, v in DTYPES_DICT.item
 DTypeLike = str|DType
 def to_dtype(dtype:DTypeLike) -> DType:
   """A DType from a DType or a name ("float32", "half", "default_float"; case-insensitive)."""
+  # AttributeError, the exception tinygrad 0.14 raises for both (it looks the name up as an attribute of dtypes)
   if isinstance(dtype, DType): return dtype
-  if not isinstance(dtype, str): raise TypeError(f"expected a DType or a dtype name, got {dtype!r} of type {type(dtype).__name__}")
+  if not isinstance(dtype, str): raise AttributeError(f"expected a DType or a dtype name, got {dtype!r} of type {type(dtype).__name__}")
   name = dtype.lower()
-  if name.startswith("_") or not isinstance(ret := getattr(dtypes, name, None), DType): raise ValueError(f"unknown dtype name {dtype!r}")
+  if name.startswith("_") or not isinstance(ret := getattr(dtypes, name, None), DType):
+    raise AttributeError(f"unknown dtype name {dtype!r} (dtypes has no attribute {name!r})")
   return ret
 
 if not dtypes.is_float(dtypes.default_float): raise ValueError(f"DEFAULT_FLOAT={DEFAULT_FLOAT.value} is not a float dtype")

@@ -46,6 +46,38 @@ class TestRenderedTypes:
     (sp,) = specs(Tensor.empty(100, 100, device="PYTHON").sum(axis=1), "PYTHON")
     assert loop_dtypes(sp) == offset_dtypes(sp) == {dtypes.int32}
 
+  def test_expanded_store_past_2_31(self):
+    # tinygrad's null test: a (2048, 2048, 1) buffer expanded to 2**33 elements is stored through a 64-bit offset; 64 per dim stays int
+    (sp,) = specs(Tensor.empty(2048, 2048, 1, device="NULL").expand(-1, -1, 2048).contiguous(), "NULL")
+    assert "long" in sp.src and "8589934592" in sp.src, sp.src
+    (sp,) = specs(Tensor.empty(64, 64, 1, device="NULL").expand(-1, -1, 64).contiguous(), "NULL")
+    assert "long" not in sp.src, sp.src
+    # the same with a symbolic size: its bound decides (2048 * 2048 * 2048 needs long, 256 * 256 * 64 does not)
+    (sp,) = specs(Tensor.empty(2048, 2048, 1, device="NULL").expand(-1, -1, UOp.variable("d", 1, 2048).bind(32)).contiguous(), "NULL")
+    assert "data0_8589934592[" in sp.src and "*2048l)" in sp.src, sp.src
+    (sp,) = specs(Tensor.empty(256, 256, 1, device="NULL").expand(-1, -1, UOp.variable("d", 1, 64).bind(32)).contiguous(), "NULL")
+    assert "long" not in sp.src, sp.src
+
+@pytest.mark.cpu
+class TestIndexPast2_31:
+  """Tensors of more than 2**31 elements made by expand or arange (no memory behind them): positions past int32 stay exact."""
+  def test_gather_from_an_expand(self):
+    # tinygrad's test_tensor_index_overflow; its index list has no dtype: 2**31 + 2 makes it int64 (0.14 wraps it into int32)
+    big = Tensor([1]).expand(2**31 + 3)
+    assert big[Tensor([0, 2**31 + 2])].tolist() == [1, 1]
+    assert big[Tensor([0, 2**31 + 2, -1], dtype=dtypes.int64)].tolist() == [1, 1, 1]
+  def test_arange_past_int32(self):
+    # an int range past the default int is int64 (as in 0.14), so its values and the positions indexing it don't wrap
+    n = 2**31 + 5
+    assert Tensor.arange(2**31, 2**31 + 3).dtype is dtypes.int64 and Tensor.arange(-2**31 - 1, 0).dtype is dtypes.int64
+    assert Tensor.arange(2**31 - 1).dtype is dtypes.int32 and Tensor.arange(n, dtype=dtypes.int32).dtype is dtypes.int32
+    a = Tensor.arange(n)
+    assert a[-3:].tolist() == [n - 3, n - 2, n - 1] and a[2**31 - 1:2**31 + 1].tolist() == [2**31 - 1, 2**31]
+    assert a[Tensor([0, n - 1, -2, 2**31], dtype=dtypes.int64)].tolist() == [0, n - 1, n - 2, 2**31]
+    assert a.shrink(((n - 4, n),)).sum().item() == 4 * n - 10
+  def test_int_index_into_an_expand(self):
+    assert Tensor([7]).expand(2**33)[2**33 - 1].item() == 7 and Tensor([1], dtype=dtypes.int64).expand(2**32 + 3).sum().item() == 2**32 + 3
+
 @pytest.mark.cpu
 def test_threading_split_past_2_31():
   # the CPU kernel runs once per core: core_id*(N/n) is computed in long, the per-thread loop stays int

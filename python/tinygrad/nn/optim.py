@@ -50,7 +50,10 @@ class Optimizer:
     if self.fused:
       flat, extra = self._step([Tensor.cat(*[t.flatten() for t in self.params])], [Tensor.cat(*[g.contiguous().flatten() for g in grads])])
       updates = [flat[0][a:b].reshape(t.shape) for a, b, t in zip(self.pos_params, self.pos_params[1:], self.params)]
-    else: updates, extra = self._step(self.params, grads)
+    else:
+      updates, extra = self._step(self.params, grads)
+      # lr is a 1-element tensor: a 0-d parameter's update comes back as shape (1,)
+      updates = [u if u.shape == t.shape else u.reshape(t.shape) for t, u in zip(self.params, updates)]
     new = [self._apply_update(t, u) for t, u in zip(self.params, updates)]
     # the writes are lazy: the scheduler runs every read of a parameter's old value (a gradient reads the layers above it)
     # before the write that replaces it, all in the one realize of step()

@@ -30,7 +30,9 @@ def _is_const(u:UOp) -> bool:
 
 def _check_float(what:str, ts) -> None:
   if bad := [t.dtype for t in ts if not dtypes.is_float(t.dtype) or t.dtype in dtypes.weaks]:
-    raise RuntimeError(f"only float Tensors have gradient: {what} got {', '.join(map(str, bad))}")
+    weak = " (a constant of Python values: Tensor(2.0, requires_grad=True) or Tensor.full((), 2.0) is a parameter)" if \
+      any(d in dtypes.weaks for d in bad) else ""
+    raise RuntimeError(f"only float Tensors have gradient: {what} got {', '.join(map(str, bad))}{weak}")
 
 class AutogradMixin:
   # set by the constructor: the gradient backward() accumulated (None until then), and whether an optimizer should update this tensor

@@ -27,3 +27,7 @@ def check_tensors(what:str, ts) -> tuple:
   from tinygrad.tensor.core import Tensor
   if bad := [type(t).__name__ for t in ts if not isinstance(t, Tensor)]: raise TypeError(f"{what} takes Tensors, got {', '.join(bad)}")
   return tuple(ts)
+
+def leaf(t, requires_grad:bool|None):
+  """t with requires_grad set as a creation function's torch-style argument asks (None leaves the default)."""
+  return t if requires_grad is None else t.requires_grad_(requires_grad)

@@ -10,7 +10,7 @@ from tinygrad.uop.ops import UOp, Ops
 from tinygrad.mixin.mathtraits import MathTrait, _weak
 from tinygrad.mixin.movement import MovementMixin
 from tinygrad.mixin.reduce import ReduceMixin
-from tinygrad.dtype import DType, DTypeLike, dtypes, to_dtype, strong_dtype, least_upper_dtype, _to_np_dtype, _from_np_dtype
+from tinygrad.dtype import DType, DTypeLike, dtypes, to_dtype, strong_dtype, least_upper_dtype, truncate, _to_np_dtype, _from_np_dtype
 from tinygrad.schedule import create_schedule, create_schedule_with_vars, schedule_to_linear
 from tinygrad.schedule.buffers import new_buffer, buffer_view, buffer_of, as_buffer, mark_realized, pending_write
 from tinygrad.engine.realize import run_schedule, capturing
@@ -43,17 +43,25 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
     track(self)
     dtype = to_dtype(dtype) if dtype is not None else None
     self._device = canon_device(device)
+    self._init(data, dtype, device)
+    if requires_grad: self.requires_grad_()   # (a float dtype only)
+
+  def _init(self, data:Any, dtype:DType|None, device:str|None):
     if isinstance(data, UOp):
       self.uop = data if dtype is None or data.dtype is dtype else UOp(Ops.CAST, dtype, (data,), dtype)
       return
+    if data is None: data = 0.0   # tinygrad 0.14's Tensor(None): the constant 0.0
     if isinstance(data, (bool, int, float)):
       # as in tinygrad 0.14, a Python int or float without a dtype is weak (weakint/weakfloat): it takes the type of the tensor it
-      # meets, and is stored (numpy, realize) as the default int/float
+      # meets, and is stored (numpy, realize) as the default int/float; an int the default int can't hold is int64 (uint64 past it)
       dt = dtype or _weak(data)
-      if isinstance(data, int) and not isinstance(data, bool) and dtypes.is_int(dt) and not (sd := strong_dtype(dt)).min <= data <= sd.max:
-        raise OverflowError(f"Python int {data} doesn't fit in {sd} (range [{sd.min}, {sd.max}])")
+      if dt is dtypes.weakint and not dtypes.default_int.min <= data <= dtypes.default_int.max: dt = _int_dtype_for(data, data)
+      elif dtypes.is_int(dt) and dt is not dtypes.weakint: data = _stored_int(data, dt)
       self.uop = UOp.const(dt.const(data) if dt not in dtypes.weaks else data, dt)
+      # a scalar that requires grad is a parameter (torch's leaf): a float buffer of its own, not the interned constant backward skips
+      if self.requires_grad: self.uop = Tensor.full((), data, dtype=strong_dtype(dt), device=device).uop
       return
+    if dtype in dtypes.weaks: raise RuntimeError(f"cannot create storage for weak dtype {dtype}: give a concrete dtype")
     import numpy as np
     if isinstance(data, pathlib.Path):
       # tinygrad 0.14 maps the file as a DISK tensor of its bytes; without a DISK device the bytes are read into this device
@@ -67,7 +75,14 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
     if isinstance(data, (list, tuple)):
       dt = dtype or (strong_dtype(dtypes.from_py(data)) if _nonempty(data) else dtypes.default_float)
       npdt = _to_np_dtype(dt)
-      arr = np.array(data, dtype=npdt if npdt is not None else np.float32)
+      # a float past a 16-bit float's range is inf, as a cast gives (no warning)
+      with np.errstate(over="ignore"):
+        try: arr = np.array(data, dtype=npdt if npdt is not None else np.float32)
+        except OverflowError:
+          # numpy refuses ints out of the dtype's range: an inferred dtype widens to int64 (uint64), a given int dtype wraps
+          if not dtypes.is_int(dt): raise
+          if dtype is None: dt = _int_dtype_for(*_int_range(data))
+          arr = np.array(_nested_map(data, lambda x: _stored_int(x, dt)), dtype=_to_np_dtype(dt))
     elif isinstance(data, np.ndarray):
       arr, dt = data, dtype or _from_np_dtype(data.dtype)
       npdt = _to_np_dtype(dt)
@@ -193,7 +208,12 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
     if device is not None and (ret := self.to(device)) is not self: return ret
     # a weak constant gets storage of the default int/float (as in 0.14)
     src = self if self.dtype not in dtypes.weaks else self.cast(strong_dtype(self.dtype))
-    return self._new(UOp(Ops.CONTIGUOUS, src.dtype, (src.uop,)))
+    if any(isinstance(s, UOp) for s in src.shape): ret = self._new(UOp(Ops.CONTIGUOUS, src.dtype, (src.uop,)))
+    # a new buffer the value is assigned into: two clones of one tensor are two tensors (a CONTIGUOUS of the same source would be one
+    # interned node, so writing one clone would write the other)
+    else: ret = Tensor.empty(src.shape, dtype=src.dtype, device=self.device).assign(src)
+    if self.grad is not None: ret.grad = self.grad.clone()   # as in 0.14
+    return ret
   def replace(self, x:Tensor) -> Tensor:
     """Makes this tensor refer to x's data (shape must match; dtype and device may change)."""
     check_tensors("replace", (x,))
@@ -301,6 +321,29 @@ def _bind_buffers(tensors:tuple[Tensor, ...], bufs:dict[UOp, UOp]) -> None:
     # an assign's storage (flat), or a hand-written kernel's argument after it ran (tinygrad/schedule/call.py), seen with its shape
     if u.op is Ops.AFTER: mark_realized(u, buffer_view(b, u.shape))
 
+
+def _stored_int(x, dt:DType) -> int:
+  """A Python bool, int or float stored in int dtype dt as tinygrad 0.14, torch and a C cast store it: a float truncated toward zero
+  (inf and nan raise, as int() does), then wrapped to dt's width (-1 into uint8 is 255). A value outside the 64-bit range no integer
+  dtype holds is an error (0.14 wraps it silently)."""
+  v = int(x)
+  if not -2**63 <= v < 2**64: raise OverflowError(f"Python int {v} is outside the 64-bit range: it can't be stored in {dt}")
+  return truncate[dt](v)
+
+def _int_dtype_for(lo:int, hi:int) -> DType:
+  """The int dtype for Python ints in [lo, hi] without a given dtype: the default int, else int64, else uint64 (numpy's choice)."""
+  for dt in (dtypes.default_int, dtypes.int64, dtypes.uint64):
+    if dt.min <= lo and hi <= dt.max: return dt
+  raise OverflowError(f"Python ints in [{lo}, {hi}] fit no integer dtype")
+
+def _int_range(data) -> tuple[int, int]:
+  vals = [int(x) for x in _nested_map(data, None)]
+  return min(vals), max(vals)
+
+def _nested_map(data, fn):
+  """fn applied to each scalar of a nested list/tuple (kept nested); fn None: the scalars, flattened."""
+  if fn is None: return [y for x in data for y in _nested_map(x, None)] if isinstance(data, (list, tuple)) else [data]
+  return [_nested_map(x, fn) for x in data] if isinstance(data, (list, tuple)) else fn(data)
 
 def _nonempty(data) -> bool:
   return len(data) > 0 and (not isinstance(data[0], (list, tuple)) or any(_nonempty(d) for d in data))

@@ -7,7 +7,7 @@ import weakref
 from tinygrad.dtype import DType, DTypeLike, dtypes, to_dtype, Invalid, truncate, strong_dtype
 from tinygrad.helpers import prod, argfix, fetch
 from tinygrad.schedule.buffers import new_buffer, buffer_view, buffer_of
-from tinygrad.tensor.common import canon_device, broadcast_shape, check_tensors
+from tinygrad.tensor.common import canon_device, broadcast_shape, check_tensors, leaf
 from tinygrad.uop.ops import UOp, ssimplify, smax
 if TYPE_CHECKING:
   from tinygrad.tensor.core import Tensor
@@ -35,12 +35,12 @@ class CreationMixin:
     _check_const("const_like", b)
     return self._new(self.uop.const_like(b, to_dtype(dtype) if dtype is not None else None)).reshape((1,) * self.ndim).expand(self.shape)
   @staticmethod
-  def empty(*shape, device:str|None=None, dtype:DTypeLike|None=None) -> Tensor:
+  def empty(*shape, device:str|None=None, dtype:DTypeLike|None=None, requires_grad:bool|None=None) -> Tensor:
     """A tensor of this shape in a new, uninitialized buffer. As in tinygrad, the buffer is allocated when first used (realize, a kernel
     reading it), so building a graph never opens the device."""
     shape, dt = Tensor._check_shape(shape, "empty"), _dtype_or(dtype, dtypes.default_float)
     unallocated.add(buf := new_buffer(canon_device(device), prod(shape), dt))
-    return Tensor(buffer_view(buf, shape), device=device)
+    return leaf(Tensor(buffer_view(buf, shape), device=device), requires_grad)
   def empty_like(self, dtype:DTypeLike|None=None, device:str|None=None) -> Tensor:
     return Tensor.empty(self.shape, dtype=dtype if dtype is not None else self.dtype, device=device if device is not None else self.device)
   @staticmethod
@@ -49,7 +49,7 @@ class CreationMixin:
     The tensor graph has no Invalid constant, so this is an empty buffer (what 0.14's Invalid fill becomes once realized)."""
     return Tensor.empty(*shape, dtype=_dtype_or(dtype, dtypes.bool), device=device)
   @staticmethod
-  def full(shape, fill_value, dtype:DTypeLike|None=None, device:str|None=None, buffer=True) -> Tensor:
+  def full(shape, fill_value, dtype:DTypeLike|None=None, device:str|None=None, buffer=True, requires_grad:bool|None=None) -> Tensor:
     """fill_value in the given shape, in a buffer of its own (as in tinygrad 0.14: a new buffer the value is assigned into, so two
     equal full tensors are independent for assign, __setitem__ and gradients). buffer=False gives the broadcast constant instead,
     which fuses into the kernels that read it (equal constants are one interned node)."""
@@ -61,10 +61,10 @@ class CreationMixin:
     # a buffer is never weak: a Python value without a dtype is stored as the default int/float (as in 0.14)
     if buffer and val.dtype in dtypes.weaks: val = Tensor(fill_value, device=device, dtype=strong_dtype(val.dtype))
     val = val.reshape((1,) * len(shape)).expand(shape)
-    return Tensor.empty(shape, dtype=val.dtype, device=device).assign(val) if buffer else val
-  def full_like(self, fill_value, dtype:DTypeLike|None=None, device:str|None=None, buffer=True) -> Tensor:
+    return leaf(Tensor.empty(shape, dtype=val.dtype, device=device).assign(val) if buffer else val, requires_grad)
+  def full_like(self, fill_value, dtype:DTypeLike|None=None, device:str|None=None, buffer=True, requires_grad:bool|None=None) -> Tensor:
     return Tensor.full(self.shape, fill_value, dtype=dtype if dtype is not None else self.dtype,
-                       device=device if device is not None else self.device, buffer=buffer)
+                       device=device if device is not None else self.device, buffer=buffer, requires_grad=requires_grad)
   def _full(self, fill_value, dtype:DTypeLike|None=None) -> Tensor:
     """The mixins' primitive (see mixin/movement.py): fill_value as a broadcast constant of self's shape."""
     return self.full_like(fill_value, dtype, buffer=False)
@@ -75,15 +75,19 @@ class CreationMixin:
   def zeros_like(self, **kwargs) -> Tensor: return self.full_like(0, **kwargs)
   def ones_like(self, **kwargs) -> Tensor: return self.full_like(1, **kwargs)
   @staticmethod
-  def arange(start, stop=None, step=1, dtype:DTypeLike|None=None, device:str|None=None) -> Tensor:
+  def arange(start, stop=None, step=1, dtype:DTypeLike|None=None, device:str|None=None, requires_grad:bool|None=None) -> Tensor:
     """Values from start (inclusive) to stop (exclusive) by step, numpy's values in dtype; an int dtype unless an argument is a float.
     A graph without host data: the positions come from _positions, so it fuses into the kernels that read it."""
+    if requires_grad is not None: return leaf(Tensor.arange(start, stop, step, dtype, device), requires_grad)
     if stop is None: start, stop = 0, start
     if isinstance(start, UOp) or isinstance(stop, UOp): return _symbolic_arange(start, stop, step, dtype, device)
     for v in (start, stop, step): _check_const("arange", v)
     dt = _dtype_or(dtype, dtypes.default_float if any(isinstance(x, float) for x in (start, stop, step)) else dtypes.default_int)
     if step == 0: raise ValueError("arange needs a nonzero step")
     n = max(-((start - stop) // step) if all(isinstance(v, int) for v in (start, stop, step)) else math.ceil((stop - start) / step), 0)
+    # an int range the default int can't hold is int64 (as in tinygrad 0.14): positions past 2**31 index big tensors
+    last = start + (n - 1) * step
+    if dtype is None and dt is dtypes.default_int and n > 0 and not dt.min <= min(start, last) <= max(start, last) <= dt.max: dt = dtypes.int64
     if n == 0: return Tensor.full((0,), 0, dtype=dt, device=device, buffer=False)
     i = _positions(n, device)
     if not dtypes.is_float(dt): return (i.cast(dt) * step + start).cast(dt) if step != 1 or start != 0 else i.cast(dt)
@@ -96,15 +100,16 @@ class CreationMixin:
     if n > 1 and truncate[dt](truncate[cdt](v0 + delta)) != v1: ret = i.eq(1).where(v1, ret)
     return ret.cast(dt)
   @staticmethod
-  def eye(n:int, m:int|None=None, dtype:DTypeLike|None=None, device:str|None=None) -> Tensor:
+  def eye(n:int, m:int|None=None, dtype:DTypeLike|None=None, device:str|None=None, requires_grad:bool|None=None) -> Tensor:
     """The n x m identity: ones where the row index equals the column index (computed in the kernel from two aranges)."""
     if not all(isinstance(v, int) and not isinstance(v, bool) for v in (n, 0 if m is None else m)):
       raise TypeError(f"eye needs int sizes, got {n!r}, {m!r}")
     if n < 0 or (m is not None and m < 0): raise ValueError(f"eye needs non-negative sizes, got {n}, {m}")
     rows, cols = Tensor.arange(n, device=device), Tensor.arange(n if m is None else m, device=device)
-    return (rows.unsqueeze(1) == cols.unsqueeze(0)).cast(dtype or dtypes.default_float)
+    return leaf((rows.unsqueeze(1) == cols.unsqueeze(0)).cast(dtype or dtypes.default_float), requires_grad)
   @staticmethod
-  def linspace(start, stop, steps:int, dtype:DTypeLike|None=None, device:str|None=None) -> Tensor:
+  def linspace(start, stop, steps:int, dtype:DTypeLike|None=None, device:str|None=None, requires_grad:bool|None=None) -> Tensor:
+    if requires_grad is not None: return leaf(Tensor.linspace(start, stop, steps, dtype, device), requires_grad)
     if not isinstance(steps, int) or isinstance(steps, bool): raise TypeError(f"linspace needs an int number of steps, got {steps!r}")
     if steps < 0: raise ValueError(f"linspace needs steps >= 0, got {steps}")
     dt = _dtype_or(dtype, dtypes.default_float)

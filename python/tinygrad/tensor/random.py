@@ -8,7 +8,7 @@ import time
 from tinygrad.dtype import DType, DTypeLike, dtypes, to_dtype, bitcast
 from tinygrad.mixin.movement import _size_ok
 from tinygrad.helpers import prod, argfix, ceildiv, check_host_alloc, TRAINING
-from tinygrad.tensor.common import canon_device, check_tensors
+from tinygrad.tensor.common import canon_device, check_tensors, leaf
 from tinygrad.engine.realize import capturing
 
 _rng_lock = threading.Lock()   # threads drawing at once must each advance the counter (else they get the same numbers)
@@ -103,25 +103,25 @@ class RandomMixin:
       raise ValueError(f"{what} needs a shape of non-negative ints, got {shape}")
     return tuple(shape)
   @staticmethod
-  def rand(*shape, device:str|None=None, dtype:DTypeLike|None=None, contiguous:bool=True) -> Tensor:
+  def rand(*shape, device:str|None=None, dtype:DTypeLike|None=None, contiguous:bool=True, requires_grad:bool|None=None) -> Tensor:
     """Uniform random values in [0, 1) (a float dtype, the default float unless given), drawn in a kernel from the seeded counter."""
     dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
     if not dtypes.is_float(dt) or dt in dtypes.weaks or dt in dtypes.fp8s: raise ValueError(f"rand needs a float dtype, got {dt}")
     shape, device = Tensor._check_shape(shape, "rand"), canon_device(device)
     check_host_alloc(prod(shape) * dt.itemsize, f"rand of shape {shape}")
-    if prod(shape) == 0: return Tensor.zeros(shape, device=device, dtype=dt)
+    if prod(shape) == 0: return Tensor.zeros(shape, device=device, dtype=dt, requires_grad=requires_grad)
     key, counter = Tensor._next_counter(device, ceildiv(prod(shape) * dt.itemsize, 4))
     out = Tensor._bits_to_rand(Tensor.random_bits(key, counter, ceildiv(prod(shape) * dt.itemsize, 4)), shape, dt)
-    return out.contiguous() if contiguous else out
+    return leaf(out.contiguous() if contiguous else out, requires_grad)
   def rand_like(self, **kwargs) -> Tensor:
     return Tensor.rand(*self.shape, device=kwargs.pop("device", self.device), dtype=kwargs.pop("dtype", self.dtype), **kwargs)
   @staticmethod
-  def randn(*shape, dtype:DTypeLike|None=None, device:str|None=None, **kwargs) -> Tensor:
+  def randn(*shape, dtype:DTypeLike|None=None, device:str|None=None, requires_grad:bool|None=None, **kwargs) -> Tensor:
     """Standard normal values (Box-Muller of two float32 uniform draws), cast to dtype (the default float unless given)."""
     shape = Tensor._check_shape(shape, "randn")
     src = Tensor.rand(2, *shape, device=device, dtype=dtypes.float32, **kwargs)
-    return src[0].mul(2 * math.pi).cos().mul((1 - src[1]).log().mul(-2).sqrt()).cast(to_dtype(dtype) if dtype is not None else
-                                                                                        dtypes.default_float)
+    ret = src[0].mul(2 * math.pi).cos().mul((1 - src[1]).log().mul(-2).sqrt())
+    return leaf(ret.cast(to_dtype(dtype) if dtype is not None else dtypes.default_float), requires_grad)
   def randn_like(self, dtype:DTypeLike|None=None, **kwargs) -> Tensor:
     return Tensor.randn(*self.shape, dtype=dtype if dtype is not None else self.dtype, device=kwargs.pop("device", self.device), **kwargs)
   @staticmethod
@@ -137,15 +137,15 @@ class RandomMixin:
     u = Tensor.rand(*Tensor._check_shape(shape, "randint"), dtype=dtypes.float32 if n <= 2 ** 24 else dtypes.float64, **kwargs)
     return ((u * n).cast(dtypes.int64) + low).cast(dt)
   @staticmethod
-  def uniform(*shape, low=0.0, high=1.0, dtype:DTypeLike|None=None, **kwargs) -> Tensor:
+  def uniform(*shape, low=0.0, high=1.0, dtype:DTypeLike|None=None, requires_grad:bool|None=None, **kwargs) -> Tensor:
     """Uniform random values in [low, high)."""
     shape = Tensor._check_shape(shape, "uniform")
     if low >= high: raise ValueError(f"uniform needs low < high, got {low=}, {high=}")
-    return ((high - low) * Tensor.rand(*shape, **kwargs)).cast(dtype if dtype is not None else dtypes.default_float) + low
+    return leaf(((high - low) * Tensor.rand(*shape, **kwargs)).cast(dtype if dtype is not None else dtypes.default_float) + low, requires_grad)
   @staticmethod
-  def normal(*shape, mean=0.0, std=1.0, **kwargs) -> Tensor:
+  def normal(*shape, mean=0.0, std=1.0, requires_grad:bool|None=None, **kwargs) -> Tensor:
     if std < 0: raise ValueError(f"normal needs std >= 0, got {std=}")
-    return std * Tensor.randn(*shape, **kwargs) + mean
+    return leaf(std * Tensor.randn(*shape, **kwargs) + mean, requires_grad)
   @staticmethod
   def scaled_uniform(*shape, **kwargs) -> Tensor:
     return Tensor.uniform(*shape, low=-1.0, high=1.0, **kwargs).mul(prod(argfix(*shape)) ** -0.5)
