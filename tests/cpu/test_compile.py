@@ -281,3 +281,12 @@ def test_a_realize_of_loaded_kernels_reads_no_core_count(monkeypatch):
   def no_count(): raise AssertionError("os.cpu_count() read by a realize that compiles nothing")
   monkeypatch.setattr(os, "cpu_count", no_count)
   assert (t * 3 + 1).sum().item() == 3 * 499500 + 1000
+
+@pytest.mark.cpu
+def test_compile_past_the_time_limit_names_the_kernel(monkeypatch):
+  src = "void r_slow_kernel(float* restrict a) {\n  a[0] = 1.0f;\n}\n"
+  cc = ClangCompiler()
+  monkeypatch.setattr(cc, "timeout_s", 1e-4)   # no compiler starts that fast: the limit is hit
+  with pytest.raises(CompileError, match=r"ran past its 0\.0001 s limit kernel r_slow_kernel \(\d+ bytes of C in 4 lines\)"):
+    cc.compile(src)
+  with pytest.raises(CompileError, match="r_slow_kernel"): cc.compile_many([src, _src("other")])

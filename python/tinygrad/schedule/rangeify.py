@@ -129,8 +129,26 @@ def _selects(u:UOp, reads:dict[UOp, frozenset[UOp]]) -> bool:
   elif x.op is Ops.MUL and (m := next((s for s in x.src if s.op is Ops.CAST and s.src[0].dtype is dtypes.bool), None)) is not None:
     eq = m.src[0]
   else: return False
+  if eq.op is not Ops.CMPNE or (t := _const(eq.src[1])) is None or t.arg is not True: return False
+  return _index_compare(eq.src[0], reads)
+
+_READS_MEMORY = {Ops.BUFFER, Ops.PARAM, Ops.AFTER, Ops.COPY, Ops.CONTIGUOUS}
+
+def _one_hot_sum(src:UOp) -> bool:
+  """src, the value of a sum, is where(e == f(k), v, 0) with f(k) a function of the index alone (it reads no memory): a gather. Only one
+  element is not 0, so the sum needs no stages for accuracy, and as one loop reduce_fold.py turns it into a load of v at e."""
+  if src.op is not Ops.WHERE or (z := _const(src.src[2])) is None or z.arg != 0: return False
+  eq = src.src[0]
+  while eq.op in (Ops.RESHAPE, Ops.EXPAND): eq = eq.src[0]   # the mask broadcast over the gathered rows' elements
   if eq.op is not Ops.CMPNE or (t := _const(eq.src[1])) is None or t.arg is not True or eq.src[0].op is not Ops.CMPNE: return False
-  return any(not reads[s] for s in eq.src[0].src)
+  return any(not any(n.op in _READS_MEMORY for n in side.toposort()) for side in eq.src[0].src)
+
+def _index_compare(u:UOp, reads:dict[UOp, frozenset[UOp]]) -> bool:
+  """u is `e != f(k)` with f(k) a function of the index alone (an arange): the two ops of a one-hot mask `e == f(k)` are u and a
+  `!= True` of it. Such a mask summed against values over k folds into a load at e (reduce_fold.py), so neither op is worth a buffer:
+  X[idx] with X (60000, 784) and 128 indices would otherwise write a 128 x 60000 mask and sum over all 60000 rows for every output."""
+  if u.op is Ops.CMPNE and (t := _const(u.src[1])) is not None and t.arg is True: u = u.src[0]
+  return u.op is Ops.CMPNE and any(not reads[s] for s in u.src)
 
 MAX_FUSED_READS = 4  # buffers an elementwise value may read and still be computed again for every element of an EXPAND ...
 MAX_FUSED_OPS = 32   # ... and ALU ops it may take (gelu takes 59: recomputed inside the matmul it feeds, for every output column) ...
@@ -240,7 +258,7 @@ def plan_buffers(targets:dict[UOp, str], is_realized) -> BufferPlan:
     # feeding a matmul; on top of a reduce, as after a linear layer, it becomes that reduce's kernel: no kernel more), or is recomputed
     # very often (MAX_RECOMPUTED_OPS), or, inside a reduce's loop, reads two and takes two when it owns a reduce (relu's backward in the
     # weight gradient's matmul: its compares and loads ran once per multiply-add; the kernel of the reduce it owns computes it instead)
-    elif u not in roots and expanded.get(u, 1) >= MIN_RECOMPUTE and u.op in GroupOp.Elementwise and \
+    elif u not in roots and expanded.get(u, 1) >= MIN_RECOMPUTE and u.op in GroupOp.Elementwise and not _index_compare(u, reads) and \
         (len(reads[u]) > MAX_FUSED_READS or len(ops[u]) > MAX_FUSED_OPS or
          (reads[u] and max_size(u.shape) >= MIN_RECOMPUTED_SIZE and expanded.get(u, 1) >= MANY_RECOMPUTES and
           expanded.get(u, 1) * len(ops[u]) * max_size(u.shape) >= MAX_RECOMPUTED_OPS) or
@@ -411,7 +429,7 @@ def _reduce(ctx:KernelContext, x:UOp, u:UOp) -> UOp:
       ctx.reduce_of[r] = u
       for a, v in zip(red, unflatten(r, sub)): idx[a] = v
       return UOp(Ops.REDUCE, u.dtype, (at(src, valid, tuple(idx)), r), (rop,))
-    if rop is Ops.ADD and dtypes.is_float(u.dtype) and total > REDUCE_STAGE:
+    if rop is Ops.ADD and dtypes.is_float(u.dtype) and total > REDUCE_STAGE and not _one_hot_sum(src):
       if _splits(u, total) and not _stored_values(ctx, src): return _split_reduce(ctx, u, src, valid, idx, red)
       return _staged_reduce(ctx, u, src, valid, idx, red, sub)
     # UNROLL consecutive elements per iteration: an inner UNROLL range the codegen expands into lanes combined as a tree before they

@@ -67,6 +67,11 @@ TAP_ROWS = (8, 16)            # and the image rows upcast with the taps (the inp
 TAP_IN_CHANNELS = 2           # and the input channels of a weight gradient (see tap_tile)
 UNROLL_MAX_LOADS = 32         # a reduce loop is unrolled when its trip count times the loads in its body is at most this
 
+def _within_budget(tile, ast:UOp, *args) -> UOp|None:
+  """tile(ast, *args), or None where one of its opts is refused (apply_opt's limits: the code-size budget on a kernel with a long body)."""
+  try: return tile(ast, *args)
+  except KernelOptError: return None
+
 def hand_coded_optimizations(ast:UOp, threads:int, upcast:bool=True, tile_rows:int=TILE_ROWS, tile_cols:int=0, chain:bool=False) -> UOp:
   """The heuristics above; `threads`: the most launches a THREAD range may have, `upcast`: whether the target has vector accesses,
   `tile_rows`, `tile_cols` (0: TILE_LANES) and `chain` (Opt CHAIN): a matmul's register tile (tile_family tries others)."""
@@ -77,27 +82,33 @@ def hand_coded_optimizations(ast:UOp, threads:int, upcast:bool=True, tile_rows:i
     if all(s is not None for s in sizes) and prod(sizes) >= THREAD_MIN_WORK:  # type: ignore[arg-type]
       if (n := next((t for t in range(min(threads, n_out), 1, -1) if n_out % t == 0), 1)) > 1:
         ast = apply_opt(ast, Opt(OptOps.THREAD, opt_axis(ast, OptOps.THREAD, loops[0]), n))[0]
-  if upcast and ((tiled := peeled_tile(ast)) is not None or (tiled := gather_tile(ast)) is not None): return tiled
+  if upcast and ((tiled := _within_budget(peeled_tile, ast)) is not None or (tiled := _within_budget(gather_tile, ast)) is not None):
+    return tiled
   # unroll small reduce loops, innermost first (its lanes are the ones the C compiler can pair up)
-  for red in [u for u in ast.toposort() if u.op is Ops.REDUCE]:
+  # (each reduce is looked up again in the current AST: an unroll replaces every node above it, and an outer reduce must see the UNROLL
+  # lanes of the inner one it contains, or nested reduces each unroll fully and multiply)
+  for i in range(sum(1 for u in ast.toposort() if u.op is Ops.REDUCE)):
+    red = [u for u in ast.toposort() if u.op is Ops.REDUCE][i]
     loads = max(1, sum(1 for u in red.src[0].toposort() if u.op is Ops.LOAD))
-    # the lanes' loads: its own UNROLL ranges and those of an enclosing reduce (a staged sum's lanes: one accumulator each)
+    # the lanes' loads: its own UNROLL ranges and those of the reduces inside it (a staged sum's lanes: one accumulator each)
     lanes = {r for r in (*red.src[1:], *red.src[0].toposort()) if r.op is Ops.RANGE and rtype(r) is AxisType.UNROLL}
     loads *= prod(range_size(r) or 1 for r in lanes)
     for r in reversed([r for r in red.src[1:] if rtype(r) is AxisType.REDUCE]):
       if (n := range_size(r)) is None or n * loads > UNROLL_MAX_LOADS: continue
-      ast = apply_opt(ast, Opt(OptOps.UNROLL, opt_axis(ast, OptOps.UNROLL, r), 0))[0]
+      try: ast = apply_opt(ast, Opt(OptOps.UNROLL, opt_axis(ast, OptOps.UNROLL, r), 0))[0]
+      except KernelOptError: continue   # over the code-size budget (a long body)
       loads *= n
   # upcast the innermost output loop. A reduce whose loops were all unrolled is straight-line code: upcast like an elementwise kernel
   has_reduce = bool(ranges_of(ast, AxisType.REDUCE))
   if not upcast: return ast
   if len(ast.src) != 1 or ast.src[0].op is not Ops.STORE or len(ast.src[0].src) != 2 or ast.src[0].src[0].op is not Ops.INDEX: return ast
-  if has_reduce and (loops := ranges_of(ast, AxisType.LOOP)) and (tiled := tap_tile(ast, loops)) is not None: return tiled
+  if has_reduce and (loops := ranges_of(ast, AxisType.LOOP)) and (tiled := _within_budget(tap_tile, ast, loops)) is not None: return tiled
   if not (loops := ranges_of(ast, AxisType.LOOP)) or (n := range_size(inner_loop := loops[-1])) is None or n % UPCAST != 0: return ast
-  if has_reduce and (tiled := register_tile(ast, loops, tile_rows, tile_cols, chain)) is not None: return tiled
-  if has_reduce and (tiled := dot_tile(ast, loops)) is not None: return tiled
-  if has_reduce and (tiled := image_tile(ast, loops)) is not None: return tiled
-  up, outer, lane = apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, inner_loop), UPCAST))
+  if has_reduce and (tiled := _within_budget(register_tile, ast, loops, tile_rows, tile_cols, chain)) is not None: return tiled
+  if has_reduce and (tiled := _within_budget(dot_tile, ast, loops)) is not None: return tiled
+  if has_reduce and (tiled := _within_budget(image_tile, ast, loops)) is not None: return tiled
+  try: up, outer, lane = apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, inner_loop), UPCAST))
+  except KernelOptError: return ast   # over the code-size budget
   assert lane is not None
   # in a reduce kernel the lanes pay off when they share vector loads in the loop (a matmul's B row); lanes that each read their own
   # row only add memory streams (x.sum(axis=1) got slower)
@@ -116,7 +127,8 @@ def hand_coded_optimizations(ast:UOp, threads:int, upcast:bool=True, tile_rows:i
   if out is None or (n := range_size(out)) is None or n < 2 or (n % UPCAST != 0 and n > OUTER_FULL_MAX): return up
   # a short loop that 4 doesn't divide is upcast fully (a Linear's weight gradient with 10 outputs, 5 per thread: each vector of the
   # input loaded serves the 5 rows, 160 -> 26 us in bench_train's CNN, instead of 5 passes over the input)
-  return apply_opt(up, Opt(OptOps.UPCAST, opt_axis(up, OptOps.UPCAST, out), UPCAST if n % UPCAST == 0 else 0))[0]
+  try: return apply_opt(up, Opt(OptOps.UPCAST, opt_axis(up, OptOps.UPCAST, out), UPCAST if n % UPCAST == 0 else 0))[0]
+  except KernelOptError: return up   # over the code-size budget
 
 # ***** the GPU flavour: renderers with has_local (GPU dims, workgroups) *****
 

@@ -115,6 +115,24 @@ def opt_axis(ast:UOp, op:OptOps, rng:UOp) -> int:
 # holds 512 floats (32 AVX-512 registers x 16 lanes), so a 16x16 register tile already spills. The UNROLL lanes of one reduce (values
 # combined per loop step) at most 128: the scheduler's unroll of 4 times one full unroll of 32.
 MAX_UPCAST, MAX_UNROLL, MAX_UPCAST_LANES, MAX_UNROLL_LANES = 16, 32, 256, 128
+# The caps above are per range kind; lanes also multiply across nested reduces (a sum over three axes as three nested reduces, each with
+# its own full unroll, is one straight-line body of 24*24*32 copies). MAX_EXPANDED_OPS bounds the whole body as the renderer will write
+# it out: expanded_ops counts each operation once per combination of the lanes it depends on.
+MAX_EXPANDED_OPS = 4096
+_LANE_KINDS = (AxisType.UPCAST, AxisType.UNROLL)
+_NOT_STATEMENTS = {Ops.CONST, Ops.RANGE, Ops.PARAM, Ops.SINK, Ops.NOOP, Ops.GROUP}
+
+def expanded_ops(ast:UOp) -> int:
+  """How many operations the kernel's body has once its UPCAST and UNROLL ranges are expanded into lanes: each node counts once per
+  combination of the lane ranges in its backward slice (an estimate of the rendered statements; constants and ranges are free)."""
+  lanes: dict[UOp, frozenset[UOp]] = {}
+  total = 0
+  for u in ast.toposort():
+    mine = frozenset().union(*(lanes[x] for x in u.src))
+    if u.op is Ops.RANGE and rtype(u) in _LANE_KINDS: mine = mine | {u}
+    lanes[u] = mine
+    if u.op not in _NOT_STATEMENTS: total += prod(range_size(r) or 1 for r in mine)
+  return total
 
 # the splits: op -> (the range kinds it applies to, the kind of the new range, whether the new range is the outer part)
 _SPLITS = {OptOps.THREAD: ((AxisType.LOOP,), AxisType.THREAD, True),
@@ -312,6 +330,7 @@ def _check_limits(ast:UOp, ren, need):
   lanes = max([prod(range_size(r) or 1 for r in red.src[1:] if rtype(r) is AxisType.UNROLL) for red in ast.toposort() if red.op is Ops.REDUCE],
               default=1)
   need(lanes <= MAX_UNROLL_LANES, f"a reduce of {lanes} UNROLL lanes, more than {MAX_UNROLL_LANES}")
+  need((n := expanded_ops(ast)) <= MAX_EXPANDED_OPS, f"the body expands to {n} operations, more than {MAX_EXPANDED_OPS}")
   local_dims = [r for r in rngs if rtype(r) in _LOCAL_DIMS]
   need(len(local_dims) <= 3, f"{len(local_dims)} local dims (LOCAL/GROUP_REDUCE ranges), a workgroup has 3")
   wg = prod(range_size(r) or 1 for r in local_dims)

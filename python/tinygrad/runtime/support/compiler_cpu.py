@@ -14,6 +14,9 @@ from typing import Sequence
 from tinygrad.device import Compiler, CompileError, CompilerNotFoundError, numbered_source
 from tinygrad.helpers import cpu_objdump
 
+class CompileTimeoutError(CompileError):
+  """The C compiler ran past ClangCompiler.timeout_s."""
+
 def _arch_flags() -> list[str]:
   machine = platform.machine().lower()
   if machine in ("x86_64", "amd64"): return ["-march=native"]
@@ -66,9 +69,14 @@ class ClangCompiler(Compiler):
     if self._argv is None: self._argv = find_c_compiler()
     return self._argv
   def cache_id(self) -> str: return " ".join(self.argv + self.flags)
+  timeout_s = 300.0   # one compiler or linker run; past it the run is killed and CompileError names what it was compiling
   def _run(self, cmd:list[str], src:str|None=None) -> None:
-    try: proc = subprocess.run(cmd, input=None if src is None else src.encode(), capture_output=True, timeout=300)
+    try: proc = subprocess.run(cmd, input=None if src is None else src.encode(), capture_output=True, timeout=self.timeout_s)
     except (FileNotFoundError, PermissionError) as e: raise CompilerNotFoundError(f"{cmd[0]!r} can't be run: {e}") from e
+    except subprocess.TimeoutExpired:
+      what = "linking a kernel library" if src is None else \
+        f"kernel {', '.join(_KERNEL_NAME.findall(src)) or '(unnamed)'} ({len(src):,} bytes of C in {src.count(chr(10)) + 1:,} lines)"
+      raise CompileTimeoutError(f"{os.path.basename(cmd[0])} ran past its {self.timeout_s:g} s limit {what}") from None
     if proc.returncode != 0:
       msg = (proc.stderr or proc.stdout).decode(errors="replace").strip()
       raise CompileError(f"{os.path.basename(cmd[0])} failed to compile the kernel (exit code {proc.returncode}):\n{msg}" +
@@ -120,6 +128,7 @@ class ClangCompiler(Compiler):
       else: unit[src] = src
       if m is not None: names.add(m.group(1))
     try: lib = self.compile("\n".join(unit.values()))
+    except CompileTimeoutError: raise   # compiling them one by one would take as long again
     except CompileError: return [self.compile(src) for src in srcs]   # on its own, a kernel that fails raises its own error
     return [lib] * len(srcs)
   def disassemble(self, lib:bytes): cpu_objdump(lib)

@@ -1,0 +1,75 @@
+# A kernel's code stays small whatever its loops: no optimization (the CPU heuristic, BEAM's candidates) may expand UPCAST/UNROLL lanes
+# past codegen/opt/kernel.py's MAX_EXPANDED_OPS; and a gather of rows by an index tensor (X[idx]) is a load per element, not a sum over
+# every row of X. The model is tinygrad's beautiful_mnist shape: two 5x5 convs of 32 channels on 28x28, batchnorm, max-pool, two 3x3
+# convs of 64, batchnorm, max-pool, a linear layer; Adam; batch 512.
+import time
+import numpy as np
+import pytest
+from tinygrad import Tensor, nn, GlobalCounters
+from tinygrad.helpers import Context
+from tinygrad.engine.realize import get_spec
+from tinygrad.codegen.opt import Opt, OptOps, KernelOptError
+from tinygrad.codegen.opt.kernel import apply_opt, expanded_ops, MAX_EXPANDED_OPS
+from tinygrad.runtime.support.compiler_cpu import ClangCompiler
+
+pytestmark = pytest.mark.cpu
+
+class MnistCNN:
+  def __init__(self):
+    self.layers = [nn.Conv2d(1, 32, 5), Tensor.relu, nn.Conv2d(32, 32, 5), Tensor.relu, nn.BatchNorm(32), Tensor.max_pool2d,
+                   nn.Conv2d(32, 64, 3), Tensor.relu, nn.Conv2d(64, 64, 3), Tensor.relu, nn.BatchNorm(64), Tensor.max_pool2d,
+                   lambda x: x.flatten(1), nn.Linear(576, 10)]
+  def __call__(self, x:Tensor) -> Tensor: return x.sequential(self.layers)
+
+def _kernels(*tensors:Tensor) -> list:
+  return [si for si in Tensor.schedule(*tensors)[0] if si.ast.op.name != "COPY"]
+
+def test_mnist_training_step_kernels_are_small():
+  model = MnistCNN()
+  opt = nn.optim.Adam(nn.state.get_parameters(model))
+  X, Y = Tensor.empty(60000, 1, 28, 28), Tensor.empty(60000, dtype="int32")
+  with Context(TRAINING=1):
+    samples = Tensor.randint(512, high=60000)
+    loss = model(X[samples]).sparse_categorical_crossentropy(Y[samples]).backward()
+    kernels = _kernels(loss, *opt.schedule_step())
+  specs = [get_spec(si, "CPU") for si in kernels]
+  biggest = max(specs, key=lambda s: len(s.src))
+  # the batchnorm statistic over 512 x 24 x 24 (nested reduces) was 4.2 MB of C with every reduce loop unrolled
+  assert len(biggest.src) < 32_000, (biggest.name, len(biggest.src))
+  st = time.perf_counter()
+  ClangCompiler(cachekey=None).compile(biggest.src)
+  assert time.perf_counter() - st < 2.0, biggest.name
+
+def test_nested_reduces_unroll_once():
+  x = np.random.default_rng(0).standard_normal((32, 32, 24, 24), dtype=np.float32)
+  t = Tensor(x).realize()
+  out = t.sum(axis=(0, 2, 3))   # over 18,432 elements: one nested reduce per dim
+  (si,) = _kernels(out)
+  spec = get_spec(si, "CPU")
+  assert len(spec.src) < 16_000, len(spec.src)
+  np.testing.assert_allclose(out.numpy(), x.sum(axis=(0, 2, 3)), rtol=1e-4)
+
+def test_no_opt_may_expand_past_the_budget():
+  (si,) = _kernels(Tensor.empty(32, 32, 24, 24).sum(axis=(0, 2, 3)))
+  ast, err = si.ast, None
+  try:
+    for _ in range(3): ast = apply_opt(ast, Opt(OptOps.UNROLL, 0, 0))[0]   # each nested reduce's whole loop as lanes, as BEAM may try
+  except KernelOptError as e: err = e
+  assert err is not None and "operations, more than" in str(err)
+  assert expanded_ops(ast) <= MAX_EXPANDED_OPS
+
+def test_gather_of_rows_is_a_load_per_element():
+  rows = 20_000   # more than one staged sum's worth (REDUCE_STAGE): the one-hot sum must stay one loop to fold
+  xn = np.random.default_rng(1).standard_normal((rows, 1, 28, 28), dtype=np.float32)
+  yn = np.random.default_rng(2).integers(0, 10, rows, dtype=np.int32)
+  X, Y = Tensor(xn).realize(), Tensor(yn).realize()
+  idx = np.random.default_rng(3).integers(-rows, rows, 128, dtype=np.int32)
+  s = Tensor(idx).realize()
+  GlobalCounters.reset()
+  a, b = X[s], Y[s]
+  Tensor.realize(a, b)
+  # a load and a bounds check per output element, nothing per row of X: a sum over the rows would be 128 * 784 * 20,000 ops
+  assert GlobalCounters.global_ops < 50 * 128 * 784, GlobalCounters.global_ops
+  assert GlobalCounters.kernel_count <= 2
+  np.testing.assert_equal(a.numpy(), xn[idx])
+  np.testing.assert_equal(b.numpy(), yn[idx])
