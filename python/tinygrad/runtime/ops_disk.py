@@ -57,12 +57,18 @@ class DiskDevice(Compiled):
     if stat.S_ISDIR(st.st_mode): raise IsADirectoryError(f"{self.device}: {self.filename!r} is a directory, not a file")
 
   def _open(self, write:bool) -> int:
-    if self.fd is not None and (self.writable or not write): return self.fd
+    if self.fd is not None and (self.writable or not write) and self._same_file(): return self.fd
     self._check_path(write)
     fd = os.open(self.filename, os.O_RDWR | os.O_CREAT, 0o644) if write else os.open(self.filename, os.O_RDONLY)
     self.close()
     self.fd, self.writable = fd, write
     return fd
+
+  def _same_file(self) -> bool:
+    # the path may name another file since it was opened (replaced, as safe_save replaces a file): then it is opened again
+    try: st, cur = os.stat(self.filename), os.fstat(self.fd)   # type: ignore[arg-type]
+    except OSError: return False
+    return (st.st_ino, st.st_dev) == (cur.st_ino, cur.st_dev)
 
   def mapping(self, end:int, write:bool) -> memoryview:
     """A map of the file's first `end` bytes or more (write: the file is created or grown to `end` bytes first)."""
