@@ -21,8 +21,8 @@ def is_disk(device) -> bool: return type(device) is str and device.startswith("D
 def from_path(path:pathlib.Path, dtype:DType|None) -> UOp:
   """A BUFFER of the whole file at path, on its DISK device (nothing is read)."""
   path = path.resolve()
-  if path.is_dir(): raise IsADirectoryError(f"Tensor({str(path)!r}): a directory, not a file")
-  if not path.is_file(): raise FileNotFoundError(f"Tensor({str(path)!r}): no such file")
+  if path.is_dir(): raise IsADirectoryError(f"Tensor(Path): {path} is a directory, not a file")
+  if not path.is_file(): raise FileNotFoundError(f"Tensor(Path): no file at {path}")
   dt, size = dtype or dtypes.uint8, path.stat().st_size
   if size % dt.itemsize: raise ValueError(f"file {path} has {size} bytes, not a whole number of {dt} ({dt.itemsize} bytes each)")
   return _allocated(new_buffer(f"DISK:{path}", size // dt.itemsize, dt))
