@@ -6,7 +6,7 @@ from __future__ import annotations
 import pathlib
 import weakref
 from typing import Any
-from tinygrad.uop.ops import UOp, Ops
+from tinygrad.uop.ops import UOp, Ops, GroupOp
 from tinygrad.mixin.mathtraits import MathTrait, _weak
 from tinygrad.mixin.movement import MovementMixin
 from tinygrad.mixin.reduce import ReduceMixin
@@ -141,6 +141,9 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
     """Computes these tensors (also as `Tensor.realize(a, b, ...)`); `do_update_stats` is 0.14's flag (the counters always count).
     A tensor of a weak dtype is a constant expression of Python values: it has no storage and is left as it is (as in 0.14)."""
     if not (tensors := _stored((self,) + check_tensors("realize", lst))): return self
+    for t in tensors:
+      # a DISK tensor is realized as a view of its file (no kernel runs on a file): one that isn't a byte range of it is an error here
+      if disk.is_disk(t.device) and t.uop.op in GroupOp.Movement: t.uop = disk.contiguous_view(t.uop, t.device)
     items, bufs, var_vals = create_schedule_with_vars([t.uop for t in tensors], [t.device for t in tensors])
     # the buffers the tensors get and those that existed before keep their memory; the others (intermediates, which nothing holds
     # after this call) share arenas where their lifetimes allow (engine/memory.py)
