@@ -153,7 +153,7 @@ class Buffer:
     elif opaque is not None: self._buf, self._owned = opaque, False
     else:
       self._buf = self.allocator.alloc(self.nbytes, self.options)
-      if self.options is None or self.options.external_ptr is None:
+      if self._counted():
         with GlobalCounters.lock:
           GlobalCounters.mem_used += self.nbytes
           GlobalCounters.mem_used_per_device[self.device] += self.nbytes
@@ -166,7 +166,7 @@ class Buffer:
     if DEBUG >= 7: print(f"buffer: deallocate {self.nbytes} bytes on {self.device}")
     if self._base is not None: self._base.allocated_views -= 1
     elif self._owned:
-      if self.options is None or self.options.external_ptr is None:
+      if self._counted():
         with GlobalCounters.lock:
           GlobalCounters.mem_used -= self.nbytes
           GlobalCounters.mem_used_per_device[self.device] -= self.nbytes
@@ -174,6 +174,9 @@ class Buffer:
       options = replace(self.options or BufferSpec(), nolru=True) if self._exported else self.options
       self.allocator.free(self._buf, self.nbytes, options)
     self._buf, self._allocated = None, False
+  def _counted(self) -> bool:
+    """Whether this base buffer's bytes count as device memory (GlobalCounters.mem_used): not a caller's memory, not a file's."""
+    return (self.options is None or self.options.external_ptr is None) and self.allocator.counts_memory
   @suppress_finalizing
   def __del__(self):
     if getattr(self, "_allocated", False): self.deallocate()
@@ -245,6 +248,11 @@ class Buffer:
       self.ensure_allocated().before_write()
       self.allocator._transfer(self._buf, src._buf, self.nbytes, src.allocator.dev, self.allocator.dev)
       return self
+    # a source the host can't view (a file, GPU memory) is copied straight into a destination in host memory: no staging copy
+    if self.nbytes and not hasattr(src.allocator, "_as_buffer") and hasattr(Device[self.device].allocator, "_as_buffer"):
+      self.ensure_allocated().before_write()
+      src.copyout(self.allocator._as_buffer(self._buf))
+      return self
     return self.copyin(src.as_buffer(allow_zero_copy=True))
   def view(self, size:int, dtype:DType, offset:int) -> Buffer:
     """A view of `size` elements of `dtype` starting `offset` bytes into this buffer."""
@@ -264,6 +272,7 @@ class Allocator(Generic[DeviceType]):
   def __init__(self, dev:DeviceType):
     self.dev: DeviceType = dev
     self.default_buffer_spec: BufferSpec = BufferSpec()
+  counts_memory = True  # False where the bytes are not memory (a file): GlobalCounters.mem_used leaves them out
   host_memory = False   # True where the device's memory is the host's: sizes over the machine's memory fail before allocating
   def alloc(self, size:int, options:BufferSpec|None=None):
     if size < 0: raise ValueError(f"alloc size must be >= 0, got {size}")

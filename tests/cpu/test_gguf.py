@@ -3,7 +3,7 @@
 import struct
 import numpy as np
 import pytest
-from tinygrad import Tensor, dtypes
+from tinygrad import Tensor, Device, dtypes
 from tinygrad.llm.gguf import gguf_load, ggml_data_to_tensor
 
 pytestmark = pytest.mark.cpu
@@ -79,6 +79,21 @@ def test_gguf_load_file(tmp_path):
   assert kv2 == kv and {k: v.shape for k, v in sd2.items()} == {k: v.shape for k, v in sd.items()}
   r = gguf.GGUFReader(str(fn))
   assert {t.name: tuple(int(x) for x in reversed(t.shape)) for t in r.tensors} == {k: v.shape for k, v in sd.items()}
+
+def test_gguf_load_views_the_file(tmp_path):
+  # native tensors are views of the file on its DISK device (read when realized); quantized ones are dequantized to the default device,
+  # also when the file is given as a DISK tensor (as tinygrad 0.14 takes it), and the file is never written
+  f32, q8 = np.arange(15, dtype=np.float32).reshape(3, 5), _blocks(Q.Q8_0, 2)
+  fn = _write(tmp_path / "v.gguf", {"f32": (f32, None, None), "q8": (q8, Q.Q8_0, (1, 64))})
+  before = fn.read_bytes()
+  for src in (fn, Tensor(fn)):
+    _, sd = gguf_load(src)
+    assert sd["f32"].device == f"DISK:{fn.resolve()}" and sd["q8"].device == Device.DEFAULT
+    np.testing.assert_array_equal(sd["f32"].to("CPU").numpy(), f32)
+    np.testing.assert_array_equal(sd["q8"].numpy(), quants.dequantize(q8.reshape(-1), Q.Q8_0).reshape(1, 64))
+  t = Tensor(fn)
+  np.testing.assert_array_equal(ggml_data_to_tensor(t[before.index(f32.tobytes()):], 15, 0).to("CPU").numpy(), f32.reshape(-1))
+  assert fn.read_bytes() == before
 
 def test_gguf_bad_files(tmp_path):
   fn = _write(tmp_path / "ok.gguf", {"w": (np.ones((4, 8), np.float32), None, None)})

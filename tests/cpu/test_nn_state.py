@@ -5,6 +5,8 @@ import json
 import os
 import pickle
 import struct
+import subprocess
+import sys
 import tarfile
 import zipfile
 from collections import OrderedDict, namedtuple
@@ -86,8 +88,9 @@ def test_safe_load_reads_safetensors_files(tmp_path):
   for k, v in NP_CASES.items():
     assert sd[k].shape == v.shape
     assert sd[k].numpy().dtype == v.dtype and sd[k].numpy().tobytes() == v.tobytes(), k
-  # loaded tensors are ordinary realized tensors: kernels read them
-  np.testing.assert_equal((sd["f32"] * 2 + sd["i32"].sum()).numpy(), NP_CASES["f32"] * 2 - 1)
+  # loaded tensors are views of the file on its DISK device (as in tinygrad 0.14): kernels read them once moved to a device
+  assert all(t.device == f"DISK:{fn.resolve()}" for t in sd.values())
+  np.testing.assert_equal((sd["f32"].to("CPU") * 2 + sd["i32"].to("CPU").sum()).numpy(), NP_CASES["f32"] * 2 - 1)
   _, data_start, meta = safe_load_metadata(fn)
   assert meta["__metadata__"] == {"format": "np"} and data_start == 8 + struct.unpack("<Q", fn.read_bytes()[:8])[0]
 
@@ -300,6 +303,42 @@ def test_torch_load_tar_format(tmp_path):
   with pytest.raises(ValueError, match="has 100 dimensions"): torch_load(_torch_tar(tmp_path / "bad.tar", ndim_override=100))
   with pytest.raises(pickle.UnpicklingError, match="unknown persistent id '99'"):
     torch_load(_torch_tar(tmp_path / "bad2.tar", pickle_bytes=_pkl({"x": _PID("99")})))
+
+STRIDED = [((3, 2), (1, 3), 0), ((2, 3, 4), (1, 0, 2), 1), ((4, 3), (6, 2), 0), ((2, 2, 3), (0, 8, 2), 2), ((3, 3), (1, 1), 3),
+           ((), (), 5), ((5, 1), (0, 7), 4), ((2, 3), (3, 1), 6)]
+
+@pytest.mark.parametrize("shape,stride,offset", STRIDED)
+def test_torch_load_strided_views_match_numpy(tmp_path, shape, stride, offset):
+  # permuted, expanded (stride 0), gapped, overlapping windows and scalar views of one storage, as torch's as_strided reads them
+  data = np.arange(24, dtype=np.float32)
+  fn = _torch_zip(tmp_path / "s.pth", {"x": _tensor(_storage("FloatStorage", "0", 24), offset, shape, stride)}, {"0": data.tobytes()})
+  x = torch_load(fn)["x"]
+  want = np.lib.stride_tricks.as_strided(data[offset:], shape, tuple(st * 4 for st in stride))
+  assert x.shape == shape
+  np.testing.assert_equal(x.numpy(), want)
+
+def test_torch_load_contiguous_tensors_view_the_file(tmp_path):
+  sd = torch_load(_torch_zip(tmp_path / "m.pth", _state()))
+  assert sd["w"].device == f"DISK:{(tmp_path / 'm.pth').resolve()}"
+
+def test_torch_load_stride0_view_stays_a_view(tmp_path):
+  # a 1 KB checkpoint whose tensor views one float with stride 0 over 100M elements: loading it allocates nothing like 400 MB
+  fn = _torch_zip(tmp_path / "e.pth", {"x": _tensor(_storage("FloatStorage", "0", 1), 0, (100_000_000,), (0,))}, {"0": W.tobytes()[4:8]})
+  assert fn.stat().st_size < 1024
+  code = ("import json, resource, sys\nfrom tinygrad.nn.state import torch_load\nfrom tinygrad import Tensor\nTensor([1.0]).realize()\n"
+          "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\nx = torch_load(sys.argv[1])['x']\n"
+          "vals = x[:2].numpy().tolist() + x[-3:].numpy().tolist()\n"
+          "print(json.dumps([x.shape, vals, (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024]))")
+  out = subprocess.run([sys.executable, "-c", code, str(fn)], capture_output=True, text=True, timeout=300, env=_child_env())
+  assert out.returncode == 0, out.stderr
+  shape, vals, grown = json.loads(out.stdout.splitlines()[-1])
+  assert shape == [100_000_000] and vals == [1.0] * 5
+  assert grown < 50e6, f"loading a stride-0 view of one element grew the process by {grown/1e6:.0f} MB"
+
+def _child_env() -> dict:
+  # the child imports the tinygrad package this test imported (the source tree, or site-packages when installed)
+  import tinygrad
+  return {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.dirname(os.path.dirname(tinygrad.__file__)), os.environ.get("PYTHONPATH", "")])}
 
 def test_torch_load_bad_files(tmp_path):
   # a view reaching past its storage

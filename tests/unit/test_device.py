@@ -19,7 +19,7 @@ def test_devices_are_opened_once():
   assert "python" in Device and "FOO" not in Device
 
 def test_unknown_device():
-  with pytest.raises(RuntimeError, match=r"unknown device 'FOO', the devices are CPU, CUDA, NULL, PYTHON"): Device["foo"]
+  with pytest.raises(RuntimeError, match=r"unknown device 'FOO', the devices are CPU, CUDA, DISK, NULL, PYTHON"): Device["foo"]
 
 def test_default_follows_dev_then_device(monkeypatch):
   monkeypatch.delenv("DEVICE", raising=False)

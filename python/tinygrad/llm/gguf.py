@@ -1,6 +1,7 @@
 """GGUF files (llama.cpp's weight format): gguf_load reads the key/value metadata and the tensors, dequantizing the quantized ggml types
 exactly as llama.cpp's dequantize_row_* do. Dequantization runs on the host in numpy over the mapped file (one pass over each block
-array), then the float tensor is copied to the device. Every size and offset in the file is checked before it is read."""
+array), then the float tensor is copied to the device; native types are views of the file on its DISK device, read when realized on a device.
+Every size and offset in the file is checked before it is read."""
 from __future__ import annotations
 import pathlib
 import re
@@ -11,6 +12,7 @@ from tinygrad.tensor import Tensor
 from tinygrad.dtype import DType, dtypes
 from tinygrad.helpers import prod, round_up
 from tinygrad.nn.state import _Source, _tensor_from_bytes
+from tinygrad.tensor.disk import is_disk
 from tinygrad.llm import ggml_tables as _tables
 
 __all__ = ["gguf_load", "ggml_data_to_tensor"]
@@ -141,6 +143,9 @@ def ggml_data_to_tensor(t:Tensor, n:int, ggml_type:int) -> Tensor:
   nbytes = _ggml_nbytes(n, ggml_type, "ggml_data_to_tensor")
   if nbytes > t.shape[0]:
     raise ValueError(f"ggml_data_to_tensor: {n} {_GGML_NAMES[ggml_type]} values need {nbytes} bytes, the tensor has {t.shape[0]}")
+  # a file's native values are a view of it; quantized ones are dequantized on the host into a tensor on the default device
+  if is_disk(t.device):
+    return t[:nbytes].bitcast(dt) if (dt := _GGML_NATIVE.get(ggml_type)) is not None else _dequantize(t[:nbytes].data(), n, ggml_type, (n,))
   return _dequantize(t[:nbytes].data(), n, ggml_type, (n,), t.device)
 
 # ***** the file *****
@@ -203,9 +208,13 @@ def _gguf_parse(src:_Source, device:str|None=None) -> tuple[dict[str, Any], dict
   spans.sort()
   for (_, e0, n0), (b1, e1, n1) in zip(spans, spans[1:]):
     if b1 < e0 and e1 > b1: raise ValueError(f"{src.name}: the data of tensors {n0!r} and {n1!r} overlap (corrupt header)")
-  sd = {name: _dequantize(src.mv[data_start+off:data_start+off+_ggml_nbytes(prod(dims), typ, name)], prod(dims), typ, tuple(reversed(dims)), device)
-        for name, dims, typ, off in infos}
+  sd = {name: _load_tensor(src, data_start + off, prod(dims), typ, tuple(reversed(dims)), device) for name, dims, typ, off in infos}
   return kv, sd
+
+def _load_tensor(src:_Source, start:int, n:int, typ:int, shape:tuple[int, ...], device:str|None) -> Tensor:
+  # native types of a file are views of it on its DISK device (read when realized on a device); quantized ones are dequantized now
+  if src.is_file() and (dt := _GGML_NATIVE.get(typ)) is not None: return src.view(start, dt, shape)
+  return _dequantize(src.mv[start:start+_ggml_nbytes(n, typ, "")], n, typ, shape, device)
 
 def _gguf_split_paths(path:pathlib.Path, kv:dict) -> list[pathlib.Path]:
   if (total := kv.get("split.count", 1)) <= 1: return [path]
@@ -217,7 +226,8 @@ def _gguf_split_paths(path:pathlib.Path, kv:dict) -> list[pathlib.Path]:
 def gguf_load(fn:Tensor|str|pathlib.Path) -> tuple[dict, dict[str, Tensor]]:
   """(key/value metadata, tensors by name) of a .gguf file; the parts of a split model (NAME-00001-of-0000N.gguf) are merged when loaded
   by path. Tensors have ggml's dims reversed (row-major), native types keep their dtype, quantized ones come out float32."""
-  device = fn.device if isinstance(fn, Tensor) else None
+  # tensors dequantized from a file (by path or a DISK tensor of it) go to the default device
+  device = fn.device if isinstance(fn, Tensor) and not is_disk(fn.device) else None
   kv, sd = _gguf_parse(_Source(fn), device)
   if kv.get("split.count", 1) <= 1: return kv, sd
   if isinstance(fn, Tensor): raise ValueError("a multi-part GGUF must be loaded by path (got a Tensor)")

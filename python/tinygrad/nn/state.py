@@ -17,6 +17,8 @@ from tinygrad.dtype import DType, dtypes
 from tinygrad.device import Device
 from tinygrad.helpers import prod, DEBUG, Timing, GlobalCounters, tqdm, round_up
 from tinygrad.schedule.buffers import new_buffer, buffer_of, buffer_view
+from tinygrad.tensor.disk import is_disk, contiguous_view
+from tinygrad.uop.ops import Ops
 
 __all__ = ["safe_dtypes", "inverse_safe_dtypes", "safe_load_metadata", "safe_load", "safe_save", "get_state_dict", "get_parameters",
            "load_state_dict", "zip_extract", "tar_extract", "torch_load"]
@@ -30,27 +32,47 @@ inverse_safe_dtypes: dict[DType, str] = {v: k for k, v in safe_dtypes.items()}
 # ***** bytes of a file or a tensor *****
 
 class _Source:
-  """The bytes of a weight file (a read-only map of it) or of a uint8 tensor, and a name for error messages."""
+  """The bytes of a weight file (a read-only map of it, for parsing) or of a uint8 tensor, and a name for error messages. A file (given
+  by path, or as a DISK tensor of it) also gives its tensors as DISK views (view(...)): nothing is read until they are realized."""
   def __init__(self, fn:Tensor|str|pathlib.Path):
+    self.disk: Tensor|None = None
     if isinstance(fn, Tensor):
       if fn.ndim != 1 or fn.dtype is not dtypes.uint8: raise ValueError(f"expected a 1-d uint8 tensor of file bytes, got {fn.shape} {fn.dtype}")
-      self.name, self.mv = f"<tensor of {fn.shape[0]} bytes>", fn.data()
-      return
-    self.name = str(fn)
-    with open(fn, "rb") as f:
+      if not is_disk(fn.device):
+        self.name, self.mv = f"<tensor of {fn.shape[0]} bytes>", fn.data()
+        return
+      # a DISK tensor: the file's bytes it views are mapped, not read
+      view = contiguous_view(fn.uop, fn.device)
+      buf = buffer_of(view.src[0] if view.op is Ops.RESHAPE else view)
+      self.disk, path, start = fn, buf.device.split(":", 1)[1], buf.offset
+    else: path, start = str(fn), 0
+    self.name = path
+    with open(path, "rb") as f:
       size = f.seek(0, io.SEEK_END)
+      if start + (n := fn.shape[0] if isinstance(fn, Tensor) else size - start) > size:
+        raise ValueError(f"{path}: the tensor views bytes [{start}, {start+n}) but the file has {size} bytes")
       # an empty file can't be mapped; it is simply too short for every format here
-      if size == 0: self.mv = memoryview(b"")
-      else:
-        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        if hasattr(mm, "madvise"): mm.madvise(mmap.MADV_SEQUENTIAL)
-        self.mv = memoryview(mm)
+      self.mv = memoryview(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ))[start:start+n] if size else memoryview(b"")
+    if self.disk is None: self._path = pathlib.Path(path)
   def __len__(self): return len(self.mv)
   def span(self, start:int, end:int, what:str) -> memoryview:
     """Bytes [start, end) of the source; ValueError if they are not all inside it."""
     if not 0 <= start <= end <= len(self.mv):
       raise ValueError(f"{self.name}: {what} claims bytes [{start}, {end}) but the file has {len(self.mv)} bytes (truncated or corrupt)")
     return self.mv[start:end]
+  def offset_of(self, mv:memoryview) -> int|None:
+    """Where mv (a slice of this source's bytes) starts in them; None for other bytes (a deflated zip member)."""
+    if not self.is_file() or mv.obj is not self.mv.obj or not len(mv): return None
+    import numpy as np
+    return int(np.frombuffer(mv, np.uint8).ctypes.data - np.frombuffer(self.mv, np.uint8).ctypes.data)
+  def is_file(self) -> bool: return self.disk is not None or hasattr(self, "_path")
+  def view(self, start:int, dtype:DType, shape:tuple[int, ...]) -> Tensor:
+    """The bytes at start (checked by span before) as a tensor of dtype and shape: a DISK view of the file, else a realized copy on the
+    default device."""
+    nbytes = prod(shape) * dtype.itemsize
+    if not self.is_file(): return _tensor_from_bytes(self.span(start, start + nbytes, "a tensor"), dtype, shape)
+    if self.disk is None: self.disk = Tensor(self._path)
+    return self.disk[start:start+nbytes].bitcast(dtype).reshape(shape)
 
 def _tensor_from_bytes(mv:memoryview, dtype:DType, shape:tuple[int, ...], device:str|None=None) -> Tensor:
   """A realized tensor on `device` holding the raw bytes mv (one copy, straight into the device buffer)."""
@@ -102,15 +124,17 @@ def safe_load_metadata(fn:Tensor|str|pathlib.Path) -> tuple[Tensor, int, dict[st
   src = _Source(fn)
   data_start, header = _safe_header(src)
   _safe_entries(src, data_start, header)
-  t = fn if isinstance(fn, Tensor) else _tensor_from_bytes(src.mv, dtypes.uint8, (len(src),))
+  t = fn if isinstance(fn, Tensor) else src.view(0, dtypes.uint8, (len(src),))
   return t, data_start, header
 
 def safe_load(fn:Tensor|str|pathlib.Path) -> dict[str, Tensor]:
-  """The tensors of a .safetensors file, by name, realized on the default device (the file is mapped: each tensor is one copy of its
-  bytes into its buffer). A header that lies about sizes, offsets or dtypes raises ValueError naming the file and the tensor."""
+  """The tensors of a .safetensors file, by name: views of the file on its DISK device (given by path or as a DISK tensor), whose bytes
+  are read when a tensor is realized on a device (.to(device), load_state_dict): one copy, straight into the device's buffer. From a
+  tensor on another device, copies realized on the default device. A header that lies about sizes, offsets or dtypes raises ValueError
+  naming the file and the tensor."""
   src = _Source(fn)
   data_start, header = _safe_header(src)
-  return {name: _tensor_from_bytes(src.mv[data_start+b:data_start+e], dt, shape) for name, dt, shape, b, e in _safe_entries(src, data_start, header)}
+  return {name: src.view(data_start + b, dt, shape) for name, dt, shape, b, _ in _safe_entries(src, data_start, header)}
 
 def safe_save(tensors:dict[str, Tensor], fn:str|pathlib.Path, metadata:dict[str, Any]|None=None):
   """Writes the tensors (and optional metadata, stored as the header's __metadata__) to a .safetensors file."""
@@ -260,7 +284,9 @@ class _StorageType:
 
 class _Storage:
   """A storage a checkpoint refers to: its dtype, element count, and bytes once they are known (legacy files put them after the pickle)."""
-  def __init__(self, key:str, dtype:DType, numel:int, data:memoryview|None): self.key, self.dtype, self.numel, self.data = key, dtype, numel, data
+  def __init__(self, key:str, dtype:DType, numel:int, data:memoryview|None):
+    self.key, self.dtype, self.numel, self.data = key, dtype, numel, data
+    self.tensor: Tensor|None = None
 
 class _Parameter:
   def __setstate__(self, state): self.tensor = state[0]
@@ -270,16 +296,51 @@ def _rebuild_tensor_from(src:_Source, storage:_Storage, storage_offset:int, size
   if storage.data is None: return None   # the first pass over a legacy file only learns the storages
   if not all(type(x) is int and x >= 0 for x in (storage_offset, *size, *stride)) or len(size) != len(stride):
     raise ValueError(f"{src.name}: storage {storage.key!r} is viewed with a bad offset/size/stride {storage_offset}, {tuple(size)}, {tuple(stride)}")
-  isz, shape = storage.dtype.itemsize, tuple(size)
+  shape, stride = tuple(size), tuple(stride)
   if prod(shape) and storage_offset + sum((s - 1) * st for s, st in zip(shape, stride)) >= storage.numel:
-    raise ValueError(f"{src.name}: a tensor of shape {shape} (strides {tuple(stride)}, offset {storage_offset}) reads past the end of storage "
+    raise ValueError(f"{src.name}: a tensor of shape {shape} (strides {stride}, offset {storage_offset}) reads past the end of storage "
                      f"{storage.key!r} ({storage.numel} elements)")
-  import numpy as np
-  # the elements as raw unsigned ints of the same width (bfloat16 and fp8 have no numpy dtype), gathered by the strides
-  raw = np.frombuffer(storage.data, dtype={1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[isz], count=storage.numel)
-  if prod(shape) == 0: arr = np.zeros(shape, raw.dtype)
-  else: arr = np.ascontiguousarray(np.lib.stride_tricks.as_strided(raw[storage_offset:], shape, tuple(st * isz for st in stride), writeable=False))
-  return _tensor_from_bytes(memoryview(arr.reshape(-1).view(np.uint8)), storage.dtype, shape)
+  if prod(shape) == 0: return _tensor_from_bytes(memoryview(b""), storage.dtype, shape)
+  return _strided_view(src, storage, shape, stride, storage_offset)
+
+def _storage_tensor(src:_Source, storage:_Storage) -> Tensor:
+  """The storage's elements as a 1-d tensor, made once per storage (tensors sharing it share it): a DISK view of the file where its
+  bytes are a range of the file, else (a deflated zip member) a copy on the default device."""
+  if storage.tensor is None:
+    if (off := src.offset_of(storage.data)) is not None: storage.tensor = src.view(off, storage.dtype, (storage.numel,))
+    else: storage.tensor = _tensor_from_bytes(storage.data[:storage.numel * storage.dtype.itemsize], storage.dtype, (storage.numel,))
+  return storage.tensor
+
+def _strided_view(src:_Source, storage:_Storage, shape:tuple[int, ...], stride:tuple[int, ...], offset:int) -> Tensor:
+  """torch's as_strided(storage, shape, stride, offset) as movement ops over the storage: nothing is materialized, so memory stays
+  bounded by the file's storages (a stride-0 view of one element over 100M is an expand of it). A view the movement ops can't say
+  (strides that overlap other than by 0: windows) is a lazy gather from it."""
+  base = _storage_tensor(src, storage)
+  keep = [i for i, (s, st) in enumerate(zip(shape, stride)) if s != 1 and st != 0]
+  order = sorted(keep, key=lambda i: -stride[i])
+  span = sum((shape[i] - 1) * stride[i] for i in keep) + 1
+  x = base[offset:offset+span]
+  if order == keep and all(stride[a] == shape[b] * stride[b] for a, b in zip(order, order[1:])) and (not keep or stride[keep[-1]] == 1) \
+     and all(stride[i] != 0 or shape[i] == 1 for i in range(len(shape))):
+    return x.reshape(shape)   # contiguous: a view of the file's range as it is
+  # the movement ops below aren't a contiguous byte range: they run on the default device over a copy of the span
+  if is_disk(x.device): x = x.to(Device.DEFAULT)
+  if not all(stride[a] % stride[b] == 0 and stride[a] >= shape[b] * stride[b] for a, b in zip(order, order[1:])):
+    return _gathered(x, shape, stride)
+  if order:
+    x = x.pad(((0, shape[order[0]] * stride[order[0]] - span),)).reshape(shape[order[0]], stride[order[0]])
+    for b in order[1:]: x = x[..., :shape[b] * stride[b]].reshape(*x.shape[:-1], shape[b], stride[b])
+    x = x[..., :1].reshape(x.shape[:-1])
+    x = x.permute(*[order.index(i) for i in keep])
+  return x.reshape(tuple(shape[i] if i in keep else 1 for i in range(len(shape)))).expand(shape)
+
+def _gathered(x:Tensor, shape:tuple[int, ...], stride:tuple[int, ...]) -> Tensor:
+  """x[sum(i_d * stride_d)] at every index (i_0, ...) of shape: a lazy gather (nothing is computed until it is realized)."""
+  idx = None
+  for d, (s, st) in enumerate(zip(shape, stride)):
+    a = Tensor.arange(s, device=x.device).reshape(tuple(s if j == d else 1 for j in range(len(shape)))) * st
+    idx = a if idx is None else idx + a
+  return x[idx]
 
 class _TorchUnpickler(pickle.Unpickler):
   """Knows only the globals of a tensor state dict; any other global (os.system, builtins.eval, ...) raises before anything runs."""

@@ -1,6 +1,7 @@
 """Buffers and realized state: the one owner of the BUFFER UOp -> device Buffer map and of which tensor-graph nodes are realized.
 
   new_buffer(device, size, dtype)  a fresh BUFFER UOp backed by an (unallocated) device Buffer
+  new_buffer_view(buf, size, dtype, offset)  a BUFFER UOp for `size` elements of `dtype` at byte `offset` into buf's Buffer (its memory)
   buffer_of(buf)                   the device Buffer behind a BUFFER UOp (KeyError naming it when it has none)
   has_buffer(u)                    whether u is a BUFFER UOp with a device Buffer (a Variable's BUFFER has none)
   buffer_view(buf, shape)          the BUFFER seen with a shape (RESHAPE(BUFFER), or the BUFFER when the shape is its own)
@@ -21,7 +22,7 @@ from tinygrad.dtype import dtypes, DType
 from tinygrad.device import Buffer
 from tinygrad.helpers import prod
 
-__all__ = ["new_buffer", "buffer_of", "has_buffer", "buffer_view", "mark_realized", "realized_view", "as_buffer", "storage_buffer",
+__all__ = ["new_buffer", "new_buffer_view", "buffer_of", "has_buffer", "buffer_view", "mark_realized", "realized_view", "as_buffer", "storage_buffer",
            "pending_write", "next_buffer_id"]
 
 _buffer_ids = itertools.count()
@@ -35,6 +36,12 @@ def next_buffer_id() -> int:
 def new_buffer(device:str, size:int, dtype:DType) -> UOp:
   u = UOp(Ops.BUFFER, dtype, (UOp.const(size, dtypes.int),), ParamArg(next(_buffer_ids), dtype, device=device))
   _buffers[u] = Buffer(device, size, dtype)
+  return u
+
+def new_buffer_view(buf:UOp, size:int, dtype:DType, offset:int) -> UOp:
+  b = buffer_of(buf)
+  u = UOp(Ops.BUFFER, dtype, (UOp.const(size, dtypes.int),), ParamArg(next(_buffer_ids), dtype, device=b.device))
+  _buffers[u] = b.view(size, dtype, offset) if size else Buffer(b.device, 0, dtype)
   return u
 
 def buffer_of(buf:UOp) -> Buffer:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pathlib
 import weakref
 from typing import Any
-from tinygrad.uop.ops import UOp, Ops
+from tinygrad.uop.ops import UOp, Ops, GroupOp
 from tinygrad.mixin.mathtraits import MathTrait, _weak
 from tinygrad.mixin.movement import MovementMixin
 from tinygrad.mixin.reduce import ReduceMixin
@@ -16,6 +16,7 @@ from tinygrad.schedule.buffers import new_buffer, buffer_view, buffer_of, as_buf
 from tinygrad.engine.realize import run_schedule, capturing
 from tinygrad.engine.memory import plan_schedule
 from tinygrad.tensor import creation, random, movement, indexing, linalg, elementwise, reduce, functional, pooling, losses, autograd, hashing, calls
+from tinygrad.tensor import disk
 from tinygrad.tensor.common import canon_device, broadcast_shape, check_tensors
 from tinygrad.mixin.movement import _shape_str
 from tinygrad.tensor.creation import CreationMixin, unallocated
@@ -64,12 +65,11 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
     if dtype in dtypes.weaks: raise RuntimeError(f"cannot create storage for weak dtype {dtype}: give a concrete dtype")
     import numpy as np
     if isinstance(data, pathlib.Path):
-      # tinygrad 0.14 maps the file as a DISK tensor of its bytes; without a DISK device the bytes are read into this device
-      if not data.is_file(): raise FileNotFoundError(f"no file at {data}")
-      dt = dtype or dtypes.uint8
-      raw = np.fromfile(data, dtype=np.uint8)
-      if raw.size % dt.itemsize: raise ValueError(f"file {data} has {raw.size} bytes, not a whole number of {dt} ({dt.itemsize} bytes each)")
-      data, dtype = raw.view(_to_np_dtype(dt)) if dt.itemsize > 1 else raw, dt
+      # the file as a DISK tensor of its bytes (or of dtype), as in tinygrad 0.14; with a device, copied there when realized
+      self.uop = disk.from_path(data, dtype)
+      if device is None: self._device = self.uop.arg.device
+      elif self._device != self.uop.arg.device: self.uop = UOp(Ops.COPY, self.uop.dtype, (self.uop,), (self.uop.arg.device, self._device))
+      return
     if isinstance(data, (bytes, bytearray)): data, dtype = np.frombuffer(data, dtype=np.uint8), dtype or dtypes.uint8
     if isinstance(data, np.generic): data = np.asarray(data)
     if isinstance(data, (list, tuple)):
@@ -126,6 +126,7 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
   # as in tinygrad: `if t:`, `t in list`, `a == b and ...` would otherwise be silently True for any tensor
   def __bool__(self): raise TypeError("__bool__ on Tensor is not defined")
   def _new(self, u:UOp) -> Tensor:
+    if type(self._device) is str and self._device.startswith("DISK"): u = disk.fold(u, self._device)
     ret = Tensor.__new__(Tensor)
     ret.uop, ret._device, ret.requires_grad, ret.grad, ret.is_param = u, self._device, None, None, True
     live_add(weakref.ref(ret, forget))   # autograd's set of live tensors (track, inlined)
@@ -155,6 +156,9 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
     """Computes these tensors (also as `Tensor.realize(a, b, ...)`); `do_update_stats` is 0.14's flag (the counters always count).
     A tensor of a weak dtype is a constant expression of Python values: it has no storage and is left as it is (as in 0.14)."""
     if not (tensors := _stored((self,) + check_tensors("realize", lst))): return self
+    for t in tensors:
+      # a DISK tensor is realized as a view of its file (no kernel runs on a file): one that isn't a byte range of it is an error here
+      if disk.is_disk(t.device) and t.uop.op in GroupOp.Movement: t.uop = disk.contiguous_view(t.uop, t.device)
     items, bufs, var_vals = create_schedule_with_vars([t.uop for t in tensors], [t.device for t in tensors])
     # the buffers the tensors get and those that existed before keep their memory; the others (intermediates, which nothing holds
     # after this call) share arenas where their lifetimes allow (engine/memory.py)
@@ -192,8 +196,9 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
     """This tensor on `device` (lazy: the realize that needs it copies the data, after computing it on this tensor's device)."""
     if device is not None and not isinstance(device, str): raise ValueError(f"to() takes one device name, got {device!r}")
     if (device := canon_device(device)) == self.device: return self
+    src = disk.contiguous_view(self.uop, self.device) if disk.is_disk(self.device) else self.uop
     ret = Tensor.__new__(Tensor)
-    ret.uop, ret._device, ret.requires_grad = UOp(Ops.COPY, self.dtype, (self.uop,), (self.device, device)), device, self.requires_grad
+    ret.uop, ret._device, ret.requires_grad = UOp(Ops.COPY, self.dtype, (src,), (self.device, device)), device, self.requires_grad
     ret.grad, ret.is_param = None if self.grad is None else self.grad.to(device), self.is_param
     track(ret)
     return ret
@@ -237,6 +242,7 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
   def cast(self, dtype:DTypeLike) -> Tensor: return self._new(self.uop.cast(dtype))
   def bitcast(self, dtype:DTypeLike) -> Tensor:
     # a kernel may reinterpret across itemsizes (the linear contract checks it), a tensor element can't
+    if disk.is_disk(self.device): return disk.bitcast(self, to_dtype(dtype))
     if (dt := to_dtype(dtype)).itemsize != self.dtype.itemsize: raise RuntimeError(f"bitcast from {self.dtype} to {dt} needs the same itemsize")
     return self._new(self.uop.bitcast(dt))
   def _broadcasted(self, y, reverse:bool=False, match_dtype:bool=True) -> tuple[Tensor, Tensor]:
@@ -349,5 +355,5 @@ def _nonempty(data) -> bool:
   return len(data) > 0 and (not isinstance(data[0], (list, tuple)) or any(_nonempty(d) for d in data))
 
 # the mixins of the other files build new tensors through the class: bind it there now that it exists
-for _m in (creation, random, movement, indexing, linalg, elementwise, reduce, functional, pooling, losses, autograd, hashing, calls):
+for _m in (disk, creation, random, movement, indexing, linalg, elementwise, reduce, functional, pooling, losses, autograd, hashing, calls):
   _m.Tensor = Tensor

@@ -8,6 +8,7 @@ from tinygrad.uop.ops import UOp, Ops, ssimplify, srender, smax
 from tinygrad.tensor.common import broadcast_shape
 from tinygrad.schedule.buffers import has_buffer, realized_view
 from tinygrad.tensor.autograd import _tensors
+from tinygrad.tensor.disk import is_disk, assign as disk_assign, setitem as disk_setitem
 
 if TYPE_CHECKING: from tinygrad.tensor.core import Tensor
 else: Tensor = None  # the class, bound by tinygrad/tensor/core.py once it exists (this mixin is one of its bases)
@@ -198,6 +199,7 @@ class IndexingMixin:
   def _assign(self, x, share:bool|None) -> Tensor:
     # share: whether the other tensors viewing the storage take the write (None: when self is a view of part of it, or in another
     # shape; a tensor that is its whole storage, as realize leaves it, is the common case of optimizers and costs no walk)
+    if is_disk(self.device): return disk_assign(self, x)
     if not isinstance(x, Tensor): x = Tensor(x, device=self.device, dtype=self.dtype)
     self._same_device(x)
     if x.dtype != self.dtype: raise RuntimeError(f"assign dtype mismatch: {self.dtype} (target) != {x.dtype} (value)")
@@ -228,6 +230,7 @@ class IndexingMixin:
   def __setitem__(self, indices, v) -> None:
     """self[indices] = v (a Tensor or Python value, broadcast to the indexed shape and cast to self's dtype), through assign: a
     realized tensor's buffer is written in place (with basic indices, only the indexed elements), a lazy tensor takes the result."""
+    if is_disk(self.device): return disk_setitem(self, indices, v)
     idx = self._parse_index(indices)
     target = self[indices].shape
     if not isinstance(v, Tensor): v = Tensor(v, device=self.device, dtype=self.dtype)
