@@ -188,3 +188,27 @@ def test_decode_under_tinyjit():
 
 def test_decode_on_python_device():
   for pos, got, want in _decode(4, "PYTHON"): np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5, err_msg=f"step {pos}")
+
+def _heads(t:Tensor, toks) -> Tensor: return t[:, :toks].reshape(1, toks, 4, 16).transpose(1, 2)
+
+def test_same_bound_variable_broadcasts_however_the_size_was_reached():
+  # sizes reached by different movements (a shrink to toks+0, a reshape to 2*toks and to toks*2) are the same size: they broadcast
+  x = rng.standard_normal((2, MAX)).astype(np.float32)
+  var = Variable("toks", 1, MAX)
+  for n in (1, 3, MAX):
+    toks, t = var.bind(n), Tensor(x)
+    a = t[:, :toks]
+    np.testing.assert_allclose(_padded(a.shrink(((0, 2), (0, toks + 0))) + a, (2, MAX)), _np_padded(2 * x[:, :n], (2, MAX)))
+    np.testing.assert_allclose(_padded(a.reshape(2 * toks) + a.reshape(toks * 2), (2 * MAX,)), _np_padded(2 * x[:, :n].reshape(-1), (2 * MAX,)))
+    np.testing.assert_allclose(_padded(a.pad(((0, 0), (0, 0))) * a, (2, MAX)), _np_padded(x[:, :n] ** 2, (2, MAX)))
+
+def test_cat_with_an_empty_piece_on_a_symbolic_shape():
+  x = rng.standard_normal((1, MAX, 64)).astype(np.float32)
+  var = Variable("toks", 1, MAX)
+  for n in (1, 4):
+    toks = var.bind(n)
+    q = _heads(Tensor(x), toks)
+    assert q[..., 16:].shape[-1] == 0
+    want = x[:, :n].reshape(1, n, 4, 16).transpose(0, 2, 1, 3)
+    np.testing.assert_allclose(_padded(q[..., :16].cat(q[..., 16:], dim=-1), (1, 4, MAX, 16)), _np_padded(want, (1, 4, MAX, 16)))
+    np.testing.assert_allclose(_padded(q[..., :0].cat(q, dim=-1) + q, (1, 4, MAX, 16)), _np_padded(2 * want, (1, 4, MAX, 16)))

@@ -55,6 +55,7 @@ class MovementMixin:
       else: inferred = self.numel() // rest
       shape = tuple(inferred if not _sym(s) and s == -1 else s for s in shape)
     if not all(_size_ok(s) for s in shape): raise RuntimeError(f"invalid shape {_shape_str(shape)}")
+    shape = tuple(ssimplify(s) if _sym(s) else s for s in shape)
     if not same_sizes(shape, self.shape) and _differ(ssimplify(prod(shape)), ssimplify(self.numel())):
       raise RuntimeError(f"shape {_shape_str(shape)} is invalid for input of shape {_shape_str(self.shape)} ({srender(self.numel())} elements)")
     return self if shape == self.shape else self._mop(Ops.RESHAPE, shape)
@@ -69,6 +70,7 @@ class MovementMixin:
     x = self.reshape((1,) * (len(shape) - self.ndim) + self.shape) if len(shape) > self.ndim else self
     new = tuple(o if not _sym(s) and s == -1 else s for s, o in zip(shape, x.shape))
     if not all(_size_ok(s) for s in new): raise ValueError(f"invalid expand shape {_shape_str(shape)}")
+    new = tuple(ssimplify(s) if _sym(s) else s for s in new)
     if not all(_same(o, 1) or _same(o, s) for s, o in zip(new, x.shape)):
       raise RuntimeError(f"can't expand {_shape_str(self.shape)} to {_shape_str(shape)}")
     return x if new == x.shape else x._mop(Ops.EXPAND, new)
@@ -94,7 +96,7 @@ class MovementMixin:
       if not all(_size_ok(p) for pair in pairs for p in pair): raise ValueError(f"symbolic padding {pairs} must be >= 0 for shape {self.shape}")
       x, pos = self, tuple(pairs)
     else:
-      x = self.shrink(tuple((-min(b, 0), s + min(a, 0)) for s, (b, a) in zip(self.shape, pairs)))
+      x = self.shrink(tuple((-min(b, 0), s + a if a < 0 else s) for s, (b, a) in zip(self.shape, pairs)))
       pos = tuple((max(b, 0), max(a, 0)) for b, a in pairs)
     if all(p == (0, 0) for p in pos): return x
     if mode != "constant": return x._pad_edges(pos, mode)
