@@ -3,7 +3,8 @@
 import math
 import numpy as np
 import pytest
-from tinygrad import Tensor, Variable, Device, TinyJit
+from tinygrad import Tensor, Variable, Device, TinyJit, GlobalCounters
+from tinygrad.engine.jit import JitError
 from tinygrad.engine import realize
 from tinygrad.schedule import _schedule_cache
 from tests.cpu.conftest import DEVICES
@@ -212,3 +213,24 @@ def test_cat_with_an_empty_piece_on_a_symbolic_shape():
     want = x[:, :n].reshape(1, n, 4, 16).transpose(0, 2, 1, 3)
     np.testing.assert_allclose(_padded(q[..., :16].cat(q[..., 16:], dim=-1), (1, 4, MAX, 16)), _np_padded(want, (1, 4, MAX, 16)))
     np.testing.assert_allclose(_padded(q[..., :0].cat(q, dim=-1) + q, (1, 4, MAX, 16)), _np_padded(2 * want, (1, 4, MAX, 16)))
+
+@pytest.mark.cpu
+def test_tinyjit_input_of_a_symbolic_shape():
+  # the input's shape holds the bound Variable: the capture is for the Variable, each call brings its value, and the returned tensor
+  # has the call's shape
+  jf = TinyJit(lambda x, y: (x * 2 + y).realize())
+  var = Variable("n", 1, MAX)
+  a, b = Tensor(A).realize(), Tensor(B[:4]).realize()
+  for n in (2, 5, 1, 9, 3):
+    out = jf(a[:, :var.bind(n)], b[:, :var.bind(n)])
+    assert out.shape[1].unbind() == (var, n)
+    np.testing.assert_allclose(_padded(out, (4, MAX)), _np_padded(A[:, :n] * 2 + B[:4, :n], (4, MAX)), rtol=1e-6, err_msg=f"n={n}")
+    np.testing.assert_allclose(out.realize().shrink(((0, 4), (0, var.bind(n)))).realize()[:, :n].numpy(), A[:, :n] * 2 + B[:4, :n], rtol=1e-6)
+  assert len(jf.captured.jit_cache) == 1
+  with pytest.raises(JitError, match="'n' bound to 4, another argument binds it to 3"): jf(a[:, :var.bind(3)], b[:, :var.bind(4)])
+
+def test_realizing_a_realized_symbolic_tensor_runs_nothing():
+  t = (Tensor(A).realize()[:, :Variable("n", 1, MAX).bind(3)] + 1).realize()
+  before = GlobalCounters.kernel_count
+  t.realize()
+  assert GlobalCounters.kernel_count == before
