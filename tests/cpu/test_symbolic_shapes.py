@@ -234,3 +234,13 @@ def test_realizing_a_realized_symbolic_tensor_runs_nothing():
   before = GlobalCounters.kernel_count
   t.realize()
   assert GlobalCounters.kernel_count == before
+
+def test_nbytes_of_tensors_and_uops():
+  t = Tensor(A).realize()
+  assert t.nbytes() == t.uop.nbytes() == A.nbytes and t.uop.element_size() == 4
+  assert Tensor.empty(5, dtype="half").uop.nbytes() == 10
+  s = t[:, :Variable("n", 1, MAX).bind(4)]
+  # a symbolic size is not one number (0.14 raises ValueError too); its largest is
+  for f in (s.nbytes, s.uop.nbytes):
+    with pytest.raises(ValueError, match="not constant"): f()
+  assert s.uop.max_numel() == s.max_numel() == A.size and s.uop.max_shape == A.shape

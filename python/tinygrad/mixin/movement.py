@@ -32,6 +32,16 @@ class MovementMixin:
   @property
   def ndim(self) -> int: return len(self.shape)
   def numel(self) -> int: return prod(self.shape)
+  # the largest shape a symbolic shape can take (each size at its Variables' upper bound)
+  @property
+  def max_shape(self) -> tuple[int, ...]: return tuple(int(s.vmax) if _sym(s) else s for s in self.shape)
+  def max_numel(self) -> int: return int(n.vmax) if _sym(n := self.numel()) else n
+  def element_size(self) -> int:
+    if self.dtype in dtypes.weaks: raise RuntimeError(f"element_size needs a concrete dtype, got {self.dtype}")
+    return self.dtype.itemsize
+  def nbytes(self) -> int:
+    """The bytes of the elements (a ValueError for a symbolic shape, whose size is not one number)."""
+    return int(self.numel()) * self.element_size()
   def _norm_axis(self, a:int, extra:int=0) -> int:
     """Axis a (negative counts from the end) of self, or of self with `extra` more dims."""
     if not isinstance(a, int) or isinstance(a, bool): raise TypeError(f"a dimension must be an int, got {a!r} ({type(a).__name__})")

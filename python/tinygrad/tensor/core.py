@@ -87,10 +87,6 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
   def dtype(self) -> DType: return self.uop.dtype
   @property
   def device(self) -> str: return self._device
-  def element_size(self) -> int:
-    if self.dtype in dtypes.weaks: raise RuntimeError(f"element_size needs a concrete dtype, got {self.dtype}")
-    return self.dtype.itemsize
-  def nbytes(self) -> int: return self.numel() * self.element_size()
   def is_floating_point(self) -> bool: return dtypes.is_float(self.dtype)
   def size(self, dim:int|None=None) -> int|tuple[int, ...]:
     """The shape, or the length of dimension `dim` (negative counts from the end)."""
@@ -98,10 +94,6 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
     if not -len(self.shape) <= dim < len(self.shape):
       raise IndexError(f"dimension {dim} out of range for a tensor of shape {self.shape} ({len(self.shape)} dims)")
     return self.shape[dim]
-  # the largest shape a tensor of a symbolic shape can take (each size at its Variables' upper bound)
-  @property
-  def max_shape(self) -> tuple[int, ...]: return tuple(int(s.vmax) if isinstance(s, UOp) else s for s in self.shape)
-  def max_numel(self) -> int: return int(n.vmax) if isinstance(n := self.numel(), UOp) else n
   def __len__(self):
     if not self.shape: raise TypeError("len() of a 0-d tensor")
     return self.shape[0]
