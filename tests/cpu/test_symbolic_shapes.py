@@ -244,3 +244,17 @@ def test_nbytes_of_tensors_and_uops():
   for f in (s.nbytes, s.uop.nbytes):
     with pytest.raises(ValueError, match="not constant"): f()
   assert s.uop.max_numel() == s.max_numel() == A.size and s.uop.max_shape == A.shape
+
+def test_invalid_symbolic_reshape_is_a_value_error():
+  # 30 elements are (3, n) for one value of n only: the sizes must be the same for every value (0.14 raises ValueError)
+  a, var = Tensor.rand(30), Variable("n", 1, 10)
+  for n in (1, 4, 10):
+    with pytest.raises(ValueError, match=r"shape \(3, n\) is invalid for input of shape \(30,\)"): a.reshape(3, var.bind(n))
+  with pytest.raises(ValueError, match="not the same for every value"): a[:var.bind(4)].reshape(2, var.bind(4))
+  np.testing.assert_allclose(_padded(Tensor(A)[:, :var.bind(3)].reshape(4 * var.bind(3), 1).reshape(4, var.bind(3)), (4, 10)),
+                             _np_padded(A[:, :3], (4, 10)))
+
+def test_reshape_none_keeps_a_dim():
+  x = Tensor(A)[:, :Variable("n", 1, MAX).bind(6)].reshape(2, 2, -1)
+  assert x.reshape(None, None, 1, -1).shape == (2, 2, 1, x.shape[2]) and x.reshape(1, None, None, -1).shape == (1, 2, x.shape[2], 2)
+  np.testing.assert_equal(Tensor(B).reshape(None, 3, 3).numpy(), B.reshape(MAX, 3, 3))

@@ -51,7 +51,8 @@ class MovementMixin:
     return a + n if a < 0 else a
 
   def reshape(self, shape, *args):
-    shape = tuple(argfix(shape, *args))
+    """self with a new shape of as many elements: -1 infers one size, None keeps the size of that dim (as in tinygrad)."""
+    shape = tuple(self.shape[i] if s is None and i < self.ndim else s for i, s in enumerate(argfix(shape, *args)))
     if shape.count(-1) > 1: raise RuntimeError(f"only one dimension can be inferred, got {shape}")
     if -1 in shape:
       rest = prod(s for s in shape if _sym(s) or s != -1)
@@ -66,6 +67,10 @@ class MovementMixin:
       shape = tuple(inferred if not _sym(s) and s == -1 else s for s in shape)
     if not all(_size_ok(s) for s in shape): raise RuntimeError(f"invalid shape {_shape_str(shape)}")
     shape = tuple(ssimplify(s) if _sym(s) else s for s in shape)
+    if not same_sizes(shape, self.shape) and (_sym(n := ssimplify(prod(shape))) or _sym(self.numel())) and not _same(n, self.numel()):
+      # a symbolic size must be the same for every value of its Variables
+      raise ValueError(f"shape {_shape_str(shape)} is invalid for input of shape {_shape_str(self.shape)}: the sizes {srender(n)} and "
+                       f"{srender(ssimplify(self.numel()))} are not the same for every value of the Variables")
     if not same_sizes(shape, self.shape) and _differ(ssimplify(prod(shape)), ssimplify(self.numel())):
       raise RuntimeError(f"shape {_shape_str(shape)} is invalid for input of shape {_shape_str(self.shape)} ({srender(self.numel())} elements)")
     return self if shape == self.shape else self._mop(Ops.RESHAPE, shape)
