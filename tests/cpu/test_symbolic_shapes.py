@@ -258,3 +258,27 @@ def test_reshape_none_keeps_a_dim():
   x = Tensor(A)[:, :Variable("n", 1, MAX).bind(6)].reshape(2, 2, -1)
   assert x.reshape(None, None, 1, -1).shape == (2, 2, 1, x.shape[2]) and x.reshape(1, None, None, -1).shape == (1, 2, x.shape[2], 2)
   np.testing.assert_equal(Tensor(B).reshape(None, 3, 3).numpy(), B.reshape(MAX, 3, 3))
+
+NEG_SLICES = [
+  ("-3:-1", lambda t, v: t[:, -3:-1], lambda a, n: a[:, -3:-1]), ("-1:", lambda t, v: t[:, -1:], lambda a, n: a[:, -1:]),
+  (":-1", lambda t, v: t[:, :-1], lambda a, n: a[:, :-1]), ("-15:", lambda t, v: t[:, -15:], lambda a, n: a[:, -15:]),
+  (":-15", lambda t, v: t[:, :-15], lambda a, n: a[:, :-15]), ("-v:", lambda t, v: t[:, -v:], lambda a, n: a[:, -n:]),
+  ("int_dim_-v:", lambda t, v: Tensor(A)[:, -v:], lambda a, n: A[:, -n:]), ("-1", lambda t, v: t[:, -1], lambda a, n: a[:, -1]),
+  ("-2", lambda t, v: t[:, -2], lambda a, n: a[:, -2]),
+]
+
+@pytest.mark.parametrize("name,fn,ref", NEG_SLICES, ids=[c[0] for c in NEG_SLICES])
+def test_negative_slices_of_a_symbolic_dim(name, fn, ref):
+  # negative bounds count from the end of the symbolic size and stop at 0, as Python's slices (0.14 gives wrong elements when the
+  # size is smaller than the bound)
+  var = Variable("n", 1, MAX)
+  for n in (1, 2, 3, 7, MAX):
+    if name == "-2" and n < 2:
+      with pytest.raises(IndexError, match=r"index -2 is out of bounds for dimension 1 with size n \(= 1\)"): fn(Tensor(A)[:, :var.bind(n)], var.bind(n))
+      continue
+    got, want = fn(Tensor(A)[:, :var.bind(n)], var.bind(n)), ref(A[:, :n], n)
+    np.testing.assert_allclose(_padded(got, got.max_shape), _np_padded(want, got.max_shape), err_msg=f"n={n}")
+
+def test_symbolic_slice_bound_of_either_sign_is_an_error():
+  v = Variable("k", -2, 2).bind(1)
+  with pytest.raises(IndexError, match=r"bounds that are never negative or always negative, got k in \[-2, 2\]"): Tensor(A)[:, v:]
