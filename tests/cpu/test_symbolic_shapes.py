@@ -274,7 +274,8 @@ def test_negative_slices_of_a_symbolic_dim(name, fn, ref):
   var = Variable("n", 1, MAX)
   for n in (1, 2, 3, 7, MAX):
     if name == "-2" and n < 2:
-      with pytest.raises(IndexError, match=r"index -2 is out of bounds for dimension 1 with size n \(= 1\)"): fn(Tensor(A)[:, :var.bind(n)], var.bind(n))
+      with pytest.raises(IndexError, match=r"index -2 is out of bounds for dimension 1 with size n \(= 1\)"):
+        fn(Tensor(A)[:, :var.bind(n)], var.bind(n))
       continue
     got, want = fn(Tensor(A)[:, :var.bind(n)], var.bind(n)), ref(A[:, :n], n)
     np.testing.assert_allclose(_padded(got, got.max_shape), _np_padded(want, got.max_shape), err_msg=f"n={n}")
