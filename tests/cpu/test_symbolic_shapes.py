@@ -283,3 +283,25 @@ def test_negative_slices_of_a_symbolic_dim(name, fn, ref):
 def test_symbolic_slice_bound_of_either_sign_is_an_error():
   v = Variable("k", -2, 2).bind(1)
   with pytest.raises(IndexError, match=r"bounds that are never negative or always negative, got k in \[-2, 2\]"): Tensor(A)[:, v:]
+
+BITS = rng.standard_normal((MAX, 4)).astype(np.float32)
+
+@pytest.mark.parametrize("dtype", ["uint8", "float16", "uint64", "float64"])
+def test_bitcast_to_another_itemsize(dtype):
+  # the bytes of the last dim regroup (little-endian, as numpy's view): int shapes, a symbolic leading dim, a symbolic last dim
+  t, var = Tensor(BITS), Variable("n", 1, MAX // 2)
+  np.testing.assert_array_equal(t.bitcast(dtype).numpy(), BITS.view(dtype))
+  np.testing.assert_array_equal(t.bitcast(dtype).bitcast("float32").numpy(), BITS)
+  cols = np.ascontiguousarray(BITS.T)
+  for n in (1, 2, 4):
+    got = t[:var.bind(n)].bitcast(dtype)
+    np.testing.assert_array_equal(_padded(got, got.max_shape), _np_padded(BITS[:n].view(dtype), got.max_shape), err_msg=f"n={n}")
+    got = t.T[:, :2 * var.bind(n)].bitcast(dtype)
+    np.testing.assert_array_equal(_padded(got, got.max_shape), _np_padded(cols[:, :2 * n].view(dtype), got.max_shape), err_msg=f"n={n}")
+
+def test_bitcast_that_does_not_divide_the_last_dim():
+  with pytest.raises(RuntimeError, match=r"bitcast of shape \(9, 3\) from dtypes.float to dtypes.ulong: the last dim's 12 bytes"):
+    Tensor(BITS[:, :3]).bitcast("uint64")
+  with pytest.raises(RuntimeError, match=r"the last dim's \(n\*4\) bytes are not a multiple of 8"):
+    Tensor(BITS).T[:, :Variable("n", 1, MAX).bind(3)].bitcast("uint64")
+  with pytest.raises(RuntimeError, match="needs the same itemsize"): Tensor(BITS).bitcast("bool")
