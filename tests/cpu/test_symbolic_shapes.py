@@ -305,3 +305,13 @@ def test_bitcast_that_does_not_divide_the_last_dim():
   with pytest.raises(RuntimeError, match=r"the last dim's \(n\*4\) bytes are not a multiple of 8"):
     Tensor(BITS).T[:, :Variable("n", 1, MAX).bind(3)].bitcast("uint64")
   with pytest.raises(RuntimeError, match="needs the same itemsize"): Tensor(BITS).bitcast("bool")
+
+def test_conv_over_a_symbolic_length_whose_ceil_division_is_not_constant():
+  # (v + 6 - 11) / 6 rounds up to a size that is not one expression of v's floor: the output length and values match the int conv
+  v = Variable("v", 11, 100)
+  x, w = Tensor(rng.standard_normal((1, 8, 100)).astype(np.float32)).realize(), Tensor(rng.standard_normal((16, 8, 12)).astype(np.float32))
+  for val in (11, 17, 79):
+    got = x[:, :, :v.bind(val)].conv2d(w, stride=6, padding=(3, 3))
+    want = x[:, :, :val].conv2d(w, stride=6, padding=(3, 3)).numpy()
+    assert got.shape[2].sym_infer({"v": val}) == want.shape[2] == (val + 6 - 12) // 6 + 1
+    np.testing.assert_allclose(got[:, :, :want.shape[2]].numpy(), want, rtol=1e-4, atol=1e-4, err_msg=f"v={val}")
