@@ -315,3 +315,13 @@ def test_conv_over_a_symbolic_length_whose_ceil_division_is_not_constant():
     want = x[:, :, :val].conv2d(w, stride=6, padding=(3, 3)).numpy()
     assert got.shape[2].sym_infer({"v": val}) == want.shape[2] == (val + 6 - 12) // 6 + 1
     np.testing.assert_allclose(got[:, :, :want.shape[2]].numpy(), want, rtol=1e-4, atol=1e-4, err_msg=f"v={val}")
+
+def test_arange_with_a_symbolic_step():
+  s, b, e, neg = Variable("s", 1, 3), Variable("b", 0, 5), Variable("e", 10, 20), Variable("m", -3, -1)
+  for step in (1, 2, 3):
+    for got, want in ((Tensor.arange(0, 10, s.bind(step)), np.arange(0, 10, step)),
+                      (Tensor.arange(b.bind(2), e.bind(14), s.bind(step)), np.arange(2, 14, step)),
+                      (Tensor.arange(10, 0, neg.bind(-step)), np.arange(10, 0, -step))):
+      np.testing.assert_array_equal(_padded(got, got.max_shape), _np_padded(want, got.max_shape), err_msg=f"step={step}")
+  with pytest.raises(ValueError, match=r"step that is never 0 and of one sign, got k in \[-1, 1\]"):
+    Tensor.arange(0, 10, Variable("k", -1, 1).bind(1))
