@@ -325,3 +325,21 @@ def test_arange_with_a_symbolic_step():
       np.testing.assert_array_equal(_padded(got, got.max_shape), _np_padded(want, got.max_shape), err_msg=f"step={step}")
   with pytest.raises(ValueError, match=r"step that is never 0 and of one sign, got k in \[-1, 1\]"):
     Tensor.arange(0, 10, Variable("k", -1, 1).bind(1))
+
+def test_empty_of_a_symbolic_shape():
+  # the buffer holds the largest size; the tensor sees the bound size
+  v = Variable("n", 1, MAX)
+  for n in (2, 5):
+    e = Tensor.empty(4, v.bind(n))
+    assert e.shape[1] is v.bind(n)
+    e.assign(Tensor(A)[:, :v.bind(n)] * 2).realize()
+    np.testing.assert_allclose(_padded(e, (4, MAX)), _np_padded(A[:, :n] * 2, (4, MAX)))
+
+def test_chunk_of_a_symbolic_dim_raises():
+  t = Tensor(A)[:, :Variable("n", 1, MAX).bind(4)]
+  with pytest.raises(AssertionError, match=r"can't chunk the symbolic dim 1 \(size n\) of \(4, n\)"): t.chunk(2, dim=1)
+  assert [c.shape for c in t.chunk(2, dim=0)] == [(2, t.shape[1])] * 2
+
+def test_an_unbound_variable_names_itself_when_a_kernel_needs_it():
+  with pytest.raises(RuntimeError, match=r"needs values for the variable\(s\) \['u'\].*unbound"): (Tensor(Variable("u", 1, 10)) + 1).item()
+  assert Tensor(Variable("u", 1, 10).bind(2) + 1).item() == 3

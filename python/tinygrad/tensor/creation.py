@@ -37,9 +37,9 @@ class CreationMixin:
   @staticmethod
   def empty(*shape, device:str|None=None, dtype:DTypeLike|None=None) -> Tensor:
     """A tensor of this shape in a new, uninitialized buffer. As in tinygrad, the buffer is allocated when first used (realize, a kernel
-    reading it), so building a graph never opens the device."""
-    shape, dt = Tensor._check_shape(shape, "empty"), _dtype_or(dtype, dtypes.default_float)
-    unallocated.add(buf := new_buffer(canon_device(device), prod(shape), dt))
+    reading it), so building a graph never opens the device. A symbolic shape gets a buffer of the largest size its Variables allow."""
+    shape, dt = Tensor._check_shape(shape, "empty", symbolic=True), _dtype_or(dtype, dtypes.default_float)
+    unallocated.add(buf := new_buffer(canon_device(device), int(n.vmax) if isinstance(n := prod(shape), UOp) else n, dt))
     return Tensor(buffer_view(buf, shape), device=device)
   def empty_like(self, dtype:DTypeLike|None=None, device:str|None=None) -> Tensor:
     return Tensor.empty(self.shape, dtype=dtype if dtype is not None else self.dtype, device=device if device is not None else self.device)
