@@ -30,12 +30,12 @@ def _np_block(x:np.ndarray, sp:int, cache:np.ndarray, rope:int) -> np.ndarray:
   return ((p / p.sum(-1, keepdims=True)) @ values).transpose(0, 2, 1, 3).reshape(B, T, -1) @ W["o"]
 
 class Block:
-  def __init__(self, rope:int):
-    self.rope = rope
+  def __init__(self, rope:int, write:str="assign"):
+    self.rope, self.write = rope, write
     self.w = {k: Tensor(v).realize() for k, v in W.items()}
     ang = Tensor.arange(MAXCTX).unsqueeze(1) * (1.0 / (10000 ** (Tensor.arange(0, rope, 2) / rope))).unsqueeze(0)
     self.freqs = ang.cos().cat(ang.sin(), dim=-1).contiguous().realize()
-    self.cache_kv = Tensor.zeros(2, B, KVH, MAXCTX, HD).contiguous().realize()
+    self.cache_kv = Tensor.zeros(2, B, KVH, MAXCTX, HD).contiguous().realize() if write == "assign" else Tensor.empty(2, B, KVH, MAXCTX, HD)
   def _rope(self, x:Tensor, sp, T) -> Tensor:
     cos, sin = self.freqs[sp:sp+T].reshape(1, 1, T, self.rope).chunk(2, dim=-1)
     x1, x2 = x.chunk(2, dim=-1)
@@ -45,8 +45,12 @@ class Block:
     q, k, v = ((x @ self.w[n]).reshape(b, T, h, HD).transpose(1, 2) for n, h in (("q", H), ("k", KVH), ("v", KVH)))
     q = self._rope(q[..., :self.rope], sp, T).cat(q[..., self.rope:], dim=-1)
     k = self._rope(k[..., :self.rope], sp, T).cat(k[..., self.rope:], dim=-1)
-    self.cache_kv[:, :, :, sp:sp+T, :].assign(Tensor.stack(k, v))
-    keys, values = self.cache_kv[0, :, :, 0:sp+T, :], self.cache_kv[1, :, :, 0:sp+T, :]
+    if self.write == "assign":
+      self.cache_kv[:, :, :, sp:sp+T, :].assign(Tensor.stack(k, v))
+      cache = self.cache_kv
+    else:   # the model's spelling: the cache after a store into its view, as a new tensor (self.cache_kv stays the storage)
+      cache = Tensor(self.cache_kv.uop.after(self.cache_kv[:, :, :, sp:sp+T, :].uop.store(Tensor.stack(k, v).uop)))
+    keys, values = cache[0, :, :, 0:sp+T, :], cache[1, :, :, 0:sp+T, :]
     mask = Tensor.full((1, 1, T, sp + T), float("-inf")).triu(sp + 1) if resolve(T != 1) else None
     attn = q.scaled_dot_product_attention(keys, values, attn_mask=mask, enable_gqa=True)
     assert attn.shape is not None and attn.shape[2] is T
@@ -55,8 +59,9 @@ class Block:
 @pytest.mark.cpu
 @pytest.mark.parametrize("jit", [False, True], ids=["plain", "tinyjit"])
 @pytest.mark.parametrize("rope", [8, HD], ids=["rope_half", "rope_all"])   # rope_all: the piece cat with is empty
-def test_kv_cache_block_matches_numpy(jit, rope):
-  blk, cache = Block(rope), np.zeros((2, B, KVH, MAXCTX, HD), np.float32)
+@pytest.mark.parametrize("write", ["assign", "after_store"])
+def test_kv_cache_block_matches_numpy(jit, rope, write):
+  blk, cache = Block(rope, write), np.zeros((2, B, KVH, MAXCTX, HD), np.float32)
   v_sp, v_toks = Variable("start_pos", 0, MAXCTX - 1), Variable("toks", 1, CHUNK)
   prefill, step = (TinyJit(blk.__call__), TinyJit(blk.__call__)) if jit else (blk.__call__, blk.__call__)
   xall, sp = Tensor(XS).realize(), 0

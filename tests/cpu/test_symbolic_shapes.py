@@ -343,3 +343,14 @@ def test_chunk_of_a_symbolic_dim_raises():
 def test_an_unbound_variable_names_itself_when_a_kernel_needs_it():
   with pytest.raises(RuntimeError, match=r"needs values for the variable\(s\) \['u'\].*unbound"): (Tensor(Variable("u", 1, 10)) + 1).item()
   assert Tensor(Variable("u", 1, 10).bind(2) + 1).item() == 3
+
+@pytest.mark.cpu
+def test_matmul_with_transposed_weight_over_symbolic_rows():
+  # x @ w.T with x's rows a Variable: the kernel optimizations that tile rows by their size leave a symbolic loop alone
+  x, w = rng.standard_normal((MAX, 32)).astype(np.float32), rng.standard_normal((32, 32)).astype(np.float32)
+  xt, wt, var, start = Tensor(x[None]).realize(), Tensor(w).realize(), Variable("n", 1, 4), Variable("start", 0, 4)
+  for s, n in ((0, 1), (3, 2), (4, 4)):
+    rows = xt[:, start.bind(s):start.bind(s)+var.bind(n)]
+    np.testing.assert_allclose(_padded((rows @ wt.T).realize(), (1, 4, 32)), _np_padded(x[None, s:s+n] @ w.T, (1, 4, 32)), rtol=1e-4, atol=1e-4)
+    want = x[None, s:s+n] + x[None, s:s+n] @ w @ w.T
+    np.testing.assert_allclose(_padded((rows + (rows @ wt) @ wt.T).realize(), (1, 4, 32)), _np_padded(want, (1, 4, 32)), rtol=1e-4, atol=1e-3)

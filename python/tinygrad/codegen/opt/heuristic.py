@@ -92,11 +92,13 @@ def hand_coded_optimizations(ast:UOp, threads:int, upcast:bool=True, tile_rows:i
   has_reduce = bool(ranges_of(ast, AxisType.REDUCE))
   if not upcast: return ast
   if len(ast.src) != 1 or ast.src[0].op is not Ops.STORE or len(ast.src[0].src) != 2 or ast.src[0].src[0].op is not Ops.INDEX: return ast
-  if has_reduce and (loops := ranges_of(ast, AxisType.LOOP)) and (tiled := tap_tile(ast, loops)) is not None: return tiled
+  # the tiles pick loops by their sizes: a loop of a symbolic size (a Variable's) has none, and such a kernel gets the plain upcast
+  tiles = has_reduce and all(range_size(r) is not None for r in ranges_of(ast, AxisType.LOOP))
+  if tiles and (loops := ranges_of(ast, AxisType.LOOP)) and (tiled := tap_tile(ast, loops)) is not None: return tiled
   if not (loops := ranges_of(ast, AxisType.LOOP)) or (n := range_size(inner_loop := loops[-1])) is None or n % UPCAST != 0: return ast
-  if has_reduce and (tiled := register_tile(ast, loops, tile_rows, tile_cols, chain)) is not None: return tiled
-  if has_reduce and (tiled := dot_tile(ast, loops)) is not None: return tiled
-  if has_reduce and (tiled := image_tile(ast, loops)) is not None: return tiled
+  if tiles and (tiled := register_tile(ast, loops, tile_rows, tile_cols, chain)) is not None: return tiled
+  if tiles and (tiled := dot_tile(ast, loops)) is not None: return tiled
+  if tiles and (tiled := image_tile(ast, loops)) is not None: return tiled
   up, outer, lane = apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, inner_loop), UPCAST))
   assert lane is not None
   # in a reduce kernel the lanes pay off when they share vector loads in the loop (a matmul's B row); lanes that each read their own
