@@ -354,3 +354,10 @@ def test_matmul_with_transposed_weight_over_symbolic_rows():
     np.testing.assert_allclose(_padded((rows @ wt.T).realize(), (1, 4, 32)), _np_padded(x[None, s:s+n] @ w.T, (1, 4, 32)), rtol=1e-4, atol=1e-4)
     want = x[None, s:s+n] + x[None, s:s+n] @ w @ w.T
     np.testing.assert_allclose(_padded((rows + (rows @ wt) @ wt.T).realize(), (1, 4, 32)), _np_padded(want, (1, 4, 32)), rtol=1e-4, atol=1e-3)
+
+@pytest.mark.cpu
+def test_tinyjit_return_of_a_variable_no_argument_binds():
+  a, var = Tensor(A).realize(), Variable("n", 1, MAX)
+  jf = TinyJit(lambda x: (x[:, :var.bind(3)] + 1).realize())
+  jf(a)
+  with pytest.raises(JitError, match=r"Variable\(s\) \['n'\], which no argument binds"): jf(a)

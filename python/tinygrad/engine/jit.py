@@ -377,7 +377,10 @@ class TinyJit(Generic[ReturnType]):
     for t in _returned_tensors(ret):
       base, chain = _view_chain(t.uop)
       if base is None: continue
-      chain = _unbind_chain(chain, {})
+      chain = _unbind_chain(chain, found := {})
+      if missing := sorted(set(found) - set(var_vals)):
+        raise JitError(f"a tensor the TinyJit function returns has a shape of the Variable(s) {missing}, which no argument binds: a replay "
+                       f"would not know their values; pass them (bound) as arguments or in the shapes of tensor arguments")
       b = buffer_of(base)
       if (k := next((k for k, i in enumerate(inputs) if i.tensor is t), None)) is not None: ret_plan[id(t)] = ("input", k, None)
       elif b in in_index: ret_plan[id(t)] = ("input", in_index[b], chain)
