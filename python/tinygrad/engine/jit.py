@@ -14,6 +14,7 @@ from tinygrad.uop import GroupOp
 from tinygrad.uop.ops import UOp, Ops
 from tinygrad.renderer import ProgramSpec
 from tinygrad.schedule.buffers import buffer_of, new_buffer, realized_view, has_buffer
+from tinygrad.schedule import unbind_arg
 from tinygrad.engine import realize
 from tinygrad.tensor import Tensor
 from tinygrad.tensor.random import _rng_lock
@@ -56,13 +57,25 @@ def _view_chain(u:UOp) -> tuple[UOp|None, tuple]:
     chain.append((u.op, u.arg))
     u = u.src[0]
 
-def _rebuild(base:UOp, chain:tuple) -> UOp:
-  for op, arg in chain: base = base._mop(op, arg)
+def _rebuild(base:UOp, chain:tuple, var_vals:dict[str, int]) -> UOp:
+  """The view `chain` (unbound, as _unbind_chain made it) of base, its Variables bound to this call's values."""
+  for op, arg in chain: base = base._mop(op, _bind_arg(arg, var_vals))
   return base
+
+def _unbind_chain(chain:tuple, var_vals:dict[str, int]) -> tuple:
+  # a view's symbolic sizes hold the bound Variables of one call: unbound, a view is the same at every call (its values go to var_vals)
+  memo: dict[UOp, UOp] = {}
+  return tuple((op, unbind_arg(arg, var_vals, memo)) for op, arg in chain)
+
+def _bind_arg(arg, var_vals:dict[str, int]):
+  if isinstance(arg, tuple): return tuple(_bind_arg(a, var_vals) for a in arg)
+  if not isinstance(arg, UOp): return arg
+  # walk: each Variable is replaced once (its bound form holds it)
+  return arg.substitute({v: v.bind(var_vals[v.expr]) for v in arg.variables()}, walk=True)
 
 class _Input:
   """A tensor argument of one call: its base BUFFER UOp and Buffer, and what the captured kernels depend on (the signature)."""
-  __slots__ = ("name", "tensor", "uop", "buf", "sig")
+  __slots__ = ("name", "tensor", "uop", "buf", "sig", "var_vals")
   def __init__(self, name, t:Tensor):
     if t.dtype in dtypes.weaks:
       raise JitError(f"TinyJit input {name!r} is a Python constant ({t.dtype}) without storage: pass it with a dtype "
@@ -75,7 +88,10 @@ class _Input:
     self.name, self.tensor, self.uop, self.buf = name, t, base, buffer_of(base).ensure_allocated()
     # a plain contiguous tensor (only reshapes of a whole buffer) is the same to the kernels whatever reshapes it went through
     plain = all(op is Ops.RESHAPE for op, _ in chain) and self.buf.size == t.numel()
-    self.sig = (t.shape, t.dtype, t.device, None if plain else (chain, self.buf.size, self.buf.dtype))
+    # a symbolic shape is compared unbound: the values of its Variables are the call's, like a bound Variable argument's
+    self.var_vals: dict[str, int] = {}
+    ((_, shape),) = _unbind_chain(((None, t.shape),), self.var_vals)
+    self.sig = (shape, t.dtype, t.device, None if plain else (_unbind_chain(chain, self.var_vals), self.buf.size, self.buf.dtype))
 
 def _describe(sig) -> str:
   shape, dtype, device, view = sig
@@ -107,6 +123,9 @@ def _collect_args(args:tuple, kwargs:dict) -> tuple[list, list[_Input], dict[str
     if (other := seen.setdefault(i.buf, i.name)) is not i.name:
       raise JitError(f"TinyJit inputs {other!r} and {i.name!r} are the same buffer (or views of one): the replay swaps buffers per "
                      f"input, so pass a .clone() of one of them")
+    for k, val in i.var_vals.items():
+      if var_vals.setdefault(k, val) != val:
+        raise JitError(f"TinyJit input {i.name!r} has Variable {k!r} bound to {val}, another argument binds it to {var_vals[k]}")
   return names, inputs, var_vals, consts
 
 # how a replay fills one buffer argument from the call's buffers: (source index, view (offset, size, dtype) or None)
@@ -189,9 +208,9 @@ class CapturedJit(Generic[ReturnType]):
       GlobalCounters.global_ops += self._ops
       GlobalCounters.global_mem += self._mem
     if DEBUG >= 2: print(f"TinyJit replayed {len(self._calls)} launches")
-    return self._returned(inputs, fresh_uops)
+    return self._returned(inputs, fresh_uops, var_vals)
 
-  def _returned(self, inputs:list[_Input], fresh_uops:list[UOp]) -> Any:
+  def _returned(self, inputs:list[_Input], fresh_uops:list[UOp], var_vals:dict[str, int]) -> Any:
     """The function's return value for this call: each returned tensor that views an input or a fresh output is rebuilt on this
     call's buffer; the others (model state the function updates in place, constants) are returned as they are."""
     made: dict[int, Tensor] = {}
@@ -200,7 +219,7 @@ class CapturedJit(Generic[ReturnType]):
       if (ret := made.get(id(t))) is None:
         kind, idx, chain = plan
         if kind == "input" and chain is None: ret = inputs[idx].tensor
-        else: ret = Tensor(_rebuild(inputs[idx].uop if kind == "input" else fresh_uops[idx], chain), device=t.device)
+        else: ret = Tensor(_rebuild(inputs[idx].uop if kind == "input" else fresh_uops[idx], chain, var_vals), device=t.device)
         made[id(t)] = ret
       return ret
     return _map_ret(self.ret, tensor)
@@ -358,6 +377,10 @@ class TinyJit(Generic[ReturnType]):
     for t in _returned_tensors(ret):
       base, chain = _view_chain(t.uop)
       if base is None: continue
+      chain = _unbind_chain(chain, found := {})
+      if missing := sorted(set(found) - set(var_vals)):
+        raise JitError(f"a tensor the TinyJit function returns has a shape of the Variable(s) {missing}, which no argument binds: a replay "
+                       f"would not know their values; pass them (bound) as arguments or in the shapes of tensor arguments")
       b = buffer_of(base)
       if (k := next((k for k, i in enumerate(inputs) if i.tensor is t), None)) is not None: ret_plan[id(t)] = ("input", k, None)
       elif b in in_index: ret_plan[id(t)] = ("input", in_index[b], chain)

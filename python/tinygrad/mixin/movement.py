@@ -32,6 +32,16 @@ class MovementMixin:
   @property
   def ndim(self) -> int: return len(self.shape)
   def numel(self) -> int: return prod(self.shape)
+  # the largest shape a symbolic shape can take (each size at its Variables' upper bound)
+  @property
+  def max_shape(self) -> tuple[int, ...]: return tuple(int(s.vmax) if _sym(s) else s for s in self.shape)
+  def max_numel(self) -> int: return int(n.vmax) if _sym(n := self.numel()) else n
+  def element_size(self) -> int:
+    if self.dtype in dtypes.weaks: raise RuntimeError(f"element_size needs a concrete dtype, got {self.dtype}")
+    return self.dtype.itemsize
+  def nbytes(self) -> int:
+    """The bytes of the elements (a ValueError for a symbolic shape, whose size is not one number)."""
+    return int(self.numel()) * self.element_size()
   def _norm_axis(self, a:int, extra:int=0) -> int:
     """Axis a (negative counts from the end) of self, or of self with `extra` more dims."""
     if not isinstance(a, int) or isinstance(a, bool): raise TypeError(f"a dimension must be an int, got {a!r} ({type(a).__name__})")
@@ -41,7 +51,8 @@ class MovementMixin:
     return a + n if a < 0 else a
 
   def reshape(self, shape, *args):
-    shape = tuple(argfix(shape, *args))
+    """self with a new shape of as many elements: -1 infers one size, None keeps the size of that dim (as in tinygrad)."""
+    shape = tuple(self.shape[i] if s is None and i < self.ndim else s for i, s in enumerate(argfix(shape, *args)))
     if shape.count(-1) > 1: raise RuntimeError(f"only one dimension can be inferred, got {shape}")
     if -1 in shape:
       rest = prod(s for s in shape if _sym(s) or s != -1)
@@ -55,6 +66,11 @@ class MovementMixin:
       else: inferred = self.numel() // rest
       shape = tuple(inferred if not _sym(s) and s == -1 else s for s in shape)
     if not all(_size_ok(s) for s in shape): raise RuntimeError(f"invalid shape {_shape_str(shape)}")
+    shape = tuple(ssimplify(s) if _sym(s) else s for s in shape)
+    if not same_sizes(shape, self.shape) and (_sym(n := ssimplify(prod(shape))) or _sym(self.numel())) and not _same(n, self.numel()):
+      # a symbolic size must be the same for every value of its Variables
+      raise ValueError(f"shape {_shape_str(shape)} is invalid for input of shape {_shape_str(self.shape)}: the sizes {srender(n)} and "
+                       f"{srender(ssimplify(self.numel()))} are not the same for every value of the Variables")
     if not same_sizes(shape, self.shape) and _differ(ssimplify(prod(shape)), ssimplify(self.numel())):
       raise RuntimeError(f"shape {_shape_str(shape)} is invalid for input of shape {_shape_str(self.shape)} ({srender(self.numel())} elements)")
     return self if shape == self.shape else self._mop(Ops.RESHAPE, shape)
@@ -69,6 +85,7 @@ class MovementMixin:
     x = self.reshape((1,) * (len(shape) - self.ndim) + self.shape) if len(shape) > self.ndim else self
     new = tuple(o if not _sym(s) and s == -1 else s for s, o in zip(shape, x.shape))
     if not all(_size_ok(s) for s in new): raise ValueError(f"invalid expand shape {_shape_str(shape)}")
+    new = tuple(ssimplify(s) if _sym(s) else s for s in new)
     if not all(_same(o, 1) or _same(o, s) for s, o in zip(new, x.shape)):
       raise RuntimeError(f"can't expand {_shape_str(self.shape)} to {_shape_str(shape)}")
     return x if new == x.shape else x._mop(Ops.EXPAND, new)
@@ -94,7 +111,7 @@ class MovementMixin:
       if not all(_size_ok(p) for pair in pairs for p in pair): raise ValueError(f"symbolic padding {pairs} must be >= 0 for shape {self.shape}")
       x, pos = self, tuple(pairs)
     else:
-      x = self.shrink(tuple((-min(b, 0), s + min(a, 0)) for s, (b, a) in zip(self.shape, pairs)))
+      x = self.shrink(tuple((-min(b, 0), s + a if a < 0 else s) for s, (b, a) in zip(self.shape, pairs)))
       pos = tuple((max(b, 0), max(a, 0)) for b, a in pairs)
     if all(p == (0, 0) for p in pos): return x
     if mode != "constant": return x._pad_edges(pos, mode)

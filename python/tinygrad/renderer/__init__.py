@@ -383,7 +383,8 @@ class ProgramSpec:
     vv = {(k.arg.name if hasattr(k, "arg") else k): v for k, v in (var_vals or {}).items()}
     if self.core_id is not None: vv[CORE_ID] = 0  # a placeholder: the runtime sets it per launch
     if missing := [n for n in self.var_names if n not in vv]:
-      raise RuntimeError(f"kernel {self.name} needs values for the variable(s) {missing}, got {sorted(vv)}")
+      raise RuntimeError(f"kernel {self.name} needs values for the variable(s) {missing}, got {sorted(vv)}: they are unbound (give each "
+                         f"a value with Variable.bind)")
     for v, n in zip(self.vars, self.var_names):
       if (b := getattr(v.arg, "vmin_vmax", None)) is not None and not b[0] <= vv[n] <= b[1]:
         raise ValueError(f"variable {n}={vv[n]} is outside its range [{b[0]}, {b[1]}] in kernel {self.name}")

@@ -40,7 +40,8 @@ from tinygrad.uop.ops import UOp, Ops, GroupOp, live_binds
 from tinygrad.dtype import dtypes, DType, strong_dtype
 from tinygrad.helpers import prod, NOOPT, SPEC, SCACHE
 from tinygrad.device import Buffer
-from tinygrad.schedule.buffers import new_buffer, buffer_of, has_buffer, as_buffer, realized_view, next_buffer_id, storage_buffer, pending_write
+from tinygrad.schedule.buffers import new_buffer, buffer_of, has_buffer, as_buffer, viewed_buffer, realized_view, next_buffer_id, storage_buffer, \
+  pending_write
 from tinygrad.schedule.call import has_calls, schedule_calls
 from tinygrad.schedule.rangeify import KernelInfo, reduce_identity, plan_buffers, best_kernel, order_items, WriteCycle, max_size
 
@@ -143,6 +144,7 @@ def _create_schedule(targets:list[UOp], devices:list[str], calls:bool=True) -> t
   first: dict[UOp, UOp] = {}   # target -> its kernel's root
   for t, d in zip(targets, devices):
     if (b := as_buffer(t)) is not None and prod(t.shape) == b.src[0].arg: ret[t] = b
+    elif (b := viewed_buffer(t)) is not None: ret[t] = b   # a realized tensor of a symbolic shape: a prefix of its buffer
     else:
       # a tensor that was assigned is its storage once the write has run: no buffer of its own
       todo.setdefault(w := t if (p := pending_write(t)) is None else p, d)
@@ -260,14 +262,14 @@ def create_schedule_with_vars(targets:list[UOp], devices:list[str]) -> tuple[lis
 # ops (shapes, shrink and pad amounts). Scheduling works on the graph with every bound Variable replaced by its Variable, and the values
 # go to the kernels at launch: the graph for a KV cache of length 5 is the graph for length 6.
 
-def _strip_arg(arg, var_vals:dict[str, int], memo:dict[UOp, UOp]):
+def unbind_arg(arg, var_vals:dict[str, int], memo:dict[UOp, UOp]):
   if isinstance(arg, UOp):
     if (ret := memo.get(arg)) is None:
       ret, vals = arg.unbind_all()
       memo[arg] = ret
       for v, val in vals.items(): _record(var_vals, v, val)
     return ret
-  if isinstance(arg, tuple): return tuple(_strip_arg(a, var_vals, memo) for a in arg)
+  if isinstance(arg, tuple): return tuple(unbind_arg(a, var_vals, memo) for a in arg)
   return arg
 
 def _record(var_vals:dict[str, int], v:UOp, val:int) -> None:
@@ -301,7 +303,7 @@ def strip_binds(targets:list[UOp]) -> tuple[list[UOp], dict[str, int], dict[UOp,
       if rv.op is not Ops.BUFFER and any(_has_uop(x.arg) for x in (rv, *rv.src) if x.op in _SYMBOLIC_ARG):
         new[u] = _strip_view(rv, var_vals, memo)
       continue
-    arg = _strip_arg(u.arg, var_vals, memo) if op in _SYMBOLIC_ARG and _has_uop(u.arg) else u.arg
+    arg = unbind_arg(u.arg, var_vals, memo) if op in _SYMBOLIC_ARG and _has_uop(u.arg) else u.arg
     if op is Ops.SHRINK and arg is not u.arg: _check_shrink(u, arg, var_vals, memo)
     if arg is not u.arg or (new and any(s in new for s in u.src)):
       new[u] = UOp(op, u.dtype, tuple(new.get(s, s) for s in u.src), arg, u.tag)
@@ -314,7 +316,7 @@ def _check_shrink(u:UOp, arg:tuple, var_vals:dict[str, int], memo:dict[UOp, UOp]
   # a symbolic shrink can't be checked when it is built (a Variable's range may reach past the dim): with this schedule's values it can,
   # before a kernel reads past the end of a buffer (the unbound expressions are the same nodes every step: their evaluators are cached)
   def val(x) -> int: return x if isinstance(x, int) else x.sym_infer(var_vals)
-  for d, ((b, e), n) in enumerate(zip(arg, _strip_arg(u.src[0].shape, var_vals, memo))):
+  for d, ((b, e), n) in enumerate(zip(arg, unbind_arg(u.src[0].shape, var_vals, memo))):
     if not 0 <= val(b) <= val(e) <= val(n):
       raise IndexError(f"the slice [{val(b)}:{val(e)}] of dim {d} is out of range for its size {val(n)} with {var_vals}")
 
@@ -324,7 +326,7 @@ def _strip_view(view:UOp, var_vals:dict[str, int], memo:dict[UOp, UOp]) -> UOp:
   while view.op in GroupOp.Movement:
     chain.append(view)
     view = view.src[0]
-  for m in reversed(chain): view = UOp(m.op, m.dtype, (view,), _strip_arg(m.arg, var_vals, memo), m.tag)
+  for m in reversed(chain): view = UOp(m.op, m.dtype, (view,), unbind_arg(m.arg, var_vals, memo), m.tag)
   return view
 
 def _create_schedule_cached(targets:list[UOp], devices:list[str]) -> tuple[list[ScheduleItem], dict[UOp, UOp]]:

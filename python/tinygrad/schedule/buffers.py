@@ -5,6 +5,7 @@
   buffer_of(buf)                   the device Buffer behind a BUFFER UOp (KeyError naming it when it has none)
   has_buffer(u)                    whether u is a BUFFER UOp with a device Buffer (a Variable's BUFFER has none)
   buffer_view(buf, shape)          the BUFFER seen with a shape (RESHAPE(BUFFER), or the BUFFER when the shape is its own)
+  viewed_buffer(u)                 the BUFFER u is the buffer_view of (a realized tensor, symbolic shapes included), or None
   mark_realized(u, view)           u's value now lives in `view` (a buffer_view): graphs that still hold u read it from there
   realized_view(u)                 that view, or None
   as_buffer(u)                     the BUFFER u is a plain contiguous view of (through a realized mark), or None
@@ -22,8 +23,8 @@ from tinygrad.dtype import dtypes, DType
 from tinygrad.device import Buffer
 from tinygrad.helpers import prod
 
-__all__ = ["new_buffer", "new_buffer_view", "buffer_of", "has_buffer", "buffer_view", "mark_realized", "realized_view", "as_buffer", "storage_buffer",
-           "pending_write", "next_buffer_id"]
+__all__ = ["new_buffer", "new_buffer_view", "buffer_of", "has_buffer", "buffer_view", "viewed_buffer", "mark_realized", "realized_view",
+           "as_buffer", "storage_buffer", "pending_write", "next_buffer_id"]
 
 _buffer_ids = itertools.count()
 _buffers: weakref.WeakKeyDictionary[UOp, Buffer] = weakref.WeakKeyDictionary()
@@ -59,6 +60,12 @@ def buffer_view(buf:UOp, shape:tuple) -> UOp:
     buf = UOp(Ops.SHRINK, buf.dtype, (buf,), ((0, n),))
     return buf if len(shape) == 1 and shape[0] is n else UOp(Ops.RESHAPE, buf.dtype, (buf,), tuple(shape))
   return UOp(Ops.RESHAPE, buf.dtype, (buf,), tuple(shape))
+
+def viewed_buffer(u:UOp) -> UOp|None:
+  """The BUFFER of which u is the buffer_view with u's shape (a realized tensor: nothing to compute), else None."""
+  b = u
+  while b.op in (Ops.RESHAPE, Ops.SHRINK): b = b.src[0]
+  return b if b.op is Ops.BUFFER and b is not u and buffer_view(b, u.shape) is u else None
 
 def mark_realized(u:UOp, view:UOp) -> None:
   if view is not u: _realized[u] = view

@@ -3,10 +3,11 @@ in tinygrad/mixin (shared with UOp) and in the files of this package by kind (cr
 Operations build a tensor graph of UOps (see tinygrad/uop/shape.py for its conventions); realize() schedules the graph into
 kernels (tinygrad.schedule), which are lowered, rendered, compiled and run (tinygrad.engine)."""
 from __future__ import annotations
+import functools
 import pathlib
 import weakref
 from typing import Any
-from tinygrad.uop.ops import UOp, Ops, GroupOp
+from tinygrad.uop.ops import UOp, Ops, GroupOp, ssimplify, srender
 from tinygrad.mixin.mathtraits import MathTrait, _weak
 from tinygrad.mixin.movement import MovementMixin
 from tinygrad.mixin.reduce import ReduceMixin
@@ -102,10 +103,6 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
   def dtype(self) -> DType: return self.uop.dtype
   @property
   def device(self) -> str: return self._device
-  def element_size(self) -> int:
-    if self.dtype in dtypes.weaks: raise RuntimeError(f"element_size needs a concrete dtype, got {self.dtype}")
-    return self.dtype.itemsize
-  def nbytes(self) -> int: return self.numel() * self.element_size()
   def is_floating_point(self) -> bool: return dtypes.is_float(self.dtype)
   def size(self, dim:int|None=None) -> int|tuple[int, ...]:
     """The shape, or the length of dimension `dim` (negative counts from the end)."""
@@ -113,10 +110,6 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
     if not -len(self.shape) <= dim < len(self.shape):
       raise IndexError(f"dimension {dim} out of range for a tensor of shape {self.shape} ({len(self.shape)} dims)")
     return self.shape[dim]
-  # the largest shape a tensor of a symbolic shape can take (each size at its Variables' upper bound)
-  @property
-  def max_shape(self) -> tuple[int, ...]: return tuple(int(s.vmax) if isinstance(s, UOp) else s for s in self.shape)
-  def max_numel(self) -> int: return int(n.vmax) if isinstance(n := self.numel(), UOp) else n
   def __len__(self):
     if not self.shape: raise TypeError("len() of a 0-d tensor")
     return self.shape[0]
@@ -241,10 +234,26 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
     return self._new(self.uop.alu(op, *[s.uop for s in check_tensors("alu", srcs)]))
   def cast(self, dtype:DTypeLike) -> Tensor: return self._new(self.uop.cast(dtype))
   def bitcast(self, dtype:DTypeLike) -> Tensor:
-    # a kernel may reinterpret across itemsizes (the linear contract checks it), a tensor element can't
+    """The bits reinterpreted as dtype. Another itemsize regroups the bytes of the last dim (little-endian, as tinygrad): 4 floats
+    of shape (..., n) are (..., n*4) uint8s or (..., n/2) uint64s; the last dim's bytes must divide into the new itemsize."""
     if disk.is_disk(self.device): return disk.bitcast(self, to_dtype(dtype))
-    if (dt := to_dtype(dtype)).itemsize != self.dtype.itemsize: raise RuntimeError(f"bitcast from {self.dtype} to {dt} needs the same itemsize")
-    return self._new(self.uop.bitcast(dt))
+    if (dt := to_dtype(dtype)).itemsize == self.dtype.itemsize: return self._new(self.uop.bitcast(dt))
+    if self.dtype in dtypes.weaks or dt in dtypes.weaks or dt == dtypes.bool or self.dtype == dtypes.bool:
+      raise RuntimeError(f"bitcast from {self.dtype} to {dt} needs the same itemsize (weak and bool dtypes have no bytes to regroup)")
+    nbytes = UOp.const(dtypes.weakint, self.shape[-1] if self.ndim else 1) * self.dtype.itemsize
+    if self.ndim == 0 or (n := nbytes.simplify().divide_exact(UOp.const(dtypes.weakint, dt.itemsize))) is None:
+      raise RuntimeError(f"bitcast of shape {_shape_str(self.shape)} from {self.dtype} to {dt}: the last dim's {srender(nbytes)} bytes "
+                         f"are not a multiple of {dt.itemsize}")
+    old_u, new_u = (to_dtype(f"uint{8 * d.itemsize}") for d in (self.dtype, dt))
+    x, lead = self.bitcast(old_u), self.shape[:-1]
+    if dt.itemsize > self.dtype.itemsize:   # k old elements make one new one, the first one the lowest bits
+      k = dt.itemsize // self.dtype.itemsize
+      x = x.reshape(*lead, ssimplify(n), k)
+      out = functools.reduce(lambda a, b: a | b, [x[..., j].cast(new_u) << (8 * self.dtype.itemsize * j) for j in range(k)])
+    else:                                   # one old element makes k new ones, the lowest bits first
+      k = self.dtype.itemsize // dt.itemsize
+      out = Tensor.stack(*[(x >> (8 * dt.itemsize * j)).cast(new_u) for j in range(k)], dim=-1).reshape(*lead, ssimplify(n))
+    return out.bitcast(dt)
   def _broadcasted(self, y, reverse:bool=False, match_dtype:bool=True) -> tuple[Tensor, Tensor]:
     """self and y (a Tensor or a Python value) as two operands of one dtype (unless match_dtype=False) and one shape. The dtypes
     and the constant a Python value becomes are UOp's rule for tensor-level nodes (so Tensor and UOp build the same nodes); only

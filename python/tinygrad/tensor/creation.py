@@ -8,7 +8,7 @@ from tinygrad.dtype import DType, DTypeLike, dtypes, to_dtype, Invalid, truncate
 from tinygrad.helpers import prod, argfix, fetch
 from tinygrad.schedule.buffers import new_buffer, buffer_view, buffer_of
 from tinygrad.tensor.common import canon_device, broadcast_shape, check_tensors, leaf
-from tinygrad.uop.ops import UOp, ssimplify, smax
+from tinygrad.uop.ops import UOp, ssimplify, smax, srender
 if TYPE_CHECKING:
   from tinygrad.tensor.core import Tensor
   from tinygrad.uop.ops import UOp
@@ -37,9 +37,9 @@ class CreationMixin:
   @staticmethod
   def empty(*shape, device:str|None=None, dtype:DTypeLike|None=None, requires_grad:bool|None=None) -> Tensor:
     """A tensor of this shape in a new, uninitialized buffer. As in tinygrad, the buffer is allocated when first used (realize, a kernel
-    reading it), so building a graph never opens the device."""
-    shape, dt = Tensor._check_shape(shape, "empty"), _dtype_or(dtype, dtypes.default_float)
-    unallocated.add(buf := new_buffer(canon_device(device), prod(shape), dt))
+    reading it), so building a graph never opens the device. A symbolic shape gets a buffer of the largest size its Variables allow."""
+    shape, dt = Tensor._check_shape(shape, "empty", symbolic=True), _dtype_or(dtype, dtypes.default_float)
+    unallocated.add(buf := new_buffer(canon_device(device), int(n.vmax) if isinstance(n := prod(shape), UOp) else n, dt))
     return leaf(Tensor(buffer_view(buf, shape), device=device), requires_grad)
   def empty_like(self, dtype:DTypeLike|None=None, device:str|None=None) -> Tensor:
     return Tensor.empty(self.shape, dtype=dtype if dtype is not None else self.dtype, device=device if device is not None else self.device)
@@ -80,7 +80,7 @@ class CreationMixin:
     A graph without host data: the positions come from _positions, so it fuses into the kernels that read it."""
     if requires_grad is not None: return leaf(Tensor.arange(start, stop, step, dtype, device), requires_grad)
     if stop is None: start, stop = 0, start
-    if isinstance(start, UOp) or isinstance(stop, UOp): return _symbolic_arange(start, stop, step, dtype, device)
+    if any(isinstance(v, UOp) for v in (start, stop, step)): return _symbolic_arange(start, stop, step, dtype, device)
     for v in (start, stop, step): _check_const("arange", v)
     dt = _dtype_or(dtype, dtypes.default_float if any(isinstance(x, float) for x in (start, stop, step)) else dtypes.default_int)
     if step == 0: raise ValueError("arange needs a nonzero step")
@@ -148,12 +148,14 @@ class CreationMixin:
 def _symbolic_arange(start, stop, step, dtype:DTypeLike|None, device:str|None) -> Tensor:
   """arange with symbolic bounds (bound Variable expressions): the positions up to the largest count the Variables allow, shrunk to
   the count, so one kernel serves every value."""
-  if not isinstance(step, int) or isinstance(step, bool) or step == 0: raise TypeError(f"a symbolic arange needs a nonzero int step, got {step!r}")
-  for v in (start, stop):
+  for v in (start, stop, step):
     if not (isinstance(v, UOp) and dtypes.is_int(v.dtype)) and not (isinstance(v, int) and not isinstance(v, bool)):
       raise TypeError(f"a symbolic arange takes ints or int Variable expressions, got {v!r}")
+  # the count rounds up away from zero: the step's sign must be the same for every value of its Variables
+  if (lo := step.vmin if isinstance(step, UOp) else step) <= 0 <= (hi := step.vmax if isinstance(step, UOp) else step):
+    raise ValueError(f"a symbolic arange needs a step that is never 0 and of one sign, got {srender(step)} in [{lo}, {hi}]")
   dt = _dtype_or(dtype, dtypes.default_int)
-  n = ssimplify(smax((stop - start + (step - 1 if step > 0 else step + 1)) // step, 0))
+  n = ssimplify(smax((stop - start + (step - 1 if lo > 0 else step + 1)) // step, 0))
   if not isinstance(n, UOp): return Tensor.arange(start, stop, step, dtype=dt, device=device)
   i = _positions(int(n.vmax), device).shrink(((0, n),))
   return (i.cast(dt) * step + start).cast(dt)

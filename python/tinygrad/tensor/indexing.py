@@ -44,15 +44,30 @@ class SymIndex:
 
 def _symbolic_int(i) -> bool: return isinstance(i, UOp) and i.dtype in (dtypes.weakint,) + dtypes.ints
 
+def _bound_value(n:UOp) -> int:
+  """The value a size of bound Variables has now."""
+  u, vals = n.unbind_all()
+  return u.sym_infer(vals)
+
+def _from_end(b, n):
+  """A slice bound: a negative one (an int, or a symbolic one that is always negative) counts from the end of the dim, n + b, and
+  stops at 0 as Python's slices do; others are taken as they are."""
+  if b is None or (b.vmax >= 0 if isinstance(b, UOp) else b >= 0): return b
+  b = ssimplify(n + b)
+  return b if not isinstance(b, UOp) or b.vmin >= 0 else ssimplify(smax(b, 0))
+
 def _symbolic_slice(i:slice, n, dim:int) -> tuple:
-  """(start, 1, count) of a slice with symbolic bounds or over a symbolic dim: steps of 1 only, bounds taken as they are (they
-  can't be checked against n here; a bound Variable's range is its promise)."""
+  """(start, 1, count) of a slice with symbolic bounds or over a symbolic dim: steps of 1 only, bounds past the end taken as they are
+  (they can't be checked against n here; a bound Variable's range is its promise)."""
   if i.step not in (None, 1): raise IndexError(f"a symbolic slice {i} of dim {dim} (size {srender(n)}) takes only step 1")
   for b in (i.start, i.stop):
-    if b is not None and not _symbolic_int(b) and not (isinstance(b, int) and b >= 0):
-      raise IndexError(f"a symbolic slice {i} of dim {dim} (size {srender(n)}) needs non-negative int or symbolic bounds, got {b!r}")
-  start = 0 if i.start is None else i.start
-  stop = n if i.stop is None else i.stop
+    if b is not None and not _symbolic_int(b) and not isinstance(b, int):
+      raise IndexError(f"a symbolic slice {i} of dim {dim} (size {srender(n)}) needs int or symbolic bounds, got {b!r}")
+    if _symbolic_int(b) and b.vmin < 0 <= b.vmax:
+      raise IndexError(f"a symbolic slice {i} of dim {dim} (size {srender(n)}) needs bounds that are never negative or always negative, "
+                       f"got {srender(b)} in [{b.vmin}, {b.vmax}]")
+  start = 0 if i.start is None else _from_end(i.start, n)
+  stop = n if i.stop is None else _from_end(i.stop, n)
   if not isinstance(cnt := stop - start, UOp): return (start, 1, max(cnt, 0))
   return (start, 1, ssimplify(cnt if cnt.vmin >= 0 else smax(cnt, 0)))
 
@@ -86,8 +101,10 @@ class IndexingMixin:
       elif isinstance(i, UOp): out.append(SymIndex(i))
       elif isinstance(i, int):
         n = self.shape[dim]
-        if not -n <= i < n: raise IndexError(f"index {i} is out of bounds for dimension {dim} with size {n}")
-        out.append(i + n if i < 0 else i)
+        # a symbolic size is checked with its Variables' values now (a negative index counts from its end)
+        if not -(v := _bound_value(n) if isinstance(n, UOp) else n) <= i < v:
+          raise IndexError(f"index {i} is out of bounds for dimension {dim} with size {srender(n)}{f' (= {v})' if v is not n else ''}")
+        out.append(i if i >= 0 else SymIndex(_from_end(i, n)) if isinstance(n, UOp) else i + n)
       elif any(isinstance(x, UOp) for x in (i.start, i.stop, self.shape[dim])): out.append(_symbolic_slice(i, self.shape[dim], dim))
       else:
         start, stop, step = i.indices(self.shape[dim])

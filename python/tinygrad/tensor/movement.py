@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Sequence
 from tinygrad.helpers import argfix, prod
 from tinygrad.dtype import dtypes, least_upper_dtype
 from tinygrad.tensor.common import check_tensors
+from tinygrad.uop.ops import UOp, srender
+from tinygrad.mixin.movement import _shape_str
 if TYPE_CHECKING: from tinygrad.tensor.core import Tensor
 else: Tensor = None  # the class, bound by tinygrad/tensor/core.py once it exists (this mixin is one of its bases)
 
@@ -98,7 +100,10 @@ class TensorMovementMixin:
   def chunk(self, chunks:int, dim:int=0) -> list[Tensor]:
     """At most `chunks` pieces of equal size along dim (the last may be smaller), as torch."""
     if not isinstance(chunks, int) or chunks <= 0: raise ValueError(f"chunks must be a positive int, got {chunks}")
-    n = self.shape[self._norm_axis(dim)]
+    n = self.shape[d := self._norm_axis(dim)]
+    # the number and sizes of the pieces would depend on the Variables' values (0.14 raises AssertionError here too)
+    if isinstance(n, UOp):
+      raise AssertionError(f"can't chunk the symbolic dim {d} (size {srender(n)}) of {_shape_str(self.shape)}: shrink it instead")
     return list(self.split(math.ceil(n / chunks) if n else 1, dim)) if n else [self] * chunks
   def repeat(self, repeats, *args) -> Tensor:
     """Tiles the tensor `repeats` times per dim (leading extra repeats add dims), as torch's repeat / numpy's tile."""

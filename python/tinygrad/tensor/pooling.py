@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING, Sequence
 from tinygrad.dtype import DTypeLike, dtypes
 from tinygrad.helpers import prod, make_tuple, flatten, ceildiv, flat_to_grouped, resolve_pool_pads
 from tinygrad.tensor.common import check_tensors
+from tinygrad.uop.ops import smax
 if TYPE_CHECKING: from tinygrad.tensor.core import Tensor
 else: Tensor = None  # the class, bound by tinygrad/tensor/core.py once it exists (this mixin is one of its bases)
 
@@ -41,7 +42,7 @@ class PoolingMixin:
     if any(d * (k - 1) + 1 > i for k, d, i in zip(k_, d_, i_)):
       raise RuntimeError(f"kernel size {k_} (dilation {d_}) is larger than the (padded) input size {i_} of shape {self.shape}")
     o_ = [ceildiv(i - d * (k - 1), s) for i, d, k, s in zip(i_, d_, k_, s_)]
-    f_ = [max(1, ceildiv(o * s - d, i)) for o, s, i, d in zip(o_, s_, i_, d_)]   # enough length for the strided reads
+    f_ = [smax(1, ceildiv(o * s - d, i)) for o, s, i, d in zip(o_, s_, i_, d_)]   # enough length for the strided reads
     rows = [i * f + d for i, f, d in zip(i_, f_, d_)]
     reps = [ceildiv(k * r, i) for k, r, i in zip(k_, rows, i_)]
     x = self.reshape(*batch, *flatten((1, i) for i in i_)).expand(*batch, *flatten(zip(reps, i_))).reshape(*batch, *[r * i for r, i in zip(reps, i_)])

@@ -617,7 +617,14 @@ class _UOpSymbolic:
     return UOp(_RANGE, dtype, (UOp.const(end, dtype),)+tuple(src), (axis_id, axis_type)+arg, **kwargs)
   @staticmethod
   def special(end:sint, name:str, dtype:DType=dtypes.weakint) -> UOp: return UOp(_SPECIAL, dtype, (UOp.const(end, dtype),), name)
-  def after(self:UOp, *src:UOp, **kwargs) -> UOp: return UOp(_AFTER, kwargs.pop("dtype", self.dtype), (self,)+src, **kwargs) if src else self
+  def after(self:UOp, *src:UOp, **kwargs) -> UOp:
+    if not src: return self
+    # a tensor-level write through a reshaped storage (tinygrad's cache.uop.after(cache[...].uop.store(v))): the write is to the storage
+    # itself, seen reshaped, as Tensor.assign builds it (an AFTER's storage is flat: uop/spec.py)
+    if self.op is _RESHAPE and self.src[0].op in (_BUFFER, _AFTER) and len(src) == 1 and src[0].op is _STORE and not kwargs and \
+       src[0].shape is not None:
+      return self.src[0].after(*src).reshape(self.shape)
+    return UOp(_AFTER, kwargs.pop("dtype", self.dtype), (self,)+src, **kwargs)
   def store(self:UOp, src, gate:UOp|None=None, **kwargs) -> UOp:
     srcs = (self, src if isinstance(src, UOp) else self.const_like(src)) + ((gate,) if gate is not None else ())
     return UOp(_STORE, dtypes.void, srcs, **kwargs)

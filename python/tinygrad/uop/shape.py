@@ -43,6 +43,9 @@ def _ssum(*xs):
     ret = x if ret is None else ret + x
   return ssimplify(ret)
 def _differ(a, b) -> bool: return resolve(a != b, False) if isinstance(a, UOp) or isinstance(b, UOp) else a != b
+def _canon(shape:tuple) -> tuple:
+  # symbolic sizes simplified: one size has one UOp, so shapes that hold the same sizes are equal tuples (broadcasting compares them so)
+  return shape if all(type(s) is int for s in shape) else tuple(ssimplify(s) for s in shape)
 
 def _bad(u:UOp, s, why:str):
   raise RuntimeError(f"ill-formed {u.op} with arg {u.arg!r} on a source of shape {s}: {why}")
@@ -51,13 +54,13 @@ def _reshape(u:UOp, x:UOp):
   if (s := x.shape) is None: return None
   if not _ints(u.arg): _bad(u, s, "the new shape must be a tuple of ints >= 0")
   if not same_sizes(u.arg, s) and _differ(prod(u.arg), prod(s)): _bad(u, s, f"{prod(s)} elements can't become {prod(u.arg)}")
-  return u.arg
+  return _canon(u.arg)
 
 def _expand(u:UOp, x:UOp):
   if (s := x.shape) is None: return None
   if not _ints(u.arg) or len(u.arg) != len(s): _bad(u, s, "the new shape needs one int >= 0 per dim")
   if any(o is not n and _differ(o, 1) and _differ(o, n) for o, n in zip(s, u.arg)): _bad(u, s, "only dims of size 1 can expand")
-  return u.arg
+  return _canon(u.arg)
 
 def _permute(u:UOp, x:UOp):
   if (s := x.shape) is None: return None
@@ -75,7 +78,7 @@ def _shrink(u:UOp, x:UOp):
   if (s := x.shape) is None: return None
   if not _pairs_ok(u, s) or any(not sym_le(b, e) or not sym_le(e, n) for (b, e), n in zip(u.arg, s)):
     _bad(u, s, "needs one (start, end) per dim, 0 <= start <= end <= size")
-  return tuple(e if type(b) is int and b == 0 else _ssum(e, -b) for b, e in u.arg)
+  return tuple(_ssum(e, -b) for b, e in u.arg)
 
 def _flip(u:UOp, x:UOp):
   if (s := x.shape) is None: return None

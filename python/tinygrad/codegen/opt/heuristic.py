@@ -102,11 +102,13 @@ def hand_coded_optimizations(ast:UOp, threads:int, upcast:bool=True, tile_rows:i
   has_reduce = bool(ranges_of(ast, AxisType.REDUCE))
   if not upcast: return ast
   if len(ast.src) != 1 or ast.src[0].op is not Ops.STORE or len(ast.src[0].src) != 2 or ast.src[0].src[0].op is not Ops.INDEX: return ast
-  if has_reduce and (loops := ranges_of(ast, AxisType.LOOP)) and (tiled := _within_budget(tap_tile, ast, loops)) is not None: return tiled
+  # the tiles pick loops by their sizes: a loop of a symbolic size (a Variable's) has none, and such a kernel gets the plain upcast
+  tiles = has_reduce and all(range_size(r) is not None for r in ranges_of(ast, AxisType.LOOP))
+  if tiles and (loops := ranges_of(ast, AxisType.LOOP)) and (tiled := _within_budget(tap_tile, ast, loops)) is not None: return tiled
   if not (loops := ranges_of(ast, AxisType.LOOP)) or (n := range_size(inner_loop := loops[-1])) is None or n % UPCAST != 0: return ast
-  if has_reduce and (tiled := _within_budget(register_tile, ast, loops, tile_rows, tile_cols, chain)) is not None: return tiled
-  if has_reduce and (tiled := _within_budget(dot_tile, ast, loops)) is not None: return tiled
-  if has_reduce and (tiled := _within_budget(image_tile, ast, loops)) is not None: return tiled
+  if tiles and (tiled := _within_budget(register_tile, ast, loops, tile_rows, tile_cols, chain)) is not None: return tiled
+  if tiles and (tiled := _within_budget(dot_tile, ast, loops)) is not None: return tiled
+  if tiles and (tiled := _within_budget(image_tile, ast, loops)) is not None: return tiled
   try: up, outer, lane = apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, inner_loop), UPCAST))
   except KernelOptError: return ast   # over the code-size budget
   assert lane is not None
