@@ -130,3 +130,21 @@ def test_conv_tiles_are_valid_opts(threads, small_tiles, monkeypatch):
 def test_small_kernels_keep_the_4x4_upcast():
   ast, _ = ast_of(Tensor(rand(16, 32), device="PYTHON").realize() @ Tensor(rand(32, 32, seed=1), device="PYTHON").realize())
   assert [s for k, s in kinds(H.hand_coded_optimizations(ast, threads=1)) if k is U] == [4, 4]
+
+@pytest.mark.cpu
+def test_unpadded_conv_backward_tiles():
+  # tinygrad's MNIST conv (5x5, no padding, relu after): its weight gradient and its input gradient's per-tap products each get the
+  # inner tap as lanes and a second upcast or unroll of 4, as the forward does (they were scalar loops, 8x slower than the forward)
+  from test_functional import np_conv
+  xn, wn = rand(48, 32, 24, 24), rand(32, 32, 5, 5, seed=1)
+  x, w = Tensor(xn, requires_grad=True), Tensor(wn, requires_grad=True)
+  x.conv2d(w).relu().sum().backward()
+  kernels = [si for si in Tensor.schedule(x.grad, w.grad)[0] if si.ast.op is Ops.SINK]
+  lanes = [[s for k, s in kinds(H.hand_coded_optimizations(si.ast, threads=2)) if k in (U, N)] for si in kernels]
+  assert sum(1 for ls in lanes if 5 in ls and 4 in ls) == 3, lanes   # the forward, the input gradient's products, the weight gradient
+  y = np_conv(xn, wn, 1, 1, 1, [(0, 0), (0, 0)])
+  gy = (y > 0).astype(np.float32)
+  wg = np.stack([np.tensordot(gy, xn[:, :, i:i+20, j:j+20], axes=([0, 2, 3], [0, 2, 3])) for i in range(5) for j in range(5)], -1)
+  xg = np_conv(gy, wn[:, :, ::-1, ::-1].transpose(1, 0, 2, 3).copy(), 1, 1, 1, [(4, 4), (4, 4)])
+  np.testing.assert_allclose(w.grad.numpy(), wg.reshape(32, 32, 5, 5), rtol=1e-3, atol=1e-3)
+  np.testing.assert_allclose(x.grad.numpy(), xg, rtol=1e-3, atol=1e-3)

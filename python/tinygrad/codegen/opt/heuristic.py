@@ -62,6 +62,7 @@ DOT_TILE = (4,)               # dot_tile: rows and columns (4 x 4 with 4 reduce 
                               # and 38 for 8 x 8, whose 64 float4 accumulators spill; the 8 x 8 tile of scalar accumulators: 38, 5x the C)
 MAX_IMAGE_ROW = 16            # image_tile: the longest image row upcast fully
 IMAGE_ROWS = (8, 4)           # and its output channels per tile (conv 16->32 on 8x8: 12 ms -> 1.6 ms per step, 4.3 ms with 1 row)
+MAX_UNPADDED_TAPS = 7          # (an unpadded conv's taps, see _unpadded_tap_tile)
 MAX_TAPS, MAX_TAP_UNROLL = 4, 8  # tap_tile: the longest tap loop, the longest reduce loop unrolled (conv weight gradient: 10 -> 4 ms)
 TAP_ROWS = (8, 16)            # and the image rows upcast with the taps (the input gradient's per-tap products: 4.6 -> 1.2 ms)
 TAP_IN_CHANNELS = 2           # and the input channels of a weight gradient (see tap_tile)
@@ -364,6 +365,28 @@ def image_tile(ast:UOp, loops:list[UOp]) -> UOp|None:
   if (ti := next((t for t in IMAGE_ROWS if (range_size(i := cands[-1]) or 0) % t == 0), None)) is None: return None
   return apply_opt(up, Opt(OptOps.UPCAST, opt_axis(up, OptOps.UPCAST, i), ti))[0]
 
+def _unpadded_tap_tile(ast:UOp, loops:list[UOp], tap:UOp) -> UOp|None:
+  """An unpadded conv's backward (no gated loads; tinygrad's MNIST convs, 5x5 on 24x24): the inner tap loop upcast fully, then
+  - the weight gradient (the reduce over batch and image has no UNROLL yet; the input, which moves with the tap, moves with the
+    image's innermost reduce loop too): the output channels upcast by UPCAST and that reduce loop unrolled by UPCAST: each input value
+    serves the channels' lanes, each gradient value the tap's (a 32x32x5x5 gradient over 64x20x20: 990 -> 150 ms);
+  - the input gradient before its taps are summed (one value per pixel and tap, a reduce over the output channels): the image row
+    before the taps upcast by UPCAST: each weight serves the row's lanes, each gradient vector the tap's (1000 -> 170 ms).
+  None where neither applies."""
+  reds, unrolls = ranges_of(ast, AxisType.REDUCE), ranges_of(ast, AxisType.UNROLL)
+  tap_loads = [ld for ld in _reduce_loads(ast) if tap in ld.src[0].toposort()]
+  if not tap_loads or not reds: return None
+  inner = reds[-1]
+  if not unrolls and (range_size(inner) or 0) % UPCAST == 0 and all(inner in ld.src[0].toposort() for ld in tap_loads):
+    if (out := next((r for r in loops if r is not tap and not any(r in ld.src[0].toposort() for ld in tap_loads)
+                     and (range_size(r) or 0) % UPCAST == 0), None)) is None: return None
+    ast = apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, tap), 0))[0]
+    ast = apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, out), UPCAST))[0]
+    return apply_opt(ast, Opt(OptOps.UNROLL, opt_axis(ast, OptOps.UNROLL, inner), UPCAST))[0]
+  if len(loops) < 3 or (x := loops[loops.index(tap) - 2]) in tap_loads[0].src[0].toposort() or (range_size(x) or 0) % UPCAST: return None
+  ast = apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, tap), 0))[0]
+  return apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, x), UPCAST))[0]
+
 def tap_tile(ast:UOp, loops:list[UOp]) -> UOp|None:
   """A conv's weight gradient (innermost output loops: the kernel's taps, of at most MAX_TAPS each, which the reduce's gated loads of
   the padded input move with): the innermost one or two tap loops are upcast fully (a 3x3 window: 9 accumulators; with an input-channel
@@ -372,15 +395,16 @@ def tap_tile(ast:UOp, loops:list[UOp]) -> UOp|None:
   loaded and overlapping input values. Without gated loads (a conv's input gradient before its taps are summed: one value per pixel and
   tap), the taps and the image row before them (8 or 16, read as vector loads) are upcast fully: each gradient vector serves every tap,
   each weight the row. None if the kernel doesn't qualify."""
+  gated = [ld for ld in _reduce_loads(ast) if len(ld.src) > 1]
   taps: list[UOp] = []
   for r in reversed(loops):
-    if (range_size(r) or 0) > MAX_TAPS or len(taps) == 2: break
+    if (range_size(r) or 0) > (MAX_TAPS if gated else MAX_UNPADDED_TAPS) or len(taps) == 2: break
     taps.append(r)
-  gated = [ld for ld in _reduce_loads(ast) if len(ld.src) > 1]
   if taps and not gated and len(loops) > len(taps) and (range_size(x := loops[-len(taps) - 1]) or 0) in TAP_ROWS:
     for r in taps: ast = apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, r), 0))[0]
     up, _, lane = apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, x), 0))
     return up if lane is not None and vector_loads(up, lane, in_reduce_only=True) else None
+  if taps and not gated: return _unpadded_tap_tile(ast, loops, taps[0])
   if not taps or not all(any(r in ld.src[0].toposort() for ld in gated) for r in taps): return None
   # with an input-channel loop (not a tap, the gated loads move with it) that loop is upcast by TAP_IN_CHANNELS instead of the outer
   # tap loop: its lanes share the gradient's loads without the outer tap's lanes' border selects (conv2's weight gradient in
