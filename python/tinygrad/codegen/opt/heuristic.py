@@ -366,26 +366,34 @@ def image_tile(ast:UOp, loops:list[UOp]) -> UOp|None:
   return apply_opt(up, Opt(OptOps.UPCAST, opt_axis(up, OptOps.UPCAST, i), ti))[0]
 
 def _unpadded_tap_tile(ast:UOp, loops:list[UOp], tap:UOp) -> UOp|None:
-  """An unpadded conv's backward (no gated loads; tinygrad's MNIST convs, 5x5 on 24x24): the inner tap loop upcast fully, then
-  - the weight gradient (the reduce over batch and image has no UNROLL yet; the input, which moves with the tap, moves with the
-    image's innermost reduce loop too): the output channels upcast by UPCAST and that reduce loop unrolled by UPCAST: each input value
-    serves the channels' lanes, each gradient value the tap's (a 32x32x5x5 gradient over 64x20x20: 990 -> 150 ms);
+  """An unpadded conv's backward (no gated loads; tinygrad's MNIST convs, 5x5 on 24x24 and 3x3 on 8x8): the inner tap loop upcast
+  fully, then
   - the input gradient before its taps are summed (one value per pixel and tap, a reduce over the output channels): the image row
-    before the taps upcast by UPCAST: each weight serves the row's lanes, each gradient vector the tap's (1000 -> 170 ms).
+    before the taps upcast by UPCAST: each weight serves the row's lanes, each gradient vector the tap's (1000 -> 170 ms);
+  - the weight gradient (a reduce over batch and image): the output channels upcast by UPCAST and the image's innermost reduce loop
+    unrolled (by UPCAST, or fully when short: a 6x6 image): each input value serves the channels' lanes, each gradient value the
+    tap's (a 32x32x5x5 gradient over 64x20x20: 990 -> 150 ms).
   None where neither applies."""
   reds, unrolls = ranges_of(ast, AxisType.REDUCE), ranges_of(ast, AxisType.UNROLL)
   tap_loads = [ld for ld in _reduce_loads(ast) if tap in ld.src[0].toposort()]
-  if not tap_loads or not reds: return None
-  inner = reds[-1]
-  if not unrolls and (range_size(inner) or 0) % UPCAST == 0 and all(inner in ld.src[0].toposort() for ld in tap_loads):
-    if (out := next((r for r in loops if r is not tap and not any(r in ld.src[0].toposort() for ld in tap_loads)
-                     and (range_size(r) or 0) % UPCAST == 0), None)) is None: return None
+  if not tap_loads or not (reds or unrolls): return None
+  moves_with_tap = set(tap_loads[0].src[0].toposort())
+  # the input gradient's products: the loop two before the inner tap (the image's x; the outer tap between) is one the weight, the
+  # load that moves with the tap, doesn't move with
+  if len(loops) >= 3 and (x := loops[loops.index(tap) - 2]) not in moves_with_tap and (range_size(x) or 0) % UPCAST == 0:
     ast = apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, tap), 0))[0]
-    ast = apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, out), UPCAST))[0]
-    return apply_opt(ast, Opt(OptOps.UNROLL, opt_axis(ast, OptOps.UNROLL, inner), UPCAST))[0]
-  if len(loops) < 3 or (x := loops[loops.index(tap) - 2]) in tap_loads[0].src[0].toposort() or (range_size(x) or 0) % UPCAST: return None
+    return apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, x), UPCAST))[0]
+  # the weight gradient: the input moves with the tap and with the image's innermost reduce loop (unrolled already where the unroll
+  # pass took it, else here)
+  inner = unrolls[-1] if unrolls else reds[-1]
+  n_in = range_size(inner) or 0
+  if not all(inner in ld.src[0].toposort() for ld in tap_loads) or not (unrolls or n_in % UPCAST == 0 or n_in <= MAX_TAP_UNROLL): return None
+  if (out := next((r for r in loops if r is not tap and r not in moves_with_tap and (range_size(r) or 0) % UPCAST == 0), None)) is None:
+    return None
   ast = apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, tap), 0))[0]
-  return apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, x), UPCAST))[0]
+  ast = apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, out), UPCAST))[0]
+  if unrolls: return ast
+  return apply_opt(ast, Opt(OptOps.UNROLL, opt_axis(ast, OptOps.UNROLL, inner), UPCAST if n_in % UPCAST == 0 else 0))[0]
 
 def tap_tile(ast:UOp, loops:list[UOp]) -> UOp|None:
   """A conv's weight gradient (innermost output loops: the kernel's taps, of at most MAX_TAPS each, which the reduce's gated loads of
