@@ -214,11 +214,15 @@ INVERSE_DTYPES_DICT: dict[str, str] = {**{v.name: k for k, v in DTYPES_DICT.item
                                        "uint128": "_uint128", "uint256": "_uint256"}
 
 DTypeLike = str|DType
+class NotADTypeError(TypeError, AttributeError):
+  """A dtype argument that is neither a DType nor a name: a TypeError, and the AttributeError tinygrad 0.14 raises for it (0.14 looks
+  every dtype argument up as an attribute of dtypes), so code catching either keeps working."""
+
 def to_dtype(dtype:DTypeLike) -> DType:
-  """A DType from a DType or a name ("float32", "half", "default_float"; case-insensitive)."""
-  # AttributeError, the exception tinygrad 0.14 raises for both (it looks the name up as an attribute of dtypes)
+  """A DType from a DType or a name ("float32", "half", "default_float"; case-insensitive). An unknown name raises AttributeError, as in
+  tinygrad 0.14; anything else NotADTypeError."""
   if isinstance(dtype, DType): return dtype
-  if not isinstance(dtype, str): raise AttributeError(f"expected a DType or a dtype name, got {dtype!r} of type {type(dtype).__name__}")
+  if not isinstance(dtype, str): raise NotADTypeError(f"expected a DType or a dtype name, got {dtype!r} of type {type(dtype).__name__}")
   name = dtype.lower()
   if name.startswith("_") or not isinstance(ret := getattr(dtypes, name, None), DType):
     raise AttributeError(f"unknown dtype name {dtype!r} (dtypes has no attribute {name!r})")

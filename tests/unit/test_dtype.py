@@ -153,6 +153,7 @@ class TestProperties:
     with pytest.raises(AttributeError): to_dtype("_uint128")
     with pytest.raises(AttributeError, match="float32"): to_dtype(np.float32)  # type: ignore[arg-type]
     with pytest.raises(AttributeError): to_dtype((dtypes.int,))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="got \\[\\] of type list"): to_dtype([])  # type: ignore[arg-type]
 
   def test_defaults_follow_context(self):
     assert dtypes.default_float is dtypes.float and dtypes.default_int is dtypes.int
