@@ -6,7 +6,7 @@ import pytest
 from tinygrad import Tensor, UOp, GlobalCounters, function, dtypes
 from tinygrad.uop.ops import Ops, AxisType
 from tinygrad.helpers import Context
-from tinygrad.schedule import KernelInfo
+from tinygrad.uop.ops import KernelInfo
 import tinygrad.schedule as schedule_mod
 import tinygrad.engine.realize as realize_mod
 from conftest import DEVICES

@@ -44,9 +44,9 @@ one graph_rewrite with that name (so TRACK_MATCH_STATS and the rewrite log show 
                   Sethi-Ullman order (a source that runs a loop first), so few values are live at once (codegen/liveness.py).
 """
 from __future__ import annotations
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, TYPE_CHECKING
-from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, ParamArg, AxisType
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, ParamArg, AxisType, KernelInfo
 from tinygrad.uop import GroupOp
 from tinygrad.uop.symbolic import pm_fold_values
 from tinygrad.dtype import dtypes, AddrSpace
@@ -384,6 +384,10 @@ class LoweredKernel:
 Pass = tuple[str, "PatternMatcher|Callable[[UOp, Any], UOp]", "Callable[[UOp, Any], Any]|None"]
 
 def _optimize(ast:UOp, ren:Renderer|None) -> UOp:
+  if ast.op is Ops.SINK and isinstance(ast.arg, KernelInfo) and ast.arg.opts_to_apply is not None:
+    # the kernel names its optimizations (tinygrad 0.14's KernelInfo.opts_to_apply; () for none): exactly those, no heuristic or search
+    from tinygrad.codegen.opt.kernel import apply_opts
+    return _launch_dims(apply_opts(ast.replace(arg=replace(ast.arg, opts_to_apply=None)), ast.arg.opts_to_apply, ren), ren)
   if BEAM >= 1 and not NOOPT and ren is not None and ast.op is Ops.SINK:
     from tinygrad.codegen.opt.search import beam_search
     return _launch_dims(beam_search(ast, ren, BEAM.value), ren)

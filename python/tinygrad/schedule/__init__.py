@@ -36,15 +36,15 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass, field
 import threading
-from tinygrad.uop.ops import UOp, Ops, GroupOp, live_binds
+from tinygrad.uop.ops import UOp, Ops, GroupOp, live_binds, KernelInfo
 from tinygrad.dtype import dtypes, DType, strong_dtype
 from tinygrad.helpers import prod, NOOPT, SPEC, SCACHE
 from tinygrad.device import Buffer
 from tinygrad.schedule.buffers import new_buffer, buffer_of, has_buffer, as_buffer, realized_view, next_buffer_id, storage_buffer, pending_write
 from tinygrad.schedule.call import has_calls, schedule_calls
-from tinygrad.schedule.rangeify import KernelInfo, reduce_identity, plan_buffers, best_kernel, order_items, WriteCycle, max_size
+from tinygrad.schedule.rangeify import reduce_identity, plan_buffers, best_kernel, order_items, WriteCycle, max_size
 
-__all__ = ["ScheduleItem", "KernelInfo", "create_schedule", "create_schedule_with_vars", "schedule_to_linear", "reduce_identity", "max_size"]
+__all__ = ["ScheduleItem", "create_schedule", "create_schedule_with_vars", "schedule_to_linear", "reduce_identity", "max_size"]
 
 # ***** schedule items *****
 

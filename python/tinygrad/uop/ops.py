@@ -20,7 +20,7 @@ from tinygrad import _core
 from tinygrad._core import UOp, UPat, PatternMatcher, graph_rewrite
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.dtype import DType, dtypes, ConstType, PyConst, Invalid, InvalidType, AddrSpace, least_upper_dtype, least_upper_float, truncate, fma
-from tinygrad.helpers import TRACK_MATCH_STATS, argfix, partition, cdiv, cmod, floordiv, floormod
+from tinygrad.helpers import TRACK_MATCH_STATS, argfix, to_function_name, partition, cdiv, cmod, floordiv, floormod
 
 __all__ = ["UOp", "UPat", "PatternMatcher", "graph_rewrite", "BottomUpGate", "Ops", "GroupOp", "print_uop_graph", "track_rewrites_log",
            "AxisType", "ParamArg", "CallInfo", "Variable", "sint", "resolve", "sym_le",
@@ -363,6 +363,24 @@ class ParamArg:
                 ("volatile", False))
     extra = [f"{k}={v!r}" for k, d in defaults if (v := getattr(self, k)) != d]
     return f"ParamArg({', '.join([repr(self.slot), repr(self.dtype)] + extra)})"
+
+@dataclasses.dataclass(frozen=True)
+class KernelInfo:
+  """The arg of a kernel AST's SINK (tinygrad 0.14's fields). `opts_to_apply`: None lets the codegen choose the optimizations (heuristics
+  or BEAM); a tuple (empty too) applies exactly those Opts (tinygrad/codegen/opt/) instead. `applied_opts` records those applied, in order.
+  `axis_types`, `dont_use_locals`, `estimates` and `beam` are carried for code written against 0.14 and not read by this codegen."""
+  name: str = "test"
+  axis_types: tuple[AxisType, ...] = ()
+  dont_use_locals: bool = False
+  applied_opts: tuple = ()
+  opts_to_apply: tuple|None = None
+  estimates: Any = None
+  beam: int = 0
+  @property
+  def function_name(self) -> str: return to_function_name(self.name)
+  def __repr__(self):
+    extra = [f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self)[1:] if getattr(self, f.name) != f.default]
+    return f"KernelInfo({', '.join([repr(self.name)] + extra)})"
 
 sint = int|UOp
 Variable = UOp
