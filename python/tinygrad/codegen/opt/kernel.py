@@ -170,7 +170,9 @@ def apply_opt(ast:UOp, opt:Opt, ren=None) -> tuple[UOp, UOp|None, UOp|None]:
     else: raise KernelOptError(f"{opt}: unknown op {opt.op}")
   _check_limits(ret, ren, need)
   info = ast.arg if isinstance(ast.arg, KernelInfo) else KernelInfo()
-  return ret.replace(arg=replace(info, name=kernel_name(ret), applied_opts=opts + (opt,))), outer, inner
+  # an automatic name (KernelInfo's default, or one listing the loop sizes) follows the new loops; a name a user gave is kept, as in 0.14
+  name = kernel_name(ret) if info.name == KernelInfo.name or info.name.startswith(("r_", "E_")) else info.name
+  return ret.replace(arg=replace(info, name=name, applied_opts=opts + (opt,))), outer, inner
 
 def _split(ast:UOp, opt:Opt, rng:UOp, ren, need, opts:tuple) -> tuple[UOp, UOp|None, UOp|None]:
   kinds, new_type, top = _SPLITS[opt.op]
