@@ -1,7 +1,7 @@
 # Names at tinygrad 0.14's module paths (issue 24): each imported from where 0.14 has it, and its behaviour checked.
 import numpy as np
 import pytest
-from tinygrad import Tensor, Device, dtypes
+from tinygrad import Tensor, Device
 from tinygrad.uop.ops import UOp, UPat, Ops, PatternMatcher, TrackedPatternMatcher, KernelInfo, graph_rewrite, set_track_match_stats
 from tinygrad.uop.ops import track_rewrites_log, match_stats_table
 from tinygrad.nn.state import TensorIO
