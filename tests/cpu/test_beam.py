@@ -50,13 +50,13 @@ def test_beam_matmul_no_slower_than_default_and_numpy_equal():
   ast = _kernel_ast(ta @ tb)
   ren = Device["CPU"].renderer
   found = search.beam_search(ast, ren, 2)   # the search above cached it
-  assert found.arg.opts == apply_opts(ast, found.arg.opts, ren).arg.opts
+  assert found.arg.applied_opts == apply_opts(ast, found.arg.applied_opts, ren).arg.applied_opts
   default, beamed = get_program(optimize_ast(ast, ren), ren), get_program(found, ren)
   bufs = search._scratch_buffers(ast, "CPU")
   # interleaved, best of several tries: the machine is shared, so allow noise
   t_default = t_beam = float("inf")
   for _ in range(4): t_default, t_beam = min(t_default, _min_time(default, bufs)), min(t_beam, _min_time(beamed, bufs))
-  assert t_beam <= t_default * 1.5 + 5e-6, f"BEAM {found.arg.opts}: {t_beam*1e6:.1f}us, default {t_default*1e6:.1f}us"
+  assert t_beam <= t_default * 1.5 + 5e-6, f"BEAM {found.arg.applied_opts}: {t_beam*1e6:.1f}us, default {t_default*1e6:.1f}us"
 
 def test_beam_cache_second_run_does_no_search(monkeypatch):
   ast, ren = _kernel_ast(Tensor.rand(16, 16).realize().exp2()), Device["CPU"].renderer
@@ -84,7 +84,7 @@ def test_actions_skip_invalid():
   acts = search.kernel_actions(ast, ren)
   assert acts and all(a in search.actions for a in acts)
   assert Opt(OptOps.UPCAST, 0, 5) not in acts and Opt(OptOps.UPCAST, 0, 4) in acts   # 5 does not divide 12
-  for a, new in acts.items(): assert new.arg.opts == (a,)
+  for a, new in acts.items(): assert new.arg.applied_opts == (a,)
 
 # ***** the worker pool *****
 
@@ -137,7 +137,7 @@ def test_search_completes_while_workers_are_killed():
     took = time.monotonic() - st
     assert killed and took < 120, f"{len(killed)} workers killed, took {took:.1f}s"
     # the result is a valid kernel: it rebuilds from its opts and computes a @ b
-    assert apply_opts(ast, found.arg.opts, ren).arg == found.arg
+    assert apply_opts(ast, found.arg.applied_opts, ren).arg == found.arg
     spec = get_program(found, ren)
     bufs = search._scratch_buffers(ast, "CPU")
     bufs[1].copyin(memoryview(a.tobytes())); bufs[2].copyin(memoryview(b.tobytes()))
@@ -157,7 +157,7 @@ def _payload():
   ast, ren = _kernel_ast(ta @ tb), Device["CPU"].renderer
   # two actions in a row, as a candidate of the second round has them
   first = next(iter(search.kernel_actions(ast, ren).values()))
-  opts = next(iter(search.kernel_actions(first, ren).values())).arg.opts
+  opts = next(iter(search.kernel_actions(first, ren).values())).arg.applied_opts
   assert len(opts) == 2
   # with a candidate that can't apply (an axis no kernel has): the batch still compiles the others
   return ast, ren, opts, search.worker_payload(ast, [opts, (Opt(OptOps.UPCAST, 40, 2),), ()], ren)
@@ -262,7 +262,7 @@ def test_actions_extend_a_tile_over_the_lane_caps(monkeypatch):
   monkeypatch.setattr(H, "TILE_MIN_WORK", 1)
   _, _, ta, tb = _matmul(64)
   ast, ren = _kernel_ast(ta @ tb), Device["CPU"].renderer
-  tile = apply_opts(ast, optimize_ast(ast, ren).arg.opts[:-2], ren)   # the tile before its SWAP and PACK
+  tile = apply_opts(ast, optimize_ast(ast, ren).arg.applied_opts[:-2], ren)   # the tile before its SWAP and PACK
   acts = search.kernel_actions(tile, ren)
   assert {a.op for a in acts} <= {OptOps.SWAP, OptOps.PACK, OptOps.THREAD, OptOps.CHAIN} and any(a.op is OptOps.PACK for a in acts)
   assert all(a.op is not OptOps.UPCAST for a in acts)
@@ -276,10 +276,10 @@ def test_search_starts_from_the_tile_family(monkeypatch):
   default = optimize_ast(ast, ren)
   # the default first, the packed tiles of 4 and 16 rows (of 64), the chained 4 x 32 one (CHAIN before its PACK), and the default's
   # tile without its SWAP and PACK
-  assert family[0] is default and len(family) == 5 and len({k.arg.opts for k in family}) == 5
-  assert [[o.arg for o in k.arg.opts if o.op is OptOps.UPCAST] for k in family] == [[16, 8], [16, 4], [16, 16], [16, 2, 4], [16, 8]]
-  assert [k for k in family if any(o.op is OptOps.CHAIN for o in k.arg.opts)] == [family[3]]
-  assert family[-1].arg.opts == default.arg.opts[:-2] and all(k.arg.opts[-1].op is OptOps.PACK for k in family[:-1])
+  assert family[0] is default and len(family) == 5 and len({k.arg.applied_opts for k in family}) == 5
+  assert [[o.arg for o in k.arg.applied_opts if o.op is OptOps.UPCAST] for k in family] == [[16, 8], [16, 4], [16, 16], [16, 2, 4], [16, 8]]
+  assert [k for k in family if any(o.op is OptOps.CHAIN for o in k.arg.applied_opts)] == [family[3]]
+  assert family[-1].arg.applied_opts == default.arg.applied_opts[:-2] and all(k.arg.applied_opts[-1].op is OptOps.PACK for k in family[:-1])
   measured = []
   real = search._compile_all
   def recording(base, cands, ren):
@@ -288,6 +288,6 @@ def test_search_starts_from_the_tile_family(monkeypatch):
   monkeypatch.setattr(search, "_compile_all", recording)
   with Context(PARALLEL=0):
     found = search.beam_search(ast, ren, 2, disable_cache=True)
-  assert all(k.arg.opts in measured for k in family)
+  assert all(k.arg.applied_opts in measured for k in family)
   np.testing.assert_allclose((ta @ tb).numpy(), a @ b, rtol=1e-4, atol=1e-4)
-  assert found.arg.opts == apply_opts(ast, found.arg.opts, ren).arg.opts
+  assert found.arg.applied_opts == apply_opts(ast, found.arg.applied_opts, ren).arg.applied_opts

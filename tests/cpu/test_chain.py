@@ -31,10 +31,10 @@ def test_chained_tile_matches_numpy(device, m, k, n, small_tiles):
   ast, bufs = ast_of(Tensor(a, device=device).realize() @ Tensor(b, device=device).realize())
   opt = _chained(ast)
   # 4 rows x 2 x 16 columns, the column blocks outside, CHAIN then the panel PACK
-  assert [o.op for o in opt.arg.opts] == [*[OptOps.UPCAST] * 3, OptOps.SWAP, OptOps.CHAIN, OptOps.PACK]   # too small to thread
-  assert [o.arg for o in opt.arg.opts if o.op is OptOps.UPCAST] == [16, 2, 4]
-  assert apply_opts(ast, opt.arg.opts) is opt   # the recorded opts rebuild it (what a BEAM worker does)
-  out, src = _run(ast, opt.arg.opts, bufs, device)
+  assert [o.op for o in opt.arg.applied_opts] == [*[OptOps.UPCAST] * 3, OptOps.SWAP, OptOps.CHAIN, OptOps.PACK]   # too small to thread
+  assert [o.arg for o in opt.arg.applied_opts if o.op is OptOps.UPCAST] == [16, 2, 4]
+  assert apply_opts(ast, opt.arg.applied_opts) is opt   # the recorded opts rebuild it (what a BEAM worker does)
+  out, src = _run(ast, opt.arg.applied_opts, bufs, device)
   np.testing.assert_allclose(out.reshape(m, n), a @ b, rtol=1e-4, atol=1e-4)
   if device == "CPU": assert "fma" in src
 
@@ -44,7 +44,7 @@ def test_chain_is_a_fused_chain_and_same_bits_on_cpu_and_python(chain, small_til
   outs = []
   for device in ("CPU", "PYTHON"):
     ast, bufs = ast_of(Tensor(a, device=device).realize() @ Tensor(b, device=device).realize())
-    opts = list(_chained(ast).arg.opts)
+    opts = list(_chained(ast).arg.applied_opts)
     if not chain: opts.remove(Opt(OptOps.CHAIN))
     spec = lower_candidate(ast, opts, Device[device].renderer)
     from tinygrad.codegen import lower_ast
@@ -82,6 +82,6 @@ def test_beam_starts_from_the_chained_tile(small_tiles):
   a, b = rand(16, 64), rand(64, 64, seed=1)
   ast, _ = ast_of(Tensor(a, device="CPU").realize() @ Tensor(b, device="CPU").realize())
   family = H.tile_family(ast, Device["CPU"].renderer)
-  assert any(k.arg.opts == _chained(ast).arg.opts for k in family)
+  assert any(k.arg.applied_opts == _chained(ast).arg.applied_opts for k in family)
   class NoFma(type(Device["CPU"].renderer)): fused_mulacc = False
-  assert not any(OptOps.CHAIN in {o.op for o in k.arg.opts} for k in H.tile_family(ast, NoFma()))
+  assert not any(OptOps.CHAIN in {o.op for o in k.arg.applied_opts} for k in H.tile_family(ast, NoFma()))

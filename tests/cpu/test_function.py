@@ -6,7 +6,7 @@ import pytest
 from tinygrad import Tensor, UOp, GlobalCounters, function, dtypes
 from tinygrad.uop.ops import Ops, AxisType
 from tinygrad.helpers import Context
-from tinygrad.schedule import KernelInfo
+from tinygrad.uop.ops import KernelInfo
 import tinygrad.schedule as schedule_mod
 import tinygrad.engine.realize as realize_mod
 from conftest import DEVICES
@@ -66,12 +66,12 @@ def test_function_second_call_reuses_body_schedule_and_kernels():
     return r, x.numpy(), w.numpy()
   r, x, w = run(0)
   np.testing.assert_allclose(r.numpy(), np.maximum(x @ w, 0) + 1, rtol=1e-5, atol=1e-6)
-  scheduled, compiled = len(schedule_mod._schedule_cache), len(realize_mod._specs)
+  scheduled, compiled = len(schedule_mod.schedule_cache), len(realize_mod._specs)
   r, x, w = run(2)
   assert traced[0] is traced[1]   # the same body (UOps are interned): nothing new to trace
   np.testing.assert_allclose(r.numpy(), np.maximum(x @ w, 0) + 1, rtol=1e-5, atol=1e-6)
   # the second call on other tensors scheduled nothing (a schedule cache hit) and compiled nothing
-  assert len(schedule_mod._schedule_cache) == scheduled and len(realize_mod._specs) == compiled
+  assert len(schedule_mod.schedule_cache) == scheduled and len(realize_mod._specs) == compiled
 
 def test_function_nested():
   @function
@@ -177,9 +177,9 @@ def test_precompile_second_call_schedules_nothing_new():
     np.testing.assert_allclose(p.numpy(), (a * b).sum(0), rtol=1e-5)
     np.testing.assert_allclose(q.numpy(), a - b, rtol=1e-6)
   run(0)
-  scheduled, compiled = len(schedule_mod._schedule_cache), len(realize_mod._specs)
+  scheduled, compiled = len(schedule_mod.schedule_cache), len(realize_mod._specs)
   run(5)
-  assert len(schedule_mod._schedule_cache) == scheduled and len(realize_mod._specs) == compiled
+  assert len(schedule_mod.schedule_cache) == scheduled and len(realize_mod._specs) == compiled
 
 def test_precompile_outputs_follow_their_arguments():
   # the same call traced again after its argument changed in place is the same graph: it must see the new contents (a training step)

@@ -11,7 +11,7 @@ from linear_kernels import run
 from tinygrad.device import Device, Buffer
 from tinygrad.dtype import dtypes, AddrSpace
 from tinygrad.codegen import get_program, lower_ast
-from tinygrad.schedule import KernelInfo
+from tinygrad.uop.ops import KernelInfo
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, ParamArg, AxisType
 

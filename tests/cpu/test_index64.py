@@ -7,7 +7,7 @@ from tinygrad import Tensor, dtypes, Device
 from tinygrad.device import Buffer
 from tinygrad.uop.ops import UOp, Ops, ParamArg
 from tinygrad.codegen import lower_ast
-from tinygrad.schedule import KernelInfo
+from tinygrad.uop.ops import KernelInfo
 from tinygrad.engine.realize import get_spec
 
 def specs(t:Tensor, device:str) -> list:

@@ -20,5 +20,5 @@ def test_dot_tile_packs_transposed_panel(monkeypatch):
   x, w = rand(16, 32), rand(32, 32, seed=1)
   ast, bufs = ast_of(Tensor(x).realize() @ Tensor(w).realize().T)
   opt = H.hand_coded_optimizations(ast, threads=1)
-  assert [o.op for o in opt.arg.opts] == [OptOps.UPCAST, OptOps.UPCAST, OptOps.SWAP, OptOps.PACK]
+  assert [o.op for o in opt.arg.applied_opts] == [OptOps.UPCAST, OptOps.UPCAST, OptOps.SWAP, OptOps.PACK]
   np.testing.assert_allclose(run(opt, bufs, "CPU").reshape(16, 32), x @ w.T, rtol=1e-5, atol=1e-5)

@@ -114,7 +114,7 @@ def test_axis_numbering():
   assert axes_for(ast, O.UNROLL) == axes_for(ast, O.GROUP) == ranges_of(ast, AxisType.REDUCE)
   up = apply_opt(ast, Opt(O.UPCAST, 0, 2))[0]
   assert [(rtype(r), range_size(r)) for r in opt_ranges(up)] == [(L, 3), (L, 12), (U, 2), (R, 8), (N, 4)]
-  assert apply_opt(up, Opt(O.UNROLL, 0, 4))[0].arg.opts == (Opt(O.UPCAST, 0, 2), Opt(O.UNROLL, 0, 4))
+  assert apply_opt(up, Opt(O.UNROLL, 0, 4))[0].arg.applied_opts == (Opt(O.UPCAST, 0, 2), Opt(O.UNROLL, 0, 4))
 
 def test_rebuild_from_opts(gpu):
   ast, _, _ = _kernel("matmul", "PYTHON")
@@ -239,17 +239,17 @@ def test_cpu_heuristic_valid():
   big = (Tensor(rand(128, 128)) @ Tensor(rand(128, 32, seed=1))).schedule()[0][-1].ast   # enough work to be threaded
   threads = min(ren.global_max[0], 32) if ren.global_max else 1
   for ast in _asts("CPU") + [big]:
-    opts = hand_coded_optimizations(ast, threads, True).arg.opts
+    opts = hand_coded_optimizations(ast, threads, True).arg.applied_opts
     apply_opts(ast, opts, ren)  # raises if the heuristic chose an invalid action for this renderer
-    apply_opts(ast, hand_coded_optimizations(ast, 1, False).arg.opts, ren)
+    apply_opts(ast, hand_coded_optimizations(ast, 1, False).arg.applied_opts, ren)
 
 def test_gpu_heuristic_valid_and_correct(gpu, monkeypatch):
   monkeypatch.setattr(realize, "_specs", {})  # every kernel made now, for the GPU-like device
   ren = _ren("PYTHON")
   seen = set()
   for ast in _asts("PYTHON"):
-    opts = hand_coded_gpu(ast, ren).arg.opts
-    assert apply_opts(ast, opts, ren).arg.opts == opts
+    opts = hand_coded_gpu(ast, ren).arg.applied_opts
+    assert apply_opts(ast, opts, ren).arg.applied_opts == opts
     seen |= {o.op for o in opts}
   assert {O.LOCAL, O.GROUPTOP} <= seen
   for t, want in _corpus("PYTHON"): np.testing.assert_allclose(t.numpy(), want, rtol=1e-4, atol=1e-4)
@@ -282,7 +282,7 @@ def test_random_opts(name, data):
       try: ast = apply_opt(ast, opt, ren if op is not O.THREAD else None)[0]
       except KernelOptError: continue
       applied.append(opt)
-    assert ast.arg.opts == tuple(applied)
+    assert ast.arg.applied_opts == tuple(applied)
     spec = get_program(ast, ren) if applied else ren.to_program(lower_ast(ast).program_input)
     Device["PYTHON"].run(spec, bufs)
     np.testing.assert_allclose(bufs[0].numpy().reshape(want.shape), want, rtol=1e-4, atol=1e-4)
@@ -305,7 +305,7 @@ def test_conv_weight_gradient_tile():
   (Tensor(x).conv2d(w, padding=1) * Tensor(g)).sum().backward()
   items, _ = w.grad.schedule()
   ast = items[-1].ast
-  opts = hand_coded_optimizations(ast, 1, True).arg.opts
+  opts = hand_coded_optimizations(ast, 1, True).arg.applied_opts
   loops = [range_size(r) for r in ranges_of(ast, AxisType.LOOP)]
   assert loops == [32, 16, 3, 3]
   assert [o.op for o in opts].count(O.UNROLL) == 1 and [o.arg for o in opts if o.op is O.UPCAST] == [0, 4, 2]
@@ -323,7 +323,7 @@ def test_short_outer_loop_upcast_fully():
   t = Tensor(g).T @ Tensor(x)
   ast = t.schedule()[0][-1].ast
   assert [range_size(r) for r in ranges_of(ast, AxisType.LOOP)] == [10, 512]
-  threaded = [(o.op, o.arg) for o in hand_coded_optimizations(ast, 2, True).arg.opts if o.op is not O.UNROLL]
+  threaded = [(o.op, o.arg) for o in hand_coded_optimizations(ast, 2, True).arg.applied_opts if o.op is not O.UNROLL]
   assert threaded == [(O.THREAD, 2), (O.UPCAST, 4), (O.UPCAST, 0)]
-  assert [o.arg for o in hand_coded_optimizations(ast, 1, True).arg.opts if o.op is O.UPCAST] == [4]
+  assert [o.arg for o in hand_coded_optimizations(ast, 1, True).arg.applied_opts if o.op is O.UPCAST] == [4]
   np.testing.assert_allclose(t.numpy(), g.T @ x, rtol=1e-4, atol=1e-4)

@@ -16,7 +16,7 @@ from test_typed_ranges import ast_of, run, rand
 def small_tiles(monkeypatch):
   monkeypatch.setattr(H, "TILE_MIN_WORK", 1)   # tile (and pack) these small kernels too
 
-def _packed(opt) -> bool: return any(o.op is OptOps.PACK for o in opt.arg.opts)
+def _packed(opt) -> bool: return any(o.op is OptOps.PACK for o in opt.arg.applied_opts)
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("m,k,n", [(16, 40, 48), (32, 33, 32), (48, 96, 32), (16, 64, 64)])
@@ -24,9 +24,9 @@ def test_heuristic_packs_matmul(device, m, k, n, small_tiles):
   a, b = rand(m, k), rand(k, n, seed=1)
   ast, bufs = ast_of(Tensor(a, device=device).realize() @ Tensor(b, device=device).realize())
   opt = H.hand_coded_optimizations(ast, threads=2)
-  assert _packed(opt) and opt.arg.opts[-2].op is OptOps.SWAP
+  assert _packed(opt) and opt.arg.applied_opts[-2].op is OptOps.SWAP
   np.testing.assert_allclose(run(opt, bufs, device).reshape(m, n), a @ b, rtol=1e-4, atol=1e-4)
-  assert apply_opts(ast, opt.arg.opts) is opt   # the recorded opts rebuild it (what a BEAM worker does)
+  assert apply_opts(ast, opt.arg.applied_opts) is opt   # the recorded opts rebuild it (what a BEAM worker does)
 
 def test_copy_loop_order():
   # B's panel (K rows of 16 columns, rows a row of B apart) is copied row by row: the copy's loops by decreasing address stride

@@ -30,7 +30,7 @@ def test_matmul_tile(device, small_tiles):
   # 32 x 16 panel of B packed (the copy's loops: the reduce's 8 x 4, then the 16 columns)
   assert kinds(opt) == [(L, 2), (U, 8), (L, 2), (U, 16), (R, 8), (N, 4), (R, 8), (R, 4), (R, 16)]
   assert kernel_name(opt) == opt.arg.name == "r_2_8_2_16_8_4_8_4_16"
-  assert opt.arg.opts == (Opt(OptOps.UPCAST, 1, 16), Opt(OptOps.UPCAST, 0, 8), Opt(OptOps.SWAP, 1, 0), Opt(OptOps.PACK, 0, 0))
+  assert opt.arg.applied_opts == (Opt(OptOps.UPCAST, 1, 16), Opt(OptOps.UPCAST, 0, 8), Opt(OptOps.SWAP, 1, 0), Opt(OptOps.PACK, 0, 0))
   np.testing.assert_allclose(run(opt, bufs, device).reshape(16, 32), a @ b, rtol=1e-5, atol=1e-5)
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -42,8 +42,8 @@ def test_matmul_tile_big_panel(device, small_tiles, monkeypatch):
   opt = H.hand_coded_optimizations(ast, threads=1)
   # the loops: 2 column blocks (of 2x16 lanes) outside, 3 row blocks (of 8 lanes) inside
   assert kinds(opt) == [(L, 2), (U, 8), (L, 3), (U, 2), (U, 16), (R, 16), (N, 4)] and opt.arg.name == "r_2_8_3_2_16_16_4"
-  assert opt.arg.opts[-1] == Opt(OptOps.SWAP, 1, 0)
-  assert apply_opts(ast, opt.arg.opts) is opt   # the recorded opts rebuild the same kernel (what a BEAM worker does)
+  assert opt.arg.applied_opts[-1] == Opt(OptOps.SWAP, 1, 0)
+  assert apply_opts(ast, opt.arg.applied_opts) is opt   # the recorded opts rebuild the same kernel (what a BEAM worker does)
   np.testing.assert_allclose(run(opt, bufs, device).reshape(24, 64), a @ b, rtol=1e-5, atol=1e-5)
 
 def _np_conv_pad1(x, w):
@@ -68,7 +68,7 @@ def test_conv_peeled_tile(device, width, small_tiles, monkeypatch):
   # the padded input's loads are gated only by the border, which split_ranges peels: the interior reads the columns' lanes as vectors,
   # each serving 128 / lanes output channels; the 3x3 window stays a loop (no UNROLL)
   assert [(k, s) for k, s in kinds(opt) if k is U] == ([(U, 16), (U, 8)] if width == 24 else [(U, 8), (U, 16)])
-  assert not [o for o in opt.arg.opts if o.op is OptOps.UNROLL]
+  assert not [o for o in opt.arg.applied_opts if o.op is OptOps.UNROLL]
   assert_vector_input_load(opt)
   np.testing.assert_allclose(run(opt, bufs, device).reshape(1, 32, 6, width), _np_conv_pad1(x, w), rtol=1e-4, atol=1e-4)
 
@@ -80,7 +80,7 @@ def test_conv_gather_tile(device, width, monkeypatch):
   ast, bufs, opt = conv_tiled(device, x, w, padding=1)
   # the padded input's loads are gated (no vector load): 8 output columns, each gathered input vector serving 16 output channels;
   # the 3x3 window stays a loop
-  assert [(k, s) for k, s in kinds(opt) if k is U] == [(U, 16), (U, 8)] and not [o for o in opt.arg.opts if o.op is OptOps.UNROLL]
+  assert [(k, s) for k, s in kinds(opt) if k is U] == [(U, 16), (U, 8)] and not [o for o in opt.arg.applied_opts if o.op is OptOps.UNROLL]
   np.testing.assert_allclose(run(opt, bufs, device).reshape(1, 32, 4, width), _np_conv_pad1(x, w), rtol=1e-4, atol=1e-4)
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -90,8 +90,8 @@ def test_conv_peeled_tile_4_lanes(device, width, small_tiles, monkeypatch):
   monkeypatch.setattr(S, "SPLIT_REDUCE_MIN_WORK", 1)
   x, w = rand(2, 3, 5, width), rand(32, 3, 3, 3, seed=1)
   ast, bufs, opt = conv_tiled(device, x, w, padding=1)
-  assert [(k, s) for k, s in kinds(opt) if k is U] == [(U, 16), (U, 4)] and not [o for o in opt.arg.opts if o.op is OptOps.UNROLL]
-  assert apply_opts(ast, opt.arg.opts) is opt
+  assert [(k, s) for k, s in kinds(opt) if k is U] == [(U, 16), (U, 4)] and not [o for o in opt.arg.applied_opts if o.op is OptOps.UNROLL]
+  assert apply_opts(ast, opt.arg.applied_opts) is opt
   assert_vector_input_load(opt)
   np.testing.assert_allclose(run(opt, bufs, device).reshape(2, 32, 5, width), _np_conv_pad1(x, w), rtol=1e-4, atol=1e-4)
 
@@ -105,8 +105,8 @@ def test_conv_gather_tile_4_and_2_lanes(device, shape, kw, lanes, monkeypatch):
   monkeypatch.setattr(H, "GATHER_MIN_WORK", 1)
   x, w = rand(*shape), rand(32, shape[1], 3, 3, seed=1)
   ast, bufs, opt = conv_tiled(device, x, w, **kw)
-  assert [(k, s) for k, s in kinds(opt) if k is U] == [(U, 16), (U, lanes)] and not [o for o in opt.arg.opts if o.op is OptOps.UNROLL]
-  assert apply_opts(ast, opt.arg.opts) is opt
+  assert [(k, s) for k, s in kinds(opt) if k is U] == [(U, 16), (U, lanes)] and not [o for o in opt.arg.applied_opts if o.op is OptOps.UNROLL]
+  assert apply_opts(ast, opt.arg.applied_opts) is opt
   pad, stride = kw["padding"], kw.get("stride", 1)
   pads = [(pad, pad)] * 2 if isinstance(pad, int) else [(p, p) for p in pad]
   ref = np_conv(x, w, 1, stride, 1, pads)
@@ -122,7 +122,7 @@ def test_conv_tiles_are_valid_opts(threads, small_tiles, monkeypatch):
     for cout, stride, pad in ((16, 1, 1), (32, 2, 1), (8, 1, 2), (48, 1, 0)):
       ast, _ = ast_of(Tensor.empty(2, 3, 7, width).conv2d(Tensor.empty(cout, 3, 3, 3), padding=pad, stride=stride))
       opt = H.hand_coded_optimizations(ast, threads=threads)
-      assert apply_opts(ast, opt.arg.opts) is opt
+      assert apply_opts(ast, opt.arg.applied_opts) is opt
       assert all(s <= 16 for k, s in kinds(opt) if k is U)
       seen.add(tuple(s for k, s in kinds(opt) if k is U))
   assert {(16, 4), (16, 8), (16, 2)} <= seen and len(seen) > 3

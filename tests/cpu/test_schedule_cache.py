@@ -18,11 +18,11 @@ def test_a_repeated_graph_hits_and_uses_this_calls_buffers(dev):
   out0 = _graph(ta[0], ta[1])
   items0, _ = out0.schedule()
   out0.realize()
-  n = len(sched._schedule_cache)
+  n = len(sched.schedule_cache)
   for i, j in ((1, 2), (3, 0), (2, 1)):
     out = _graph(ta[i], ta[j])
     items, bufs = out.schedule()
-    assert len(sched._schedule_cache) == n                      # a hit: nothing new cached
+    assert len(sched.schedule_cache) == n                      # a hit: nothing new cached
     assert [si.ast for si in items] == [si.ast for si in items0]   # the same kernels
     assert all(si.outputs for si in items)                      # the tensor-graph nodes are mapped back to this call's graph
     GlobalCounters.reset()
@@ -58,9 +58,9 @@ def test_random_numbers_are_not_reused(dev):
 def test_scache_zero_bypasses_the_cache():
   x = Tensor([1.0, 2.0, 3.0], device="PYTHON").realize()
   with Context(SCACHE=0):
-    n = len(sched._schedule_cache)
+    n = len(sched.schedule_cache)
     assert (x * 3.25 + 0.5).tolist() == [3.75, 7.0, 10.25]
-    assert len(sched._schedule_cache) == n
+    assert len(sched.schedule_cache) == n
 
 def test_the_cache_holds_no_buffers():
   import gc

@@ -26,7 +26,7 @@ def checked(monkeypatch):
     return tv(u, s, stage)
   monkeypatch.setattr(spec, "type_verify", type_verify)
   monkeypatch.setattr(realize, "_specs", {})
-  monkeypatch.setattr(schedule, "_schedule_cache", type(schedule._schedule_cache)())
+  monkeypatch.setattr(schedule, "schedule_cache", type(schedule.schedule_cache)())
   return seen
 
 def run(t:Tensor, seen:list[str]) -> np.ndarray:

@@ -134,7 +134,7 @@ def test_a_buffer_nothing_reads_stays_an_argument():
   # slot order, the dropped one as an unused argument
   from tinygrad.dtype import dtypes
   from tinygrad.uop.ops import ParamArg
-  from tinygrad.schedule import KernelInfo
+  from tinygrad.uop.ops import KernelInfo
   out, inp = [UOp(Ops.PARAM, dtypes.float, (UOp.const(8, dtypes.int),), ParamArg(i, dtypes.float)) for i in range(2)]
   r = UOp.range(8, 0, AxisType.LOOP)
   val = UOp.const(False, dtypes.bool).where(inp.index(r).load(), UOp.const(2.0, dtypes.float))

@@ -6,7 +6,7 @@ import pytest
 from tinygrad import Tensor, Variable, Device, TinyJit, GlobalCounters
 from tinygrad.engine.jit import JitError
 from tinygrad.engine import realize
-from tinygrad.schedule import _schedule_cache
+from tinygrad.schedule import schedule_cache
 from tests.cpu.conftest import DEVICES
 
 MAX = 9
@@ -115,10 +115,10 @@ def test_schedule_cache_reuses_the_schedule():
   var = Variable("n", 1, MAX)
   a = Tensor(A).realize()
   a[:, :var.bind(1)].exp().sum(1).realize()
-  before = set(_schedule_cache)
+  before = set(schedule_cache)
   for n in VALUES: np.testing.assert_allclose(a[:, :var.bind(n)].exp().sum(1).numpy(), np.exp(A[:, :n]).sum(1), rtol=1e-5)
   # the numpy() path adds one schedule; the values add none (counted as new keys: the LRU may be full)
-  assert len([k for k in _schedule_cache if k not in before]) == 1
+  assert len([k for k in schedule_cache if k not in before]) == 1
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_setitem_at_a_symbolic_position(device):

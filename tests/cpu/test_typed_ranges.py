@@ -39,7 +39,7 @@ def test_matmul_ranges():
   assert kinds(opt) == [(T, 4), (L, 4), (U, 4), (L, 16), (U, 4), (R, 16), (N, 4)]
   assert kernel_name(opt) == "r_4_4_4_16_4_16_4"
   # an Opt's axis counts the ranges by kind first (tinygrad 0.14): after THREAD the loops come first, (L 16, L 64, T 4, R 16, N 4)
-  assert opt.arg.opts == (Opt(OptOps.THREAD, 0, 4), Opt(OptOps.UPCAST, 1, 4), Opt(OptOps.UPCAST, 0, 4))
+  assert opt.arg.applied_opts == (Opt(OptOps.THREAD, 0, 4), Opt(OptOps.UPCAST, 1, 4), Opt(OptOps.UPCAST, 0, 4))
   assert kinds(hand_coded_optimizations(ast, threads=1)) == [(L, 16), (U, 4), (L, 16), (U, 4), (R, 16), (N, 4)]
 
 def test_small_reduce_unrolled_and_sum_axis0():
@@ -91,7 +91,7 @@ def test_each_opt_numerics(device, name, o):
   t, want = _program(name, device)
   ast, bufs = ast_of(t)
   ret = apply_opt(ast, Opt(*o))[0]
-  assert ret.arg.opts == (Opt(*o),) and ret.arg.name == kernel_name(ret)
+  assert ret.arg.applied_opts == (Opt(*o),) and ret.arg.name == kernel_name(ret)
   np.testing.assert_allclose(run(ret, bufs, device).reshape(want.shape), want, rtol=1e-5, atol=1e-5)
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -120,7 +120,7 @@ def test_weakint_ranges():
   # the scheduler rewrite builds indices in weakint, whose symbolic rules order operands by their args (split args must compare)
   from tinygrad.uop.ops import ParamArg, graph_rewrite
   from tinygrad.dtype import dtypes
-  from tinygrad.schedule import KernelInfo
+  from tinygrad.uop.ops import KernelInfo
   from tinygrad.codegen.expander import pm_expand
   W, M = dtypes.weakint, 64
   def P(slot): return UOp(Ops.PARAM, dtypes.float, (UOp.const(M*M, W),), ParamArg(slot, dtypes.float))

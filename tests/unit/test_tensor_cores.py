@@ -71,7 +71,7 @@ def test_tc_makes_a_warp_and_a_wmma(dt):
   assert [range_size(r) for r in ranges_of(ast, AxisType.UPCAST)] == [2, 2]                 # the 4 C elements of each thread
   assert range_size(m_o) == 64 // 16 and range_size(n_o) == 48 // 8
   assert [range_size(r) for r in ranges_of(ast, AxisType.REDUCE)] == [32 // 16] and not ranges_of(ast, AxisType.UNROLL)
-  assert ast.arg.opts == (Opt(OptOps.TC, 0, (-1, 0, 1)),) and ast.arg.name.startswith("r_32_")
+  assert ast.arg.applied_opts == (Opt(OptOps.TC, 0, (-1, 0, 1)),) and ast.arg.name.startswith("r_32_")
 
 def test_tc_program_launch_and_estimates():
   # a block per 16 x 8 output tile, one warp each; the estimated ops are the matmul's multiply-adds (the accumulation is the instruction's)
@@ -121,11 +121,11 @@ def test_tc_opt_2_pads_k_of_loads_only():
 def test_heuristics_pick_tc_first():
   for dt in (dtypes.half, dtypes.bfloat16):
     ast = optimize_ast(_matmul_ast(128, 64, 128, dt), CUDARenderer())
-    assert ast.arg.opts[0].op is OptOps.TC and any(u.op is Ops.WMMA for u in ast.toposort())
-    assert [o.op for o in ast.arg.opts[1:]] == [OptOps.UPCAST, OptOps.UPCAST, OptOps.LOCAL]
-  assert not any(o.op is OptOps.TC for o in optimize_ast(_matmul_ast(128, 64, 128, dtypes.float), CUDARenderer()).arg.opts)
-  assert not any(o.op is OptOps.TC for o in optimize_ast(_matmul_ast(128, 40, 128), CUDARenderer()).arg.opts)   # K: no TC
-  with Context(TC=0): assert not any(o.op is OptOps.TC for o in optimize_ast(_matmul_ast(128, 64, 128), CUDARenderer()).arg.opts)
+    assert ast.arg.applied_opts[0].op is OptOps.TC and any(u.op is Ops.WMMA for u in ast.toposort())
+    assert [o.op for o in ast.arg.applied_opts[1:]] == [OptOps.UPCAST, OptOps.UPCAST, OptOps.LOCAL]
+  assert not any(o.op is OptOps.TC for o in optimize_ast(_matmul_ast(128, 64, 128, dtypes.float), CUDARenderer()).arg.applied_opts)
+  assert not any(o.op is OptOps.TC for o in optimize_ast(_matmul_ast(128, 40, 128), CUDARenderer()).arg.applied_opts)   # K: no TC
+  with Context(TC=0): assert not any(o.op is OptOps.TC for o in optimize_ast(_matmul_ast(128, 64, 128), CUDARenderer()).arg.applied_opts)
 
 def test_beam_actions_include_tc_where_it_applies():
   acts = kernel_actions(_matmul_ast(64, 64, 64), CUDARenderer())

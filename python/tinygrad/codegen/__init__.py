@@ -44,9 +44,9 @@ one graph_rewrite with that name (so TRACK_MATCH_STATS and the rewrite log show 
                   Sethi-Ullman order (a source that runs a loop first), so few values are live at once (codegen/liveness.py).
 """
 from __future__ import annotations
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, TYPE_CHECKING
-from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, ParamArg, AxisType
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, ParamArg, AxisType, KernelInfo
 from tinygrad.uop import GroupOp
 from tinygrad.uop.symbolic import pm_fold_values
 from tinygrad.dtype import dtypes, AddrSpace
@@ -266,7 +266,7 @@ class FuseContext:
 
 def _fuse_context(sink:UOp, ren:Renderer|None) -> FuseContext:
   from tinygrad.codegen.opt import OptOps
-  return FuseContext(ren, any(o.op is OptOps.CHAIN for o in getattr(sink.arg, "opts", ())))
+  return FuseContext(ren, any(o.op is OptOps.CHAIN for o in getattr(sink.arg, "applied_opts", ())))
 
 def _products(t:UOp) -> list[UOp]|None:
   """The MULs summed by an ADD tree, left to right, or None if a leaf is anything else (iterative: the tree of one update is small)."""
@@ -384,6 +384,10 @@ class LoweredKernel:
 Pass = tuple[str, "PatternMatcher|Callable[[UOp, Any], UOp]", "Callable[[UOp, Any], Any]|None"]
 
 def _optimize(ast:UOp, ren:Renderer|None) -> UOp:
+  if ast.op is Ops.SINK and isinstance(ast.arg, KernelInfo) and ast.arg.opts_to_apply is not None:
+    # the kernel names its optimizations (tinygrad 0.14's KernelInfo.opts_to_apply; () for none): exactly those, no heuristic or search
+    from tinygrad.codegen.opt.kernel import apply_opts
+    return _launch_dims(apply_opts(ast.replace(arg=replace(ast.arg, opts_to_apply=None)), ast.arg.opts_to_apply, ren), ren)
   if BEAM >= 1 and not NOOPT and ren is not None and ast.op is Ops.SINK:
     from tinygrad.codegen.opt.search import beam_search
     return _launch_dims(beam_search(ast, ren, BEAM.value), ren)
@@ -469,5 +473,16 @@ def lower_ast(ast:UOp, device:str|Renderer|None=None, opts:tuple|None=None) -> L
 
 def get_program(ast:UOp, renderer):
   """ProgramSpec for a kernel AST on a renderer."""
+  return to_program(ast, renderer).arg
+
+def to_program(ast:UOp, renderer) -> UOp:
+  """tinygrad 0.14's entry point for lowering one kernel: the AST (a SINK, KernelInfo in its arg: its opts_to_apply are honored) as a
+  PROGRAM UOp for `renderer`: src (the lowered SINK, whose KernelInfo has applied_opts and estimates; a LINEAR of its linear uops; a SOURCE
+  whose arg is the rendered code), arg the ProgramSpec (name, global/local size, buffers, estimates) the runtime launches. A PROGRAM is
+  returned as it is. Nothing is compiled here: the device compiles a program when it loads it."""
+  if ast.op is Ops.PROGRAM: return ast
+  if ast.op is not Ops.SINK: raise RuntimeError(f"can't call to_program on {ast.op}: it takes a kernel AST (a SINK) or a PROGRAM")
   k = lower_ast(ast, renderer)
-  return renderer.to_program(k.program_input)
+  spec = renderer.to_program(k.program_input)
+  sink = k.sink.replace(arg=replace(k.sink.arg, estimates=spec.estimates)) if isinstance(k.sink.arg, KernelInfo) else k.sink
+  return UOp(Ops.PROGRAM, dtypes.void, (sink, UOp(Ops.LINEAR, dtypes.void, tuple(k.uops)), UOp(Ops.SOURCE, dtypes.void, (), spec.src)), spec)

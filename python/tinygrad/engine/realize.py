@@ -6,7 +6,9 @@ from tinygrad.device import Device, ProgramLoader
 from tinygrad.uop.ops import Ops
 from tinygrad.schedule import ScheduleItem
 from tinygrad.uop.ops import UOp
-from tinygrad.codegen import lower_ast
+from tinygrad.codegen import lower_ast, to_program
+from tinygrad.renderer import Estimates
+from tinygrad.schedule.buffers import buffer_of
 
 # (kernel AST, device, NOOPT, BEAM, the renderer, its pre_matcher and has_local) -> ProgramSpec: the codegen optimizes unless NOOPT, searches
 # with BEAM; DEV=NULL:CUDA renders the NULL device's kernels with another renderer than NULL; a user's pre_matcher changes the kernel;
@@ -18,6 +20,7 @@ _specs: dict = BoundedCache(4096)
 capturing: list = []
 
 def get_spec(si:ScheduleItem, device:str):
+  if si.ast.op is Ops.PROGRAM: return si.ast.arg   # lowered already (compile_linear, codegen.to_program)
   dev = Device[device]
   ren = dev.renderer
   if (spec := _specs.get(key := (si.ast, device, NOOPT.value, BEAM.value, ren, ren.pre_matcher, ren.has_local))) is None:
@@ -86,3 +89,24 @@ def run_linear(linear:UOp, var_vals:dict[str, int]|None=None) -> None:
   """Runs a LINEAR UOp (Tensor.schedule_linear / linear_with_vars): its CALLs in order, as run_schedule runs ScheduleItems."""
   if linear.op is not Ops.LINEAR: raise ValueError(f"run_linear needs a LINEAR UOp (from Tensor.schedule_linear), got {linear.op}")
   run_schedule([ScheduleItem.from_call(c) for c in linear.src], var_vals)
+
+def compile_linear(linear:UOp) -> UOp:
+  """tinygrad 0.14's: a LINEAR (Tensor.schedule_linear) with each kernel's AST lowered for its device into a PROGRAM (codegen.to_program),
+  the way run_linear would lower it; copies stay as they are. run_linear runs the result."""
+  if linear.op is not Ops.LINEAR: raise ValueError(f"compile_linear needs a LINEAR UOp (from Tensor.schedule_linear), got {linear.op}")
+  def lower(call:UOp) -> UOp:
+    if call.src[0].op is not Ops.SINK: return call
+    return call.replace(src=(to_program(call.src[0], Device[buffer_of(call.src[1]).device].renderer), *call.src[1:]))
+  return linear.replace(src=tuple(lower(c) for c in linear.src))
+
+def estimate_uop(call:UOp) -> Estimates:
+  """tinygrad 0.14's: what one CALL of a schedule costs (ops, bytes loaded and stored, bytes of memory touched): a kernel's as lowered for
+  its device (the Variables at their upper bounds), a copy's its bytes."""
+  if call.op is not Ops.CALL or not call.src: raise ValueError(f"estimate_uop needs a CALL UOp of a schedule, got {call.op}")
+  if (ast := call.src[0]).op is Ops.COPY:
+    nbytes = buffer_of(call.src[1]).nbytes
+    return Estimates(lds=nbytes, mem=nbytes)
+  if ast.op in (Ops.SINK, Ops.PROGRAM):
+    si = ScheduleItem.from_call(call)
+    return get_spec(si, si.bufs[0].device).estimates
+  return Estimates()

@@ -21,7 +21,7 @@ from tinygrad.tensor.disk import is_disk, contiguous_view
 from tinygrad.uop.ops import Ops
 
 __all__ = ["safe_dtypes", "inverse_safe_dtypes", "safe_load_metadata", "safe_load", "safe_save", "get_state_dict", "get_parameters",
-           "load_state_dict", "zip_extract", "tar_extract", "torch_load"]
+           "load_state_dict", "zip_extract", "tar_extract", "torch_load", "TensorIO"]
 
 safe_dtypes: dict[str, DType] = {
   "BOOL": dtypes.bool, "I8": dtypes.int8, "U8": dtypes.uint8, "I16": dtypes.int16, "U16": dtypes.uint16, "I32": dtypes.int32,
@@ -240,18 +240,32 @@ def _zip_members(src:_Source) -> dict[str, memoryview]:
 
 class _MVReader(io.RawIOBase):
   """A seekable read-only file over a memoryview (no copy), for zipfile and tarfile."""
-  def __init__(self, mv:memoryview): self.mv, self.pos = mv, 0
+  def __init__(self, mv:memoryview): self.mv, self.pos, self.nbytes = mv, 0, len(mv)
   def readable(self): return True
   def seekable(self): return True
   def tell(self): return self.pos
   def seek(self, offset:int, whence:int=0):
-    self.pos = max(0, [offset, self.pos + offset, len(self.mv) + offset][whence])
+    self.pos = max(0, [offset, self.pos + offset, self.nbytes + offset][whence])
     return self.pos
+  def _bytes(self, start:int, end:int): return self.mv[start:end]
+  def write(self, b): raise io.UnsupportedOperation(f"{type(self).__name__} is read-only")
   def readinto(self, b):
-    n = max(0, min(len(b), len(self.mv) - self.pos))
-    b[:n] = self.mv[self.pos:self.pos+n]
+    n = max(0, min(len(b), self.nbytes - self.pos))
+    if n: b[:n] = self._bytes(self.pos, self.pos + n)
     self.pos += n
     return n
+
+class TensorIO(_MVReader):
+  """A seekable read-only file over a 1-d uint8 Tensor (tinygrad 0.14's nn.state.TensorIO), for loaders that take a file object. A read
+  realizes only the bytes it returns (a slice of the tensor), so a large or lazily loaded tensor is never read whole."""
+  def __init__(self, t:Tensor):
+    if not isinstance(t, Tensor) or t.ndim != 1 or t.dtype is not dtypes.uint8:
+      raise ValueError(f"TensorIO needs a 1-d uint8 Tensor, got {getattr(t, 'shape', type(t).__name__)} {getattr(t, 'dtype', '')}".rstrip())
+    self.tensor, self.pos, self.nbytes = t, 0, t.shape[0]
+  def _bytes(self, start:int, end:int): return self.tensor[start:end].data()
+  def seek(self, offset:int, whence:int=0):
+    self.pos = min(super().seek(offset, whence), self.nbytes)   # as in 0.14, a position past the end is the end
+    return self.pos
 
 def _tar_members(src:_Source) -> dict[str, memoryview]:
   import tarfile

@@ -470,7 +470,7 @@ class Renderer:
     global_size, local_size = launch_size(k)
     return ProgramSpec(k.name, src, self.target.device or self.device, tuple(k.uops), tuple(b.arg.slot for b in k.bufs),
                        tuple(b.dtype for b in k.bufs), outs, tuple(b.arg.slot for b in k.bufs if b not in k.writable), tuple(k.vars),
-                       global_size, local_size, next((tuple(getattr(u.arg, "opts", ())) for u in k.uops if u.op is Ops.SINK), ()))
+                       global_size, local_size, next((tuple(getattr(u.arg, "applied_opts", ())) for u in k.uops if u.op is Ops.SINK), ()))
 
 def _size_of(end:UOp) -> sint: return v if isinstance(v := const_value(end), int) else end
 

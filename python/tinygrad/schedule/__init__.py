@@ -36,16 +36,16 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass, field
 import threading
-from tinygrad.uop.ops import UOp, Ops, GroupOp, live_binds
+from tinygrad.uop.ops import UOp, Ops, GroupOp, live_binds, KernelInfo
 from tinygrad.dtype import dtypes, DType, strong_dtype
 from tinygrad.helpers import prod, NOOPT, SPEC, SCACHE
 from tinygrad.device import Buffer
 from tinygrad.schedule.buffers import new_buffer, buffer_of, has_buffer, as_buffer, viewed_buffer, realized_view, next_buffer_id, storage_buffer, \
   pending_write
 from tinygrad.schedule.call import has_calls, schedule_calls
-from tinygrad.schedule.rangeify import KernelInfo, reduce_identity, plan_buffers, best_kernel, order_items, WriteCycle, max_size
+from tinygrad.schedule.rangeify import reduce_identity, plan_buffers, best_kernel, order_items, WriteCycle, max_size
 
-__all__ = ["ScheduleItem", "KernelInfo", "create_schedule", "create_schedule_with_vars", "schedule_to_linear", "reduce_identity", "max_size"]
+__all__ = ["ScheduleItem", "create_schedule", "create_schedule_with_vars", "schedule_to_linear", "reduce_identity", "max_size"]
 
 # ***** schedule items *****
 
@@ -206,7 +206,7 @@ def _dependencies(items:dict[UOp, ScheduleItem], reads:dict[UOp, list[UOp]], buf
 # A hit reuses the kernel ASTs with this call's input buffers and fresh output and intermediate buffers. SCACHE=0 turns it off.
 
 SCHEDULE_CACHE_SIZE = 1024
-_schedule_cache: OrderedDict[UOp, _CachedSchedule] = OrderedDict()
+schedule_cache: OrderedDict[UOp, _CachedSchedule] = OrderedDict()
 
 @dataclass(frozen=True)
 class _CachedSchedule:
@@ -332,8 +332,8 @@ def _strip_view(view:UOp, var_vals:dict[str, int], memo:dict[UOp, UOp]) -> UOp:
 def _create_schedule_cached(targets:list[UOp], devices:list[str]) -> tuple[list[ScheduleItem], dict[UOp, UOp]]:
   if not SCACHE: return _create_schedule(targets, devices)
   key, inputs, norm = _normalize(targets, devices)
-  if (hit := _schedule_cache.get(key)) is not None:
-    _schedule_cache.move_to_end(key)
+  if (hit := schedule_cache.get(key)) is not None:
+    schedule_cache.move_to_end(key)
     made = [new_buffer(*spec) for spec in hit.created]
     original = {n: u for u, n in norm.items()}
     def buf(role:tuple[bool, int]) -> UOp: return made[role[1]] if role[0] else inputs[role[1]]
@@ -356,8 +356,8 @@ def _create_schedule_cached(targets:list[UOp], devices:list[str]) -> tuple[list[
   ret_roles = [role(ret[t]) for t in targets]
   writes = [(norm[u], role(b)) for u, b in ret.items() if u.op is Ops.AFTER and u in norm]
   if all(r is not None for rs in roles + [ret_roles, [r for _, r in writes]] for r in rs):
-    _schedule_cache[key] = _CachedSchedule([(si.ast, rs, [norm[o] for o in si.outputs if o in norm]) for si, rs in zip(items, roles)],  # type: ignore[misc]
+    schedule_cache[key] = _CachedSchedule([(si.ast, rs, [norm[o] for o in si.outputs if o in norm]) for si, rs in zip(items, roles)],  # type: ignore[misc]
                                            [(buffer_of(b).device, buffer_of(b).size, buffer_of(b).dtype) for b in created], ret_roles,  # type: ignore[arg-type]
                                            writes)  # type: ignore[arg-type]
-    if len(_schedule_cache) > SCHEDULE_CACHE_SIZE: _schedule_cache.popitem(last=False)
+    if len(schedule_cache) > SCHEDULE_CACHE_SIZE: schedule_cache.popitem(last=False)
   return items, ret

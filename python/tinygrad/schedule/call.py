@@ -14,13 +14,12 @@ writing into an argument that the rest of the graph also reads as it was before 
 """
 from __future__ import annotations
 from typing import Callable
-from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, GroupOp, BottomUpGate, ParamArg
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, GroupOp, BottomUpGate, ParamArg, KernelInfo
 from tinygrad.uop import call as uop_call
 from tinygrad.uop.call import body_params, substitute_outside_calls, graph_device
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import prod
 from tinygrad.schedule.buffers import as_buffer, buffer_view, buffer_of, realized_view
-from tinygrad.schedule.rangeify import KernelInfo
 
 __all__ = ["has_calls", "schedule_calls", "hand_written_ast", "inline_functions"]
 

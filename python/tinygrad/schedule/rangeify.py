@@ -31,7 +31,7 @@ as a tree.
 from __future__ import annotations
 from dataclasses import dataclass, field
 import itertools
-from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, GroupOp, ParamArg, AxisType, BottomUpGate, ssimplify, srender
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, GroupOp, ParamArg, AxisType, KernelInfo, BottomUpGate, ssimplify, srender
 from tinygrad.uop.symbolic import symbolic
 from tinygrad.dtype import dtypes, DType, strong_dtype
 from tinygrad.helpers import prod, NOOPT, NUM_CPU_THREADS
@@ -563,12 +563,6 @@ def _gate(ctx:KernelContext, x:UOp) -> None:
 # run before a node's sources are visited
 pm_kernel_region = PatternMatcher([(UPat(tuple(GroupOp.Movement) + tuple(GroupOp.ALU) + (Ops.REDUCE, Ops.CONTIGUOUS, Ops.COPY, Ops.BUFFER,
                                          Ops.CAST, Ops.BITCAST, Ops.AFTER), name="x"), _gate)])
-
-@dataclass(frozen=True)
-class KernelInfo:
-  name: str
-  opts: tuple = ()   # the optimizations applied to the kernel (tinygrad/codegen/opt/'s Opt), in order
-  def __repr__(self): return f"KernelInfo({self.name!r}{f', opts={self.opts!r}' if self.opts else ''})"
 
 def build_kernel(root:UOp, out:UOp, bufs:dict[UOp, UOp], realized_buffer, merge_out:bool, merge_reduce:bool,
                  memo:dict|None=None, inline:frozenset[UOp]=frozenset()) -> tuple[UOp|None, KernelContext]:

@@ -20,9 +20,10 @@ from tinygrad import _core
 from tinygrad._core import UOp, UPat, PatternMatcher, graph_rewrite
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.dtype import DType, dtypes, ConstType, PyConst, Invalid, InvalidType, AddrSpace, least_upper_dtype, least_upper_float, truncate, fma
-from tinygrad.helpers import TRACK_MATCH_STATS, argfix, partition, cdiv, cmod, floordiv, floormod
+from tinygrad.helpers import TRACK_MATCH_STATS, argfix, to_function_name, partition, cdiv, cmod, floordiv, floormod
 
-__all__ = ["UOp", "UPat", "PatternMatcher", "graph_rewrite", "BottomUpGate", "Ops", "GroupOp", "print_uop_graph", "track_rewrites_log",
+__all__ = ["UOp", "UPat", "PatternMatcher", "TrackedPatternMatcher", "KernelInfo", "graph_rewrite", "BottomUpGate", "Ops", "GroupOp",
+           "print_uop_graph", "track_rewrites_log",
            "AxisType", "ParamArg", "CallInfo", "Variable", "sint", "resolve", "sym_le",
            "smax", "smin", "ssimplify", "sym_infer", "srender", "exec_alu", "python_alu"]
 
@@ -175,6 +176,18 @@ def set_track_match_stats(level:int) -> None:
   if level and not _exit_report_registered:
     atexit.register(_at_exit)
     _exit_report_registered = True
+
+class TrackedPatternMatcher:
+  """tinygrad 0.14's TrackedPatternMatcher: a PatternMatcher (it matches exactly as one, and is one) whose rules are in the match statistics
+  whenever tracking is on, even if it was built while it was off (a PatternMatcher built then is left out of them). The recording is the
+  one every PatternMatcher has: TRACK_MATCH_STATS >= 1 counts each rule's attempts, matches and time (match_stats_table), >= 2 adds each
+  graph_rewrite call and each match (the rule's file:line, the node and its replacement) to track_rewrites_log, which
+  write_rewrite_log saves for tinygrad.viz.cli."""
+  def __new__(cls, patterns, compiled:bool=True) -> PatternMatcher:  # type: ignore[misc]
+    level = _core.track_level()
+    _core.set_track_level(max(level, 1))   # rules register their counters when the matcher is built at a level >= 1
+    try: return PatternMatcher(patterns, compiled)
+    finally: _core.set_track_level(level)
 
 _core.register(Ops, DType, dtypes.void, BottomUpGate, dtype_from_uop, _record_metadata, _uop_unflatten, _track_event)
 set_track_match_stats(int(TRACK_MATCH_STATS.value))
@@ -363,6 +376,24 @@ class ParamArg:
                 ("volatile", False))
     extra = [f"{k}={v!r}" for k, d in defaults if (v := getattr(self, k)) != d]
     return f"ParamArg({', '.join([repr(self.slot), repr(self.dtype)] + extra)})"
+
+@dataclasses.dataclass(frozen=True)
+class KernelInfo:
+  """The arg of a kernel AST's SINK (tinygrad 0.14's fields). `opts_to_apply`: None lets the codegen choose the optimizations (heuristics
+  or BEAM); a tuple (empty too) applies exactly those Opts (tinygrad/codegen/opt/) instead. `applied_opts` records those applied, in order.
+  `axis_types`, `dont_use_locals`, `estimates` and `beam` are carried for code written against 0.14 and not read by this codegen."""
+  name: str = "test"
+  axis_types: tuple[AxisType, ...] = ()
+  dont_use_locals: bool = False
+  applied_opts: tuple = ()
+  opts_to_apply: tuple|None = None
+  estimates: Any = None
+  beam: int = 0
+  @property
+  def function_name(self) -> str: return to_function_name(self.name)
+  def __repr__(self):
+    extra = [f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self)[1:] if getattr(self, f.name) != f.default]
+    return f"KernelInfo({', '.join([repr(self.name)] + extra)})"
 
 sint = int|UOp
 Variable = UOp
@@ -821,7 +852,40 @@ class _UOpTensorLevel:
     ret = UOp(_RESHAPE, dt, (ret,), (1,) * len(shape))
     return ret if all(s == 1 for s in shape) else UOp(_EXPAND, dt, (ret,), shape)
   _full = full_like   # the mixins' primitive for a constant of self's shape
+  @property
+  def base(self:UOp) -> UOp:
+    """What a view is a view of (tinygrad 0.14's UOp.base): the node under its chain of movement ops and DETACHes."""
+    u = self
+    while u.op in _VIEW_OPS: u = u.src[0]
+    return u
+  def has_buffer_identity(self:UOp, after_ok:bool=False) -> bool:
+    """A BUFFER or PARAM as a whole (tinygrad 0.14): seen through RESHAPE/UNSHARD/MSELECT, and through AFTER with after_ok, never
+    through a view that picks some of its elements."""
+    u = self
+    while u.op in _SAME_BUFFER_OPS or (after_ok and u.op is _AFTER): u = u.src[0]
+    return u.op is _BUFFER or u.op is _PARAM
 _REDUCE, _RESHAPE, _EXPAND = Ops.REDUCE, Ops.RESHAPE, Ops.EXPAND
+_VIEW_OPS = frozenset(GroupOp.Movement | {Ops.DETACH})
+_SAME_BUFFER_OPS = frozenset({Ops.RESHAPE, Ops.UNSHARD, Ops.MSELECT})
+
+def _device_of(u:UOp) -> str|tuple[str, ...]|None:
+  # tensor-level conventions (tinygrad/uop/shape.py): a BUFFER's or PARAM's ParamArg names its device, a COPY's arg is (src, dst); any
+  # other node is on the device of its first source that has one (a graph of CONSTs alone is on none)
+  op = u.op
+  if op is _BUFFER or op is _PARAM: return getattr(u.arg, "device", None)
+  if op is Ops.COPY: return u.arg[1] if isinstance(u.arg, tuple) and len(u.arg) == 2 else None
+  if op is Ops.MSTACK: return tuple(s.__dict__["device"] for s in u.src)
+  if op is Ops.MSELECT: return d[u.arg] if isinstance(d := u.src[0].__dict__["device"], tuple) else d
+  return next((d for s in u.src if (d := s.__dict__["device"]) is not None), None)
+
+def _store_device(u:UOp) -> None: u.__dict__["device"] = _device_of(u)
+
+class _Device:
+  """UOp.device (tinygrad 0.14's): computed on first access, sources first without recursion, and kept in the node's __dict__."""
+  def __get__(self, u, owner=None):
+    if u is None: return self
+    _fill_children_first(u, "device", _store_device)
+    return u.__dict__["device"]
 
 # the operations (tinygrad/mixin); attached base class first so the subclass overrides win
 from tinygrad.uop.shape import _Shape  # noqa: E402
@@ -829,6 +893,7 @@ from tinygrad.mixin.mathtraits import OperatorMixin, MathTrait, UOpMathTrait, UP
 from tinygrad.mixin.movement import MovementMixin  # noqa: E402
 from tinygrad.mixin.reduce import ReduceMixin  # noqa: E402
 UOp.shape = _Shape()
+UOp.device = _Device()
 for _cls, _mixins in ((UOp, (OperatorMixin, MathTrait, MovementMixin, ReduceMixin, UOpMathTrait, _UOpTensorLevel)),
                       (UPat, (OperatorMixin, MathTrait, UPatMathTrait))):
   for _m in _mixins: _attach(_cls, _m)

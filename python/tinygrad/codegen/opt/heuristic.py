@@ -31,11 +31,10 @@ a matmul they fit (tensor_core_opts), else GROUPTOP for a long reduce with few o
 above in small, then LOCAL splits of the output ranges; optimize_ast picks by the renderer's capabilities.
 """
 from __future__ import annotations
-from tinygrad.uop.ops import UOp, Ops, AxisType
+from tinygrad.uop.ops import UOp, Ops, AxisType, KernelInfo
 from tinygrad.helpers import NOOPT, prod, USE_TC, TC_OPT, TC_SELECT
 from tinygrad.renderer import Renderer
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError
-from tinygrad.schedule import KernelInfo
 from tinygrad.codegen.split_ranges import peels
 from tinygrad.codegen.opt.kernel import apply_opt, ranges_of, range_size, rtype, vector_loads, opt_axis, globalize, GPU_GLOBAL_DIMS
 from tinygrad.codegen.opt.kernel import range_key, pack_candidates, apply_opts, _consecutive
@@ -326,9 +325,9 @@ def tile_family(ast:UOp, ren:Renderer) -> list[UOp]:
   if ren.has_local or NOOPT: return []
   kernels = [hand_coded_optimizations(ast, _threads(ren), ren.supports_float4, rows) for rows in (TILE_ROWS, *TILE_FAMILY_ROWS)]
   if ren.fused_mulacc: kernels.append(hand_coded_optimizations(ast, _threads(ren), ren.supports_float4, *TILE_FAMILY_CHAINED, chain=True))
-  kernels = [k for k in kernels if isinstance(k.arg, KernelInfo) and k.arg.opts[-2:] and k.arg.opts[-1].op is OptOps.PACK]
+  kernels = [k for k in kernels if isinstance(k.arg, KernelInfo) and k.arg.applied_opts[-2:] and k.arg.applied_opts[-1].op is OptOps.PACK]
   if not kernels: return []
-  try: plain = [apply_opts(ast, kernels[0].arg.opts[:-2], ren)]
+  try: plain = [apply_opts(ast, kernels[0].arg.applied_opts[:-2], ren)]
   except KernelOptError: plain = []
   return list(dict.fromkeys(kernels + plain))
 
@@ -439,7 +438,7 @@ def optimize_ast(ast:UOp, ren:Renderer|None=None) -> UOp:
   dims), has_threads (and global_max[0], the thread count), supports_float4. An AST that has opts applied already (a BEAM result, or
   apply_opts) keeps them."""
   if ast.op is not Ops.SINK or ren is None: return ast
-  if not NOOPT and not (isinstance(ast.arg, KernelInfo) and ast.arg.opts):
+  if not NOOPT and not (isinstance(ast.arg, KernelInfo) and ast.arg.applied_opts):
     if ren.has_local: ast = hand_coded_gpu(ast, ren)
     else: ast = hand_coded_optimizations(ast, _threads(ren), ren.supports_float4)
   return globalize(ast) if ren.has_local else ast

@@ -6,7 +6,7 @@ becomes an outer and an inner range, r -> outer*(N/amount) + inner (top: the new
 r -> outer*amount + inner (the new range is the inner one). The ranges keep their order as the dims of the kernel (the inner part of
 a split sorts right after its outer part), and the kernel name is read off them: "r_" (a reduce) or "E_", then the sizes in that
 order (a split of the range with path p makes p+(0,) and p+(1,)). An optimization is data, Opt(op, axis, arg): `apply_opt` does
-it and records it in KernelInfo.opts; a search (BEAM) enumerates Opts and skips those that raise KernelOptError. `axis` counts the
+it and records it in KernelInfo.applied_opts; a search (BEAM) enumerates Opts and skips those that raise KernelOptError. `axis` counts the
 ranges as tinygrad 0.14 does (opt_ranges: by kind, then in dim order; UNROLL counts the reduce ranges, GROUP/GROUPTOP the REDUCE ones).
 
 The ops (the renderer's capabilities decide which its device can run: has_threads/global_max, has_local/local_max, has_shared/shared_max):
@@ -33,10 +33,11 @@ The ops (the renderer's capabilities decide which its device can run: has_thread
 """
 from __future__ import annotations
 from collections import Counter
-from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, AxisType, ParamArg
+from dataclasses import replace
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, AxisType, ParamArg, KernelInfo
 from tinygrad.uop.symbolic import symbolic
 from tinygrad.dtype import dtypes, AddrSpace
-from tinygrad.schedule import KernelInfo, reduce_identity
+from tinygrad.schedule import reduce_identity
 from tinygrad.helpers import prod, round_up
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError
 
@@ -157,7 +158,7 @@ def apply_opt(ast:UOp, opt:Opt, ren=None) -> tuple[UOp, UOp|None, UOp|None]:
   checks that hold on every device are made. KernelOptError, naming the opt and the reason, if opt can't apply."""
   def need(cond:bool, why:str):
     if not cond: raise KernelOptError(f"{opt}: {why}")
-  opts = ast.arg.opts if isinstance(ast.arg, KernelInfo) else ()
+  opts = ast.arg.applied_opts if isinstance(ast.arg, KernelInfo) else ()
   outer = inner = None
   need(not any(o.op is OptOps.PACK for o in opts), "the kernel is packed (PACK): PACK is the last opt of a kernel")
   if opt.op is OptOps.TC:
@@ -190,7 +191,10 @@ def apply_opt(ast:UOp, opt:Opt, ren=None) -> tuple[UOp, UOp|None, UOp|None]:
   # only the ops that add lanes are held to the code-size budget: a kernel the scheduler made longer than it keeps its other opts
   if opt.op in (OptOps.UPCAST, OptOps.UNROLL):
     need((n := expanded_ops(ret)) <= MAX_EXPANDED_OPS, f"the body expands to {n} operations, more than {MAX_EXPANDED_OPS}")
-  return ret.replace(arg=KernelInfo(kernel_name(ret), opts + (opt,))), outer, inner
+  info = ast.arg if isinstance(ast.arg, KernelInfo) else KernelInfo()
+  # an automatic name (KernelInfo's default, or one listing the loop sizes) follows the new loops; a name a user gave is kept, as in 0.14
+  name = kernel_name(ret) if info.name == KernelInfo.name or info.name.startswith(("r_", "E_")) else info.name
+  return ret.replace(arg=replace(info, name=name, applied_opts=opts + (opt,))), outer, inner
 
 def _split(ast:UOp, opt:Opt, rng:UOp, ren, need, opts:tuple) -> tuple[UOp, UOp|None, UOp|None]:
   kinds, new_type, top = _SPLITS[opt.op]

@@ -360,13 +360,13 @@ def beam_search(ast:UOp, ren:Renderer|str, amt:int, disable_cache:bool|None=None
      (val := diskcache_get("beam_search", key)) is not None:
     try:
       ret = apply_opts(base, _opts_from_plain(val), ren)
-      if DEBUG >= 2: print(f"BEAM {kernel_label(ret)}: cached {list(ret.arg.opts)}")
+      if DEBUG >= 2: print(f"BEAM {kernel_label(ret)}: cached {list(ret.arg.applied_opts)}")
       return ret
     except (KernelOptError, KeyError, TypeError, ValueError): pass   # an entry of another version of the action space: search again
   device = Device.canonicalize(ren.target.device or ren.device)
   with _pool_lock: ret = _search(base, ren, amt, device, optimize_ast(base, ren))
   if ret is None: return optimize_ast(base, ren)
-  if CACHELEVEL >= 1: diskcache_put("beam_search", key, _opts_to_plain(ret.arg.opts))
+  if CACHELEVEL >= 1: diskcache_put("beam_search", key, _opts_to_plain(ret.arg.applied_opts))
   return ret
 
 def _search(base:UOp, ren:Renderer, amt:int, device:str, heuristic:UOp) -> UOp|None:
@@ -383,7 +383,7 @@ def _search(base:UOp, ren:Renderer, amt:int, device:str, heuristic:UOp) -> UOp|N
     cands = [c for c in cands if (k := c.replace(arg=None)) not in seen and not seen.add(k)]  # type: ignore[func-returns-value]
     n_tried += len(cands)
     progs, which = [], []
-    for i, (spec, _, lib) in _compile_all(base, [c.arg.opts for c in cands], ren).items():
+    for i, (spec, _, lib) in _compile_all(base, [c.arg.applied_opts for c in cands], ren).items():
       if spec.src in seen_src: continue
       seen_src.add(spec.src)
       try: progs.append((dev.runtime(spec.function_name, lib, spec), spec))
@@ -404,7 +404,7 @@ def _search(base:UOp, ren:Renderer, amt:int, device:str, heuristic:UOp) -> UOp|N
   while beam and best is not None:
     if BEAM_DEBUG:
       print(f"BEAM {kernel_label(base)} round {rnd}: {n_tried} candidates so far, {time.perf_counter() - st:.2f}s")
-      for t, c in beam[:max(amt, 3)]: print(f"  {time_to_str(t, w=10)}  {list(c.arg.opts)}")
+      for t, c in beam[:max(amt, 3)]: print(f"  {time_to_str(t, w=10)}  {list(c.arg.applied_opts)}")
     # every action on every kept candidate that is not far slower than the best (its extensions would be too, and each run costs)
     cands = [c for t, c in beam if t <= best[0] * SLOW_FACTOR for c in kernel_actions(c, ren).values()]
     if (timed := measure(cands, best[0])) is None: return None
@@ -416,5 +416,5 @@ def _search(base:UOp, ren:Renderer, amt:int, device:str, heuristic:UOp) -> UOp|N
   if best is None: return None
   if DEBUG >= 2:
     print(f"BEAM {colored(kernel_label(best[1]), 'green')}: {time_to_str(best[0], w=0)} (default {time_to_str(default_tm, w=0)}) "
-          f"{list(best[1].arg.opts)} from {n_tried} candidates in {rnd} rounds, {time.perf_counter() - st:.2f}s")
+          f"{list(best[1].arg.applied_opts)} from {n_tried} candidates in {rnd} rounds, {time.perf_counter() - st:.2f}s")
   return best[1]
