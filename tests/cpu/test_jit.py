@@ -355,3 +355,21 @@ def test_property_jit_equals_unjitted(ops, seed):
     got = [g.numpy() for g in jitted(*[Tensor(a).realize() for a in ins])]
     for w, g in zip(want, got): np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
   assert jitted.captured is not None
+
+def test_debug2_prints_a_line_per_kernel_on_replays(capsys):
+  # tinygrad's examples time their jitted steps with DEBUG=2: each replayed launch prints its line, numbered like a plain run's
+  @TinyJit
+  def f(a, n): return (a[:n] * 2 + 1).sum(axis=1).realize()
+  rng = np.random.default_rng(0)
+  x = rng.standard_normal((6, 8)).astype(np.float32)
+  for i in range(2): f(_buf(x), Variable("n", 1, 6).bind(3 + i))
+  names = [it.spec.name for it in f.captured.items if it.spec is not None]
+  capsys.readouterr()
+  with Context(DEBUG=2):
+    k0 = GlobalCounters.kernel_count
+    out = f(_buf(x), Variable("n", 1, 6).bind(4))
+  lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith(("***", "\x1b[35m***"))]
+  np.testing.assert_allclose(out[:4].numpy(), (x[:4] * 2 + 1).sum(axis=1), rtol=1e-5)
+  assert len(lines) == len(names) >= 1
+  for ln, name, num in zip(lines, names, range(k0 + 1, k0 + 1 + len(names))):
+    assert name in ln and f" {num}" in ln and "GFLOPS" in ln and " us" not in ln and "us " in ln

@@ -30,6 +30,16 @@ def get_spec(si:ScheduleItem, device:str):
     if DEBUG >= 4: print(spec.src)
   return spec
 
+# the DEBUG=2 line of one launch; a TinyJit replay (jitted) prints the same line with its head in magenta, as tinygrad does
+def _head(device:str, num:str, jitted:bool) -> str: return colored(f"*** {device:7s} {num:>4s}", "magenta" if jitted else None)
+def kernel_line(device:str, name:str, nargs:int, et:float, ops:int, mem:int, jitted:bool=False) -> str:
+  return (f"{_head(device, str(GlobalCounters.kernel_count), jitted)} {colored(name, 'yellow' if name.startswith('r') else 'cyan'):30s} "
+          f"arg {nargs:2d} mem {GlobalCounters.mem_used/1e9:5.2f} GB tm {et*1e6:9.2f}us "
+          f"{ops/max(et, 1e-9)*1e-9:8.2f} GFLOPS {mem/max(et, 1e-9)*1e-9:7.2f} GB/s")
+def copy_line(device:str, name:str, nbytes:int, et:float, jitted:bool=False) -> str:
+  return (f"{_head(device, '', jitted)} {colored(name, 'green'):30s} arg  2 mem {GlobalCounters.mem_used/1e9:5.2f} GB "
+          f"tm {et*1e6:9.2f}us {nbytes/max(et, 1e-9)*1e-9:25.2f} GB/s")
+
 def run_schedule(schedule:list[ScheduleItem], var_vals:dict[str, int]|None=None) -> None:
   """Runs the kernels in order, counting them in GlobalCounters; var_vals ({name: value}) are the values of the symbolic Variables the
   kernels take at launch. DEBUG=1: a summary line, 2: a line per kernel, 3: the kernel
@@ -52,9 +62,7 @@ def run_schedule(schedule:list[ScheduleItem], var_vals:dict[str, int]|None=None)
       si.bufs[0].copy_from(si.bufs[1].ensure_allocated())   # the source may be a Tensor.empty never used before
       et = time.perf_counter() - st
       with GlobalCounters.lock: GlobalCounters.time_sum_s += et
-      if DEBUG >= 2:
-        print(f"*** {device:7s} {'':4s} {colored(si.name, 'green'):30s} arg {len(si.bufs):2d} mem {GlobalCounters.mem_used/1e9:5.2f} GB "
-              f"tm {et*1e6:9.2f}us {si.bufs[0].nbytes/max(et, 1e-9)*1e-9:25.2f} GB/s")
+      if DEBUG >= 2: print(copy_line(device, si.name, si.bufs[0].nbytes, et))
       continue
     spec = get_spec(si, device)
     dev = Device[device]
@@ -71,10 +79,7 @@ def run_schedule(schedule:list[ScheduleItem], var_vals:dict[str, int]|None=None)
       GlobalCounters.global_ops += est.ops
       GlobalCounters.global_mem += est.mem
       GlobalCounters.time_sum_s += et
-    if DEBUG >= 2:
-      print(f"*** {device:7s} {GlobalCounters.kernel_count:4d} {colored(spec.name, 'yellow' if spec.name.startswith('r') else 'cyan'):30s} "
-            f"arg {len(si.bufs):2d} mem {GlobalCounters.mem_used/1e9:5.2f} GB tm {et*1e6:9.2f}us "
-            f"{est.ops/max(et, 1e-9)*1e-9:8.2f} GFLOPS {est.mem/max(et, 1e-9)*1e-9:7.2f} GB/s")
+    if DEBUG >= 2: print(kernel_line(device, spec.name, len(si.bufs), et, est.ops, est.mem))
   if DEBUG >= 1:
     et_all = time.perf_counter() - st_all
     nk = sum(1 for si in schedule if si.ast.op is not Ops.COPY)
