@@ -9,7 +9,7 @@ import struct
 import time
 import weakref
 from typing import Any, Callable, Generic, TypeVar
-from tinygrad.helpers import DEBUG, JIT, BEAM, Context, GlobalCounters, getenv
+from tinygrad.helpers import DEBUG, JIT, BEAM, Context, GlobalCounters, colored, getenv
 from tinygrad.device import Buffer, Compiled, Device, Program
 from tinygrad.uop import GroupOp
 from tinygrad.uop.ops import UOp, Ops
@@ -203,7 +203,8 @@ class CapturedJit(Generic[ReturnType]):
       et = time.perf_counter() - st
       if item.spec is None:
         with GlobalCounters.lock: GlobalCounters.time_sum_s += et
-        print(realize.copy_line(device, f"copy {item.bufs[0].nbytes}, {device} <- {item.bufs[1].device}", item.bufs[0].nbytes, et, jitted=True))
+        name = colored(f"copy {item.bufs[0].nbytes:8d}, {device[:7]:>7s} <- {item.bufs[1].device[:7]:7s}", "green")
+        print(realize.launch_line(device, name, 2, et, mem=item.bufs[0].nbytes, jitted=True))
         continue
       est = item.spec.estimate(var_vals) if var_vals and item.spec.vars else item.spec.estimates
       with GlobalCounters.lock:
@@ -211,7 +212,7 @@ class CapturedJit(Generic[ReturnType]):
         GlobalCounters.global_ops += est.ops
         GlobalCounters.global_mem += est.mem
         GlobalCounters.time_sum_s += et
-      print(realize.kernel_line(device, item.spec.name, len(item.bufs), et, est.ops, est.mem, jitted=True))
+      print(realize.launch_line(device, realize.kernel_name(item.spec.name), len(item.bufs), et, est.ops, est.mem, est.lds, jitted=True))
     print(f"TinyJit replayed {len(self._calls)} launches")
 
   def _returned(self, inputs:list[_Input], fresh_uops:list[UOp]) -> Any:

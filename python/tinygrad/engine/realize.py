@@ -1,7 +1,7 @@
 """Running a schedule: each ScheduleItem is lowered (tinygrad.codegen), rendered, compiled (cached by the device) and launched."""
 from __future__ import annotations
 import time
-from tinygrad.helpers import DEBUG, NOOPT, BEAM, GlobalCounters, colored, BoundedCache
+from tinygrad.helpers import DEBUG, NOOPT, BEAM, GlobalCounters, colored, BoundedCache, ansipad, time_to_str
 from tinygrad.device import Device, ProgramLoader
 from tinygrad.uop.ops import Ops
 from tinygrad.schedule import ScheduleItem
@@ -30,15 +30,20 @@ def get_spec(si:ScheduleItem, device:str):
     if DEBUG >= 4: print(spec.src)
   return spec
 
-# the DEBUG=2 line of one launch; a TinyJit replay (jitted) prints the same line with its head in magenta, as tinygrad does
-def _head(device:str, num:str, jitted:bool) -> str: return colored(f"*** {device:7s} {num:>4s}", "magenta" if jitted else None)
-def kernel_line(device:str, name:str, nargs:int, et:float, ops:int, mem:int, jitted:bool=False) -> str:
-  return (f"{_head(device, str(GlobalCounters.kernel_count), jitted)} {colored(name, 'yellow' if name.startswith('r') else 'cyan'):30s} "
-          f"arg {nargs:2d} mem {GlobalCounters.mem_used/1e9:5.2f} GB tm {et*1e6:9.2f}us "
-          f"{ops/max(et, 1e-9)*1e-9:8.2f} GFLOPS {mem/max(et, 1e-9)*1e-9:7.2f} GB/s")
-def copy_line(device:str, name:str, nbytes:int, et:float, jitted:bool=False) -> str:
-  return (f"{_head(device, '', jitted)} {colored(name, 'green'):30s} arg  2 mem {GlobalCounters.mem_used/1e9:5.2f} GB "
-          f"tm {et*1e6:9.2f}us {nbytes/max(et, 1e-9)*1e-9:25.2f} GB/s")
+# the DEBUG=2 line of one launch, in tinygrad 0.14's format: the head green on a kernel's first run, magenta on a TinyJit replay; the
+# launch's time / the total so far, then its rates (ops, memory | the loads' bytes) from the kernel's estimates
+_ran_before: set[str] = set()
+def launch_line(device:str, name:str, nargs:int, et:float, ops:int=0, mem:int=0, lds:int=0, jitted:bool=False) -> str:
+  head = colored(f"*** {device[:7]:7s} {GlobalCounters.kernel_count:4d}", "magenta" if jitted else None if name in _ran_before else "green")
+  _ran_before.add(name)
+  rate = 1 / max(et, 1e-20)
+  flops = f"{ops*rate*1e-9:7.0f} GFLOPS" if ops*rate < 1e14 else colored(f"{ops*rate*1e-12:7.0f} TFLOPS", "green")
+  bw = f"{mem*rate*1e-9:4.0f}|{lds*rate*1e-9:<6.0f} GB/s" if mem*rate < 1e13 and lds*rate < 1e15 else \
+    colored(f"{mem*rate*1e-12:4.0f}|{lds*rate*1e-12:<6.0f} TB/s", "green")
+  tm = colored(time_to_str(et, w=9), "yellow" if et > 0.01 else None)
+  return (f"{head} {ansipad(name, 46)} arg {nargs:2d} mem {GlobalCounters.mem_used/1e9:6.2f} GB tm {tm}/{GlobalCounters.time_sum_s*1e3:9.2f}ms "
+          f"({flops} {bw})")
+def kernel_name(name:str) -> str: return colored(name, "yellow" if name.startswith("r") else "cyan")
 
 def run_schedule(schedule:list[ScheduleItem], var_vals:dict[str, int]|None=None) -> None:
   """Runs the kernels in order, counting them in GlobalCounters; var_vals ({name: value}) are the values of the symbolic Variables the
@@ -62,7 +67,7 @@ def run_schedule(schedule:list[ScheduleItem], var_vals:dict[str, int]|None=None)
       si.bufs[0].copy_from(si.bufs[1].ensure_allocated())   # the source may be a Tensor.empty never used before
       et = time.perf_counter() - st
       with GlobalCounters.lock: GlobalCounters.time_sum_s += et
-      if DEBUG >= 2: print(copy_line(device, si.name, si.bufs[0].nbytes, et))
+      if DEBUG >= 2: print(launch_line(device, colored(si.name, "green"), len(si.bufs), et, mem=si.bufs[0].nbytes))
       continue
     spec = get_spec(si, device)
     dev = Device[device]
@@ -79,7 +84,7 @@ def run_schedule(schedule:list[ScheduleItem], var_vals:dict[str, int]|None=None)
       GlobalCounters.global_ops += est.ops
       GlobalCounters.global_mem += est.mem
       GlobalCounters.time_sum_s += et
-    if DEBUG >= 2: print(kernel_line(device, spec.name, len(si.bufs), et, est.ops, est.mem))
+    if DEBUG >= 2: print(launch_line(device, kernel_name(spec.name), len(si.bufs), et, est.ops, est.mem, est.lds))
   if DEBUG >= 1:
     et_all = time.perf_counter() - st_all
     nk = sum(1 for si in schedule if si.ast.op is not Ops.COPY)
