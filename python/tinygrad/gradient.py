@@ -78,15 +78,19 @@ def _none(ret:UOp) -> tuple[None, ...]: return (None,) * len(ret.src)
 _NO_GRADIENT = (Ops.CMPLT, Ops.CMPNE, Ops.TRUNC, Ops.FLOORDIV, Ops.FLOORMOD, Ops.CDIV, Ops.CMOD, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR,
                 Ops.THREEFRY, Ops.BITCAST, Ops.DETACH)
 
-def _assign_gradient(ctx:UOp, storage:UOp, st:UOp) -> tuple[None, UOp]:
-  # AFTER(storage, STORE(view, value)) of Tensor.assign: as in tinygrad, the written value takes the gradient (seen through the view
-  # it was written through); the old contents take none
+def _assign_gradient(ctx:UOp, storage:UOp, st:UOp) -> tuple[UOp|None, UOp]:
+  # AFTER(storage, STORE(view, value)) of Tensor.assign: the written value takes the gradient seen through the view it was written
+  # through; the old contents keep it where the view did not write (none where it wrote all of them)
   ops, v = [], st.src[0]
   while v is not storage:   # the view: a chain of movement ops (and DETACH) over the storage
     ops.append(v)
     v = v.src[0]
+  old = None
+  if any(u.op is not Ops.RESHAPE for u in ops):
+    written = compute_gradient(st.src[0], st.src[0]._full(1.0, ctx.dtype), {storage})[storage]   # 1 on the elements the view wrote
+    old = written.ne(0).where(ctx._full(0.0, ctx.dtype), ctx)
   for u in reversed(ops): ctx = UOp(u.op, ctx.dtype, (ctx,), u.arg)
-  return (None, ctx)
+  return (old, ctx)
 
 def _noop() -> UOp: return UOp(Ops.NOOP)
 

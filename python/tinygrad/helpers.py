@@ -579,7 +579,8 @@ def check_host_alloc(nbytes:int, what:str) -> None:
 # Values are stored as plain data (bytes, or JSON of None/bool/int/float/str/bytes/list/tuple/dict), never as pickles: anyone who can
 # write the cache file (or hand it to the user) would otherwise run code when it is read. Each row also holds a checksum of its table,
 # key and value, so a row that diskcache_put did not write for that key (corrupted, truncated, edited, copied from another key) is
-# ignored and recomputed.
+# ignored and recomputed. The checksum is no signature: the cache is trusted as far as its directory is, so it is used only where
+# this user alone can write it (untrusted_cache_reason).
 
 cache_dir: str = os.path.join(getenv("XDG_CACHE_HOME", os.path.expanduser("~/Library/Caches" if OSX else "~/.cache")), "tinygrad")
 # NOTE: a different file than upstream tinygrad's cache.db, whose rows are pickles
@@ -590,11 +591,39 @@ VERSION = 23  # part of every table name: bump it to invalidate old entries (22 
 _db_lock = threading.RLock()
 _db_connection: sqlite3.Connection|None = None
 _db_pid = 0   # the process that opened _db_connection: a forked child must open its own
-def db_connection() -> sqlite3.Connection:
+_db_refused: dict[str, str] = {}   # CACHEDB paths found unsafe -> why (checked and reported once)
+
+def untrusted_cache_reason(db:str) -> str|None:
+  """Why the cache file `db` can't be trusted, or None. The cache holds compiled kernels that get loaded and run, so whoever can write it
+  can run code as this user: its directory and files (the database and sqlite's -wal/-shm/-journal beside it) must be owned by this
+  user and not writable by group or others. (A directory only the user can write also keeps others from replacing the files.)"""
+  if db in ("", ":memory:") or not hasattr(os, "getuid"): return None   # in memory; no POSIX owners and modes (Windows)
+  import stat
+  uid = os.getuid()
+  for path in [os.path.dirname(os.path.abspath(db))] + [db + suffix for suffix in ("", "-wal", "-shm", "-journal")]:
+    try: st = os.stat(path)
+    except FileNotFoundError: continue
+    if st.st_uid != uid: return f"{path} is owned by uid {st.st_uid}, not by this user (uid {uid})"
+    if who := " and ".join(name for bit, name in ((stat.S_IWGRP, "group"), (stat.S_IWOTH, "others")) if st.st_mode & bit):
+      return f"{path} is writable by {who} (mode {stat.S_IMODE(st.st_mode):o})"
+  return None
+
+def db_connection() -> sqlite3.Connection|None:
+  """The disk cache's connection, or None when CACHEDB is not safe to use (untrusted_cache_reason: said once, then no disk cache)."""
   global _db_connection, _db_pid
   with _db_lock:
     if _db_connection is None or _db_pid != os.getpid():
-      os.makedirs(os.path.dirname(CACHEDB) or ".", exist_ok=True)
+      if CACHEDB in _db_refused: return None
+      # a new directory and database file are the user's alone (whatever the umask lets others do)
+      os.makedirs(os.path.dirname(CACHEDB) or ".", mode=0o700, exist_ok=True)
+      if (why := untrusted_cache_reason(CACHEDB)) is not None:
+        _db_refused[CACHEDB] = why
+        print(f"tinygrad: not using the compile cache {CACHEDB}: {why}. Whoever can write it could make this process load their code. "
+              "Make it yours and private (chmod go-w), point CACHEDB to a file in a directory only you can write, or set CACHELEVEL=0",
+              file=sys.stderr)
+        return None
+      if CACHEDB != ":memory:":
+        with contextlib.suppress(FileExistsError): os.close(os.open(CACHEDB, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
       import sqlite3
       _db_connection = sqlite3.connect(CACHEDB, timeout=60, isolation_level="IMMEDIATE", check_same_thread=False)
       _db_pid = os.getpid()
@@ -606,7 +635,8 @@ def db_connection() -> sqlite3.Connection:
 
 def diskcache_clear():
   with _db_lock:
-    cur = db_connection().cursor()
+    if (conn := db_connection()) is None: return
+    cur = conn.cursor()
     tables = [row[0] for row in cur.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()]
     cur.executescript("".join(f"DROP TABLE IF EXISTS \"{t}\";" for t in tables) + "VACUUM;")
     _db_tables.clear()
@@ -653,7 +683,8 @@ def diskcache_get(table:str, key:dict|str|int) -> Any:
   where = " AND ".join(f"{k}=?" for k in key)
   import sqlite3
   with _db_lock:
-    try: row = db_connection().execute(f"SELECT chk, kind, val FROM '{table}_{VERSION}' WHERE {where}", tuple(key.values())).fetchone()
+    if (conn := db_connection()) is None: return None
+    try: row = conn.execute(f"SELECT chk, kind, val FROM '{table}_{VERSION}' WHERE {where}", tuple(key.values())).fetchone()
     except sqlite3.OperationalError: return None  # the table was never created (or has another layout)
   if row is None: return None
   chk, kind, blob = row
@@ -674,7 +705,7 @@ def diskcache_put(table:str, key:dict|str|int, val:Any) -> Any:
   kind, blob = ("bytes", val) if type(val) is bytes else ("json", json.dumps(_to_plain(val)).encode())
   row = tuple(key.values()) + (_row_checksum(table, key, kind, blob), kind, blob)
   with _db_lock:
-    conn = db_connection()
+    if (conn := db_connection()) is None: return val
     if table not in _db_tables:
       cols = ", ".join(f"{k} {_SQL_TYPES[type(v)]}" for k, v in key.items())
       conn.execute(f"CREATE TABLE IF NOT EXISTS '{table}_{VERSION}' ({cols}, chk text, kind text, val blob, PRIMARY KEY ({', '.join(key)}))")

@@ -342,3 +342,22 @@ def test_writes_whose_values_read_each_other():
   y0 = w0 * 2 + b0
   np.testing.assert_allclose(w.numpy(), w0 - 0.1 * y0 * b0, rtol=1e-6)
   np.testing.assert_allclose(b.numpy(), b0 - 0.1 * y0 * w0, rtol=1e-6)
+
+def test_overwritten_values_take_no_gradient():
+  # tinygrad's test_set_overlapping_backward: the old contents keep the gradient only where a later write did not overwrite them
+  w = f32(6, seed=3)
+  z, x, y = Tensor.zeros(6), Tensor.ones(4).contiguous(), Tensor.ones(4) * 2
+  z[:4] = x
+  z[2:] = y
+  (z * Tensor(w)).sum().backward()
+  np.testing.assert_allclose(x.grad.numpy(), w[:4] * np.array([1, 1, 0, 0], np.float32))
+  np.testing.assert_allclose(y.grad.numpy(), w[2:])
+  # a strided write into a tensor assigned as a whole: x keeps the gradient of the columns the write skipped
+  w2 = f32(3, 4, seed=4)
+  z, x = Tensor.zeros(3, 4), Tensor(f32(3, 4, seed=5)).contiguous() * 3
+  z.assign(x)
+  z[:, ::2] = Tensor.ones(3, 2) * 5
+  (z * Tensor(w2)).sum().backward()
+  keep = np.zeros((3, 4), np.float32)
+  keep[:, 1::2] = 1
+  np.testing.assert_allclose(x.grad.numpy(), w2 * keep)

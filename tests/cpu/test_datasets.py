@@ -3,6 +3,7 @@
 import gzip
 import hashlib
 import http.server
+import pathlib
 import struct
 import threading
 import numpy as np
@@ -88,3 +89,39 @@ def test_every_file_has_a_known_checksum():
   assert set(datasets.CHECKSUMS) == {"mnist", "fashion"} and all(set(v) == names for v in datasets.CHECKSUMS.values())
   for algo, h in (x for v in datasets.CHECKSUMS.values() for x in v.values()):
     assert len(h) == hashlib.new(algo).digest_size * 2 and int(h, 16) >= 0
+
+def test_mnist_keeps_a_bad_download_aside_naming_both_hashes(server):
+  _, files, _ = server
+  files["/mnist/train-labels-idx1-ubyte.gz"] = other = gzip.compress(_idx(np.array([7, 7])))
+  want = datasets.CHECKSUMS["mnist"]["train-labels-idx1-ubyte.gz"][1]
+  with pytest.raises(ValueError) as e: datasets.mnist()
+  got = hashlib.sha256(other).hexdigest()
+  assert got in str(e.value) and want in str(e.value)
+  # the download is kept under <file>.bad (named in the error), with the content that was served
+  bad = [p for p in (pathlib.Path(helpers.cache_dir) / "downloads").iterdir() if p.name.endswith(".bad")]
+  assert len(bad) == 1 and bad[0].read_bytes() == other and str(bad[0]) in str(e.value)
+
+def _write_local_mnist(d, arrays):
+  d.mkdir()
+  for name, arr in arrays.items(): (d / name).write_bytes(gzip.compress(_idx(arr)))
+  return {name: (d / name).read_bytes() for name in arrays}
+
+@pytest.mark.parametrize("as_url", [False, True])
+def test_mnist_uses_a_local_copy_as_given_and_never_deletes_it(tmp_path, monkeypatch, as_url):
+  # a user's own copy (here: not the official files, so no official checksum matches) given as MNIST_URL=/dir/ or file:///dir/
+  rng = np.random.default_rng(1)
+  arrays = {"train-images-idx3-ubyte.gz": rng.integers(0, 256, (4, 28, 28)), "train-labels-idx1-ubyte.gz": rng.integers(0, 10, 4),
+            "t10k-images-idx3-ubyte.gz": rng.integers(0, 256, (2, 28, 28)), "t10k-labels-idx1-ubyte.gz": rng.integers(0, 10, 2)}
+  before = _write_local_mnist(d := tmp_path / "mine", arrays)
+  monkeypatch.setattr(helpers, "cache_dir", str(tmp_path / "cache"))
+  monkeypatch.setenv("MNIST_URL", d.as_uri() + "/" if as_url else str(d) + "/")
+  X_train, Y_train, X_test, Y_test = datasets.mnist()
+  np.testing.assert_array_equal(X_train.numpy()[:, 0], arrays["train-images-idx3-ubyte.gz"])
+  np.testing.assert_array_equal(Y_train.numpy(), arrays["train-labels-idx1-ubyte.gz"])
+  np.testing.assert_array_equal(X_test.numpy()[:, 0], arrays["t10k-images-idx3-ubyte.gz"])
+  np.testing.assert_array_equal(Y_test.numpy(), arrays["t10k-labels-idx1-ubyte.gz"])
+  assert {p.name: p.read_bytes() for p in d.iterdir()} == before
+
+def test_mnist_local_copy_missing_file_is_a_clear_error(tmp_path, monkeypatch):
+  monkeypatch.setenv("MNIST_URL", str(tmp_path) + "/")
+  with pytest.raises(FileNotFoundError, match=r"train-images-idx3-ubyte\.gz.*local file"): datasets.mnist()

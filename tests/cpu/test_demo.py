@@ -4,6 +4,7 @@ import re
 import subprocess
 import sys
 import pytest
+from tinygrad.helpers import ansistrip
 
 def run_demo(tmp_path, **env) -> str:
   full_env = {**os.environ, "CACHEDB": str(tmp_path / "cache.db"), **env}
@@ -39,7 +40,7 @@ def test_demo_runs_end_to_end(tmp_path):
 @pytest.mark.cpu
 def test_demo_debug2_prints_its_kernels(tmp_path):
   out = run_demo(tmp_path, DEBUG="2", CACHELEVEL="0")
-  kernel_lines = [ln for ln in out.splitlines() if ln.startswith("*** CPU")]
+  kernel_lines = [ln for ln in map(ansistrip, out.splitlines()) if ln.startswith("*** CPU")]
   assert len(kernel_lines) > 10, out[-3000:]
   assert any("GFLOPS" in ln and "GB/s" in ln for ln in kernel_lines)
   assert "R^2 = " in out and "softmax: max |tinygrad - numpy|" in out

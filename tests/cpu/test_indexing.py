@@ -84,6 +84,44 @@ def test_setitem(ix, v):
   close(t, ref)
   close(view, ref.reshape(12, 5))
 
+SET_ADVANCED = [
+  (slice(None), [0, 2], [1, -1]),                      # adjacent tensor indices after a slice: their dims stay in place
+  ([[0], [2]], slice(1, 3), I([4, 0])),                # separated: the broadcast dims go in front
+  (Ellipsis, [3, 0, 3]),                               # a repeated entry: the last write wins, as in numpy
+  ([2, 2, 0, 2], 1, slice(None, None, -2)),            # with an int and a flipped strided slice
+  (None, [1], slice(None), [0, 0]),
+]
+
+@pytest.mark.cpu
+@pytest.mark.parametrize("ix", SET_ADVANCED, ids=[str(i) for i in range(len(SET_ADVANCED))])
+def test_setitem_advanced_matches_numpy(ix):
+  t, ref = Tensor(A.copy()).realize(), A.copy()
+  v = np.arange(ref[ix].size, dtype=np.float32).reshape(ref[ix].shape) + 100
+  t[ix] = Tensor(v)
+  ref[ix] = v
+  close(t, ref)
+  lazy, ref2 = Tensor(A) + 1, A + 1   # a tensor not realized yet takes the result
+  lazy[ix] = Tensor(v)
+  ref2[ix] = v
+  close(lazy, ref2)
+
+@pytest.mark.cpu
+def test_setitem_advanced_work_is_entries_times_size():
+  # tinygrad's test_setitem case (numpy's "combining advanced and basic indexing"): 24 index entries write into 12M elements. Each
+  # element looks at the 24 entries only, never at all 360,000 values (that schedule ran for hours)
+  from tinygrad.engine.realize import get_spec
+  from tinygrad.uop.ops import Ops
+  t = Tensor.zeros(10, 20, 30, 40, 50, dtype=dtypes.int).contiguous().realize()
+  ind_1, ind_2 = Tensor([5, 3, 7, 8]), Tensor([[[0], [1], [2]], [[3], [4], [5]]])
+  v = Tensor.arange(2*3*4*10*30*50).reshape(2, 3, 4, 10, 30, 50)
+  t[:, ind_1, :, ind_2, :] = v
+  schedule, _ = t.schedule()
+  ops = sum(get_spec(si, si.bufs[0].device).estimates.ops for si in schedule if si.ast.op is not Ops.COPY)
+  assert ops <= 8 * 24 * t.numel(), f"{ops:.3g} ops for a setitem of 24 entries into {t.numel()} elements"
+  n = np.zeros((10, 20, 30, 40, 50), dtype=np.int32)
+  n[:, ind_1.numpy(), :, ind_2.numpy(), :] = v.numpy()
+  np.testing.assert_equal(t.numpy(), n)
+
 @pytest.mark.parametrize("device", [pytest.param("CPU", marks=pytest.mark.cpu), "PYTHON"])
 def test_setitem_device(device):
   t = Tensor([[1, 2, 3], [4, 5, 6]], device=device)

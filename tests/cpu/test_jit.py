@@ -1,9 +1,12 @@
 # TinyJit: capture on the second call, replay after; replays compute what the function computes (numpy is the reference).
+import re
 import numpy as np
 import pytest
 from tinygrad import Tensor, TinyJit, GlobalCounters, Context, nn, dtypes, Variable
 from tinygrad.engine import jit as jit_mod, realize
 from tinygrad.engine.jit import JitError, CapturedJit, ExecItem
+from tinygrad import helpers
+from tinygrad.helpers import ansistrip
 from tinygrad.tensor import core as tensor_core
 from conftest import DEVICES
 from test_memory_planner import check_no_live_overlap
@@ -355,3 +358,25 @@ def test_property_jit_equals_unjitted(ops, seed):
     got = [g.numpy() for g in jitted(*[Tensor(a).realize() for a in ins])]
     for w, g in zip(want, got): np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
   assert jitted.captured is not None
+
+def test_debug2_prints_a_line_per_kernel_on_replays(capsys, monkeypatch):
+  # tinygrad's examples time their jitted steps with DEBUG=2: each replayed launch prints its line, numbered like a plain run's
+  @TinyJit
+  def f(a, n): return (a[:n] * 2 + 1).sum(axis=1).realize()
+  rng = np.random.default_rng(0)
+  x = rng.standard_normal((6, 8)).astype(np.float32)
+  for i in range(2): f(_buf(x), Variable("n", 1, 6).bind(3 + i))
+  names = [it.spec.name for it in f.captured.items if it.spec is not None]
+  capsys.readouterr()
+  monkeypatch.setattr(helpers, "NO_COLOR", False)
+  with Context(DEBUG=2):
+    k0 = GlobalCounters.kernel_count
+    out = f(_buf(x), Variable("n", 1, 6).bind(4))
+  lines = [ln for ln in capsys.readouterr().out.splitlines() if "***" in ln]
+  np.testing.assert_allclose(out[:4].numpy(), (x[:4] * 2 + 1).sum(axis=1), rtol=1e-5)
+  assert len(lines) == len(names) >= 1
+  # tinygrad 0.14's line: the head in magenta for a replay, the time / the total so far, the rates
+  line = re.compile(r"\*\*\* CPU +(\d+) (\S+) +arg +\d+ mem +[\d.]+ GB tm +[\d.]+(us|ms|s )/ *[\d.]+ms \( *\d+ GFLOPS +\d+\|\d+ +GB/s\)")
+  for ln, name, num in zip(lines, names, range(k0 + 1, k0 + 1 + len(names))):
+    assert ln.startswith("\x1b[35m***") and (m := line.fullmatch(ansistrip(ln))) is not None, ln
+    assert m[1] == str(num) and m[2] == name

@@ -2,7 +2,7 @@
 import math
 import numpy as np
 import pytest
-from tinygrad import Tensor, dtypes
+from tinygrad import Tensor, dtypes, nn
 from tinygrad.codegen import lower_ast
 from tinygrad.uop.ops import Ops
 
@@ -139,3 +139,55 @@ def test_non_contiguous_rand_fuses_into_its_consumer(dev):
   a.realize(b)
   np.testing.assert_array_equal(a.numpy(), ref)
   assert not np.array_equal(a.numpy(), b.numpy())
+
+# tinygrad 0.14.0's values (a run of it on CPU) for manual_seed(42) followed by these draws, all created before one realize
+GOLDEN_42_ONE_REALIZE = [
+  [0.5334206819534302, 0.6701551675796509, 0.7630789279937744],                             # rand(3)
+  [-0.5722551345825195, 7.297184492927045e-05, 0.6448339223861694, 1.2258460521697998],      # randn(4)
+  [9, 5, 4, 3, 7],                                                                           # randint(5, high=10)
+  [-0.08407821506261826, 0.1996237188577652, 0.10673157870769501, 0.5199187994003296, 0.005280430894345045,
+   -0.059813227504491806],                                                                   # Linear(3, 2).weight
+  [0.4911162853240967, -0.5519618988037109],                                                 # Linear(3, 2).bias
+  [0.17148518562316895, -0.27107155323028564, 0.3310582637786865, -0.28875744342803955, -0.26719343662261963,
+   0.2720363140106201, -0.2414158582687378, 0.23789620399475098],                            # Conv2d(1, 2, 2).weight
+  [-0.3639882802963257, 0.13439595699310303],                                                # Conv2d(1, 2, 2).bias
+  [-1.0485018491744995, -0.4292250871658325, -1.1591918468475342],                           # uniform(3, low=-2, high=3)
+]
+
+def _draws_42() -> list[Tensor]:
+  Tensor.manual_seed(42)
+  a, b, c = Tensor.rand(3), Tensor.randn(4), Tensor.randint(5, high=10)
+  lin, conv = nn.Linear(3, 2), nn.Conv2d(1, 2, 2)
+  return [a, b, c, lin.weight, lin.bias, conv.weight, conv.bias, Tensor.uniform(3, low=-2, high=3)]
+
+@pytest.mark.cpu
+def test_draws_before_one_realize_match_tinygrad():
+  ts = _draws_42()
+  Tensor.realize(*ts)
+  got = [t.numpy().flatten().tolist() for t in ts]
+  # the same words in the same order as tinygrad: uniform draws (rand, randint, the layers' initializations) are equal bit for bit
+  for i in (0, 2, 3, 4, 5, 6, 7): assert got[i] == GOLDEN_42_ONE_REALIZE[i], i
+  # randn's cos/log/sqrt are computed by other (equally accurate) approximations than tinygrad's: the same draws within float32 rounding
+  np.testing.assert_allclose(got[1], GOLDEN_42_ONE_REALIZE[1], rtol=1e-5, atol=1e-6)
+  # each draw's numbers depend only on the draws created before it: realized one by one, in reverse, the same values
+  for t, want in zip(reversed(_draws_42()), reversed(got)): assert t.numpy().flatten().tolist() == want
+
+@pytest.mark.parametrize("dev", DEVICES)
+def test_uniform_is_rounded_once(dev):
+  # (high - low) * u + low with one rounding (an fma), as tinygrad 0.14's compiled kernels compute it
+  Tensor.manual_seed(5)
+  u = Tensor.rand(257, device=dev).numpy().astype(np.float64)
+  Tensor.manual_seed(5)
+  got = Tensor.uniform(257, low=-0.5773502691896258, high=0.5773502691896258, device=dev).numpy()
+  hl, lo = np.float64(np.float32(2 * 0.5773502691896258)), np.float64(np.float32(-0.5773502691896258))
+  np.testing.assert_array_equal(got, (hl * u + lo).astype(np.float32))
+
+def test_pending_draws_stay_independent_across_an_unrelated_realize():
+  # tinygrad 0.14 gives a and b the same numbers here (both reread its counter buffer after the realize); each draw keeps its own
+  Tensor.manual_seed(1)
+  a, b = Tensor.rand(3, device="PYTHON"), Tensor.rand(3, device="PYTHON")
+  Tensor.rand(1, device="PYTHON").realize()
+  va, vb = a.numpy(), b.numpy()
+  Tensor.manual_seed(1)
+  assert Tensor.rand(3, device="PYTHON").numpy().tolist() == va.tolist() and Tensor.rand(3, device="PYTHON").numpy().tolist() == vb.tolist()
+  assert not np.array_equal(va, vb)

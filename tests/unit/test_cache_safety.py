@@ -3,6 +3,7 @@
 import hashlib
 import json
 import os
+import pathlib
 import pickle
 import sqlite3
 import pytest
@@ -92,3 +93,54 @@ def test_cache_works_from_several_threads(cachedb):
   for t in threads: t.start()
   for t in threads: t.join()
   assert not errors, errors
+
+# ***** the trust boundary: a cache file others can write is not used *****
+
+def _refused(capsys, monkeypatch) -> str:
+  monkeypatch.setattr(helpers, "_db_refused", {})
+  assert diskcache_put("t", "k", b"lib") == b"lib"
+  assert diskcache_get("t", "k") is None and diskcache_get("t", "k") is None
+  err = capsys.readouterr().err
+  assert err.count("not using the compile cache") == 1, err   # said once
+  return err
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX owners and modes")
+@pytest.mark.parametrize("who,mode", [("group", 0o770), ("others", 0o707), ("group and others", 0o777)])
+def test_cache_in_a_directory_others_can_write_is_not_used(cachedb, capsys, monkeypatch, who, mode):
+  os.chmod(cachedb.parent, mode)
+  try: err = _refused(capsys, monkeypatch)
+  finally: os.chmod(cachedb.parent, 0o700)
+  assert f"{cachedb.parent} is writable by {who} (mode {mode:o})" in err and str(cachedb) in err and "CACHEDB" in err
+  assert not cachedb.exists()   # nothing created there either
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX owners and modes")
+@pytest.mark.parametrize("suffix", ["", "-wal"])
+def test_cache_file_others_can_write_is_not_used(cachedb, capsys, monkeypatch, suffix):
+  diskcache_put("t", "old", b"x")
+  helpers._db_connection.close()
+  monkeypatch.setattr(helpers, "_db_connection", None)
+  path = pathlib.Path(str(cachedb) + suffix)
+  path.touch()
+  os.chmod(path, 0o664)
+  assert f"{path} is writable by group (mode 664)" in _refused(capsys, monkeypatch)
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX owners and modes")
+def test_cache_owned_by_another_user_is_not_used(cachedb, capsys, monkeypatch):
+  uid = os.getuid()
+  monkeypatch.setattr(os, "getuid", lambda: uid + 1)   # as if another user ran this process
+  assert f"is owned by uid {uid}, not by this user (uid {uid + 1})" in _refused(capsys, monkeypatch)
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX owners and modes")
+def test_new_cache_is_private_whatever_the_umask(tmp_path, monkeypatch):
+  db = tmp_path / "new" / "cache.db"
+  monkeypatch.setattr(helpers, "CACHEDB", str(db))
+  monkeypatch.setattr(helpers, "_db_connection", None)
+  monkeypatch.setattr(helpers, "_db_tables", set())
+  old = os.umask(0)
+  try: diskcache_put("t", "k", b"v")
+  finally: os.umask(old)
+  try:
+    assert diskcache_get("t", "k") == b"v"
+    assert db.parent.stat().st_mode & 0o777 == 0o700 and db.stat().st_mode & 0o777 == 0o600
+    assert helpers.untrusted_cache_reason(str(db)) is None
+  finally: helpers._db_connection.close()

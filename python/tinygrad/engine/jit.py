@@ -6,10 +6,11 @@ launches with the new inputs' buffers swapped in: no tracing, scheduling, codege
 from __future__ import annotations
 import functools
 import struct
+import time
 import weakref
 from typing import Any, Callable, Generic, TypeVar
-from tinygrad.helpers import DEBUG, JIT, BEAM, Context, GlobalCounters, getenv
-from tinygrad.device import Buffer, Compiled, Program
+from tinygrad.helpers import DEBUG, JIT, BEAM, Context, GlobalCounters, colored, getenv
+from tinygrad.device import Buffer, Compiled, Device, Program
 from tinygrad.uop import GroupOp
 from tinygrad.uop.ops import UOp, Ops
 from tinygrad.renderer import ProgramSpec
@@ -202,13 +203,36 @@ class CapturedJit(Generic[ReturnType]):
       call = self._calls[idx]
       call[1][len(item.bufs):] = item.spec.vals(var_vals)
       if symbolic_dims: call[0] = item.prg.launcher(*item.spec.launch_dims(var_vals))[1]
-    for launch, args in self._calls: launch(*args)
-    with GlobalCounters.lock:
-      GlobalCounters.kernel_count += self._kernels
-      GlobalCounters.global_ops += self._ops
-      GlobalCounters.global_mem += self._mem
-    if DEBUG >= 2: print(f"TinyJit replayed {len(self._calls)} launches")
+    if DEBUG >= 2: self._replay_timed(var_vals)
+    else:
+      for launch, args in self._calls: launch(*args)
+      with GlobalCounters.lock:
+        GlobalCounters.kernel_count += self._kernels
+        GlobalCounters.global_ops += self._ops
+        GlobalCounters.global_mem += self._mem
     return self._returned(inputs, fresh_uops, var_vals)
+
+  def _replay_timed(self, var_vals:dict[str, int]) -> None:
+    """The replay loop for DEBUG>=2: each launch waits for its device and prints its line, as run_schedule does for a plain call."""
+    for (launch, args), item in zip(self._calls, self.items):
+      device = item.bufs[0].device
+      st = time.perf_counter()
+      launch(*args)
+      Device[device].synchronize()
+      et = time.perf_counter() - st
+      if item.spec is None:
+        with GlobalCounters.lock: GlobalCounters.time_sum_s += et
+        name = colored(f"copy {item.bufs[0].nbytes:8d}, {device[:7]:>7s} <- {item.bufs[1].device[:7]:7s}", "green")
+        print(realize.launch_line(device, name, 2, et, mem=item.bufs[0].nbytes, jitted=True))
+        continue
+      est = item.spec.estimate(var_vals) if var_vals and item.spec.vars else item.spec.estimates
+      with GlobalCounters.lock:
+        GlobalCounters.kernel_count += 1
+        GlobalCounters.global_ops += est.ops
+        GlobalCounters.global_mem += est.mem
+        GlobalCounters.time_sum_s += et
+      print(realize.launch_line(device, realize.kernel_name(item.spec.name), len(item.bufs), et, est.ops, est.mem, est.lds, jitted=True))
+    print(f"TinyJit replayed {len(self._calls)} launches")
 
   def _returned(self, inputs:list[_Input], fresh_uops:list[UOp], var_vals:dict[str, int]) -> Any:
     """The function's return value for this call: each returned tensor that views an input or a fresh output is rebuilt on this

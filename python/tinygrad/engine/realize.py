@@ -1,7 +1,7 @@
 """Running a schedule: each ScheduleItem is lowered (tinygrad.codegen), rendered, compiled (cached by the device) and launched."""
 from __future__ import annotations
 import time
-from tinygrad.helpers import DEBUG, NOOPT, BEAM, GlobalCounters, colored, BoundedCache
+from tinygrad.helpers import DEBUG, NOOPT, BEAM, GlobalCounters, colored, BoundedCache, ansipad, time_to_str
 from tinygrad.device import Device, ProgramLoader
 from tinygrad.uop.ops import Ops
 from tinygrad.schedule import ScheduleItem
@@ -33,6 +33,21 @@ def get_spec(si:ScheduleItem, device:str):
     if DEBUG >= 4: print(spec.src)
   return spec
 
+# the DEBUG=2 line of one launch, in tinygrad 0.14's format: the head green on a kernel's first run, magenta on a TinyJit replay; the
+# launch's time / the total so far, then its rates (ops, memory | the loads' bytes) from the kernel's estimates
+_ran_before: set[str] = set()
+def launch_line(device:str, name:str, nargs:int, et:float, ops:int=0, mem:int=0, lds:int=0, jitted:bool=False) -> str:
+  head = colored(f"*** {device[:7]:7s} {GlobalCounters.kernel_count:4d}", "magenta" if jitted else None if name in _ran_before else "green")
+  _ran_before.add(name)
+  rate = 1 / max(et, 1e-20)
+  flops = f"{ops*rate*1e-9:7.0f} GFLOPS" if ops*rate < 1e14 else colored(f"{ops*rate*1e-12:7.0f} TFLOPS", "green")
+  bw = f"{mem*rate*1e-9:4.0f}|{lds*rate*1e-9:<6.0f} GB/s" if mem*rate < 1e13 and lds*rate < 1e15 else \
+    colored(f"{mem*rate*1e-12:4.0f}|{lds*rate*1e-12:<6.0f} TB/s", "green")
+  tm = colored(time_to_str(et, w=9), "yellow" if et > 0.01 else None)
+  return (f"{head} {ansipad(name, 46)} arg {nargs:2d} mem {GlobalCounters.mem_used/1e9:6.2f} GB tm {tm}/{GlobalCounters.time_sum_s*1e3:9.2f}ms "
+          f"({flops} {bw})")
+def kernel_name(name:str) -> str: return colored(name, "yellow" if name.startswith("r") else "cyan")
+
 def run_schedule(schedule:list[ScheduleItem], var_vals:dict[str, int]|None=None) -> None:
   """Runs the kernels in order, counting them in GlobalCounters; var_vals ({name: value}) are the values of the symbolic Variables the
   kernels take at launch. DEBUG=1: a summary line, 2: a line per kernel, 3: the kernel
@@ -55,9 +70,7 @@ def run_schedule(schedule:list[ScheduleItem], var_vals:dict[str, int]|None=None)
       si.bufs[0].copy_from(si.bufs[1].ensure_allocated())   # the source may be a Tensor.empty never used before
       et = time.perf_counter() - st
       with GlobalCounters.lock: GlobalCounters.time_sum_s += et
-      if DEBUG >= 2:
-        print(f"*** {device:7s} {'':4s} {colored(si.name, 'green'):30s} arg {len(si.bufs):2d} mem {GlobalCounters.mem_used/1e9:5.2f} GB "
-              f"tm {et*1e6:9.2f}us {si.bufs[0].nbytes/max(et, 1e-9)*1e-9:25.2f} GB/s")
+      if DEBUG >= 2: print(launch_line(device, colored(si.name, "green"), len(si.bufs), et, mem=si.bufs[0].nbytes))
       continue
     spec = get_spec(si, device)
     dev = Device[device]
@@ -74,10 +87,7 @@ def run_schedule(schedule:list[ScheduleItem], var_vals:dict[str, int]|None=None)
       GlobalCounters.global_ops += est.ops
       GlobalCounters.global_mem += est.mem
       GlobalCounters.time_sum_s += et
-    if DEBUG >= 2:
-      print(f"*** {device:7s} {GlobalCounters.kernel_count:4d} {colored(spec.name, 'yellow' if spec.name.startswith('r') else 'cyan'):30s} "
-            f"arg {len(si.bufs):2d} mem {GlobalCounters.mem_used/1e9:5.2f} GB tm {et*1e6:9.2f}us "
-            f"{est.ops/max(et, 1e-9)*1e-9:8.2f} GFLOPS {est.mem/max(et, 1e-9)*1e-9:7.2f} GB/s")
+    if DEBUG >= 2: print(launch_line(device, kernel_name(spec.name), len(si.bufs), et, est.ops, est.mem, est.lds))
   if DEBUG >= 1:
     et_all = time.perf_counter() - st_all
     nk = sum(1 for si in schedule if si.ast.op is not Ops.COPY)

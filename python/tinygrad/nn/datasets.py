@@ -1,10 +1,14 @@
 """Datasets downloaded through helpers.fetch (cached in the download directory): MNIST and Fashion-MNIST as uint8 tensors. Each
-downloaded file is checked against the published checksum of the real dataset file before it is parsed."""
+downloaded file is checked against the published checksum of the real dataset file before it is parsed; local files (the URL a
+local directory) are the user's own and are used as they are."""
 from __future__ import annotations
 import gzip
 import hashlib
 import os
+import pathlib
 import struct
+import urllib.parse
+import urllib.request
 from tinygrad.tensor import Tensor
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import fetch, prod
@@ -30,17 +34,29 @@ CHECKSUMS: dict[str, dict[str, tuple[str, str]]] = {
 # IDX: a big-endian header (0, 0, element type, number of dimensions), one big-endian uint32 size per dimension, then the elements
 _IDX_UBYTE = 0x08
 
+def _local_path(url:str) -> pathlib.Path|None:
+  """The file a local url names (a path, or a file:// URL), None for a url to download."""
+  if url.startswith(("/", ".")): return pathlib.Path(url)
+  if url.startswith("file://"): return pathlib.Path(urllib.request.url2pathname(urllib.parse.urlparse(url).path))
+  return None
+
 def _download(base_url:str, name:str, dataset:str) -> bytes:
-  """The gzipped file `name`, downloaded (or from the cache) and checked against its known checksum, decompressed."""
-  path = fetch(base_url + name)
-  raw = path.read_bytes()
-  algo, want = CHECKSUMS[dataset][name]
-  if (got := hashlib.new(algo, raw).hexdigest()) != want:
-    path.unlink(missing_ok=True)   # a bad download is not kept: the next call downloads again
-    raise ValueError(f"{name} from {base_url + name}: {algo} {got} is not the {dataset} file's {want} (a corrupted or different file; "
-                     "removed from the download cache)")
+  """The gzipped file `name`, decompressed: a local file (MNIST_URL=/dir/) is the user's and is read as it is; a download (or its cached
+  copy) must match the dataset's known checksum, else it is moved aside to `<file>.bad` (the next call downloads again) and rejected."""
+  url = base_url + name
+  if (local := _local_path(url)) is not None:
+    try: raw = local.read_bytes()
+    except OSError as e: raise FileNotFoundError(f"{name}: can't read the local file {local} (MNIST_URL={base_url}): {e}") from e
+  else:
+    path = fetch(url)
+    raw = path.read_bytes()
+    algo, want = CHECKSUMS[dataset][name]
+    if (got := hashlib.new(algo, raw).hexdigest()) != want:
+      path.replace(bad := path.with_name(path.name + ".bad"))
+      raise ValueError(f"{name} from {url}: {algo} {got} is not the {dataset} file's {want} (a corrupted or different file; "
+                       f"kept as {bad})")
   try: return gzip.decompress(raw)
-  except (OSError, EOFError) as e: raise ValueError(f"{name} from {base_url + name}: not a gzip file ({e})") from e
+  except (OSError, EOFError) as e: raise ValueError(f"{name} from {url}: not a gzip file ({e})") from e
 
 def _idx_file(base_url:str, name:str, ndim:int, device:str|None, dataset:str) -> Tensor:
   where = f"{name} from {base_url + name}"

@@ -255,6 +255,12 @@ class CPUDevice(Compiled):
   def __init__(self, device:str="CPU"):
     super().__init__(device, CPUAllocator(self), [(ClangRenderer, ClangCompiler)], CPUProgram)
     self.threaded_launches, self.placement = 0, ThreadPlacement()
+    _cpu_devices.add(self)
+  def _after_fork_in_child(self) -> None:
+    # the child has a copy of the executor but none of its threads (a submit would wait forever), and the thread ids placement holds
+    # are the parent's threads: both start over
+    self.__dict__.pop("pool", None)
+    self.placement = ThreadPlacement()
   @functools.cached_property
   def pool(self) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=NUM_CPU_THREADS.value, thread_name_prefix="tinygrad-cpu", initializer=self.placement.register)
@@ -268,3 +274,8 @@ class CPUDevice(Compiled):
     return native_pool(lambda src: load_library(self.compiler.compile_cached(src)), max(1, NUM_CPU_THREADS.value - 1))
   def finalize(self):
     if "pool" in self.__dict__: self.pool.shutdown(wait=True)
+
+_cpu_devices: weakref.WeakSet[CPUDevice] = weakref.WeakSet()
+def _after_fork_in_child() -> None:
+  for dev in list(_cpu_devices): dev._after_fork_in_child()
+if hasattr(os, "register_at_fork"): os.register_at_fork(after_in_child=_after_fork_in_child)

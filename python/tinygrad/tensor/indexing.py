@@ -4,6 +4,7 @@ selection), so the gradient rules over those primitives cover it."""
 from __future__ import annotations
 from typing import TYPE_CHECKING
 from tinygrad.dtype import dtypes
+from tinygrad.helpers import prod
 from tinygrad.uop.ops import UOp, Ops, ssimplify, srender, smax
 from tinygrad.tensor.common import broadcast_shape
 from tinygrad.schedule.buffers import has_buffer, realized_view
@@ -164,27 +165,25 @@ class IndexingMixin:
     return v
 
   # ***** __getitem__ *****
-  def __getitem__(self, indices) -> Tensor:
-    """numpy-style indexing. Integer tensors (and lists) index by one-hot selection; they broadcast together, and their dims go where
-    the first one was when they index adjacent dims, else in front (numpy's rule; ints count as basic indices, as in tinygrad)."""
-    idx = self._parse_index(indices)
+  def _advanced(self, idx:list) -> tuple[Tensor, list[int], tuple, Tensor|None, tuple[int, ...]|None]:
+    """The pieces of an index with integer tensors: x (the basic view, with None dims added and int dims dropped), the positions of
+    x's dims the tensors index, their broadcast shape B, the one-hot mask (shaped B + x's dims, size 1 where not indexed; None
+    without tensor indices), and the permutation that moves the B dims from the front to where numpy puts them (None: stay)."""
     x = self._basic_index(idx)
     # positions in the result: real entries in order, None dims inserted, int dims dropped
-    keep, shape, adv, d = [], [], [], 0
+    shape, adv, d = [], [], 0
     for i in idx:
       if i is None: shape.append(1)
       else:
         if not isinstance(i, (int, SymIndex)):
           if isinstance(i, Tensor): adv.append((len(shape), i, x.shape[d]))
-          keep.append(d)
           shape.append(x.shape[d])
         d += 1
     x = x.reshape(tuple(shape))
-    if not adv: return x
-    # one-hot selection: x seen as B + shape, each index dim compared against an arange, all masks and-ed, summed out
-    tensors = [t for _, t, _ in adv]
-    bshape = tensors[0].shape
-    for t in tensors[1:]: bshape = broadcast_shape(bshape, t.shape)
+    if not adv: return x, [], (), None, None
+    # one-hot selection: each index dim compared against an arange, all masks and-ed
+    bshape = adv[0][1].shape
+    for _, t, _ in adv[1:]: bshape = broadcast_shape(bshape, t.shape)
     nb = len(bshape)
     mask = None
     for pos, t, n in adv:
@@ -193,16 +192,39 @@ class IndexingMixin:
       ar = Tensor.arange(n, device=self.device).reshape((1,) * (nb + pos) + (n,) + (1,) * (len(shape) - pos - 1))
       m = t.reshape(bshape + (1,) * len(shape)).eq(ar)
       mask = m if mask is None else mask & m
-    axes = tuple(nb + pos for pos, _, _ in adv)
-    xe = x.reshape((1,) * nb + x.shape)
-    ret = mask.where(xe, xe._full(0)).sum(axes).cast(self.dtype)
     positions = [pos for pos, _, _ in adv]
+    order = None
     if positions == list(range(positions[0], positions[0] + len(positions))) and positions[0] > 0:
-      rest = len(shape) - len(positions)
-      p0 = positions[0]
+      rest, p0 = len(shape) - len(positions), positions[0]
       order = tuple(range(nb, nb + p0)) + tuple(range(nb)) + tuple(range(nb + p0, nb + rest))
-      ret = ret.permute(order)
-    return ret
+    return x, positions, bshape, mask, order
+
+  def __getitem__(self, indices) -> Tensor:
+    """numpy-style indexing. Integer tensors (and lists) index by one-hot selection; they broadcast together, and their dims go where
+    the first one was when they index adjacent dims, else in front (numpy's rule; ints count as basic indices, as in tinygrad)."""
+    x, positions, bshape, mask, order = self._advanced(self._parse_index(indices))
+    if mask is None: return x
+    nb = len(bshape)
+    xe = x.reshape((1,) * nb + x.shape)
+    ret = mask.where(xe, xe._full(0)).sum(tuple(nb + p for p in positions)).cast(self.dtype)
+    return ret if order is None else ret.permute(order)
+
+  def _scattered(self, idx:list, v:Tensor) -> Tensor:
+    """The new value of the basic view self._basic_index(idx) after writing v (shaped as self[idx]) at its tensor-indexed places: each
+    element takes the value of the last index entry that selects it. The work is B times the view's size (B: the number of index
+    entries), never the view's size times v's."""
+    x, positions, bshape, mask, order = self._advanced(idx)
+    assert mask is not None
+    nb, nd = len(bshape), x.ndim
+    if order is not None: v = v.permute(tuple(sorted(range(len(order)), key=order.__getitem__)))
+    # v's dims in x's layout: B, then x's dims with size 1 where the tensors index
+    v = v.reshape(bshape + tuple(1 if i in positions else s for i, s in enumerate(x.shape)))
+    bax = tuple(range(nb))
+    rank = Tensor.arange(1, prod(bshape) + 1, device=self.device).reshape(bshape + (1,) * nd)
+    last = mask.where(rank, 0).max(bax, keepdim=True)
+    pick = mask & rank.eq(last)
+    new = pick.where(v, v._full(0)).sum(bax).cast(self.dtype)
+    return mask.max(bax).where(new, x).reshape(self._basic_index(idx).shape)
 
   # ***** writing *****
   def assign(self, x) -> Tensor:
@@ -255,12 +277,8 @@ class IndexingMixin:
     while v.ndim > len(target) and v.shape[0] == 1: v = v.reshape(v.shape[1:])
     if not _broadcasts_to(v.shape, target): raise RuntimeError(f"can't assign shape {v.shape} to the indexed shape {target}")
     v = v._expand_to(target)
-    if any(isinstance(i, Tensor) for i in idx):
-      # scatter the values to the flat positions the same index selects from an arange
-      pos = Tensor.arange(self.numel(), device=self.device).reshape(self.shape)[indices]
-      self.assign(self.flatten().scatter(0, pos.flatten(), v.flatten()).reshape(self.shape))
-      return
-    vb = v.reshape(tuple(1 if isinstance(i, int) else s for i, s in zip([i for i in idx if i is not None], self._basic_index(idx).shape)))
+    if any(isinstance(i, Tensor) for i in idx): vb = self._scattered(idx, v)
+    else: vb = v.reshape(tuple(1 if isinstance(i, int) else s for i, s in zip([i for i in idx if i is not None], self._basic_index(idx).shape)))
     if _storage_view(self.uop) is not None:
       self._basic_index(idx)._assign(vb, share=True)
       return

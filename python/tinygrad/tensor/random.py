@@ -10,6 +10,7 @@ from tinygrad.mixin.movement import _size_ok
 from tinygrad.helpers import prod, argfix, ceildiv, check_host_alloc, TRAINING
 from tinygrad.tensor.common import canon_device, check_tensors, leaf
 from tinygrad.engine.realize import capturing
+from tinygrad.uop import Ops
 
 _rng_lock = threading.Lock()   # threads drawing at once must each advance the counter (else they get the same numbers)
 if TYPE_CHECKING: from tinygrad.tensor.core import Tensor
@@ -141,7 +142,12 @@ class RandomMixin:
     """Uniform random values in [low, high)."""
     shape = Tensor._check_shape(shape, "uniform")
     if low >= high: raise ValueError(f"uniform needs low < high, got {low=}, {high=}")
-    return leaf(((high - low) * Tensor.rand(*shape, **kwargs)).cast(dtype if dtype is not None else dtypes.default_float) + low, requires_grad)
+    u, dt = Tensor.rand(*shape, **kwargs), to_dtype(dtype) if dtype is not None else dtypes.default_float
+    # (high - low) * u + low rounded once, as tinygrad 0.14's kernels compute it (its C and CUDA compilers contract it into an fma):
+    # the same seed gives the same layer initializations bit for bit
+    if u.dtype is dt and dt in (dtypes.float32, dtypes.float64): ret = u.alu(Ops.MULACC, u._broadcasted(high - low)[1], u._broadcasted(low)[1])
+    else: ret = ((high - low) * u).cast(dt) + low
+    return leaf(ret, requires_grad)
   @staticmethod
   def normal(*shape, mean=0.0, std=1.0, requires_grad:bool|None=None, **kwargs) -> Tensor:
     if std < 0: raise ValueError(f"normal needs std >= 0, got {std=}")

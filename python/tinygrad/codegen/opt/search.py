@@ -25,6 +25,7 @@ import collections
 import hashlib
 import math
 import multiprocessing
+import os
 import pickle
 import signal
 import sys
@@ -279,6 +280,17 @@ def close_pool() -> None:
   if _pool is not None: _pool.close()
   _pool = None
 atexit.register(close_pool)
+
+def _forget_pool_in_child() -> None:
+  # a forked child (a data loader) holds copies of the parent's worker handles: stopping them at its exit, as close_pool and
+  # multiprocessing's exit handler (daemon children are terminated) would, stops the parent's workers. It starts its own if it searches
+  global _pool, _pool_lock, _start_lock
+  if _pool is not None:
+    if (children := getattr(multiprocessing.process, "_children", None)) is not None:
+      for w in _pool.workers: children.discard(w.proc)
+    _pool = None
+  _pool_lock, _start_lock = threading.Lock(), threading.Lock()   # (held by another thread of the parent at the fork: never released here)
+if hasattr(os, "register_at_fork"): os.register_at_fork(after_in_child=_forget_pool_in_child)
 
 def _compile_all(base:UOp, cands:list[tuple[Opt, ...]], ren:Renderer) -> dict[int, tuple[ProgramSpec, Estimates, bytes]]:
   """Compiles the candidates (in the workers, or here without them), in batches of up to BATCH, at least two per worker so they even

@@ -253,7 +253,9 @@ def native_pool(load:Callable[[str], ctypes.CDLL]|None, workers:int) -> NativePo
     return _pool
 
 def _after_fork() -> None:
-  # the child has the library's state but none of its threads: start them again
+  # the child has the library's state but none of its threads: start them again (and a lock another thread held is never released)
+  global _lock
+  _lock = threading.Lock()
   if _pool is not None: _pool.started = _pool.lib.tg_pool_start(_pool.workers, _pool.spin_ns)
 
 if hasattr(os, "register_at_fork"): os.register_at_fork(after_in_child=_after_fork)
