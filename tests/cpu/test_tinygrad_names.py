@@ -79,3 +79,29 @@ def test_custom_kernel_recipe_from_seeds():
   want = np.empty(n, np.float32)
   for i in range(n - 1): want[i], want[i + 1] = x[i + 1], x[i] * 2   # the loop body in order: the next iteration overwrites want[i + 1]
   np.testing.assert_allclose(res.numpy(), want)
+
+def test_spec_tables_at_their_0_14_names():
+  from tinygrad.uop.spec import spec_shared, spec_program, spec_linear, type_verify
+  from tinygrad.dtype import dtypes
+  one = UOp.const(dtypes.int, 1)
+  type_verify(UOp(Ops.ADD, dtypes.int, (one, one)), spec_shared)   # 0.14's two-argument form
+  bad = UOp(Ops.ADD, dtypes.float, (UOp.const(dtypes.int, 1), UOp.const(dtypes.int, 2)))   # an int add claiming a float result
+  with pytest.raises(RuntimeError, match="SPEC: the graph is invalid"): type_verify(bad, spec_shared)
+  assert spec_program is spec_linear
+  with pytest.raises(RuntimeError): type_verify([bad], spec_program)
+
+def test_from_storage_scalar_in_ops_python():
+  from tinygrad.runtime.ops_python import from_storage_scalar, to_storage_scalar
+  from tinygrad.dtype import dtypes
+  assert from_storage_scalar(0x3F80, dtypes.bfloat16) == 1.0 and to_storage_scalar(1.0, dtypes.bfloat16) == 0x3F80
+  assert from_storage_scalar(5, dtypes.int32) == 5
+
+def test_ggml_iq_grid_matches_the_gguf_package():
+  gguf_quants = pytest.importorskip("gguf.quants")
+  from tinygrad.llm.gguf import _ggml_iq_grid
+  for cls, shape in ((gguf_quants.IQ2_S, (1024, 8)), (gguf_quants.IQ3_XXS, (256, 4)), (gguf_quants.IQ3_S, (512, 4))):
+    cls.init_grid()
+    ref = np.asarray(cls.grid, dtype=np.float32).reshape(shape)
+    words = tuple(int(w) for w in ref.astype(np.uint8).view("<u8" if shape[1] == 8 else "<u4").reshape(-1))   # ggml's packed words
+    np.testing.assert_equal(_ggml_iq_grid(Device.DEFAULT, words, shape).numpy(), ref)
+  with pytest.raises(ValueError, match="can't be shaped"): _ggml_iq_grid(Device.DEFAULT, (1, 2, 3), (4, 4))

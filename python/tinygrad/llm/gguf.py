@@ -3,6 +3,7 @@ exactly as llama.cpp's dequantize_row_* do. Dequantization runs on the host in n
 array), then the float tensor is copied to the device; native types are views of the file on its DISK device, read when realized on a device.
 Every size and offset in the file is checked before it is read."""
 from __future__ import annotations
+import functools
 import pathlib
 import re
 import struct
@@ -76,6 +77,14 @@ _GRIDS: dict[str, np.ndarray] = {}
 def _grid_cached(name:str) -> np.ndarray:
   if name not in _GRIDS: _GRIDS[name] = _grid(name)
   return _GRIDS[name]
+@functools.lru_cache(None)
+def _ggml_iq_grid(device:str, grid:tuple[int, ...], grid_shape:tuple[int, int]) -> Tensor:
+  """An IQ grid as ggml stores it (ggml-common.h: each entry one word of grid_shape[1] bytes, the first byte lowest) -> a float32
+  Tensor of grid_shape on device (tinygrad 0.14's helper; the dequantizers here read the same tables as numpy arrays, _grid)."""
+  if len(grid) != grid_shape[0] or grid_shape[1] not in (4, 8):
+    raise ValueError(f"an IQ grid of {len(grid)} words can't be shaped {grid_shape} (words of 4 or 8 bytes)")
+  words = np.array(grid, dtype=np.uint32 if grid_shape[1] == 4 else np.uint64).astype("<u4" if grid_shape[1] == 4 else "<u8")
+  return Tensor(words.view(np.uint8).reshape(grid_shape).astype(np.float32), device=device)
 # sign byte of IQ2/IQ3: 7 stored bits, the eighth makes the number of set bits even
 _KSIGNS = np.array([i | (0x80 if bin(i).count("1") % 2 else 0) for i in range(128)], dtype=np.uint8)
 

@@ -6,6 +6,8 @@ import itertools
 import linecache
 import time
 from tinygrad.device import Compiled, Allocator, BufferSpec, Program
+# the stored bits of bfloat16/fp8 <-> Python floats; its home is dtype.py, and tinygrad 0.14's tests import it from here
+from tinygrad.dtype import from_storage_scalar, to_storage_scalar  # noqa: F401
 from tinygrad.renderer.python import PythonRenderer, HELPERS
 
 class PythonAllocator(Allocator['PythonDevice']):

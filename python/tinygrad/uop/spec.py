@@ -15,8 +15,10 @@ raises a RuntimeError naming the stage and the offending UOp: its position, op, 
                 (BUFFER(REG), AFTER, STORE/LOAD), every loop is closed by an END, THREAD/GLOBAL/LOCAL ranges became SPECIALs;
                 local BUFFERs and BARRIERs may appear. An upcast kernel (codegen/opt/) adds SHRINK
                 vector loads/stores, STACK, INDEX of a lane and a GROUP of stores.
-  spec_linear   the per-UOp dtype rules of the linear program; tinygrad.renderer.verify_linear runs them after the renderer's
-                check_linear (order, scopes, src shapes of the linear-UOp contract), so that part is written once, in the renderer.
+  spec_shared   the value rules every stage shares (below); tinygrad 0.14's name.
+  spec_linear   (spec_program, 0.14's name) the per-UOp dtype rules of the linear program; tinygrad.renderer.verify_linear runs
+                them after the renderer's check_linear (order, scopes, src shapes of the linear-UOp contract), so that part is written
+                once, in the renderer.
 
 Value rules shared by all stages: every operand of an ALU has the dtype of its result, except comparisons (bool result, equal
 operands), WHERE (bool condition) and shifts (any int count). A weak CONST (a Python number, weakint/weakfloat) fits any
@@ -28,7 +30,7 @@ from tinygrad.uop.ops import PatternMatcher, UPat, UOp, Ops, GroupOp, ParamArg, 
 from tinygrad.dtype import DType, dtypes, AddrSpace
 from tinygrad.helpers import prod
 
-__all__ = ["spec_tensor", "spec_kernel", "spec_lowered", "spec_linear", "type_verify"]
+__all__ = ["spec_shared", "spec_tensor", "spec_kernel", "spec_lowered", "spec_linear", "spec_program", "type_verify"]
 
 # ***** helpers *****
 
@@ -98,7 +100,7 @@ def alu_ok(x:UOp) -> bool:
   if op in (Ops.SHL, Ops.SHR): return fits(src[0], dt) and (is_int(src[1].dtype) or src[1].dtype is dtypes.weakint)
   return all(fits(s, dt) for s in src)
 
-# the value rules every stage shares
+# the value rules every stage shares (spec_shared: tinygrad 0.14's name for them)
 _values: list = [
   # the empty STACK under a Variable (UOp.variable): no value of its own
   (UPat(Ops.STACK, dtypes.void, src=()), lambda: True),
@@ -106,6 +108,8 @@ _values: list = [
   (UPat(tuple(GroupOp.ALU), name="x"), alu_ok),
   (UPat((Ops.CAST, Ops.BITCAST), name="x"), cast_ok),
 ]
+
+spec_shared = PatternMatcher(_values)
 
 # ***** the tensor graph *****
 
@@ -232,7 +236,7 @@ def _special_ok(x:UOp) -> bool:
   """SPECIAL(end, arg=name): a launch dimension (gidx/lidx) or the CPU thread index (core_id), an int below its int end."""
   return is_int(x.dtype) and len(x.src) == 1 and fits(x.src[0], x.dtype) and x.arg in SPECIAL_NAMES
 
-spec_lowered = PatternMatcher([
+_spec_lowered_scalar = PatternMatcher([
   (UPat(Ops.SPECIAL, name="x"), _special_ok),
   (UPat(Ops.BARRIER, dtypes.void), lambda: True),
   # (a PARAM in the SINK: a buffer argument nothing reads any more, kept so the kernel takes the schedule's buffers: codegen)
@@ -299,7 +303,7 @@ spec_lowered = PatternMatcher([
   (UPat(Ops.LOAD, src=(UPat(Ops.SHRINK),), allow_any_len=True, name="x"), _linear_load_ok),
   (UPat(Ops.STORE, src=(UPat(Ops.SHRINK),), allow_any_len=True, name="x"), _linear_store_ok),
   (UPat(Ops.GROUP, dtypes.void, name="x"), lambda x: len(x.src) >= 1 and all(s.op in (Ops.STORE, Ops.END) for s in x.src)),
-]) + spec_lowered
+]) + _spec_lowered_scalar
 
 spec_linear = PatternMatcher([
   (UPat(Ops.SINK, dtypes.void), lambda: True),
@@ -323,6 +327,9 @@ spec_linear = PatternMatcher([
   *_values,
 ])
 
+# tinygrad 0.14's name for the spec of the linearized program
+spec_program = spec_linear
+
 # ***** verification *****
 
 def _describe(i:int, u:UOp) -> str:
@@ -338,9 +345,10 @@ def _broken_rule(spec:PatternMatcher, u:UOp) -> str:
     if ret is True: break
   return "it matches no rule"
 
-def type_verify(uops_or_sink:UOp|Sequence[UOp], spec:PatternMatcher, stage:str) -> None:
+def type_verify(uops_or_sink:UOp|Sequence[UOp], spec:PatternMatcher, stage:str="graph") -> None:
   """Checks every UOp of a graph (children first) or of a list against spec. Raises RuntimeError naming the stage and the first
-  UOp that no rule accepts: its position (in the list, or in the toposort of the graph), op, dtype, arg and srcs."""
+  UOp that no rule accepts: its position (in the list, or in the toposort of the graph), op, dtype, arg and srcs. (tinygrad 0.14's
+  type_verify(ast, spec) without a stage: the message says "graph".)"""
   lst = list(uops_or_sink.toposort()) if isinstance(uops_or_sink, UOp) else list(uops_or_sink)
   for i, u in enumerate(lst):
     try: ok = spec.rewrite(u)
