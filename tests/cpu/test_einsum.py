@@ -15,6 +15,10 @@ def test_einsum_matches_numpy(formula, shapes):
   out = Tensor.einsum(formula, *[Tensor(x) for x in xs])
   np.testing.assert_allclose(out.numpy(), np.einsum(formula, *xs), rtol=1e-5, atol=1e-5)
 
+def test_einsum_scalar_operand():
+  assert Tensor.einsum("->", Tensor(3.0)).item() == 3.0
+  assert Tensor.einsum(",i->i", Tensor(2.0), Tensor([1.0, 2.0])).tolist() == [2.0, 4.0]
+
 def test_einsum_repeated_index_gradient():
   a = rnd(3, 3)
   t = Tensor(a, requires_grad=True)
