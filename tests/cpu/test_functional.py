@@ -511,3 +511,14 @@ class TestKernelCounts:
          "max_pool2d indices": lambda: img.max_pool2d(return_indices=True)[1],
          "binary_crossentropy_logits": lambda: x.binary_crossentropy_logits(x)}[name]()
     assert _kernels(t) <= limit
+
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_interpolate_bilinear_uint8_no_wraparound(align_corners):
+  # torch's mode name; uint8 values are interpolated in float and rounded (0.14 wraps 253 + 25 to 22)
+  a = np.array([[0, 50, 100], [150, 200, 250]], np.uint8).reshape(1, 1, 2, 3)
+  out = Tensor(a).interpolate((3, 5), mode="bilinear", align_corners=align_corners)
+  assert out.dtype == dtypes.uint8
+  ref = Tensor(a.astype(np.float32)).interpolate((3, 5), mode="linear", align_corners=align_corners).numpy()
+  np.testing.assert_allclose(out.numpy(), ref, atol=1)
+  assert out.numpy()[0, 0, 1].tolist() == ([75, 95, 125, 155, 175] if not align_corners else [75, 100, 125, 150, 175])
+  with pytest.raises(ValueError, match=r"'bilinear' resamples 2 dims"): Tensor(a).interpolate((5,), mode="bilinear")

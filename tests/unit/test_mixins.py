@@ -170,8 +170,8 @@ def test_patterns_keep_their_form():
 # ***** the same argument checks and errors *****
 
 ERRORS = [
-  (lambda x: x.reshape(5, 5), RuntimeError, r"\(5, 5\).*\(2, 3, 4\)"), (lambda x: x.reshape(-1, -1), RuntimeError, "only one dimension"),
-  (lambda x: x.reshape(5, -1), RuntimeError, r"\(5, -1\).*\(2, 3, 4\)"), (lambda x: x.expand(3, 3, 4), RuntimeError, r"\(2, 3, 4\).*\(3, 3, 4\)"),
+  (lambda x: x.reshape(5, 5), ValueError, r"\(2, 3, 4\).*\(5, 5\)"), (lambda x: x.reshape(-1, -1), RuntimeError, "only one dimension"),
+  (lambda x: x.reshape(5, -1), ValueError, r"\(2, 3, 4\).*\(5, -1\)"), (lambda x: x.expand(3, 3, 4), RuntimeError, r"\(2, 3, 4\).*\(3, 3, 4\)"),
   (lambda x: x.expand(3, 4), RuntimeError, "fewer dims"), (lambda x: x.permute(0, 0, 1), RuntimeError, r"\(0, 0, 1\).*\(2, 3, 4\)"),
   (lambda x: x.permute(0, 1, 3), IndexError, r"dimension 3.*\(2, 3, 4\)"), (lambda x: x.pad((1, 2, 3)), ValueError, r"\(2, 3, 4\)"),
   (lambda x: x.pad(((1, 1),)), ValueError, r"\(2, 3, 4\)"), (lambda x: x.shrink(((0, 3), None, None)), ValueError, r"\(2, 3, 4\)"),

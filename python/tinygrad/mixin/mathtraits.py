@@ -150,7 +150,8 @@ class MathTrait(OperatorMixin):
   def clip(self, min_=None, max_=None): return self.clamp(min_, max_)
   # NaN stays NaN, as in numpy's maximum(x, 0); 0 takes the constant branch, so the gradient at 0 is 0 (as torch and tinygrad 0.14)
   def relu(self): return (self > 0).where(self, self.ne(self).where(self, 0))
-  def abs(self): return (self < 0).where(-self, self)
+  # 0 takes a constant branch: the gradient at 0 is 0, torch's sign(x) (and -0.0 becomes 0.0); NaN stays NaN
+  def abs(self): return (self < 0).where(-self, self.ne(0).where(self, 0))
 
   # ** unary math (ints and bools compute in the default float) **
   def reciprocal(self): return self._to_float().alu(Ops.RECIPROCAL)

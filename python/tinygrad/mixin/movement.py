@@ -62,17 +62,20 @@ class MovementMixin:
         if (inferred := num.divide_exact(den)) is None:
           raise RuntimeError(f"shape {_shape_str(shape)} can't be inferred for input of shape {_shape_str(self.shape)}")
         inferred = ssimplify(inferred)
-      elif rest == 0 or self.numel() % rest: raise RuntimeError(f"shape {shape} is invalid for input of shape {self.shape}")
+      elif rest == 0 or self.numel() % rest: raise ValueError(f"size mismatch, can't reshape {self.shape} -> {shape}")
       else: inferred = self.numel() // rest
       shape = tuple(inferred if not _sym(s) and s == -1 else s for s in shape)
-    if not all(_size_ok(s) for s in shape): raise RuntimeError(f"invalid shape {_shape_str(shape)}")
+    # ValueError with 0.14's wording for every size that cannot hold self's elements
+    if not all(_size_ok(s) for s in shape):
+      raise ValueError(f"size mismatch, can't reshape {_shape_str(self.shape)} -> invalid shape {_shape_str(shape)}")
     shape = tuple(ssimplify(s) if _sym(s) else s for s in shape)
     if not same_sizes(shape, self.shape) and (_sym(n := ssimplify(prod(shape))) or _sym(self.numel())) and not _same(n, self.numel()):
       # a symbolic size must be the same for every value of its Variables
       raise ValueError(f"shape {_shape_str(shape)} is invalid for input of shape {_shape_str(self.shape)}: the sizes {srender(n)} and "
                        f"{srender(ssimplify(self.numel()))} are not the same for every value of the Variables")
     if not same_sizes(shape, self.shape) and _differ(ssimplify(prod(shape)), ssimplify(self.numel())):
-      raise RuntimeError(f"shape {_shape_str(shape)} is invalid for input of shape {_shape_str(self.shape)} ({srender(self.numel())} elements)")
+      raise ValueError(f"size mismatch, can't reshape {_shape_str(self.shape)} ({srender(self.numel())} elements) -> "
+                       f"{_shape_str(shape)}")
     return self if shape == self.shape else self._mop(Ops.RESHAPE, shape)
   def permute(self, order, *args):
     order = tuple(self._norm_axis(a) for a in argfix(order, *args))

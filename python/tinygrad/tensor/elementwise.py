@@ -50,7 +50,8 @@ class ElementwiseMixin:
     w = 1 + self
     one, inf = w == 1, w == math.inf
     # where 1 + self rounds to 1 the result is self itself (w.log() there would add a second 1/w to the gradient)
-    return one.where(self, inf.where(w, w.log() * (self / (one | inf).where(1, w - 1))))
+    # the correction (~1) is constant to the gradient, which is then 1/w times it: inf at w = 0 as torch's 1/(1 + x), never 0 * inf
+    return one.where(self, inf.where(w, w.log() * (self / (one | inf).where(1, w - 1)).detach()))
   def _expm1(self) -> Tensor:
     """exp(self) - 1, accurate for tiny self: (u - 1) * self / log(u) with u = exp(self) rounded (Kahan's correction)."""
     u = self.exp()
@@ -119,7 +120,8 @@ class ElementwiseMixin:
     x = self._to_float()
     big = x.abs() > x._big()  # (x < -1 gives NaN in either branch)
     s = big.where(1, x)
-    ret = big.where(x.log() + _LN2, ((s - 1) + ((s - 1) * (s + 1)).sqrt())._log1p())
+    # sqrt(s-1)*sqrt(s+1): at s = 1 the gradient of sqrt((s-1)*(s+1)) would be inf * 0 (NaN), torch gives inf
+    ret = big.where(x.log() + _LN2, ((s - 1) + (s - 1).sqrt() * (s + 1).sqrt())._log1p())
     return (x < 1).where(math.nan, ret)  # (rounding could make log1p's argument exactly -1 for x < 1)
   def atanh(self) -> Tensor:
     x = self._to_float()
@@ -221,7 +223,8 @@ class ElementwiseMixin:
     m = a.maximum(b)
     same = a == b  # also inf + inf, where a - b is NaN
     d = same.where(0, (a - b).abs())
-    return same.where(a + _LN2, m + (-d).exp()._log1p())
+    # equal inputs take half the gradient each, as torch's 1/(1 + exp(b - a))
+    return same.where((a + b) * 0.5 + _LN2, m + (-d).exp()._log1p())
   def lerp(self, end:Tensor, weight) -> Tensor:
     """self + (end - self) * weight."""
     return self + (end - self) * weight

@@ -107,8 +107,12 @@ class FunctionalMixin:
     Each dim is a selection by index masks (arange comparisons), so values are picked exactly."""
     if not isinstance(size, (tuple, list)) or not size or len(size) > self.ndim or not all(isinstance(s, int) and s > 0 for s in size):
       raise ValueError(f"interpolate needs a size of 1 to {self.ndim} positive ints for shape {self.shape}, got {size!r}")
+    # torch's names for linear over 2 and 3 dims
+    if (ndims := {"bilinear": 2, "trilinear": 3}.get(mode)) is not None:
+      if len(size) != ndims: raise ValueError(f"interpolate mode {mode!r} resamples {ndims} dims, got size {size!r}")
+      mode = "linear"
     if mode not in ("linear", "nearest", "nearest-exact"):
-      raise ValueError(f"interpolate mode must be linear, nearest or nearest-exact, got {mode!r}")
+      raise ValueError(f"interpolate mode must be linear, bilinear, trilinear, nearest or nearest-exact, got {mode!r}")
     if align_corners and mode != "linear": raise ValueError(f"align_corners needs mode='linear', got {mode!r}")
     x = self
     for ax in range(self.ndim - len(size), self.ndim):

@@ -326,6 +326,7 @@ class IndexingMixin:
     index's size along dim (the writers are moved to the last axis)."""
     d = self._check_index(name, dim, index)
     if not isinstance(src, Tensor): src = Tensor.full(index.shape, src, device=self.device, dtype=self.dtype, buffer=False)
+    elif src.dtype != self.dtype: raise RuntimeError(f"{name}: self.dtype={self.dtype} must equal src.dtype={src.dtype}")
     if src.ndim != index.ndim or any(a > b for a, b in zip(index.shape, src.shape)):
       raise RuntimeError(f"{name}: src {src.shape} must have index's ndim and be at least as large as index {index.shape}")
     src = src.shrink(tuple((0, s) for s in index.shape)).cast(self.dtype)

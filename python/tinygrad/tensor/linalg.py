@@ -68,7 +68,8 @@ class LinalgMixin:
           raise RuntimeError(f"einsum {formula!r}: subscript {c!r} has sizes {sizes[c]} and {n}")
         sizes[c] = max(sizes[c], n)
     alpha = sorted(sizes)
-    aligned = [x.permute(*[s.index(c) for c in sorted(s)]).reshape(*[x.shape[s.index(c)] if c in s else 1 for c in alpha])
+    # (a list argument: a 0-d operand permutes by the empty order)
+    aligned = [x.permute([s.index(c) for c in sorted(s)]).reshape([x.shape[s.index(c)] if c in s else 1 for c in alpha])
                for s, x in zip(inputs, xs)]
     prod_ = functools.reduce(lambda a, b: a * b, aligned)._expand_to(tuple(sizes[c] for c in alpha))
     ret = prod_.sum([i for i, c in enumerate(alpha) if c not in rhs], dtype=dtype)

@@ -127,11 +127,16 @@ class TensorReduceMixin:
     x = self._to_float().transpose(ax, -1)
     if (n := x.shape[-1]) == 0: return x.transpose(ax, -1)
     m = x._scan(-1, Ops.MAX)
-    shift = (m.eq(float("inf")) | m.eq(float("-inf"))).where(0.0, m)
+    # the shift cancels, so it carries no gradient (through the running max it would be NaN at -inf)
+    shift = (m.eq(float("inf")) | m.eq(float("-inf"))).where(0.0, m).detach()
     i = Tensor.arange(n, device=self.device)
     upto = i.reshape(1, n) <= i.reshape(n, 1)
-    terms = upto.where((x.unsqueeze(-2) - shift.unsqueeze(-1)).exp(), 0.0)
-    return (terms.sum(-1).log() + shift).transpose(ax, -1)
+    # masked before exp: a later term may overflow where it is masked off, and its zero gradient times inf would be NaN
+    terms = upto.where(x.unsqueeze(-2) - shift.unsqueeze(-1), float("-inf")).exp()
+    total = terms.sum(-1)
+    # an all -inf prefix sums to 0: its -inf output is a constant (log's infinite slope times exp's 0 would be NaN)
+    some = total.ne(0)  # (NaN stays NaN)
+    return some.where(some.where(total, 1).log() + shift, float("-inf")).transpose(ax, -1)
 
   # ***** sorting *****
   def sort(self, dim:int=-1, descending:bool=False) -> tuple[Tensor, Tensor]:

@@ -1,0 +1,52 @@
+# scatter / scatter_reduce against numpy loops (every reduce mode, with and without self's own value) and the errors torch raises.
+import numpy as np
+import pytest
+from tinygrad import Tensor, dtypes
+
+IDX = np.array([[0, 1, 2, 0], [1, 2, 0, 1], [0, 0, 1, 2]], np.int32)
+SRC = np.arange(1, 13, dtype=np.float32).reshape(3, 4)
+SELF = np.full((3, 4), 2.0, np.float32)
+
+def np_scatter_reduce(self_, idx, src, reduce, include_self):
+  """torch's definition, dim 0: out[idx[i, j], j] combines src[i, j] (and self's value if include_self)."""
+  vals = {}
+  for i in range(idx.shape[0]):
+    for j in range(idx.shape[1]): vals.setdefault((idx[i, j], j), []).append(src[i, j])
+  out = self_.astype(np.float64).copy()
+  for (r, c), v in vals.items():
+    v = ([self_[r, c]] if include_self else []) + v
+    out[r, c] = {"sum": np.sum, "prod": np.prod, "mean": np.mean, "amax": np.max, "amin": np.min}[reduce](v)
+  return out
+
+def test_scatter_last_writer_and_scalar():
+  out = Tensor(SELF).scatter(0, Tensor(IDX[:2]), Tensor(SRC)).numpy()
+  ref = SELF.copy()
+  for i in range(2):
+    for j in range(4): ref[IDX[i, j], j] = SRC[i, j]
+  np.testing.assert_array_equal(out, ref)
+  out = Tensor(SELF).scatter(1, Tensor(np.array([[3], [0], [1]], np.int32)), 7.0).numpy()
+  ref = SELF.copy()
+  ref[0, 3] = ref[1, 0] = ref[2, 1] = 7.0
+  np.testing.assert_array_equal(out, ref)
+
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+def test_scatter_reduce_modes(reduce, include_self):
+  out = Tensor(SELF).scatter_reduce(0, Tensor(IDX), Tensor(SRC), reduce=reduce, include_self=include_self).numpy()
+  np.testing.assert_allclose(out, np_scatter_reduce(SELF, IDX, SRC, reduce, include_self), rtol=1e-6)
+
+def test_scatter_reduce_int_mean_floors():
+  s, src = np.array([0, 0, 5], np.int32), np.array([3, 4, 1, 2], np.int32)
+  out = Tensor(s).scatter_reduce(0, Tensor(np.array([0, 0, 1, 2], np.int32)), Tensor(src), reduce="mean").numpy()
+  np.testing.assert_array_equal(out, [7 // 3, 1 // 2, 7 // 2])
+
+def test_scatter_errors():
+  t, idx = Tensor(SELF), Tensor(IDX)
+  with pytest.raises(RuntimeError, match=r"self.dtype=dtypes.float must equal src.dtype=dtypes.int"):
+    t.scatter(0, idx, Tensor(SRC).cast(dtypes.int32))
+  with pytest.raises(RuntimeError, match=r"dtype"): t.scatter_reduce(0, idx, Tensor(SRC).cast(dtypes.int32), reduce="sum")
+  with pytest.raises(RuntimeError, match=r"needs as many dims"): t.scatter(0, Tensor([0, 1]), Tensor(SRC))
+  with pytest.raises(RuntimeError, match=r"integer index"): t.scatter(0, idx.float(), Tensor(SRC))
+  with pytest.raises(RuntimeError, match=r"reduce='foo'"): t.scatter_reduce(0, idx, Tensor(SRC), reduce="foo")
+  with pytest.raises(TypeError, match=r"reduce"): t.scatter(0, idx, Tensor(SRC), reduce="max")
+  with pytest.raises(IndexError, match=r"out of range"): t.scatter(2, idx, Tensor(SRC))
