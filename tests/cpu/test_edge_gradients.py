@@ -94,3 +94,10 @@ def test_pow_constant_int_exponent_int(e):
 
 def test_pow_int_negative_exponent_raises():
   with pytest.raises(RuntimeError, match="negative integer power"): (Tensor([1, 2, 3]) ** -1).numpy()
+
+@pytest.mark.parametrize("dtype,exps", [(dtypes.int32, (1, 2, 7, 13)), (dtypes.int64, (3, 39)), (dtypes.uint8, (5,))])
+def test_int_pow_constant_exponent_is_exact_and_wraps_as_numpy(dtype, exps):
+  # POW through a float rounded past 2**24 (11**7 was 19487172); numpy's integer power wraps in the dtype, and so does ours
+  npdt = {dtypes.int32: np.int32, dtypes.int64: np.int64, dtypes.uint8: np.uint8}[dtype]
+  xs = np.array([11, -3, 7, 0, 1, 2] if dtype is not dtypes.uint8 else [11, 3, 7, 0, 1, 2], dtype=npdt)
+  for e in exps: np.testing.assert_array_equal((Tensor(xs, dtype=dtype) ** e).numpy(), xs ** e)

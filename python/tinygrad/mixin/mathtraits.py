@@ -126,6 +126,13 @@ class MathTrait(OperatorMixin):
   def pow(self, x, reverse:bool=False):
     if type(x) is int and x < 0 and not reverse and _known(self.dtype) and dtypes.is_int(self.dtype):
       raise RuntimeError(f"integers to negative integer powers are not allowed ({self.dtype} ** {x}): cast the base to float")
+    if type(x) is int and x >= 1 and not reverse and _known(self.dtype) and dtypes.is_int(self.dtype):
+      # exact in the integer dtype (wrapping as a product does): square-and-multiply, where POW would round through a float
+      ret, sq, e = None, self, x
+      while True:
+        if e & 1: ret = sq if ret is None else ret * sq
+        if not (e := e >> 1): return ret
+        sq = sq * sq
     base, exponent = self._broadcasted(x, reverse)
     return base.alu(Ops.POW, exponent)
   def square(self): return self * self
