@@ -2,7 +2,7 @@
 # message naming the shapes involved; a valid call next to each shows the check is not over-eager.
 import numpy as np
 import pytest
-from tinygrad import Tensor
+from tinygrad import Tensor, dtypes
 
 def test_stack_errors():
   with pytest.raises(RuntimeError, match=r"one shape, got \[\(2,\), \(3,\)\]"): Tensor.stack(Tensor([1, 2]), Tensor([1, 2, 3]))
@@ -24,3 +24,17 @@ def test_reshape_size_mismatch_is_value_error(shape):
 def test_reshape_two_inferred_dims():
   with pytest.raises(RuntimeError, match=r"only one dimension can be inferred"): Tensor.ones(6).reshape(-1, -1)
   assert Tensor.ones(6).reshape(-1, 3).shape == (2, 3)
+
+def test_stack_of_a_sequence_and_more_tensors_is_a_value_error():
+  a = Tensor.ones(2, 3)
+  with pytest.raises(ValueError, match="one sequence of tensors"): Tensor.stack((a, a), a)
+  assert Tensor.stack((a, a)).shape == Tensor.stack(a, a).shape == (2, 2, 3)
+
+def test_index_tensors_that_do_not_broadcast_are_an_index_error():
+  with pytest.raises(IndexError, match=r"\(2,\), \(3,\)"): Tensor.ones(4, 4)[Tensor([0, 1]), Tensor([0, 1, 2])]
+
+def test_linspace_bool_and_arange_past_its_dtype():
+  with pytest.raises(ValueError, match="bool"): Tensor.linspace(0, 1, 5, dtype=dtypes.bool)
+  with pytest.raises(OverflowError, match="not representable"): Tensor.arange(0, 300, dtype=dtypes.uint8)
+  with pytest.raises(OverflowError): Tensor.arange(-1, 5, dtype=dtypes.uint32)
+  assert Tensor.arange(0, 256, dtype=dtypes.uint8).numpy()[-1] == 255

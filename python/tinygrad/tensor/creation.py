@@ -88,6 +88,8 @@ class CreationMixin:
     # an int range the default int can't hold is int64 (as in tinygrad 0.14): positions past 2**31 index big tensors
     last = start + (n - 1) * step
     if dtype is None and dt is dtypes.default_int and n > 0 and not dt.min <= min(start, last) <= max(start, last) <= dt.max: dt = dtypes.int64
+    if n > 0 and dtypes.is_int(dt) and not dt.min <= min(start, last) <= max(start, last) <= dt.max:
+      raise OverflowError(f"arange [{start}, {stop}) is not representable in dtype {dt}")
     if n == 0: return Tensor.full((0,), 0, dtype=dt, device=device, buffer=False)
     i = _positions(n, device)
     if not dtypes.is_float(dt): return (i.cast(dt) * step + start).cast(dt) if step != 1 or start != 0 else i.cast(dt)
@@ -113,6 +115,7 @@ class CreationMixin:
     if not isinstance(steps, int) or isinstance(steps, bool): raise TypeError(f"linspace needs an int number of steps, got {steps!r}")
     if steps < 0: raise ValueError(f"linspace needs steps >= 0, got {steps}")
     dt = _dtype_or(dtype, dtypes.default_float)
+    if dt is dtypes.bool: raise ValueError("linspace with bool dtype is not supported")
     if steps == 1: return Tensor([start], device=device, dtype=dt)
     step = (stop - start) / max(steps - 1, 1)
     return (Tensor.arange(steps, device=device).cast(dtypes.default_float) * step + start).cast(dt)

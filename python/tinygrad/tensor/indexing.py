@@ -183,7 +183,10 @@ class IndexingMixin:
     if not adv: return x, [], (), None, None
     # one-hot selection: each index dim compared against an arange, all masks and-ed
     bshape = adv[0][1].shape
-    for _, t, _ in adv[1:]: bshape = broadcast_shape(bshape, t.shape)
+    try:
+      for _, t, _ in adv[1:]: bshape = broadcast_shape(bshape, t.shape)
+    except RuntimeError as e:   # IndexError, as numpy, torch and tinygrad 0.14 raise for index tensors that don't broadcast
+      raise IndexError(f"shape mismatch: the index tensors of shapes {[t.shape for _, t, _ in adv]} can't be broadcast together") from e
     nb = len(bshape)
     mask = None
     for pos, t, n in adv:

@@ -32,6 +32,8 @@ class TensorMovementMixin:
     return ret
   def stack(self, *args:Tensor, dim:int=0) -> Tensor:
     """Joins self and args along a new dim (Tensor.stack(a, b) and Tensor.stack([a, b]) work too)."""
+    if isinstance(self, (list, tuple)) and args:
+      raise ValueError(f"stack takes tensors or one sequence of tensors, got a sequence of {len(self)} and {len(args)} more tensor(s)")
     args = tuple(self) + args if isinstance(self, (list, tuple)) else (self,) + args
     if not args: raise ValueError("stack needs at least one tensor")
     d = check_tensors("stack", args)[0]._norm_axis(dim, extra=1)
