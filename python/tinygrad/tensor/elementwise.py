@@ -110,7 +110,7 @@ class ElementwiseMixin:
     return ((1 - x) / (1 + x)).sqrt().atan() * 2
   def asinh(self) -> Tensor:
     x = self._to_float()
-    a = x.abs()
+    a = (x < 0).where(-x, x)   # |x|, with the gradient 1 at 0 (abs's is 0 there, as torch's: asinh'(0) is 1)
     big = a > a._big()
     s = big.where(1, a)
     # log1p(a + a*a / (1 + sqrt(1 + a*a))) near 0, log(a) + log(2) where a*a would overflow
