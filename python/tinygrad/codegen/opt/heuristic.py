@@ -368,10 +368,10 @@ def _unpadded_tap_tile(ast:UOp, loops:list[UOp], tap:UOp) -> UOp|None:
   """An unpadded conv's backward (no gated loads; tinygrad's MNIST convs, 5x5 on 24x24 and 3x3 on 8x8): the inner tap loop upcast
   fully, then
   - the input gradient before its taps are summed (one value per pixel and tap, a reduce over the output channels): the image row
-    before the taps upcast by UPCAST: each weight serves the row's lanes, each gradient vector the tap's (1000 -> 170 ms);
+    before the taps upcast by UPCAST: each weight serves the row's lanes, each gradient vector the tap's;
   - the weight gradient (a reduce over batch and image): the output channels upcast by UPCAST and the image's innermost reduce loop
     unrolled (by UPCAST, or fully when short: a 6x6 image): each input value serves the channels' lanes, each gradient value the
-    tap's (a 32x32x5x5 gradient over 64x20x20: 990 -> 150 ms).
+    tap's (timings: benches/README.md, bench_mnist).
   None where neither applies."""
   reds, unrolls = ranges_of(ast, AxisType.REDUCE), ranges_of(ast, AxisType.UNROLL)
   tap_loads = [ld for ld in _reduce_loads(ast) if tap in ld.src[0].toposort()]
