@@ -35,10 +35,10 @@ def test_mnist_training_step_kernels_are_small():
   specs = [get_spec(si, "CPU") for si in kernels]
   biggest = max(specs, key=lambda s: len(s.src))
   # the batchnorm statistic over 512 x 24 x 24 (nested reduces) was 4.2 MB of C with every reduce loop unrolled
-  assert len(biggest.src) < 32_000, (biggest.name, len(biggest.src))
+  assert len(biggest.src) < 24_000, (biggest.name, len(biggest.src))
   st = time.perf_counter()
   ClangCompiler(cachekey=None).compile(biggest.src)
-  assert time.perf_counter() - st < 2.0, biggest.name
+  assert time.perf_counter() - st < 1.0, biggest.name
 
 def test_nested_reduces_unroll_once():
   x = np.random.default_rng(0).standard_normal((32, 32, 24, 24), dtype=np.float32)

@@ -4,7 +4,7 @@ import sys
 import numpy as np
 import pytest
 from conftest import DEVICES
-from tinygrad import Tensor
+from tinygrad import Tensor, dtypes
 from tinygrad.uop.ops import UOp, Ops, AxisType
 from tinygrad.codegen import lower_ast, full_rewrite_to_sink
 from tinygrad.codegen.split_ranges import split_ranges, _cuts
@@ -167,3 +167,20 @@ def test_big_padded_conv_pieces_all_vector_stores():
   t = Tensor.empty(8, 64, 56, 56).conv2d(Tensor.empty(64, 64, 3, 3), padding=1)
   stores = _output_stores(lowered(t))
   assert len(stores) == 9 * 16 and all(st.src[0].op is Ops.SHRINK and st.src[0].src[2].arg == 8 for st in stores)
+
+def _conjuncts(g:UOp) -> set[UOp]:
+  return set().union(*(_conjuncts(s) for s in g.src)) if g.op is Ops.AND and g.dtype == dtypes.bool else {g}
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_pad_of_pad_masks_each_load_once(device):
+  # a reduce over a view padded twice: the inner pad's load is gated by both masks, so the outer where(mask, load, 0) is the load
+  x = rand(5, 6)
+  t = ((Tensor(x, device=device).pad(((1, 1), (2, 0))) * 2).pad(((0, 2), (1, 1))).exp()).sum(axis=0)
+  k = lowered(t, device)
+  loads = {u for u in k.uops if u.op is Ops.LOAD and len(u.src) == 3}
+  assert loads
+  redundant = [u for u in k.uops if u.op is Ops.WHERE and u.src[1] in loads and u.src[2] is u.src[1].src[1] and
+               _conjuncts(u.src[0]) <= _conjuncts(u.src[1].src[2])]
+  assert not redundant
+  want = np.exp(np.pad(np.pad(x, ((1, 1), (2, 0))) * 2, ((0, 2), (1, 1)))).sum(axis=0)
+  np.testing.assert_allclose(t.numpy(), want, rtol=1e-5)

@@ -34,10 +34,23 @@ _INTS = frozenset(dtypes.ints + (dtypes.weakint,))
 def _drop_neg_zero(x:UOp, z:UOp) -> UOp|None: return x if dtypes.is_float(x.dtype) and z.arg == 0 and math.copysign(1.0, z.arg) < 0 else None
 def _fold_gated_load(ld:UOp, g:UOp) -> UOp: return ld.replace(src=(ld.src[0],)) if g.arg else ld.src[1]
 
+def _conjuncts(g:UOp) -> set[UOp]:
+  out, stack = set(), [g]
+  while stack:
+    if (u := stack.pop()).op is Ops.AND and u.dtype is dtypes.bool: stack.extend(u.src)
+    else: out.add(u)
+  return out
+
+def _where_of_gated_load(c:UOp, ld:UOp, f:UOp) -> UOp|None:
+  """where(c, load gated by g, alt) is the load when c's conjuncts are among g's and the where's other side is the load's alt value
+  (a padded view read through another pad: each pad's mask was applied again around a load that already reads alt outside it)."""
+  return ld if f is ld.src[1] and _conjuncts(c) <= _conjuncts(ld.src[2]) else None
+
 # a comparison folded to a constant takes its mask with it. x + -0.0 is x for every float x (the masked-out side of a cat's sum)
 pm_fold_gates = PatternMatcher([
   (UPat(Ops.WHERE, src=(UPat.cvar("g", dtypes.bool), UPat.var("t"), UPat.var("f"))), lambda g, t, f: t if g.arg else f),
   (UPat(Ops.LOAD, src=(UPat(), UPat(), UPat.cvar("g", dtypes.bool)), name="ld"), _fold_gated_load),
+  (UPat(Ops.WHERE, src=(UPat.var("c"), UPat(Ops.LOAD, src=(UPat(), UPat(), UPat()), name="ld"), UPat.var("f"))), _where_of_gated_load),
   (UPat(Ops.AND, dtypes.bool, src=[UPat.var("x"), UPat.cvar("c")]), lambda x, c: x if c.arg else c),
   (UPat(Ops.OR, dtypes.bool, src=[UPat.var("x"), UPat.cvar("c")]), lambda x, c: c if c.arg else x),
   (UPat(Ops.ADD, src=[UPat.var("x"), UPat.cvar("z")]), _drop_neg_zero),
