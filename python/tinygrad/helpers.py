@@ -23,6 +23,7 @@ import re
 import sys
 import threading
 import types
+import warnings
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Generator, Generic, Iterable, Iterator, Sequence, TypeGuard, TypeVar, cast, overload
@@ -380,24 +381,16 @@ class _DEV(ContextVar):
 
 # the global settings; defaults match tinygrad 0.14
 DEV, DEBUG, BEAM, NOOPT = _DEV("DEV", ""), ContextVar("DEBUG", 0), ContextVar("BEAM", 0), ContextVar("NOOPT", 0)
-IMAGE, FLOAT16, OPENPILOT_HACKS = ContextVar("IMAGE", 0), ContextVar("FLOAT16", 0), ContextVar("OPENPILOT_HACKS", 0)
-JIT, JIT_BATCH_SIZE = ContextVar("JIT", 1), ContextVar("JIT_BATCH_SIZE", 32)
-CHUNK_SIZE = 2**20  # content-addressed storage granularity
-WINO, CAPTURING, TRACEMETA, NO_COLOR = ContextVar("WINO", 0), ContextVar("CAPTURING", 1), ContextVar("TRACEMETA", 1), ContextVar("NO_COLOR", 0)
+JIT = ContextVar("JIT", 1)
+NO_COLOR = ContextVar("NO_COLOR", 0)
 TRAINING = ContextVar("TRAINING", 0)
 USE_TC, TC_SELECT, TC_OPT = ContextVar("TC", 1), ContextVar("TC_SELECT", -1), ContextVar("TC_OPT", 0)
-TRANSCENDENTAL, NOLOCALS = ContextVar("TRANSCENDENTAL", 1), ContextVar("NOLOCALS", 0)
-SPLIT_REDUCEOP, NO_MEMORY_PLANNER, LRU = ContextVar("SPLIT_REDUCEOP", 1), ContextVar("NO_MEMORY_PLANNER", 0), ContextVar("LRU", 1)
-RING, ALL2ALL, ALLREDUCE_CAST = ContextVar("RING", 1), ContextVar("ALL2ALL", 0), ContextVar("ALLREDUCE_CAST", 1)
+NOLOCALS = ContextVar("NOLOCALS", 0)
+NO_MEMORY_PLANNER, LRU = ContextVar("NO_MEMORY_PLANNER", 0), ContextVar("LRU", 1)
 CACHELEVEL, IGNORE_BEAM_CACHE = ContextVar("CACHELEVEL", 2), ContextVar("IGNORE_BEAM_CACHE", 0)
-VALIDATE_WITH_CPU = ContextVar("VALIDATE_WITH_CPU", 0)
-DISABLE_FAST_IDIV = ContextVar("DISABLE_FAST_IDIV", 1)
 FUSE_OPTIM = ContextVar("FUSE_OPTIM", 0)
 ALLOW_DEVICE_USAGE, MAX_BUFFER_SIZE = ContextVar("ALLOW_DEVICE_USAGE", 1), ContextVar("MAX_BUFFER_SIZE", 0)
-MAX_KERNEL_BUFFERS = ContextVar("MAX_KERNEL_BUFFERS", 0)
-EMULATED_DTYPES = ContextVar("EMULATED_DTYPES", "")
 DEFAULT_FLOAT, DEFAULT_INT = ContextVar("DEFAULT_FLOAT", "float32"), ContextVar("DEFAULT_INT", "int32")
-CAPTURE_PROCESS_REPLAY = ContextVar("CAPTURE_PROCESS_REPLAY", 0)
 
 def _get_cpu_count() -> int:
   """CPUs this process may use, respecting cgroup quotas (containers) and affinity where the platform exposes them."""
@@ -414,15 +407,15 @@ VIZ = ContextVar("VIZ", 0)  # VIZ turns on PROFILE, PROFILE alone does not need 
 PARALLEL = ContextVar("PARALLEL", NUM_CPU_THREADS.value // max(1, getenv("PYTEST_XDIST_WORKER_COUNT", 1)) if VIZ == 0 else 0)
 PROFILE = ContextVar("PROFILE", abs(VIZ.value))
 SPEC = ContextVar("SPEC", 1)
-CHECK_OOB = ContextVar("CHECK_OOB", 0)
-PCONTIG = ContextVar("PCONTIG", 0)
-DEBUG_RANGEIFY = ContextVar("DEBUG_RANGEIFY", 0)
-TUPLE_ORDER = ContextVar("TUPLE_ORDER", 1)
 CCACHE = ContextVar("CCACHE", 1)          # 0 disables the compiler cache
-ALLOW_TF32 = ContextVar("ALLOW_TF32", 0)
 SCACHE = ContextVar("SCACHE", 1)          # 0 disables the schedule cache
-USE_ATOMICS = ContextVar("USE_ATOMICS", 0)
-DISALLOW_BROADCAST = ContextVar("DISALLOW_BROADCAST", 0)
+# tinygrad 0.14 flags for features this project does not have (image dtypes, Winograd convs, dtype emulation by flag, per-access
+# bounds checks, partial contiguous): code that imports them keeps working, and one set in the environment is reported as doing nothing
+IMAGE, WINO, EMULATED_DTYPES = ContextVar("IMAGE", 0), ContextVar("WINO", 0), ContextVar("EMULATED_DTYPES", "")
+CHECK_OOB, PCONTIG = ContextVar("CHECK_OOB", 0), ContextVar("PCONTIG", 0)
+INERT_FLAGS = (IMAGE, WINO, EMULATED_DTYPES, CHECK_OOB, PCONTIG)
+for _flag in INERT_FLAGS:
+  if _flag.value: warnings.warn(f"{_flag.key}={_flag.value} has no effect in this tinygrad (README: differences from tinygrad 0.14)", stacklevel=2)
 # NOTE: tinygrad 0.14 defines this one in uop/ops.py; it lives here so the rewrite engine and the tests can share it
 TRACK_MATCH_STATS = ContextVar("TRACK_MATCH_STATS", 2 if VIZ else 0)
 

@@ -57,8 +57,7 @@ class TestContextVar:
   def test_defaults(self):
     # tinygrad 0.14 defaults, for the ones the environment does not override
     want = {"DEBUG": 0, "BEAM": 0, "NOOPT": 0, "JIT": 1, "SPEC": 1, "CACHELEVEL": 2, "IGNORE_BEAM_CACHE": 0, "VIZ": 0, "TC": 1, "TC_SELECT": -1,
-            "DEFAULT_FLOAT": "float32", "DEFAULT_INT": "int32", "JIT_BATCH_SIZE": 32, "TRANSCENDENTAL": 1, "SPLIT_REDUCEOP": 1, "CAPTURING": 1,
-            "EMULATED_DTYPES": "", "IMAGE": 0, "TRACEMETA": 1, "LRU": 1, "CCACHE": 1, "SCACHE": 1, "TUPLE_ORDER": 1, "DISABLE_FAST_IDIV": 1}
+            "DEFAULT_FLOAT": "float32", "DEFAULT_INT": "int32", "EMULATED_DTYPES": "", "IMAGE": 0, "LRU": 1, "CCACHE": 1, "SCACHE": 1}
     for k, v in want.items():
       if k not in os.environ: assert ContextVar._cache[k].value == v, k
     if "VIZ" not in os.environ and "TRACK_MATCH_STATS" not in os.environ: assert TRACK_MATCH_STATS.value == 0

@@ -35,7 +35,7 @@ import types
 from dataclasses import replace
 from multiprocessing.connection import wait as wait_connections
 from typing import Any, Sequence
-from tinygrad.helpers import DEBUG, PARALLEL, CACHELEVEL, IGNORE_BEAM_CACHE, ContextVar, getenv, diskcache_get, diskcache_put, tqdm
+from tinygrad.helpers import DEBUG, PARALLEL, CACHELEVEL, IGNORE_BEAM_CACHE, NOLOCALS, ContextVar, getenv, diskcache_get, diskcache_put, tqdm
 from tinygrad.helpers import time_to_str, colored, prod
 from tinygrad.device import Device, Buffer
 from tinygrad.dtype import AddrSpace
@@ -59,7 +59,7 @@ actions += [Opt(OptOps.SWAP, axis0, axis1) for axis0 in range(5) for axis1 in ra
 actions += [Opt(OptOps.THREAD, axis, amt) for amt in [2, 3, 4, 5, 8, 12, 16, 24, 32, 64] for axis in range(3)]
 actions += [Opt(OptOps.PACK, axis, arg) for axis in range(4) for arg in range(2)]   # ours: a panel packed in a loop (CPU)
 actions += [Opt(OptOps.CHAIN)]   # ours: a reduce's unrolled products as a chain of fused multiply-adds (renderers with fused_mulacc)
-if getenv("NOLOCALS"): actions += [Opt(OptOps.NOLOCALS)]
+if NOLOCALS: actions += [Opt(OptOps.NOLOCALS)]
 
 BEAM_DEBUG = ContextVar("BEAM_DEBUG", 0)
 UPCAST_MAX, LOCAL_MAX = getenv("BEAM_UPCAST_MAX", 256), getenv("BEAM_LOCAL_MAX", 1024)  # lanes of all UPCAST/UNROLL (LOCAL/GROUP) ranges
