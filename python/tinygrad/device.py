@@ -401,10 +401,10 @@ class ProgramLoader:
   the kernels added while no compile is running start compiling in a background thread once they hold OVERLAP_BYTES of source, with one
   compiler process fewer than the cores (the lowering keeps one busy); finish() compiles the rest on every core and waits for all. Otherwise
   everything is compiled in one go by finish(). A failed compile raises from finish(), after the background compile has ended."""
-  OVERLAP_BYTES = 8192   # less C than this: a compiler process's start-up (~35 ms for clang) costs more than the overlap gains
+  OVERLAP_BYTES = 8192   # less C than this: a compiler process's start-up costs more than the overlap gains (benches/README.md, Design measurements)
   def __init__(self, dev:Compiled):
     self.dev, self.pending, self.seen = dev, [], set()
-    # decided at the first kernel that needs loading: os.cpu_count() reads a file (~60 us after a pause), too much for every realize
+    # decided at the first kernel that needs loading: os.cpu_count() reads a sysfs file, too slow to do on every realize
     self.background: bool|None = None
     self.job: threading.Thread|None = None
     self.error: BaseException|None = None
@@ -449,7 +449,7 @@ class Compiled:
   @property
   def renderer(self) -> Renderer:
     # DEV's value is replaced, never mutated, when DEV changes (Context(DEV=...)): the choice made for one value holds until then. Choosing
-    # costs ~20 us (Target parsing and matching), paid twice per kernel launch without this
+    # parses and matches a Target, which would otherwise be paid twice per kernel launch
     if (memo := self._renderer_memo) is not None and memo[0] is DEV._value: return memo[1]
     if not self.renderers: raise RuntimeError(f"{self.device} has no renderer")
     t = DEV.target(self.device.split(":")[0], **({"arch": self.arch} if self.arch else {}))

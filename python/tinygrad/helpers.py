@@ -554,7 +554,7 @@ if getenv("DEBUG_GC"):
 
 @functools.cache
 def host_memory() -> int:
-  """Bytes of RAM plus swap on this machine (0 when unknown): no host allocation can be bigger."""
+  """Bytes of RAM plus swap on the host (0 when unknown): no host allocation can be bigger."""
   try:
     with open("/proc/meminfo") as f: info = {k: int(v.split()[0]) * 1024 for k, v in (line.split(":", 1) for line in f if ":" in line)}
     return info["MemTotal"] + info.get("SwapTotal", 0)
@@ -563,7 +563,7 @@ def host_memory() -> int:
     except (ValueError, OSError, AttributeError): return 0
 
 def check_host_alloc(nbytes:int, what:str) -> None:
-  """MemoryError, before anything is allocated, when nbytes can't fit in this machine's memory (the OOM killer would end the process
+  """MemoryError, before anything is allocated, when nbytes can't fit in the host's memory (the OOM killer would end the process
   part way instead)."""
   if (mem := host_memory()) and nbytes > mem:
     raise MemoryError(f"{what} needs {size_to_str(nbytes)}, more than this machine's memory and swap ({size_to_str(mem)})")

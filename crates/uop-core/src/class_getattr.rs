@@ -2,10 +2,10 @@
 //!
 //! On CPython 3.11 `enum.EnumType` defines `__getattr__`, so every enum class gets CPython's generic attribute slot,
 //! which calls `type.__getattribute__` through a freshly made method wrapper before it finds the member in the class
-//! dict: about 75 ns for each `Ops.ADD`, a large part of building a UOp from Python. [`fast_class_getattr`] gives a
-//! metaclass derived from `EnumType` a slot that runs `type`'s own lookup directly and calls the original slot (which
-//! ends in `__getattr__`) only when that lookup raises AttributeError: the same results, without the detour. CPython
-//! 3.12 and later dropped `EnumType.__getattr__` and already use `type`'s lookup, so there it changes nothing.
+//! dict, for each `Ops.ADD`: a large part of building a UOp from Python (benches/README.md, Design measurements).
+//! [`fast_class_getattr`] gives a metaclass derived from `EnumType` a slot that runs `type`'s own lookup directly and
+//! calls the original slot (which ends in `__getattr__`) only when that lookup raises AttributeError: the same results,
+//! without the detour. CPython 3.12 and later dropped `EnumType.__getattr__` and already use `type`'s lookup, so there it changes nothing.
 
 use std::sync::OnceLock;
 

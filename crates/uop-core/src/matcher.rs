@@ -61,7 +61,7 @@ pub struct MatchScratch<'py> {
 
 thread_local! {
   /// The capture vector of the last [`PatternMatcher::rewrite`] call on this thread, kept empty for the next one: a rewrite
-  /// called from Python in a loop then allocates nothing (allocating it was ~8% of such a call's instructions).
+  /// called from Python in a loop then allocates nothing (allocating it was a visible share of such a call's cost).
   static SPARE_CAPS: std::cell::Cell<Vec<Option<Py<PyAny>>>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
@@ -114,8 +114,9 @@ const CO_VARARGS: u32 = 0x04;
 const CO_VARKEYWORDS: u32 = 0x08;
 
 /// The parameters of a plain Python function read from its code object: what `inspect.signature` returns for it, at a
-/// fraction of the cost (building the symbolic matchers at import called it ~460 times, ~9 ms). None for anything else
-/// (builtins, partials, bound methods, wrapped or annotated-signature functions), which take the inspect path.
+/// fraction of the cost (building the symbolic matchers at import calls it hundreds of times: benches/README.md, Design
+/// measurements). None for anything else (builtins, partials, bound methods, wrapped or annotated-signature functions),
+/// which take the inspect path.
 fn code_params(fxn: &Bound<'_, PyAny>) -> PyResult<Option<Vec<ParamInfo>>> {
   let Ok(f) = fxn.cast::<pyo3::types::PyFunction>() else { return Ok(None) };
   if f.hasattr("__wrapped__")? || f.hasattr("__signature__")? {

@@ -25,7 +25,7 @@ use crate::toposort::toposort;
 /// The graph node. Fields: `op` (an `Ops` member), `dtype`, `src` (tuple of UOps), `arg`, `tag`.
 ///
 /// UOps are not tracked by Python's cyclic garbage collector: graphs are DAGs, freed by reference counting alone, and
-/// tracking millions of nodes made every collection walk them (creation was ~6x slower with the GC on). A reference
+/// tracking millions of nodes made every collection walk them (creation was several times slower with the GC on). A reference
 /// cycle through a node's own attributes (`u.x = u`) is therefore never collected; don't cache a node's graph on it.
 #[pyclass(frozen, weakref, dict, module = "tinygrad.uop.ops", name = "UOp")]
 pub struct UOp {

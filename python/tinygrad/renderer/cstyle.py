@@ -59,7 +59,7 @@ static inline unsigned short tg_f2bf(float f) {
 static inline float tg_rbf(float f) { return tg_bf2f(tg_f2bf(f)); }
 #endif"""
 
-# libm's scalar exp2f (~3 ns an element) bounded softmax: this one is plain float32 arithmetic the C compiler inlines and vectorizes with
+# libm's scalar exp2f, one call per element, bounded softmax: this one is plain float32 arithmetic the C compiler inlines and vectorizes with
 # the loop around it. k = round(x) (x + 1.5*2**23 rounds to an integer in the low mantissa bits), f = x - k in [-0.5, 0.5], 2**f by a
 # minimax polynomial (relative error 2**-28.9 in exact arithmetic), times 2**(k//2) and 2**(k-k//2) built from the bits (each a normal
 # number: only the last multiply rounds, also into the subnormals). Checked exhaustively: <= 1 ulp from the correctly rounded result for
@@ -412,7 +412,7 @@ class _CWriter:
 
 # clang's partial unrolling of a loop the codegen already unrolled (the lanes of a tile, an unrolled reduce) or of a loop around another loop
 # copies big bodies several times: in gpt2's matmul kernels a third of the compile time went to that, and run time did not change.
-# Full unrolling of short loops (a 3x3 window, an 8-step reduce whose loads are then hoisted: 7x faster conv backward) and the unrolling
+# Full unrolling of short loops (a 3x3 window, an 8-step reduce whose loads are then hoisted: a conv backward) and the unrolling
 # of loops over transcendentals (vectorized across iterations) are left to clang.
 _UNROLL_KEEP_TRIP, _UNROLL_BIG_BODY = 8, 24
 _VECTORIZED_MATH = frozenset({Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT})
@@ -453,7 +453,7 @@ _X86_FMA = {(16, "float"): ("__FMA__", "__builtin_ia32_vfmaddps({})"), (32, "flo
 def _fma_helper(vt:str, scalar:str, lanes:int) -> str:
   """A vector fused multiply-add: on x86 with FMA (-march=native defines __FMA__) the vfmadd builtin of its width; else clang's
   __builtin_elementwise_fma where it has one (not clang 14); else fmaf/fma per lane, exact everywhere (but in a kernel clang 14's SLP
-  vectorizer regroups those lanes across a tile's accumulators into shuffles: 4x slower on the dot tile). Guarded: the kernels of a
+  vectorizer regroups those lanes across a tile's accumulators into shuffles: far slower on the dot tile). Guarded: the kernels of a
   unit share one translation unit."""
   fn = "__builtin_fmaf" if scalar == "float" else "__builtin_fma"
   per_lane = ", ".join(f"{fn}(a[{i}], b[{i}], c[{i}])" for i in range(lanes))

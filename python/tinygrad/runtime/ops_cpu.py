@@ -73,7 +73,7 @@ def _root(buf:CPUBuffer) -> CPUBuffer:
 
 # Large buffers are private anonymous memory that asks for transparent huge pages: Linux gives huge pages only to private memory (shared
 # memory, memfds included, gets them only where an admin turned shmem THP on), and a kernel streaming through 2 MiB pages walks far
-# fewer page tables than through 4 KiB ones (x.sum() of 16M floats after a pause: about 2.9 ms against 4-4.4 ms). They start on a huge
+# fewer page tables than through 4 KiB ones (x.sum() of 16M floats: benches/README.md, Design measurements). They start on a huge
 # page boundary (the mapping is over-allocated by one huge page: address space only, the slack is never touched), so every whole 2 MiB
 # of the buffer can be one page.
 HUGE_PAGE = 2 << 20   # the PMD size of x86-64 and arm64 with 4 KiB pages
@@ -266,7 +266,7 @@ class CPUDevice(Compiled):
     return ThreadPoolExecutor(max_workers=NUM_CPU_THREADS.value, thread_name_prefix="tinygrad-cpu", initializer=self.placement.register)
   def native_pool(self, build:bool) -> NativePool|None:
     """The C thread pool threaded kernels run on, or None: where it can't be built, and until it is built they use `pool`. Building it
-    runs the C compiler once (~0.1 s, then the disk cache): a program pays it when it captures a TinyJit (build) or has launched
+    runs the C compiler once (then the disk cache): a program pays it when it captures a TinyJit (build) or has launched
     POOL_AFTER_LAUNCHES threaded kernels, not a script that runs a few."""
     if (pool := native_pool(None, 0)) is not None: return pool
     self.threaded_launches += 1

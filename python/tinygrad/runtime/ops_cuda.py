@@ -43,7 +43,7 @@ def device_count() -> int:
   return n
 
 def _driver_library_present() -> bool:
-  """Whether the NVIDIA driver's library loads: a cheap test before importing cuda-python (its driver module takes ~0.3 s to import)."""
+  """Whether the NVIDIA driver's library loads: a cheap test before importing cuda-python (its driver module is slow to import)."""
   for name in ("nvcuda.dll",) if sys.platform == "win32" else ("libcuda.so.1", "libcuda.so"):
     try:
       ctypes.CDLL(name)

@@ -155,7 +155,7 @@ MAX_FUSED_OPS = 32   # ... and ALU ops it may take (gelu takes 59: recomputed in
 MIN_RECOMPUTE = 8    # ... of at least this many elements per element
 # ... and whose recomputed ALU ops in all (ops x elements x recomputations) stay below this: a relu's gradient (a compare, a select,
 # ~6 ops) feeding a conv's weight gradient is computed again for every input channel and tap (144 times at 16 channels, 200M ops for
-# a 64x32x8x8 activation): the conv's backward cost 5-10x its forward. A buffer of its own is an elementwise kernel more, or none
+# a 64x32x8x8 activation): the conv's backward cost several times its forward. A buffer of its own is an elementwise kernel more, or none
 # when the value sits on a reduce that then becomes its kernel (a matmul's gradient). Values of fewer than MIN_RECOMPUTED_SIZE
 # elements (a batchnorm's per-channel statistics) stay recomputed: each would be a kernel of its own
 MAX_RECOMPUTED_OPS = 1 << 24
@@ -460,10 +460,10 @@ def _splits(u:UOp, total) -> bool:
 
 def _stored_values(ctx:KernelContext, src:UOp) -> bool:
   """Whether src is a buffer's elements as they are (through movement ops and casts). Summing those only reads memory, which one core
-  does about as fast as all of them (x.sum() of 16M floats here: one core streams 30 GB/s, two 27 GB/s, in C), so such a sum stays one
-  kernel: the split's partials kernel, its threads and the second launch only add time (2.6-2.7 ms against 2.9-4.6 ms with the split).
-  A sum of computed values splits, for the cores' arithmetic; so does every big sum on a machine with more cores than STREAM_CORES,
-  where one core gets a smaller share of the memory's bandwidth (measured only on this 2-core machine: kept to what was measured)."""
+  does about as fast as all of them, so such a sum stays one kernel: the split's partials kernel, its threads and the second launch
+  only add time (benches/README.md, Design measurements). A sum of computed values splits, for the cores' arithmetic; so does every big
+  sum on a machine with more cores than STREAM_CORES, where one core gets a smaller share of the memory's bandwidth (STREAM_CORES is
+  as far as this has been measured)."""
   if NUM_CPU_THREADS.value > STREAM_CORES: return False
   while not (src.op is Ops.BUFFER or src in ctx.bufs or src in ctx.extra or ctx.realized_buffer(src) is not None):
     if src.op not in GroupOp.Movement and src.op not in (Ops.CAST, Ops.DETACH, Ops.CONTIGUOUS_BACKWARD): return False

@@ -18,7 +18,7 @@ if TYPE_CHECKING: from tinygrad.tensor.core import Tensor
 else: Tensor = None  # the class, bound by tinygrad/tensor/core.py once it exists (this mixin is one of its bases)
 
 # every live Tensor, weakly: a dead tensor's ref removes itself (set.discard is the callback, no Python frame runs). Tensor._new,
-# the hot path, inlines track as live_add(weakref.ref(t, forget)): ~0.1 us less per tensor than the call
+# the hot path, inlines track as live_add(weakref.ref(t, forget)), saving a Python call per tensor
 _tensors: set[weakref.ref] = set()
 live_add, forget = _tensors.add, _tensors.discard
 def track(t:Tensor) -> None: live_add(weakref.ref(t, forget))

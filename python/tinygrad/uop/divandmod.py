@@ -24,7 +24,7 @@ from tinygrad.uop import Ops
 from tinygrad.uop.ops import PatternMatcher, UPat, UOp, ParamArg
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import unwrap
-# a module global is read faster than Ops.X (~20 ns, see uop/__init__.py): the hottest code uses these aliases
+# a module global is read faster than Ops.X (see uop/__init__.py): the hottest code uses these aliases
 _ADD, _BUFFER, _CONST, _FLOORDIV, _FLOORMOD, _MUL = Ops.ADD, Ops.BUFFER, Ops.CONST, Ops.FLOORDIV, Ops.FLOORMOD, Ops.MUL
 _PARAM, _STACK = Ops.PARAM, Ops.STACK
 

@@ -337,14 +337,14 @@ def print_uop_graph(u:UOp) -> None: print(pretty_print(u))
 
 if os.environ.get("TINYGRAD_CORE_SELFCHECK"): assert UOp(Ops.NOOP) is UOp(Ops.NOOP)
 
-# ***** symbolic: constants, Variables, value ranges, simplification (issue 3) *****
+# ***** symbolic: constants, Variables, value ranges, simplification *****
 # The rules live in tinygrad/uop/symbolic.py and the renderers in tinygrad/uop/render.py; both are imported late (they import this module).
 import collections  # noqa: E402
 import dataclasses  # noqa: E402
 import math  # noqa: E402
 import operator  # noqa: E402
 from enum import Enum, auto  # noqa: E402
-# a module global is read faster than Ops.X (~20 ns, see uop/__init__.py): the hottest code uses these aliases
+# a module global is read faster than Ops.X (see uop/__init__.py): the hottest code uses these aliases
 _ADD, _AFTER, _AND, _BUFFER, _CAST, _CDIV = Ops.ADD, Ops.AFTER, Ops.AND, Ops.BUFFER, Ops.CAST, Ops.CDIV
 _CMOD, _CMPEQ, _CMPLT, _CMPNE, _CONST, _FLOORDIV = Ops.CMOD, Ops.CMPEQ, Ops.CMPLT, Ops.CMPNE, Ops.CONST, Ops.FLOORDIV
 _FLOORMOD, _INDEX, _LOAD, _MAX, _MUL, _OR = Ops.FLOORMOD, Ops.INDEX, Ops.LOAD, Ops.MAX, Ops.MUL, Ops.OR

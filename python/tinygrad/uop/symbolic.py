@@ -16,7 +16,7 @@ from tinygrad.uop.ops import UOp, UPat, PatternMatcher, exec_alu
 from tinygrad.uop.divandmod import div_and_mod_symbolic
 from tinygrad.dtype import ConstType, dtypes, can_lossless_cast, Invalid, bitcast, truncate
 from tinygrad.helpers import dedup, flatten, unwrap
-# a module global is read faster than Ops.X (~20 ns, see uop/__init__.py): the hottest code uses these aliases
+# a module global is read faster than Ops.X (see uop/__init__.py): the hottest code uses these aliases
 _ADD, _CAST, _CMOD, _CONST, _FLOORDIV, _FLOORMOD = Ops.ADD, Ops.CAST, Ops.CMOD, Ops.CONST, Ops.FLOORDIV, Ops.FLOORMOD
 _INDEX, _MUL, _STACK = Ops.INDEX, Ops.MUL, Ops.STACK
 

@@ -47,23 +47,24 @@ TILE_LANES = (16, 8)          # register_tile: lanes of the innermost output loo
 TILE_ROWS = 8                 # and rows of the loop sharing its loads
 GATHER_MIN_WORK = 1 << 22     # gather_tile: multiply-adds (all ranges) before a kernel with gated loads gets its tile
 PEEL_LANES = 128              # peeled_tile: lanes of its tile (j's times i's)
-PEEL_J_LANES = (16, 8, 4)     # and j's lanes (a 28-wide image: 4, float4 loads, x 16 channels: 8.4x faster than its 4x4 upcast)
-PEEL_MAX_ROWS = 16            # i's lanes at most (64 float4 accumulators; 32 would spill: 14% slower at 28x28)
+PEEL_J_LANES = (16, 8, 4)     # and j's lanes (a 28-wide image: 4, float4 loads, x 16 channels, instead of its 4x4 upcast)
+PEEL_MAX_ROWS = 16            # i's lanes at most (64 float4 accumulators; 32 rows spill, which is slower)
 GATHER_J_LANES = (8, 4, 2)    # gather_tile: j's lanes; 4 or 2 only for rows image_tile doesn't take (a stride-2 conv to a 28-wide output:
-                              # 4, 4x faster than its 4x4 upcast; 14x14, 10x10 and 6x6 images: 2, 2.1-3.5x faster than scalar code)
-# multiply-adds (all ranges) before a kernel gets that tile, else the 4x4 upcast. The tile's code is ~8x longer (its lanes are scalars
-# until clang vectorizes them): ~0.1 s more to lower and compile, which 2-3 runs pay back at this size (a 1024 matmul: ~50 ms with the
-# 4x4 upcast, ~13 ms tiled); smaller kernels (every matmul of bench_models' MLP and GPT-2 block) keep their cold compile time
+                              # 4, instead of its 4x4 upcast; 14x14, 10x10 and 6x6 images: 2, instead of scalar code; see
+                              # benches/README.md, Design measurements)
+# multiply-adds (all ranges) before a kernel gets that tile, else the 4x4 upcast. The tile's code is several times longer (its lanes
+# are scalars until clang vectorizes them), so it costs lowering and compile time that only a kernel this big pays back within a few
+# runs (benches/README.md, Design measurements); smaller kernels (every matmul of bench_models' MLP and GPT-2 block) keep their cold compile time
 TILE_MIN_WORK = 1 << 29
 TILE_PANEL_BYTES = 8 << 20    # B (reduce x j elements) bigger than this: 32 lanes and the j blocks outside the i blocks
 DOT_TILE = (4,)               # dot_tile: rows and columns (4 x 4 with 4 reduce lanes: 16 float4 accumulators, the expander's vector
-                              # reduce on a vector_alu renderer; 51 GFLOP/s per core on x @ w.T (128x512 @ 512x512) against 48 for 8 x 4
-                              # and 38 for 8 x 8, whose 64 float4 accumulators spill; the 8 x 8 tile of scalar accumulators: 38, 5x the C)
+                              # reduce on a vector_alu renderer; on x @ w.T it beats 8 x 4 and 8 x 8, whose 64 float4 accumulators
+                              # spill, and an 8 x 8 tile of scalar accumulators with far more C: benches/README.md, Design measurements)
 MAX_IMAGE_ROW = 16            # image_tile: the longest image row upcast fully
-IMAGE_ROWS = (8, 4)           # and its output channels per tile (conv 16->32 on 8x8: 12 ms -> 1.6 ms per step, 4.3 ms with 1 row)
+IMAGE_ROWS = (8, 4)           # and its output channels per tile (conv 16->32 on 8x8: benches/README.md, Design measurements)
 MAX_UNPADDED_TAPS = 7          # (an unpadded conv's taps, see _unpadded_tap_tile)
-MAX_TAPS, MAX_TAP_UNROLL = 4, 8  # tap_tile: the longest tap loop, the longest reduce loop unrolled (conv weight gradient: 10 -> 4 ms)
-TAP_ROWS = (8, 16)            # and the image rows upcast with the taps (the input gradient's per-tap products: 4.6 -> 1.2 ms)
+MAX_TAPS, MAX_TAP_UNROLL = 4, 8  # tap_tile: the longest tap loop, the longest reduce loop unrolled (a conv's weight gradient)
+TAP_ROWS = (8, 16)            # and the image rows upcast with the taps (the input gradient's per-tap products)
 TAP_IN_CHANNELS = 2           # and the input channels of a weight gradient (see tap_tile)
 UNROLL_MAX_LOADS = 32         # a reduce loop is unrolled when its trip count times the loads in its body is at most this
 
@@ -128,7 +129,7 @@ def hand_coded_optimizations(ast:UOp, threads:int, upcast:bool=True, tile_rows:i
     if all(out in u.toposort() for red in topo if red.op is Ops.REDUCE for u in red.src[0].toposort() if u.op is Ops.LOAD): return up
   if out is None or (n := range_size(out)) is None or n < 2 or (n % UPCAST != 0 and n > OUTER_FULL_MAX): return up
   # a short loop that 4 doesn't divide is upcast fully (a Linear's weight gradient with 10 outputs, 5 per thread: each vector of the
-  # input loaded serves the 5 rows, 160 -> 26 us in bench_train's CNN, instead of 5 passes over the input)
+  # input loaded serves the 5 rows, instead of 5 passes over the input)
   try: return apply_opt(up, Opt(OptOps.UPCAST, opt_axis(up, OptOps.UPCAST, out), UPCAST if n % UPCAST == 0 else 0))[0]
   except KernelOptError: return up   # over the code-size budget
 
@@ -205,15 +206,15 @@ def _reduce_loads(ast:UOp) -> list[UOp]:
 def register_tile(ast:UOp, loops:list[UOp], rows:int=TILE_ROWS, cols:int=0, chain:bool=False) -> UOp|None:
   """A big reduce kernel with two or more output loops gets a register tile over the innermost output loop j and the loop i whose
   lanes share what j's lanes load (the innermost LOOP that no j-dependent load in the reduce depends on: a matmul's rows, a conv's
-  output channels), measured on AVX-512 with clang's SLP vectorizer, which turns the lanes into vector registers: the j-dependent load
+  output channels), tuned on AVX-512 with clang's SLP vectorizer, which turns the lanes into vector registers: the j-dependent load
   is a vector load (B's row): j upcast by 16 (one AVX-512 vector, two AVX2 ones), i by 8, so each B vector serves 8 rows and each A
   scalar 16 columns (128 accumulators). Then the j blocks move outside the i blocks (SWAP) and each j block's K x 16 panel of B is
   packed (PACK: copied once per j block into a contiguous per-thread array): B's rows are N floats apart, so without it every reduce
-  step reads a new page and, for N = 2048, the panel's lines alias in a few cache sets (2048: ~2x the GFLOP per CPU-second, 1024
-  ~1.1x). Where the panel is too big to pack (PACK_MAX_BYTES) and B too big to stay in the caches (K*N*itemsize > TILE_PANEL_BYTES),
-  j gets 32 lanes (two vectors) and the j blocks move outside the i blocks: the K x 32 panel of B is read from cache by every row
-  block. (A kernel whose j-dependent loads are gated got peeled_tile or gather_tile before.) `cols` 32 (tile_family): j gets 2 x 16
-  lanes before i's (two vectors per reduce step), `chain`: Opt(CHAIN) before the PACK (see TILE_FAMILY_CHAINED).
+  step reads a new page and, for N = 2048, the panel's lines alias in a few cache sets (benches/README.md, Design measurements).
+  Where the panel is too big to pack (PACK_MAX_BYTES) and B too big to stay in the caches (K*N*itemsize > TILE_PANEL_BYTES), j gets
+  32 lanes (two vectors) and the j blocks move outside the i blocks: the K x 32 panel of B is read from cache by every row block. (A
+  kernel whose j-dependent loads are gated got peeled_tile or gather_tile before.) `cols` 32 (tile_family): j gets 2 x 16 lanes
+  before i's (two vectors per reduce step), `chain`: Opt(CHAIN) before the PACK (see TILE_FAMILY_CHAINED).
   None if the kernel doesn't qualify (then the 4x4 upcast)."""
   sizes = [range_size(r) for r in ranges_of(ast)]
   if len(loops) < 2 or any(s is None for s in sizes) or prod(sizes) < TILE_MIN_WORK: return None  # type: ignore[arg-type]
@@ -257,8 +258,8 @@ def peeled_tile(ast:UOp) -> UOp|None:
   padded conv's input): the interior piece reads j's lanes as vectors, as a matmul reads B. j gets 16, 8 or 4 lanes (PEEL_J_LANES) and
   the loop i whose lanes share what j's lanes load (a conv's output channels) 8, 16 or 16: each input vector serves i's rows, each weight
   scalar j's lanes, 128 accumulators (64 with 4 lanes). The small reduce loops (a conv's 3x3 window) stay loops: unrolled, every piece
-  of the split would copy the tile once per window position (a 9 times longer kernel to lower and compile, and no faster: measured at
-  64 channels of 56x56). None if the kernel doesn't qualify."""
+  of the split would copy the tile once per window position (a 9 times longer kernel to lower and compile, and no faster at 64
+  channels of 56x56). None if the kernel doesn't qualify."""
   if len(ast.src) != 1 or ast.src[0].op is not Ops.STORE or ast.src[0].src[0].op is not Ops.INDEX or len(ast.src[0].src) != 2: return None
   sizes = [range_size(r) for r in ranges_of(ast)]
   if len(loops := ranges_of(ast, AxisType.LOOP)) < 2 or any(s is None for s in sizes) or prod(sizes) < TILE_MIN_WORK: return None  # type: ignore
@@ -279,8 +280,8 @@ def gather_tile(ast:UOp) -> UOp|None:
   input, where peeled_tile doesn't apply: an 8x8 image has no interior block, a strided conv's loads are no vectors) gets 8 lanes of j,
   else 4 or 2 where image_tile doesn't apply (each lane gathers its own scalar), and 16 of the loop i that those loads don't depend on
   (a conv's output channels): each gathered input vector serves 16 rows, each weight scalar j's lanes. The small reduce loops stay
-  loops (the code stays small: a conv of a CNN's training step, 64x16x8x8 -> 32 channels, went from 11.4 ms of CPU time unrolled and
-  scalar to 0.9 ms, its C from 3 to 14 KB). None if the kernel doesn't qualify."""
+  loops (the code stays small; a CNN training step's conv, 64x16x8x8 -> 32 channels, ran many times slower unrolled and scalar:
+  benches/README.md, Design measurements). None if the kernel doesn't qualify."""
   if len(ast.src) != 1 or ast.src[0].op is not Ops.STORE or ast.src[0].src[0].op is not Ops.INDEX or len(ast.src[0].src) != 2: return None
   sizes = [range_size(r) for r in ranges_of(ast)]
   if len(loops := ranges_of(ast, AxisType.LOOP)) < 2 or any(s is None for s in sizes) or prod(sizes) < GATHER_MIN_WORK: return None  # type: ignore
@@ -313,14 +314,14 @@ def _threads(ren:Renderer) -> int: return min(ren.global_max[0], THREAD_MAX) if 
 
 TILE_FAMILY_ROWS = (4, 16)    # the other row counts of a matmul tile a BEAM search starts from
 # and a 4 x 32 tile whose 4 UNROLL lanes accumulate as a chain of fused multiply-adds (Opt CHAIN; its tree of 4 products spills, the
-# 8 x 16 tile chained is latency-bound): one core, 1024 matmul, 20.1-20.9 ms against the 8 x 16 tile's 22.1-22.3 (benches/README.md)
+# 8 x 16 tile chained is latency-bound); on one core it beats the 8 x 16 tile at 1024 (benches/README.md, Design measurements)
 TILE_FAMILY_CHAINED = (4, 32)
 
 def tile_family(ast:UOp, ren:Renderer) -> list[UOp]:
   """Where to start a search (codegen/opt/search.py) besides the heuristics' kernel: its packed register tile with other row counts, the
   chained 4 x 32 tile (TILE_FAMILY_CHAINED, on a renderer with fused_mulacc), and its tile without the SWAP and PACK (the search can't
-  extend past a PACK, which is the last opt: from there the rounds try the other swaps, packs and thread counts). Few on purpose: each
-  2048 matmul candidate costs ~0.1 s per timed run on an idle machine, ~1 s on a loaded one. [] on a device with GPU dims or for a
+  extend past a PACK, which is the last opt: from there the rounds try the other swaps, packs and thread counts). Few on purpose: every
+  candidate of a big matmul is compiled and timed several times. [] on a device with GPU dims or for a
   kernel without a packed tile."""
   if ren.has_local or NOOPT: return []
   kernels = [hand_coded_optimizations(ast, _threads(ren), ren.supports_float4, rows) for rows in (TILE_ROWS, *TILE_FAMILY_ROWS)]
@@ -353,7 +354,7 @@ def image_tile(ast:UOp, loops:list[UOp]) -> UOp|None:
   """A small image's conv (8x8): the reduce's gated loads (the padded input) move with the innermost output loop j (the image's x),
   of at most MAX_IMAGE_ROW. j is upcast fully, so each lane's padding gate is a constant, and the output loop i that those loads don't
   move with (output channels) by IMAGE_ROWS: each input value loaded serves IMAGE_ROWS channels, each weight the whole row (a pooling's
-  backward, whose loads all move with every output loop, gets the row alone: 2.6 -> 0.7 ms in the demo CNN step). None if the kernel
+  backward, whose loads all move with every output loop, gets the row alone: its gates fold). None if the kernel
   doesn't qualify."""
   j = loops[-1]
   j_loads = [ld for ld in _reduce_loads(ast) if j in ld.src[0].toposort()]
@@ -371,7 +372,7 @@ def _unpadded_tap_tile(ast:UOp, loops:list[UOp], tap:UOp) -> UOp|None:
     before the taps upcast by UPCAST: each weight serves the row's lanes, each gradient vector the tap's;
   - the weight gradient (a reduce over batch and image): the output channels upcast by UPCAST and the image's innermost reduce loop
     unrolled (by UPCAST, or fully when short: a 6x6 image): each input value serves the channels' lanes, each gradient value the
-    tap's (timings: benches/README.md, bench_mnist).
+    tap's (benches/README.md, Design measurements).
   None where neither applies."""
   reds, unrolls = ranges_of(ast, AxisType.REDUCE), ranges_of(ast, AxisType.UNROLL)
   tap_loads = [ld for ld in _reduce_loads(ast) if tap in ld.src[0].toposort()]
@@ -414,18 +415,18 @@ def tap_tile(ast:UOp, loops:list[UOp]) -> UOp|None:
   if taps and not gated: return _unpadded_tap_tile(ast, loops, taps[0])
   if not taps or not all(any(r in ld.src[0].toposort() for ld in gated) for r in taps): return None
   # with an input-channel loop (not a tap, the gated loads move with it) that loop is upcast by TAP_IN_CHANNELS instead of the outer
-  # tap loop: its lanes share the gradient's loads without the outer tap's lanes' border selects (conv2's weight gradient in
-  # bench_train's CNN: 2.5 -> 1.85 ms; conv1's, one input channel, keeps both taps)
+  # tap loop: its lanes share the gradient's loads without the outer tap's lanes' border selects (a conv with one input channel keeps
+  # both taps; benches/README.md, Design measurements)
   in_ch = next((r for r in reversed(loops) if r not in taps and (range_size(r) or 0) % TAP_IN_CHANNELS == 0
                 and any(r in ld.src[0].toposort() for ld in gated)), None)
   for r in (taps[:1] if in_ch is not None else taps): ast = apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, r), 0))[0]
   # one reduce loop unrolled: where the unroll pass took none (it takes the image's x when x's loads fit); a second one (the image's
-  # y too) made the body 3x longer and the kernel slower (conv2's weight gradient in bench_train's CNN: 3.8 -> 3.1 ms)
+  # y too) made the body 3x longer and the kernel slower
   if not ranges_of(ast, AxisType.UNROLL) and (reds := ranges_of(ast, AxisType.REDUCE)) and (range_size(reds[-1]) or 0) <= MAX_TAP_UNROLL:
     ast = apply_opt(ast, Opt(OptOps.UNROLL, opt_axis(ast, OptOps.UNROLL, reds[-1]), 0))[0]
   # the innermost output loop that no gated load moves with (the output channels) upcast by UPCAST: each input value loaded (a gated
-  # scalar) serves that many channels (the same kernel: 3.1 -> 2.6 ms; upcasting the input channels instead, whose lanes share the
-  # gradient's vector loads: 4.2 ms)
+  # scalar) serves that many channels (upcasting the input channels instead, whose lanes share the gradient's vector loads, was
+  # slower)
   gated = [ld for ld in _reduce_loads(ast) if len(ld.src) > 1]
   for r in reversed(ranges_of(ast, AxisType.LOOP)):
     if (range_size(r) or 0) % UPCAST == 0 and not any(r in ld.src[0].toposort() for ld in gated):

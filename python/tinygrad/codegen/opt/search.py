@@ -11,7 +11,7 @@ IGNORE_BEAM_CACHE=1: search again).
 
 Workers get only plain picklable data: the kernel AST, a batch of candidates' lists of Opts, the renderer (which pickles as its class
 and Target), the compiler's class and a snapshot of the ContextVars; they lower and render each candidate, compile the batch in one
-compiler run (starting the C compiler per candidate cost about 1.4x the search time of small kernels), and send back the program
+compiler run (starting the C compiler per candidate cost more than the search of a small kernel), and send back the program
 descriptions and binaries. The pool is our own (_Pool): each worker has a pipe, so a worker that crashes, is killed or runs past its
 timeout costs only its batch (tried once more on a fresh worker) and the search goes on; if workers can't even start, candidates are
 compiled here.

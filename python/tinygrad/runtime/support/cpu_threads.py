@@ -1,9 +1,9 @@
 # A thread pool in C for the CPU device's threaded kernels (a SPECIAL core_id: the kernel runs `n` times, core_id = 0..n-1).
 #
-# Why not Python threads: handing a launch to a sleeping Python thread and getting it back costs ~60 µs of wall time here (a futex wake
-# each way plus the GIL), as much as most of a training step's small kernels compute. These workers are pthreads that never touch
-# Python: after a job they spin (yielding the core) for SPIN_NS before they sleep, so the kernels of a replayed step, launched
-# microseconds apart, find them awake.
+# Why not Python threads: handing a launch to a sleeping Python thread and getting it back costs a futex wake each way plus the GIL, as
+# much wall time as most of a training step's small kernels compute (benches/README.md, Design measurements). These workers are
+# pthreads that never touch Python: after a job they spin (yielding the core) for SPIN_NS before they sleep, so the kernels of a
+# replayed step, launched microseconds apart, find them awake.
 #
 # A job's launches are chunks taken from a shared counter: the calling thread runs chunk 0 at once, then takes more, and the workers
 # take what is left when they get to it, so a worker that wakes late (or is descheduled on a loaded machine) never delays a small kernel; it finds
@@ -11,9 +11,9 @@
 # a chunk of the next job, and a job's fields (function, arguments) don't change while any of its chunks is unfinished.
 #
 # Where the workers run: a worker woken while the calling thread runs chunk 0 may be placed on the caller's own CPU (Linux's wake-up
-# prefers the waker's CPU when the idle one looks unavailable, as a halted vCPU does to a guest), and the two halves of a kernel then
-# share one core for milliseconds until the load balancer moves one: a 1024 matmul after a 0.15 s pause took 15-25 ms instead of
-# 11-12 in about a third of runs on this 2-vCPU VM. So before a job the workers are kept off the caller's current CPU (their affinity
+# prefers the waker's CPU when the idle one looks unavailable, as a halted virtual CPU does to a guest), and the two halves of a kernel
+# then share one core for milliseconds until the load balancer moves one: a 1024 matmul after a pause then runs markedly slower
+# (benches/README.md, Design measurements). So before a job the workers are kept off the caller's current CPU (their affinity
 # is the caller's minus that CPU, set again only when the caller has moved), on Linux. Chunk stealing still covers a worker that
 # starts late on a busy CPU.
 #
