@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 from tinygrad.uop import Ops
-from tinygrad.uop.ops import UOp, ParamArg, AxisType, graph_rewrite, PatternMatcher, UPat, BottomUpGate
+from tinygrad.uop.ops import UOp, ParamArg, AxisType, graph_rewrite, PatternMatcher, UPat, BottomUpGate, sint
 from tinygrad.dtype import DType, dtypes, AddrSpace, PyConst
 from tinygrad.helpers import argfix, prod
 
@@ -63,8 +63,9 @@ def is_const_graph(u:UOp) -> bool:
   """A graph of Python values only (no buffer, argument or copy below): it has no device, and a call body keeps it inline."""
   return not any(x.op in (Ops.BUFFER, Ops.PARAM, Ops.COPY) for x in u.toposort())
 
-def _shape_src(shape:tuple[int, ...]) -> UOp:
-  return UOp(Ops.STACK, dtypes.int if shape else dtypes.void, tuple(UOp.const(s, dtypes.int) for s in shape))
+def _shape_src(shape:tuple[sint, ...]) -> UOp:
+  # a symbolic size (an int expression of Variables) stays itself: the PARAM's shape is that expression (uop/shape.py reads it back)
+  return UOp(Ops.STACK, dtypes.int if shape else dtypes.void, tuple(s if isinstance(s, UOp) else UOp.const(s, dtypes.int) for s in shape))
 
 class _UOpCalls:
   # ** tuples and groups **

@@ -101,8 +101,10 @@ def _elementwise(u:UOp):
 
 def _param(u:UOp):
   if getattr(u.arg, "addrspace", None) is AddrSpace.ALU: return None
-  if (s := u.src[0]).op is Ops.STACK and all(x.op is Ops.CONST and type(x.arg) is int for x in s.src): return tuple(x.arg for x in s.src)
-  return None
+  if (s := u.src[0]).op is not Ops.STACK: return None
+  # each size: a CONST int, or a symbolic size (uop/call.py keeps it as its expression)
+  ret = tuple(x.arg if x.op is Ops.CONST and type(x.arg) is int else x for x in s.src)
+  return ret if _ints(ret) else None
 
 _ELEMENTWISE = tuple(GroupOp.ALU | {Ops.CAST, Ops.BITCAST, Ops.CONTIGUOUS, Ops.CONTIGUOUS_BACKWARD, Ops.DETACH, Ops.COPY})
 shape_rules = PatternMatcher([
