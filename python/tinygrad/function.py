@@ -19,6 +19,10 @@ same kind builds the very same body (UOps are interned): its schedule and kernel
   a unit of its own instead (tinygrad/schedule/call.py): its inputs are realized, its kernels are the same for every call of the same
   shapes (the schedule cache hands them out without scheduling again), and nothing outside fuses into them; precompile_backward=True
   does the same for the backward call autograd builds.
+- Bound Variables (a position passed as Variable.bind(n), or a symbolic length in an input's shape) stay in the body as they are in
+  the caller's graph, as they would without function: the scheduler unbinds them everywhere before it looks in the schedule cache
+  (tinygrad/schedule/__init__.py), so a precompiled body is scheduled once for every value and its kernels take the values at launch.
+  (tinygrad 0.14 makes each one a PARAM of the body instead; the effect, one schedule for all values, is the same.)
 """
 from __future__ import annotations
 import functools

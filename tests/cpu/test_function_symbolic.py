@@ -2,7 +2,8 @@
 # are one @function(precompile=True, allow_implicit=True) (the weights are implicit inputs), the KV cache is a Tensor.empty made on the
 # first call and written inside the function as cache.uop.after(cache[...].uop.store(...)), and the sequence length `toks` and the
 # position `start_pos` are bound Variables. Run for prefill chunks and single-token steps, with and without TinyJit, against numpy; the
-# precompiled body is scheduled once and reused for later positions.
+# precompiled body is scheduled once and reused for later positions. And a gradient through a symbolic number of rows, with and
+# without a function.
 import math
 import numpy as np
 import pytest
@@ -57,7 +58,7 @@ class Block:
     keys, values = cache[0, :, :, 0:sp+T, :], cache[1, :, :, 0:sp+T, :]
     mask = Tensor.full((1, 1, T, sp + T), float("-inf"), dtype=x.dtype, buffer=False).triu(sp + 1) if resolve(T != 1) else None
     attn = q.scaled_dot_product_attention(keys, values, attn_mask=mask, enable_gqa=True)
-    return attn.transpose(1, 2).reshape(b, T, -1) @ self.w["o"]
+    return attn.transpose(1, 2).reshape(b, T, H * HD) @ self.w["o"]
   def _feed_forward(self, x:Tensor) -> Tensor: return ((x @ self.w["gate"]).silu().contiguous() * (x @ self.w["up"])) @ self.w["down"]
   def __call__(self, x:Tensor, sp) -> Tensor:
     if not hasattr(self, "cache_kv"): self.cache_kv = Tensor.empty(2, x.shape[0], KVH, MAXCTX, HD, dtype=dtypes.float, device=x.device)
@@ -102,12 +103,29 @@ def test_precompiled_block_schedule_is_reused_for_later_positions(monkeypatch):
   assert sizes[2:] == [sizes[1]] * len(sizes[2:]), f"schedule cache grew on later positions: {sizes}"
 
 @pytest.mark.cpu
-@pytest.mark.parametrize("T", [1, 3])
+@pytest.mark.parametrize("T", [0, 1, 3])
 def test_precompiled_block_at_position_0(T):
-  # the first call: the KV cache was never written, the keys are the T new ones
+  # the first call: the KV cache was never written, the keys are the T new ones (none for T=0: an empty result, and the next call
+  # still starts at position 0)
   blk, cache = Block(), np.zeros((2, B, KVH, MAXCTX, HD), np.float32)
   sp = Variable("start_pos", 0, MAXCTX - 1).bind(0)
-  x = Tensor(XS).realize()[:, :Variable("toks", 1, CHUNK).bind(T)] if T > 1 else Tensor(XS[:, :1])
+  x = Tensor(XS).realize()[:, :Variable("toks", 1, CHUNK).bind(T)] if T > 1 else Tensor(XS[:, :T])
   out = blk(x, sp)
+  assert out.shape[0] == B and out.shape[1] is x.shape[1] and out.shape[2] == D
   got = out.pad((None, (0, CHUNK - out.shape[1]), None)).numpy()[:, :T] if T > 1 else out.numpy()
-  np.testing.assert_allclose(got, _np_block(XS[:, :T], 0, cache), rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(got, _np_block(XS[:, :T], 0, cache) if T else np.zeros((B, 0, D)), rtol=1e-4, atol=1e-4)
+  if T == 0:
+    np.testing.assert_allclose(blk(Tensor(XS[:, :2]), sp).numpy(), _np_block(XS[:, :2], 0, cache), rtol=1e-4, atol=1e-4)
+
+@pytest.mark.cpu
+@pytest.mark.parametrize("precompile", [None, False, True], ids=["no_function", "inline", "precompiled"])
+def test_gradient_through_a_symbolic_length(precompile):
+  # rows of a symbolic count (a prefill chunk) through a matmul: the weight's gradient sums over the rows that are there
+  xs, w0 = rng.standard_normal((6, 8)).astype(np.float32), rng.standard_normal((8, 3)).astype(np.float32)
+  def f(x:Tensor, w:Tensor) -> Tensor: return (x @ w).relu() * 3
+  fn = f if precompile is None else function(f, precompile=precompile, precompile_backward=precompile)
+  w, xt, v = Tensor(w0, requires_grad=True), Tensor(xs).realize(), Variable("n", 1, 6)
+  for n in (2, 5):
+    w.grad = None
+    fn(xt[:v.bind(n)], w).sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), xs[:n].T @ ((xs[:n] @ w0 > 0) * 3.0), rtol=1e-5, atol=1e-5, err_msg=f"n={n}")

@@ -1,7 +1,7 @@
 """Calls in the UOp graph: tinygrad 0.14's FUNCTION/CALL/PARAM/TUPLE/GETTUPLE, and the sugar for writing a kernel by hand.
 
 Tensor-level forms (built by tinygrad/function.py and the Tensor methods call/custom_kernel/callify/as_param):
-  PARAM     src: (STACK of the shape's CONSTs,)  arg: ParamArg(slot, dtype, device=...)   the slot-th argument of a call body
+  PARAM     src: (STACK of the shape's sizes,)   arg: ParamArg(slot, dtype, device=...)   the slot-th argument of a call body
   FUNCTION  src: (TUPLE(*outputs), *args)         arg: CallInfo                           a body over PARAMs applied to args;
             GETTUPLE(FUNCTION, i) is its i-th output. The scheduler inlines it (PARAM slot i -> args[i]), or with
             CallInfo.precompile schedules the body as a unit of its own (tinygrad/schedule/call.py)

@@ -11,7 +11,8 @@ Tensor-level conventions (what Tensor and the UOp mixins build, what the schedul
   AFTER    src: (storage, STORE(view, value))                          Tensor.assign: the storage (a BUFFER or an earlier AFTER,
                                                                         flat) once value is written through view (a movement chain
                                                                         over storage); shape: the storage's. The STORE's: the view's
-  PARAM    src: (STACK of CONSTs,)                                     an argument of a call body (tinygrad/uop/call.py): that shape
+  PARAM    src: (STACK of sizes,)                                      an argument of a call body (tinygrad/uop/call.py): that shape
+                                                                        (CONST ints, or a symbolic size's expression)
 Kernel-level UOps (RANGE, PARAM(CONST size), INDEX, LOAD, a Variable, ...) have shape None, and so does everything computed from one:
 a shape is never a property of index arithmetic. An ill-formed tensor-level node raises a RuntimeError naming its op, its arg and the shapes
 of its sources when its shape is first asked for.
