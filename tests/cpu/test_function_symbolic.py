@@ -68,7 +68,20 @@ class Block:
       return (h + self._feed_forward(self._rms(h, self.w["ffn_norm"]))).contiguous()
     return _run(x, sp)
 
-def _run_steps(blk:Block, prefill, step, chunks, cache:np.ndarray, sp:int=0, on_step=None) -> int:
+class Blocks:
+  """Blocks in sequence, as a model runs them: each one's output (a call's result of a symbolic shape) is the next one's input."""
+  def __init__(self, n:int): self.blocks = [Block() for _ in range(n)]
+  def __call__(self, x:Tensor, sp) -> Tensor:
+    for b in self.blocks: x = b(x, sp)
+    return x
+
+def _np_blocks(x:np.ndarray, sp:int, caches:list[np.ndarray]) -> np.ndarray:
+  for c in caches: x = _np_block(x, sp, c)
+  return x
+
+def _new_caches(n:int) -> list[np.ndarray]: return [np.zeros((2, B, KVH, MAXCTX, HD), np.float32) for _ in range(n)]
+
+def _run_steps(prefill, step, chunks, caches:list[np.ndarray], sp:int=0, on_step=None) -> int:
   v_sp, v_toks, xall = Variable("start_pos", 0, MAXCTX - 1), Variable("toks", 1, CHUNK), Tensor(XS).realize()
   for i, n in enumerate(chunks):
     if n > 1:
@@ -77,28 +90,28 @@ def _run_steps(blk:Block, prefill, step, chunks, cache:np.ndarray, sp:int=0, on_
       assert out.shape is not None and out.shape[1] is toks
       got = out.pad((None, (0, CHUNK - toks), None)).numpy()[:, :n]
     else: got = step(Tensor(XS[:, sp:sp+1]), v_sp.bind(sp)).numpy()
-    np.testing.assert_allclose(got, _np_block(XS[:, sp:sp+n], sp, cache), rtol=1e-4, atol=1e-4, err_msg=f"start_pos={sp} toks={n}")
+    np.testing.assert_allclose(got, _np_blocks(XS[:, sp:sp+n], sp, caches), rtol=1e-4, atol=1e-4, err_msg=f"start_pos={sp} toks={n}")
     if on_step is not None: on_step(i)
     sp += n
   return sp
 
 @pytest.mark.cpu
 @pytest.mark.parametrize("jit", [False, True], ids=["plain", "tinyjit"])
-def test_precompiled_block_matches_numpy(jit):
-  blk, cache = Block(), np.zeros((2, B, KVH, MAXCTX, HD), np.float32)
-  prefill, step = (TinyJit(blk.__call__), TinyJit(blk.__call__)) if jit else (blk.__call__, blk.__call__)
+@pytest.mark.parametrize("nblocks", [1, 2])
+def test_precompiled_block_matches_numpy(jit, nblocks):
+  model = Blocks(nblocks)
+  prefill, step = (TinyJit(model.__call__), TinyJit(model.__call__)) if jit else (model, model)
   # prefill from position 0 (attention over the new tokens only), more chunks of other lengths, then single tokens
-  _run_steps(blk, prefill, step, (3, 2, 4, 1, 3, 1, 1, 1, 1), cache)
+  _run_steps(prefill, step, (3, 2, 4, 1, 3, 1, 1, 1, 1), _new_caches(nblocks))
   if jit: assert prefill.captured is not None and step.captured is not None
 
 @pytest.mark.cpu
 def test_precompiled_block_schedule_is_reused_for_later_positions(monkeypatch):
   monkeypatch.setattr(schedule_mod, "schedule_cache", type(schedule_mod.schedule_cache)())
-  blk, cache = Block(), np.zeros((2, B, KVH, MAXCTX, HD), np.float32)
-  sizes: list[int] = []
+  model, sizes = Blocks(2), []
   # the first chunk and the first single token schedule (and cache) the block; later positions and lengths find it in the cache
   with Context(SCACHE=1):
-    _run_steps(blk, blk.__call__, blk.__call__, (3, 1, 2, 1, 4, 1, 3, 1), cache, on_step=lambda i: sizes.append(len(schedule_mod.schedule_cache)))
+    _run_steps(model, model, (3, 1, 2, 1, 4, 1, 3, 1), _new_caches(2), on_step=lambda i: sizes.append(len(schedule_mod.schedule_cache)))
   assert sizes[1] > sizes[0] > 0
   assert sizes[2:] == [sizes[1]] * len(sizes[2:]), f"schedule cache grew on later positions: {sizes}"
 
