@@ -33,13 +33,26 @@ from tinygrad.uop.ops import UOp, Ops
 from tinygrad.uop.call import graph_device, is_const_graph
 from tinygrad.tensor import Tensor
 from tinygrad.tensor.calls import data_inputs
-from tinygrad.schedule.buffers import realized_view, next_buffer_id
+from tinygrad.schedule.buffers import realized_view, next_buffer_id, storage_buffer
 from tinygrad.tensor.creation import unallocated
 from tinygrad.nn.state import get_state_dict
 
 __all__ = ["function"]
 
 ReturnType = TypeVar("ReturnType")
+
+def _pending_outside_writes(body:UOp, first_new:int) -> list[UOp]:
+  """The writes (AFTER) into buffers made before the trace (ids below first_new) that body reads, that have not run and that don't
+  depend on the body's arguments (PARAMs): the outermost ones, each once."""
+  def is_one(u:UOp) -> bool:
+    return u.op is Ops.AFTER and not u.is_bound_var and realized_view(u) is None and (b := storage_buffer(u)) is not None and \
+      b.arg.slot < first_new and not u.op_in_backward_slice_with_self(Ops.PARAM)
+  found: dict[UOp, None] = {}
+  # (a hand-written walk: the search stops at the writes it finds, which a rewrite table can't say; the body's root is a TUPLE)
+  for u in body.toposort(gate=lambda u: realized_view(u) is None and not is_one(u)):
+    for s in u.src:
+      if is_one(s): found[s] = None
+  return list(found)
 
 class _function(Generic[ReturnType]):
   depth = 0   # nesting of traces (DEBUG output indents by it)
@@ -66,14 +79,20 @@ class _function(Generic[ReturnType]):
     elif isinstance(ret, tuple) and ret and all(isinstance(x, Tensor) for x in ret): outs = ret
     else: raise RuntimeError(f"function return type {type(ret)} not supported")
     body = UOp.maketuple(*[t.uop for t in outs]).substitute({x: x.param_like(i) for i, x in enumerate(inputs)})
-    # what is left that holds data was read from outside: the implicit inputs, arguments after the explicit ones. A buffer the trace
-    # made and never filled (Tensor.empty, and full/zeros/ones, which assign into one) is the body's own scratch, not an input
-    implicit = [u for u in data_inputs(body) if u not in inputs and not (u.op is Ops.BUFFER and u.arg.slot > first_new and u in unallocated)]
+    # the implicit inputs, arguments after the explicit ones. First a write made outside that has not run yet (a Tensor.zeros KV cache,
+    # an assign of the caller's): an argument as it is after the write, so that it runs once before the call and counts as done,
+    # instead of running again inside the body at every call
+    pending = _pending_outside_writes(body, first_new)
+    body = body.substitute({x: x.param_like(len(inputs) + i) for i, x in enumerate(pending)})
+    # then what is left that holds data. A buffer the trace made and never filled (Tensor.empty, and full/zeros/ones, which assign into
+    # one) is the body's own scratch, not an input
+    rest = [u for u in data_inputs(body) if u not in inputs and not (u.op is Ops.BUFFER and u.arg.slot > first_new and u in unallocated)]
+    implicit = pending + rest
     if implicit and not self.allow_implicit:
       desc = "\n  ".join(f"{i}: dtype={u.dtype}, size={prod(u.shape)}, device={graph_device(v if (v := realized_view(u)) is not None else u)}"
                           for i, u in enumerate(implicit))
       raise RuntimeError(f"function {name} has {len(implicit)} implicit buffer(s), but allow_implicit=False\n  {desc}")
-    body = body.substitute({x: x.param_like(len(inputs) + i) for i, x in enumerate(implicit)})
+    body = body.substitute({x: x.param_like(len(inputs) + len(pending) + i) for i, x in enumerate(rest)})
     fret = body.call(*inputs, *implicit, grad_fxn=self.grad_fxn, name=name, precompile=self.precompile,
                      precompile_backward=self.precompile_backward)
     if DEBUG >= 2: print("  " * _function.depth + f"function {(time.perf_counter() - st) * 1000:8.2f} ms: {name}")

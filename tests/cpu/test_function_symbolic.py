@@ -40,7 +40,8 @@ def _np_block(x:np.ndarray, sp:int, cache:np.ndarray) -> np.ndarray:
   return h + ((g / (1 + np.exp(-g))) * (hn @ W["up"])) @ W["down"]
 
 class Block:
-  def __init__(self):
+  def __init__(self, cache_init:str="empty"):
+    self.cache_init = cache_init   # how the KV cache is made on the first call: Tensor.empty (the model's) or Tensor.zeros (0.14's)
     self.w = {k: Tensor(v).realize() for k, v in W.items()}
     ang = Tensor.arange(MAXCTX).unsqueeze(1) * (1.0 / (10000 ** (Tensor.arange(0, ROPE, 2) / ROPE))).unsqueeze(0)
     self.freqs = ang.cos().cat(ang.sin(), dim=-1).contiguous().realize()
@@ -61,7 +62,8 @@ class Block:
     return attn.transpose(1, 2).reshape(b, T, H * HD) @ self.w["o"]
   def _feed_forward(self, x:Tensor) -> Tensor: return ((x @ self.w["gate"]).silu().contiguous() * (x @ self.w["up"])) @ self.w["down"]
   def __call__(self, x:Tensor, sp) -> Tensor:
-    if not hasattr(self, "cache_kv"): self.cache_kv = Tensor.empty(2, x.shape[0], KVH, MAXCTX, HD, dtype=dtypes.float, device=x.device)
+    if not hasattr(self, "cache_kv"):
+      self.cache_kv = getattr(Tensor, self.cache_init)(2, x.shape[0], KVH, MAXCTX, HD, dtype=dtypes.float, device=x.device)
     @function(precompile=True, allow_implicit=True)
     def _run(x:Tensor, sp) -> Tensor:
       h = x + self._attention(self._rms(x, self.w["attn_norm"]), sp)
@@ -70,7 +72,7 @@ class Block:
 
 class Blocks:
   """Blocks in sequence, as a model runs them: each one's output (a call's result of a symbolic shape) is the next one's input."""
-  def __init__(self, n:int): self.blocks = [Block() for _ in range(n)]
+  def __init__(self, n:int, cache_init:str="empty"): self.blocks = [Block(cache_init) for _ in range(n)]
   def __call__(self, x:Tensor, sp) -> Tensor:
     for b in self.blocks: x = b(x, sp)
     return x
@@ -97,9 +99,10 @@ def _run_steps(prefill, step, chunks, caches:list[np.ndarray], sp:int=0, on_step
 
 @pytest.mark.cpu
 @pytest.mark.parametrize("jit", [False, True], ids=["plain", "tinyjit"])
-@pytest.mark.parametrize("nblocks", [1, 2])
-def test_precompiled_block_matches_numpy(jit, nblocks):
-  model = Blocks(nblocks)
+@pytest.mark.parametrize("nblocks,cache_init", [(1, "empty"), (2, "empty"), (2, "zeros")])
+def test_precompiled_block_matches_numpy(jit, nblocks, cache_init):
+  # (a Tensor.zeros cache is a write that has not run when the first call reads it: it runs once, not again at every call)
+  model = Blocks(nblocks, cache_init)
   prefill, step = (TinyJit(model.__call__), TinyJit(model.__call__)) if jit else (model, model)
   # prefill from position 0 (attention over the new tokens only), more chunks of other lengths, then single tokens
   _run_steps(prefill, step, (3, 2, 4, 1, 3, 1, 1, 1, 1), _new_caches(nblocks))
