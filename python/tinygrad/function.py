@@ -11,8 +11,9 @@ same kind builds the very same body (UOps are interned): its schedule and kernel
 
 - Buffers the function reads without taking them as arguments (a tensor captured from the enclosing scope, or data it makes, as
   Tensor([1, 2])) are implicit inputs: a RuntimeError naming them unless allow_implicit=True, which makes them extra arguments after
-  the explicit ones. A buffer it makes without data (Tensor.empty, zeros/ones/full) is its own: a new one each call. Random numbers
-  (Tensor.rand, ...) draw on the host counter, a device use: pass them in as arguments.
+  the explicit ones. A captured tensor whose write has not run yet (a Tensor.zeros KV cache made before the first call) is one as it
+  is after that write, which runs once, before the call. A buffer it makes without data (Tensor.empty, zeros/ones/full) is its own:
+  a new one each call. Random numbers (Tensor.rand, ...) draw on the host counter, a device use: pass them in as arguments.
 - Gradients flow through a call (tinygrad/gradient.py): the gradient of the body with respect to its PARAMs, as a backward call over
   (inputs, output gradients), or grad_fxn(*output gradients, call) returning one gradient (or None) per input when given.
 - The scheduler inlines a body into the caller's graph (it fuses like any other graph). With precompile=True the body is scheduled as
