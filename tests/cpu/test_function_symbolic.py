@@ -1,9 +1,9 @@
 # A transformer block written the way tinygrad's LLM model (tinygrad/llm/model.py) writes one: the block's attention and feed-forward
-# are one @function(precompile=True, allow_implicit=True) (the weights are implicit inputs), the KV cache is a Tensor.empty made on the
-# first call and written inside the function as cache.uop.after(cache[...].uop.store(...)), and the sequence length `toks` and the
-# position `start_pos` are bound Variables. Run for prefill chunks and single-token steps, with and without TinyJit, against numpy; the
-# precompiled body is scheduled once and reused for later positions. And a gradient through a symbolic number of rows, with and
-# without a function.
+# are one @function(precompile=True, allow_implicit=True) (the weights are implicit inputs), the KV cache is a Tensor.empty (or, as in
+# tinygrad 0.14's release, a Tensor.zeros) made on the first call and written inside the function as
+# cache.uop.after(cache[...].uop.store(...)), and the sequence length `toks` and the position `start_pos` are bound Variables. Run for
+# prefill chunks and single-token steps, with and without TinyJit, against numpy; the precompiled body is scheduled once and reused for
+# later positions. And a gradient through a symbolic number of rows, with and without a function.
 import math
 import numpy as np
 import pytest
@@ -137,7 +137,8 @@ def test_precompiled_block_at_position_0(T):
 @pytest.mark.parametrize("precompile", [None, False, True], ids=["no_function", "inline", "precompiled"])
 def test_gradient_through_a_symbolic_length(precompile):
   # rows of a symbolic count (a prefill chunk) through a matmul: the weight's gradient sums over the rows that are there
-  xs, w0 = rng.standard_normal((6, 8)).astype(np.float32), rng.standard_normal((8, 3)).astype(np.float32)
+  r = np.random.default_rng(5)
+  xs, w0 = r.standard_normal((6, 8)).astype(np.float32), r.standard_normal((8, 3)).astype(np.float32)
   def f(x:Tensor, w:Tensor) -> Tensor: return (x @ w).relu() * 3
   fn = f if precompile is None else function(f, precompile=precompile, precompile_backward=precompile)
   w, xt, v = Tensor(w0, requires_grad=True), Tensor(xs).realize(), Variable("n", 1, 6)
