@@ -11,14 +11,19 @@ same kind builds the very same body (UOps are interned): its schedule and kernel
 
 - Buffers the function reads without taking them as arguments (a tensor captured from the enclosing scope, or data it makes, as
   Tensor([1, 2])) are implicit inputs: a RuntimeError naming them unless allow_implicit=True, which makes them extra arguments after
-  the explicit ones. A buffer it makes without data (Tensor.empty, zeros/ones/full) is its own: a new one each call. Random numbers
-  (Tensor.rand, ...) draw on the host counter, a device use: pass them in as arguments.
+  the explicit ones. A captured tensor whose write has not run yet (a Tensor.zeros KV cache made before the first call) is one as it
+  is after that write, which runs once, before the call. A buffer it makes without data (Tensor.empty, zeros/ones/full) is its own:
+  a new one each call. Random numbers (Tensor.rand, ...) draw on the host counter, a device use: pass them in as arguments.
 - Gradients flow through a call (tinygrad/gradient.py): the gradient of the body with respect to its PARAMs, as a backward call over
   (inputs, output gradients), or grad_fxn(*output gradients, call) returning one gradient (or None) per input when given.
 - The scheduler inlines a body into the caller's graph (it fuses like any other graph). With precompile=True the body is scheduled as
   a unit of its own instead (tinygrad/schedule/call.py): its inputs are realized, its kernels are the same for every call of the same
   shapes (the schedule cache hands them out without scheduling again), and nothing outside fuses into them; precompile_backward=True
   does the same for the backward call autograd builds.
+- Bound Variables (a position passed as Variable.bind(n), or a symbolic length in an input's shape) stay in the body as they are in
+  the caller's graph, as they would without function: the scheduler unbinds them everywhere before it looks in the schedule cache
+  (tinygrad/schedule/__init__.py), so a precompiled body is scheduled once for every value and its kernels take the values at launch.
+  (tinygrad 0.14 makes each one a PARAM of the body instead; the effect, one schedule for all values, is the same.)
 """
 from __future__ import annotations
 import functools
@@ -29,13 +34,26 @@ from tinygrad.uop.ops import UOp, Ops
 from tinygrad.uop.call import graph_device, is_const_graph
 from tinygrad.tensor import Tensor
 from tinygrad.tensor.calls import data_inputs
-from tinygrad.schedule.buffers import realized_view, next_buffer_id
+from tinygrad.schedule.buffers import realized_view, next_buffer_id, storage_buffer
 from tinygrad.tensor.creation import unallocated
 from tinygrad.nn.state import get_state_dict
 
 __all__ = ["function"]
 
 ReturnType = TypeVar("ReturnType")
+
+def _pending_outside_writes(body:UOp, first_new:int) -> list[UOp]:
+  """The writes (AFTER) into buffers made before the trace (ids below first_new) that body reads, that have not run and that don't
+  depend on the body's arguments (PARAMs): the outermost ones, each once."""
+  def is_one(u:UOp) -> bool:
+    return u.op is Ops.AFTER and not u.is_bound_var and realized_view(u) is None and (b := storage_buffer(u)) is not None and \
+      b.arg.slot < first_new and not u.op_in_backward_slice_with_self(Ops.PARAM)
+  found: dict[UOp, None] = {}
+  # (a hand-written walk: the search stops at the writes it finds, which a rewrite table can't say; the body's root is a TUPLE)
+  for u in body.toposort(gate=lambda u: realized_view(u) is None and not is_one(u)):
+    for s in u.src:
+      if is_one(s): found[s] = None
+  return list(found)
 
 class _function(Generic[ReturnType]):
   depth = 0   # nesting of traces (DEBUG output indents by it)
@@ -62,14 +80,20 @@ class _function(Generic[ReturnType]):
     elif isinstance(ret, tuple) and ret and all(isinstance(x, Tensor) for x in ret): outs = ret
     else: raise RuntimeError(f"function return type {type(ret)} not supported")
     body = UOp.maketuple(*[t.uop for t in outs]).substitute({x: x.param_like(i) for i, x in enumerate(inputs)})
-    # what is left that holds data was read from outside: the implicit inputs, arguments after the explicit ones. A buffer the trace
-    # made and never filled (Tensor.empty, and full/zeros/ones, which assign into one) is the body's own scratch, not an input
-    implicit = [u for u in data_inputs(body) if u not in inputs and not (u.op is Ops.BUFFER and u.arg.slot > first_new and u in unallocated)]
+    # the implicit inputs, arguments after the explicit ones. First a write made outside that has not run yet (a Tensor.zeros KV cache,
+    # an assign of the caller's): an argument as it is after the write, so that it runs once before the call and counts as done,
+    # instead of running again inside the body at every call
+    pending = _pending_outside_writes(body, first_new)
+    body = body.substitute({x: x.param_like(len(inputs) + i) for i, x in enumerate(pending)})
+    # then what is left that holds data. A buffer the trace made and never filled (Tensor.empty, and full/zeros/ones, which assign into
+    # one) is the body's own scratch, not an input
+    rest = [u for u in data_inputs(body) if u not in inputs and not (u.op is Ops.BUFFER and u.arg.slot > first_new and u in unallocated)]
+    implicit = pending + rest
     if implicit and not self.allow_implicit:
       desc = "\n  ".join(f"{i}: dtype={u.dtype}, size={prod(u.shape)}, device={graph_device(v if (v := realized_view(u)) is not None else u)}"
                           for i, u in enumerate(implicit))
       raise RuntimeError(f"function {name} has {len(implicit)} implicit buffer(s), but allow_implicit=False\n  {desc}")
-    body = body.substitute({x: x.param_like(len(inputs) + i) for i, x in enumerate(implicit)})
+    body = body.substitute({x: x.param_like(len(inputs) + len(pending) + i) for i, x in enumerate(rest)})
     fret = body.call(*inputs, *implicit, grad_fxn=self.grad_fxn, name=name, precompile=self.precompile,
                      precompile_backward=self.precompile_backward)
     if DEBUG >= 2: print("  " * _function.depth + f"function {(time.perf_counter() - st) * 1000:8.2f} ms: {name}")

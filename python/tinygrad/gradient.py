@@ -50,7 +50,10 @@ _REDUCE_GRADIENT = {
 
 def _expand_gradient(ctx:UOp, ret:UOp, x:UOp) -> tuple[UOp]:
   # summed over the expanded dims (in the accumulation dtype of sum: half sums in float32)
-  return (ctx.sum(tuple(i for i, (a, b) in enumerate(zip(x.shape, ret.shape)) if a != b), keepdim=True),)
+  # an expanded dim is a 1 that became another size, also a symbolic one (summing over it is right when that size is 1 too): decided
+  # without asking whether n != 1
+  expanded = tuple(i for i, (a, b) in enumerate(zip(x.shape, ret.shape)) if type(a) is int and a == 1 and not (type(b) is int and b == 1))
+  return (ctx.sum(expanded, keepdim=True),)
 
 def _cast_gradient(ctx:UOp, ret:UOp, x:UOp) -> tuple[UOp|None]:
   # only between floats: a cast to an int or bool has no derivative, a cast from one starts no path

@@ -129,7 +129,7 @@ def _create_schedule(targets:list[UOp], devices:list[str], calls:bool=True) -> t
   """The kernels that compute `targets` (tensor-graph UOps) on `devices` (one each), in run order, and {target: BUFFER}. calls=False:
   the graph has no (unrealized) calls left."""
   if calls and has_calls(targets):   # functions and hand-written kernels (schedule/call.py): their items first, then the graph reading them
-    pre, inner, ret = schedule_calls(targets, devices, create_schedule)
+    pre, inner, ret = schedule_calls(targets, devices, _create_schedule_cached)   # (targets are unbound already)
     sched, inner_ret = _create_schedule(inner, devices, calls=False)
     ret.update(inner_ret)
     ret.update({t: inner_ret[n] for t, n in zip(targets, inner) if n in inner_ret})

@@ -13,7 +13,7 @@ from tinygrad.mixin.movement import MovementMixin
 from tinygrad.mixin.reduce import ReduceMixin
 from tinygrad.dtype import DType, DTypeLike, dtypes, to_dtype, strong_dtype, least_upper_dtype, truncate, _to_np_dtype, _from_np_dtype
 from tinygrad.schedule import create_schedule, create_schedule_with_vars, schedule_to_linear
-from tinygrad.schedule.buffers import new_buffer, buffer_view, buffer_of, as_buffer, mark_realized, pending_write
+from tinygrad.schedule.buffers import new_buffer, buffer_view, buffer_of, as_buffer, mark_realized, pending_write, next_buffer_id
 from tinygrad.engine.realize import run_schedule, capturing
 from tinygrad.engine.memory import plan_schedule
 from tinygrad.tensor import creation, random, movement, indexing, linalg, elementwise, reduce, functional, pooling, losses, autograd, hashing, calls
@@ -152,10 +152,13 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
     for t in tensors:
       # a DISK tensor is realized as a view of its file (no kernel runs on a file): one that isn't a byte range of it is an error here
       if disk.is_disk(t.device) and t.uop.op in GroupOp.Movement: t.uop = disk.contiguous_view(t.uop, t.device)
+    first_new = next_buffer_id()   # BUFFERs numbered from here on are made by this schedule
     items, bufs, var_vals = create_schedule_with_vars([t.uop for t in tensors], [t.device for t in tensors])
-    # the buffers the tensors get and those that existed before keep their memory; the others (intermediates, which nothing holds
-    # after this call) share arenas where their lifetimes allow (engine/memory.py)
-    run_schedule(plan_schedule(items, {buffer_of(b) for b in bufs.values()}), var_vals)
+    # the buffers the tensors get and those that existed before keep their memory (one not allocated yet too: a Tensor.empty KV cache
+    # that a call body writes is read again by the next call); the others (intermediates, which nothing holds after this call) share
+    # arenas where their lifetimes allow (engine/memory.py)
+    keep = {buffer_of(b) for b in bufs.values()} | {buffer_of(b) for si in items for b in si.buf_uops if b.arg.slot < first_new}
+    run_schedule(plan_schedule(items, keep), var_vals)
     _bind_buffers(tensors, bufs)
     # Tensor.empty's buffer is allocated when first used: realizing it is a use
     for t in tensors:

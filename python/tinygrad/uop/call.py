@@ -1,7 +1,7 @@
 """Calls in the UOp graph: tinygrad 0.14's FUNCTION/CALL/PARAM/TUPLE/GETTUPLE, and the sugar for writing a kernel by hand.
 
 Tensor-level forms (built by tinygrad/function.py and the Tensor methods call/custom_kernel/callify/as_param):
-  PARAM     src: (STACK of the shape's CONSTs,)  arg: ParamArg(slot, dtype, device=...)   the slot-th argument of a call body
+  PARAM     src: (STACK of the shape's sizes,)   arg: ParamArg(slot, dtype, device=...)   the slot-th argument of a call body
   FUNCTION  src: (TUPLE(*outputs), *args)         arg: CallInfo                           a body over PARAMs applied to args;
             GETTUPLE(FUNCTION, i) is its i-th output. The scheduler inlines it (PARAM slot i -> args[i]), or with
             CallInfo.precompile schedules the body as a unit of its own (tinygrad/schedule/call.py)
@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 from tinygrad.uop import Ops
-from tinygrad.uop.ops import UOp, ParamArg, AxisType, graph_rewrite, PatternMatcher, UPat, BottomUpGate
+from tinygrad.uop.ops import UOp, ParamArg, AxisType, graph_rewrite, PatternMatcher, UPat, BottomUpGate, sint
 from tinygrad.dtype import DType, dtypes, AddrSpace, PyConst
 from tinygrad.helpers import argfix, prod
 
@@ -63,8 +63,9 @@ def is_const_graph(u:UOp) -> bool:
   """A graph of Python values only (no buffer, argument or copy below): it has no device, and a call body keeps it inline."""
   return not any(x.op in (Ops.BUFFER, Ops.PARAM, Ops.COPY) for x in u.toposort())
 
-def _shape_src(shape:tuple[int, ...]) -> UOp:
-  return UOp(Ops.STACK, dtypes.int if shape else dtypes.void, tuple(UOp.const(s, dtypes.int) for s in shape))
+def _shape_src(shape:tuple[sint, ...]) -> UOp:
+  # a symbolic size (an int expression of Variables) stays itself: the PARAM's shape is that expression (uop/shape.py reads it back)
+  return UOp(Ops.STACK, dtypes.int if shape else dtypes.void, tuple(s if isinstance(s, UOp) else UOp.const(s, dtypes.int) for s in shape))
 
 class _UOpCalls:
   # ** tuples and groups **

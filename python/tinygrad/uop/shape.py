@@ -11,7 +11,8 @@ Tensor-level conventions (what Tensor and the UOp mixins build, what the schedul
   AFTER    src: (storage, STORE(view, value))                          Tensor.assign: the storage (a BUFFER or an earlier AFTER,
                                                                         flat) once value is written through view (a movement chain
                                                                         over storage); shape: the storage's. The STORE's: the view's
-  PARAM    src: (STACK of CONSTs,)                                     an argument of a call body (tinygrad/uop/call.py): that shape
+  PARAM    src: (STACK of sizes,)                                      an argument of a call body (tinygrad/uop/call.py): that shape
+                                                                        (CONST ints, or a symbolic size's expression)
 Kernel-level UOps (RANGE, PARAM(CONST size), INDEX, LOAD, a Variable, ...) have shape None, and so does everything computed from one:
 a shape is never a property of index arithmetic. An ill-formed tensor-level node raises a RuntimeError naming its op, its arg and the shapes
 of its sources when its shape is first asked for.
@@ -101,8 +102,10 @@ def _elementwise(u:UOp):
 
 def _param(u:UOp):
   if getattr(u.arg, "addrspace", None) is AddrSpace.ALU: return None
-  if (s := u.src[0]).op is Ops.STACK and all(x.op is Ops.CONST and type(x.arg) is int for x in s.src): return tuple(x.arg for x in s.src)
-  return None
+  if (s := u.src[0]).op is not Ops.STACK: return None
+  # each size: a CONST int, or a symbolic size (uop/call.py keeps it as its expression)
+  ret = tuple(x.arg if x.op is Ops.CONST and type(x.arg) is int else x for x in s.src)
+  return ret if _ints(ret) else None
 
 _ELEMENTWISE = tuple(GroupOp.ALU | {Ops.CAST, Ops.BITCAST, Ops.CONTIGUOUS, Ops.CONTIGUOUS_BACKWARD, Ops.DETACH, Ops.COPY})
 shape_rules = PatternMatcher([
