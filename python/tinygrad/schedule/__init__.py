@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 import threading
 from tinygrad.uop.ops import UOp, Ops, GroupOp, live_binds, KernelInfo
 from tinygrad.dtype import dtypes, DType, strong_dtype
-from tinygrad.helpers import prod, NOOPT, SPEC, SCACHE
+from tinygrad.helpers import prod, NOOPT, SPEC, SCACHE, NUM_CPU_THREADS
 from tinygrad.device import Buffer
 from tinygrad.schedule.buffers import new_buffer, buffer_of, has_buffer, as_buffer, viewed_buffer, realized_view, next_buffer_id, storage_buffer, \
   pending_write
@@ -204,8 +204,11 @@ def _dependencies(items:dict[UOp, ScheduleItem], reads:dict[UOp, list[UOp]], buf
 # the graph's structure, on which of its nodes are already realized, and on the buffers' devices, sizes and dtypes, not on which
 # buffers they are: the key is the graph with realized nodes replaced by their buffer views and every BUFFER by a numbered placeholder.
 # A hit reuses the kernel ASTs with this call's input buffers and fresh output and intermediate buffers. SCACHE=0 turns it off.
+# The plan also depends on the settings the scheduler reads: each one is part of the key (PLAN_SETTINGS). SPEC only checks the plan
+# and SCACHE only decides whether the cache is used; neither changes what is planned.
 
 SCHEDULE_CACHE_SIZE = 1024
+PLAN_SETTINGS = (NOOPT, NUM_CPU_THREADS)   # NOOPT: no reduce splitting; NUM_CPU_THREADS: whether a sum of stored values splits
 schedule_cache: OrderedDict[UOp, _CachedSchedule] = OrderedDict()
 
 @dataclass(frozen=True)
@@ -236,7 +239,8 @@ def _normalize(targets:list[UOp], devices:list[str]) -> tuple[UOp, list[UOp], di
   """(the cache key, the graph's BUFFERs in placeholder order, {original node: normalized node})."""
   norm: dict[UOp, UOp] = {}
   inputs: list[UOp] = []
-  key = UOp(Ops.SINK, dtypes.void, tuple(_normalize_into(t, norm, inputs) for t in targets), (tuple(devices), NOOPT.value))
+  key = UOp(Ops.SINK, dtypes.void, tuple(_normalize_into(t, norm, inputs) for t in targets),
+            (tuple(devices), *(v.value for v in PLAN_SETTINGS)))
   return key, inputs, norm
 
 # one schedule at a time: the cache is an LRU shared by every thread, and a schedule recognizes the buffers it made by their numbers
