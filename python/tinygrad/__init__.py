@@ -4,6 +4,7 @@ from tinygrad.helpers import getenv, Context, GlobalCounters, fetch  # noqa: F40
 from tinygrad.uop.ops import UOp  # noqa: F401
 Variable = UOp.variable
 from tinygrad.device import Device  # noqa: F401,E402
+import tinygrad.runtime  # noqa: F401,E402  (registers the runtimes with Device)
 from tinygrad.tensor import Tensor  # noqa: F401,E402
 from tinygrad.engine.jit import TinyJit  # noqa: F401,E402
 from tinygrad.function import function  # noqa: F401,E402

@@ -1,14 +1,11 @@
-# Devices: the registry (Device["CPU"], Device.DEFAULT), Buffer and the allocators behind it, the Compiler base with its
-# in-memory and on-disk caches, the Program (a loaded kernel) base, and Compiled, which ties a device's allocator, renderer,
-# compiler and runtime together. The runtimes themselves live in tinygrad/runtime/ops_<name>.py.
+# Devices: the registry (Device["CPU"], Device.DEFAULT; tinygrad/runtime registers its runtimes here), Buffer and the allocators
+# behind it, the Compiler base with its in-memory and on-disk caches, the Program (a loaded kernel) base, and Compiled, which ties a
+# device's allocator, renderer, compiler and runtime together. The runtimes themselves live in tinygrad/runtime/ops_<name>.py.
 from __future__ import annotations
 import contextlib
 import functools
 import hashlib
-import importlib
-import inspect
 import os
-import pathlib
 import re
 import threading
 from collections import defaultdict
@@ -16,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Generic, Iterator, Sequence, TypeVar, TYPE_CHECKING
 from tinygrad.helpers import DEBUG, LRU, CCACHE, ALLOW_DEVICE_USAGE, MAX_BUFFER_SIZE, DEV, GlobalCounters, diskcache_get, diskcache_put
 from tinygrad.helpers import select_by_name, select_first_inited, flat_mv, size_to_str, suppress_finalizing, check_host_alloc, BoundedCache
-from tinygrad.dtype import DType, dtypes, _to_np_dtype, from_storage_scalar, storage_fmt_for_dtype
+from tinygrad.dtype import DType, dtypes, to_np_dtype, from_storage_scalar, storage_fmt_for_dtype
 if TYPE_CHECKING:
   from tinygrad.renderer import Renderer, ProgramSpec
 
@@ -28,8 +25,8 @@ __all__ = ["Device", "Buffer", "BufferSpec", "Allocator", "LRUAllocator", "Compi
 class _Device:
   """The device registry. Device["CPU"] opens (once) and returns a device; names are case-insensitive and "CPU:0" is "CPU"."""
   def __init__(self) -> None:
-    self._devices = sorted(x.stem[len("ops_"):].upper() for x in (pathlib.Path(__file__).parent / "runtime").iterdir()
-                           if x.stem.startswith("ops_") and x.suffix == ".py")
+    self._devices: dict[str, Callable[[], type[Compiled]]] = {}   # name -> its Compiled class's loader (tinygrad/runtime registers them)
+    self._default_candidates: list[tuple[int, str, Callable[[], bool]]] = []   # (rank, name, whether it can be the default now)
     self._opened_devices: set[str] = set()
     self._opened: dict[str, Compiled] = {}
     self._open_lock = threading.Lock()
@@ -48,12 +45,16 @@ class _Device:
     if not ALLOW_DEVICE_USAGE and ix.split(":")[0] != "PYTHON": raise RuntimeError(f"usage of device {ix} is disallowed (ALLOW_DEVICE_USAGE=0)")
     return self.__get_canonicalized_item(ix)
   def __contains__(self, ix:str) -> bool: return self.canonicalize(ix).split(":")[0] in self._devices
+  def register(self, name:str, load:Callable[[], type[Compiled]], default_rank:int|None=None, usable:Callable[[], bool]=lambda: True) -> None:
+    """Device[name] opens load()(name) (load runs on first use). With a default_rank, the device is the default (no DEV or DEVICE) when
+    it is usable() and no device of a lower rank is."""
+    self._devices[name.upper()] = load
+    if default_rank is not None: self._default_candidates = sorted(self._default_candidates + [(default_rank, name.upper(), usable)])
   @functools.cache
   def get_class(self, ix:str) -> type[Compiled]:
     name = ix.split(":")[0].upper()
-    if name not in self._devices: raise RuntimeError(f"unknown device {ix!r}, the devices are {', '.join(self._devices)}")
-    module = importlib.import_module(f"tinygrad.runtime.ops_{name.lower()}")
-    return next(cls for cname, cls in inspect.getmembers(module) if cname.lower() == name.lower() + "device")
+    if name not in self._devices: raise RuntimeError(f"unknown device {ix!r}, the devices are {', '.join(sorted(self._devices))}")
+    return self._devices[name]()
   def __get_canonicalized_item(self, ix:str) -> Compiled:
     if (ret := self._opened.get(ix)) is not None: return ret
     with self._open_lock:   # two threads opening a device at once must get the same one
@@ -67,23 +68,28 @@ class _Device:
   @property
   def default(self) -> Compiled: return self[self.DEFAULT]
   def get_available_devices(self) -> Iterator[str]:
-    for device in ("CUDA", "CPU", "PYTHON", "NULL"):
-      with contextlib.suppress(Exception): yield self[device].device
+    """The devices that open and run kernels (a DISK file does not), the default candidates first (in their order)."""
+    first = [name for _, name, _ in self._default_candidates]
+    for device in first + sorted(set(self._devices) - set(first)):
+      with contextlib.suppress(Exception):
+        if (dev := self[device]).renderers: yield dev.device
   @property
   def DEFAULT(self) -> str:
-    """DEV=... (its first target's device), else DEVICE=..., else a usable GPU (CUDA: cuda-python, the driver and a GPU), else CPU."""
+    """DEV=... (its first target's device), else DEVICE=..., else the first usable of the registered default candidates (tinygrad/runtime:
+    a usable GPU, else the CPU)."""
     if DEV.device: return self._canonicalize(DEV.device)
     if dev := os.environ.get("DEVICE", ""): return self._canonicalize(dev)
-    return "CUDA" if _gpu_usable() else "CPU"
+    return self._preferred_default()
+  @functools.cache
+  def _preferred_default(self) -> str:
+    """The first usable device of the default candidates: asked once (it may import a runtime and ask its driver)."""
+    if (name := next((name for _, name, usable in self._default_candidates if usable()), None)) is None:
+      raise RuntimeError(f"no usable default device among {[n for _, n, _ in self._default_candidates]}: choose one with DEV=")
+    return name
   @DEFAULT.setter
   def DEFAULT(self, v):
     raise AttributeError(f"Device.DEFAULT can't be set, use `with Context(DEV={v!r}):` or DEV.value = {v!r} (or the DEV environment variable)")
 Device: _Device = _Device()
-
-@functools.cache
-def _gpu_usable() -> bool:
-  """Whether the default device is the GPU: asked once (an import of cuda-python when it is installed, and cuInit)."""
-  return importlib.import_module("tinygrad.runtime.ops_cuda").cuda_usable()
 
 def canonicalize_device(device:str|tuple|list|None) -> str|tuple[str, ...]:
   if not isinstance(device, (tuple, list)): return Device.canonicalize(device)
@@ -231,7 +237,7 @@ class Buffer:
     where the device allows (it sees later writes); share: a writable copy-on-write view where the device allows (see private_view),
     else a copy."""
     import numpy as np
-    if (npdt := _to_np_dtype(self.dtype)) is None: raise TypeError(f"no numpy dtype for {self.dtype}")
+    if (npdt := to_np_dtype(self.dtype)) is None: raise TypeError(f"no numpy dtype for {self.dtype}")
     if not share or (mv := self.private_view()) is None:
       # a copy goes into numpy's own memory, which numpy asks huge pages for (a bytearray's 4 KiB pages cost several times the copy)
       mv = self.as_buffer(allow_zero_copy=True) if zero_copy else self.copyout(memoryview(np.empty(self.nbytes, np.uint8)))
@@ -283,6 +289,10 @@ class Allocator(Generic[DeviceType]):
       raise MemoryError(f"allocation of {size_to_str(size)} failed on {self.dev.device} "
                         f"(in use: {size_to_str(GlobalCounters.mem_used_per_device[self.dev.device])})") from e
   def free(self, opaque, size:int, options:BufferSpec|None=None): self._free(opaque, options if options is not None else self.default_buffer_spec)
+  @property
+  def has_views(self) -> bool:
+    """Whether a buffer can be a view into another one (the runtime implements _offset; a file-backed DISK allocator does not)."""
+    return type(self)._offset is not Allocator._offset
   # implemented by the runtime
   def _alloc(self, size:int, options:BufferSpec): raise NotImplementedError("need alloc")
   def _free(self, opaque, options:BufferSpec): pass  # a Python object needs no explicit free
@@ -450,7 +460,7 @@ class Compiled:
   def renderer(self) -> Renderer:
     # DEV's value is replaced, never mutated, when DEV changes (Context(DEV=...)): the choice made for one value holds until then. Choosing
     # parses and matches a Target, which would otherwise be paid twice per kernel launch
-    if (memo := self._renderer_memo) is not None and memo[0] is DEV._value: return memo[1]
+    if (memo := self._renderer_memo) is not None and memo[0] is DEV.value: return memo[1]
     if not self.renderers: raise RuntimeError(f"{self.device} has no renderer")
     t = DEV.target(self.device.split(":")[0], **({"arch": self.arch} if self.arch else {}))
     cands = select_by_name(self.renderers, self._renderer_name, t.renderer, f"{self.device} has no renderer {t.renderer!r}")
@@ -459,7 +469,7 @@ class Compiled:
       ren = select_first_inited(cands, f"No renderer for {self.device}", None, t)
       if (comp := self._compiler_for.get(type(ren))) is not None: ren.compiler = comp()
       self.cached_renderer[key] = ren
-    self._renderer_memo = (DEV._value, ren)
+    self._renderer_memo = (DEV.value, ren)
     return ren
   @property
   def compiler(self) -> Compiler: return self.renderer.compiler

@@ -370,7 +370,7 @@ truncate: dict[DType, Callable] = {
 
 # *** fused multiply-add: a*b+c rounded once (what C's fmaf/fma compute), without math.fma (Python 3.13+) ***
 
-def _fma64(a:float, b:float, c:float) -> float:
+def fma64(a:float, b:float, c:float) -> float:
   """a*b+c rounded once to float64."""
   # IEEE: inf*0 and inf-inf are NaN; a finite product (even one past float64's range) added to an inf or NaN c is c
   if not (math.isfinite(a) and math.isfinite(b)): return a * b + c
@@ -383,7 +383,7 @@ def _fma64(a:float, b:float, c:float) -> float:
 
 _F32_MAX, _F32_OVERFLOW = float.fromhex("0x1.fffffep127"), float.fromhex("0x1.ffffffp127")
 
-def _fma32(a:float, b:float, c:float) -> float:
+def fma32(a:float, b:float, c:float) -> float:
   """a*b+c rounded once to float32, for float32 a, b, c. Their product is exact in float64 (48 bits), and s = p+c rounded to float64
   with its error e (TwoSum: p+c == s+e exactly) rounds to float32 as the exact sum does, except when s lies exactly halfway between two
   float32 values and e != 0: then the exact sum is on e's side of the tie (float32 ties are float64 values, so no other s can straddle one)."""
@@ -404,8 +404,8 @@ def _fma32(a:float, b:float, c:float) -> float:
 def fma(a, b, c, dt:DType):
   """MULACC's value in dt: float32 and float64 fuse (one rounding, as the CPU and PYTHON renderers compute it); other dtypes compute
   a*b+c as written (the caller rounds to dt)."""
-  if dt is dtypes.float32: return _fma32(float(a), float(b), float(c))
-  if dt is dtypes.float64: return _fma64(float(a), float(b), float(c))
+  if dt is dtypes.float32: return fma32(float(a), float(b), float(c))
+  if dt is dtypes.float64: return fma64(float(a), float(b), float(c))
   return a * b + c
 
 # *** bit-level storage ***
@@ -439,17 +439,19 @@ def bitcast(x, in_dtype:DType, out_dtype:DType):
 
 # *** numpy / torch interop (both imported lazily: importing tinygrad.dtype needs neither) ***
 
-def _to_np_dtype(dtype:DType) -> type|None:
+def to_np_dtype(dtype:DType) -> type|None:
   """The numpy scalar type that holds dtype's values; bfloat16 and fp8 are exchanged as float32, weak/void types have none."""
   import numpy as np
   if dtype is dtypes.bfloat16 or dtype in dtypes.fp8s: return np.float32
   return None if dtype.fmt is None else np.dtype(dtype.fmt).type
 
-def _from_np_dtype(npdtype) -> DType:
+def from_np_dtype(npdtype) -> DType:
   import numpy as np
   name = np.dtype(npdtype).name
   if (ret := DTYPES_DICT.get(name)) is None: raise TypeError(f"numpy dtype {name} has no tinygrad dtype")
   return ret
+
+_to_np_dtype, _from_np_dtype = to_np_dtype, from_np_dtype   # tinygrad 0.14's names, for code written against it
 
 @functools.cache
 def _to_torch_dtype(dtype:DType):

@@ -308,6 +308,10 @@ class ContextVar(Generic[T]):
   def __le__(self, x): return self.value <= x
   def __lt__(self, x): return self.value < x
   def __repr__(self): return f"ContextVar({self.key!r}, {self.value!r})"
+  @staticmethod
+  def current_values() -> dict[str, Any]:
+    """{name: value} of every ContextVar now (what `Context(**values)` sets again, e.g. in a worker process)."""
+    return {k: v.value for k, v in ContextVar._cache.items()}
   def tolist(self, obj=None) -> list:
     """Splits a comma-separated string value; with obj, each name is looked up as an attribute of obj."""
     if not isinstance(self.value, str): raise TypeError(f"ContextVar {self.key} holds {self.value!r}, tolist needs a str")

@@ -298,12 +298,12 @@ def test_default_device_prefers_a_gpu(monkeypatch):
   import tinygrad.device as device
   from tinygrad.runtime import ops_cuda
   monkeypatch.setattr(ops_cuda, "cuda_usable", lambda: True)
-  device._gpu_usable.cache_clear()
+  device.Device._preferred_default.cache_clear()
   monkeypatch.delenv("DEVICE", raising=False)
   try:
     with Context(DEV=""): assert Device.DEFAULT == "CUDA"
     with Context(DEV="CPU"): assert Device.DEFAULT == "CPU"
-  finally: device._gpu_usable.cache_clear()
+  finally: device.Device._preferred_default.cache_clear()
   np.testing.assert_equal(Tensor([1, 2], device="CPU").numpy(), [1, 2])
 
 @needs_nvrtc

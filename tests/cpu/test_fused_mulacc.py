@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from tinygrad import Tensor, Device, dtypes
 from tinygrad.codegen import lower_ast
-from tinygrad.dtype import _fma32
+from tinygrad.dtype import fma32
 from tinygrad.runtime.support.compiler_cpu import ClangCompiler, find_c_compiler
 from test_typed_ranges import ast_of, rand
 
@@ -71,7 +71,7 @@ def test_dot_tile_fused_exactly():
   # x @ w.T with K = 64: the dot tile's lane 0 accumulates x[0]*w[0] = c (exact), then c + x[4]*w[4] = c + a*b fused; the other lanes
   # and the later steps add 0, so the diagonal is fma(a, b, c), on the halfway triples where rounding twice differs
   a, b, c = halfway(64)
-  want = np.array([_fma32(float(p), float(q), float(r)) for p, q, r in zip(a, b, c)], np.float32)
+  want = np.array([fma32(float(p), float(q), float(r)) for p, q, r in zip(a, b, c)], np.float32)
   assert (want != a * b + c).sum() > 20
   X, W = np.zeros((64, 64), np.float32), np.zeros((64, 64), np.float32)
   X[:, 0], X[:, 4], W[:, 0], W[:, 4] = c, a, 1, b

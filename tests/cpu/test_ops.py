@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from conftest import DEVICES
 from linear_kernels import Linear, run
-from tinygrad.dtype import DType, dtypes, float_to_bf16, _to_np_dtype, _fma32, _fma64
+from tinygrad.dtype import DType, dtypes, float_to_bf16, _to_np_dtype, fma32, fma64
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp
 
@@ -76,7 +76,7 @@ def bf16(x:np.ndarray) -> np.ndarray: return np.array([float_to_bf16(float(v)) f
 
 def np_mulacc(a, b, c):
   """MULACC as CPU and PYTHON compute it: float32/float64 fused (one rounding, Renderer.fused_mulacc), half as written."""
-  if (fn := {np.dtype(np.float32): _fma32, np.dtype(np.float64): _fma64}.get(a.dtype)) is None: return a * b + c
+  if (fn := {np.dtype(np.float32): fma32, np.dtype(np.float64): fma64}.get(a.dtype)) is None: return a * b + c
   return np.array([fn(float(x), float(y), float(z)) for x, y, z in zip(a, b, c)], a.dtype)
 
 def np_float_op(op:Ops, a, b, s, c):

@@ -81,3 +81,31 @@ def test_the_cache_keeps_no_realized_graph_alive():
   del x
   gc.collect()
   assert buf() is None
+
+def test_each_thread_count_gets_its_own_plan():
+  # a sum of stored values stays one kernel up to STREAM_CORES threads and splits into partial sums past it: a plan made under one
+  # thread count must not be replayed under the other
+  x = Tensor.empty(1 << 22, device="NULL")
+  plans = {}
+  for threads in (8, 1, 8, 1):
+    with Context(NUM_CPU_THREADS=threads):
+      items, _ = x.sum().schedule()
+      with Context(SCACHE=0): fresh, _ = x.sum().schedule()
+    assert [si.ast for si in items] == [si.ast for si in fresh], f"under NUM_CPU_THREADS={threads} the cache gave another plan"
+    plans.setdefault(threads, len(items))
+  assert plans[8] != plans[1], plans
+
+def test_every_setting_the_scheduler_reads_is_in_the_key():
+  # the ContextVars the scheduler's modules import either change the plan (then they are in the cache key) or only check it / switch
+  # the cache (SPEC, SCACHE)
+  import ast
+  import pathlib
+  from tinygrad import helpers
+  neutral = {"SPEC", "SCACHE"}
+  read = set()
+  for path in (pathlib.Path(sched.__file__).parent).glob("*.py"):
+    for node in ast.walk(ast.parse(path.read_text())):
+      if isinstance(node, ast.ImportFrom) and node.module == "tinygrad.helpers":
+        read |= {a.name for a in node.names if isinstance(getattr(helpers, a.name), helpers.ContextVar)}
+      if isinstance(node, ast.Call) and ast.unparse(node.func) in ("getenv", "os.getenv", "os.environ.get"): read.add(ast.unparse(node))
+  assert read - neutral == {v.key for v in sched.PLAN_SETTINGS}, read

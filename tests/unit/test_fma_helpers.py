@@ -1,4 +1,4 @@
-"""Fused multiply-add without math.fma (tinygrad/dtype.py: _fma32, _fma64, fma): a*b+c rounded once, as C's fmaf/fma compute it, checked
+"""Fused multiply-add without math.fma (tinygrad/dtype.py: fma32, fma64, fma): a*b+c rounded once, as C's fmaf/fma compute it, checked
 against an exact rational oracle (including constructed halfway cases, where rounding the float64 sum again would be wrong) and, where a
 Python 3.13 is installed, against its math.fma. Also the codegen pass that makes MULACC (a dot tile's accumulator updates) and the
 constant folding of MULACC."""
@@ -11,7 +11,7 @@ import subprocess
 from fractions import Fraction
 import pytest
 from hypothesis import given, settings, strategies as st
-from tinygrad.dtype import dtypes, fma, _fma32, _fma64, AddrSpace
+from tinygrad.dtype import dtypes, fma, fma32, fma64, AddrSpace
 from tinygrad.uop.ops import UOp, Ops, exec_alu, graph_rewrite, ParamArg
 from tinygrad.codegen import pm_fuse_mulacc, FuseContext
 from tinygrad.renderer.cstyle import ClangRenderer
@@ -49,12 +49,12 @@ floats64 = st.floats(allow_nan=False, allow_infinity=False)
 @settings(max_examples=2000, deadline=None)
 @given(floats32, floats32, floats32)
 def test_fma32_matches_oracle(a, b, c):
-  assert same(_fma32(a, b, c), oracle(a, b, c, round_f32))
+  assert same(fma32(a, b, c), oracle(a, b, c, round_f32))
 
 @settings(max_examples=1000, deadline=None)
 @given(floats64, floats64, floats64)
 def test_fma64_matches_oracle(a, b, c):
-  assert same(_fma64(a, b, c), oracle(a, b, c, round_f64))
+  assert same(fma64(a, b, c), oracle(a, b, c, round_f64))
 
 def halfway_case(mant:int, i:int, scale:int, below:bool) -> tuple[float, float, float]:
   """c a float32 in [1, 2)*2**scale, a*b = half an ulp of c minus i*i*2**-70 (relative; under float64's half ulp for i < 2**7.5),
@@ -71,18 +71,18 @@ def test_fma32_halfway(mant, i, scale, below, neg):
   if neg: a, c = -a, -c
   assert all(f32(x) == x for x in (a, b, c))
   want = oracle(a, b, c, round_f32)
-  assert _fma32(a, b, c) == want
+  assert fma32(a, b, c) == want
   # the tie is real: with c's mantissa odd, rounding the float64 sum (the tie itself) to even leaves c, the right answer
   if mant % 2: assert f32(a * b + c) != want == c
 
 def test_fma32_halfway_known():
   # 1+2**-23 plus (just under) half its ulp: rounding the float64 sum ties to the even 1+2**-22; the exact sum is below the tie
   a, b, c = halfway_case(1, 1, 0, True)
-  assert f32(a * b + c) == 1 + 2 ** -22 and _fma32(a, b, c) == 1 + 2 ** -23
+  assert f32(a * b + c) == 1 + 2 ** -22 and fma32(a, b, c) == 1 + 2 ** -23
   # and just over the tie below it
-  assert _fma32(-a, b, c) == 1 + 2 ** -23 and f32(-a * b + c) == 1.0
+  assert fma32(-a, b, c) == 1 + 2 ** -23 and f32(-a * b + c) == 1.0
 
-@pytest.mark.parametrize("fn", [_fma32, _fma64])
+@pytest.mark.parametrize("fn", [fma32, fma64])
 def test_fma_non_finite(fn):
   inf, nan = math.inf, math.nan
   assert math.isnan(fn(inf, 0.0, 1.0)) and math.isnan(fn(inf, 1.0, -inf)) and math.isnan(fn(1.0, 2.0, nan)) and math.isnan(fn(nan, 0.0, 0.0))
@@ -91,14 +91,14 @@ def test_fma_non_finite(fn):
 
 def test_fma_overflow():
   big = f32(3e38)
-  assert _fma32(big, 2.0, 0.0) == math.inf and _fma32(big, 2.0, -big) == big   # the product overflows float32, the fused sum doesn't
+  assert fma32(big, 2.0, 0.0) == math.inf and fma32(big, 2.0, -big) == big   # the product overflows float32, the fused sum doesn't
   # the sum at float32's overflow tie (max + half an ulp: rounds to inf) but the exact sum just below it: the max
   fmax, half_ulp = float.fromhex("0x1.fffffep127"), 2.0 ** 103
   a, b, _ = halfway_case(1, 1, 127, True)   # a*b = half_ulp minus a tiny amount
-  assert _fma32(a, b, fmax) == fmax == oracle(a, b, fmax, round_f32) and f32(a * b + fmax) == math.inf and a * b < half_ulp
-  assert _fma32(-a, -b, -fmax) == -fmax and _fma32(1.0, half_ulp, fmax) == math.inf
-  assert _fma64(1e308, 10.0, -1.7e308) == math.inf and _fma64(-1e308, 10.0, 1.7e308) == -math.inf
-  assert _fma64(1e308, 10.0, -math.inf) == -math.inf
+  assert fma32(a, b, fmax) == fmax == oracle(a, b, fmax, round_f32) and f32(a * b + fmax) == math.inf and a * b < half_ulp
+  assert fma32(-a, -b, -fmax) == -fmax and fma32(1.0, half_ulp, fmax) == math.inf
+  assert fma64(1e308, 10.0, -1.7e308) == math.inf and fma64(-1e308, 10.0, 1.7e308) == -math.inf
+  assert fma64(1e308, 10.0, -math.inf) == -math.inf
 
 PY313 = sorted(glob.glob("/root/.pyenv/versions/3.13*/bin/python") + glob.glob("/usr/bin/python3.1[3-9]"))
 
@@ -111,14 +111,14 @@ def test_fma_against_math_fma():
   out = subprocess.run([PY313[-1], "-c", "import math, json, sys; print(json.dumps([math.fma(*t) for t in json.load(sys.stdin)]))"],
                        input=json.dumps(cases).encode(), capture_output=True, check=True)
   for (a, b, c), want in zip(cases, json.loads(out.stdout)):
-    assert _fma64(a, b, c) == want
+    assert fma64(a, b, c) == want
     # float32: math.fma's float64 result, rounded again, is the fused float32 result except at ties (the oracle decides those)
-    if all(f32(x) == x for x in (a, b, c)): assert _fma32(a, b, c) == oracle(a, b, c, round_f32)
+    if all(f32(x) == x for x in (a, b, c)): assert fma32(a, b, c) == oracle(a, b, c, round_f32)
 
 def test_exec_alu_folds_fused():
   a, b, c = halfway_case(1, 1, 0, True)
-  assert exec_alu(Ops.MULACC, dtypes.float32, [a, b, c]) == _fma32(a, b, c) != f32(a * b + c)
-  assert exec_alu(Ops.MULACC, dtypes.float64, [0.1, 10.0, -1.0]) == _fma64(0.1, 10.0, -1.0) == 2 ** -54
+  assert exec_alu(Ops.MULACC, dtypes.float32, [a, b, c]) == fma32(a, b, c) != f32(a * b + c)
+  assert exec_alu(Ops.MULACC, dtypes.float64, [0.1, 10.0, -1.0]) == fma64(0.1, 10.0, -1.0) == 2 ** -54
   # half is computed as written (the emulated dtypes round after every op), then rounded to half
   assert exec_alu(Ops.MULACC, dtypes.half, [1.5, 2.0, 0.25]) == 3.25 and fma(3, 4, 5, dtypes.int32) == 17
 

@@ -9,7 +9,8 @@ from tinygrad.helpers import Context
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, AxisType
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError
-from tinygrad.codegen.opt.kernel import apply_opt, apply_opts, ranges_of, range_size, WARP
+from tinygrad.codegen.opt.kernel import apply_opt, apply_opts, ranges_of, range_size
+from tinygrad.codegen.opt.ranges import WARP
 from tinygrad.codegen.opt.heuristic import optimize_ast
 from tinygrad.codegen.opt.search import kernel_actions
 from tinygrad.codegen import get_program

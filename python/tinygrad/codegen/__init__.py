@@ -55,6 +55,7 @@ from tinygrad.schedule import reduce_identity as _identity
 from tinygrad.codegen.index_dtype import pm_lower_index
 from tinygrad.codegen.split_ranges import split_ranges, pm_fold_gates
 from tinygrad.codegen.opt.kernel import open_ranges
+from tinygrad.codegen.expander import reduce_combine
 from tinygrad.codegen.opt.tc import pm_wmma_acc
 if TYPE_CHECKING:
   from tinygrad.renderer import Renderer, LinearKernel
@@ -179,10 +180,6 @@ class ReduceContext:
   loop_ranges: list[UOp]
   accs: int = 0
 
-def _combine(op:Ops, a:UOp, b:UOp) -> UOp:
-  if a.dtype is dtypes.bool: op = {Ops.ADD: Ops.OR, Ops.MUL: Ops.AND}.get(op, Ops.OR)
-  return UOp(op, a.dtype, (a, b))
-
 def _vector_width(x:UOp) -> int:
   """The lanes of a reduce's value: a vector reduce (codegen/expander.py, vector_alu) sums ADD/MULs of vector (SHRINK) loads."""
   while x.op in (Ops.ADD, Ops.MUL): x = x.src[0]
@@ -228,7 +225,7 @@ def _lower_reduces(ctx:ReduceContext, sink:UOp) -> UOp|None:
     for red in reds:
       acc, i = slots[red]
       idx = _acc_slot(red, acc.after(inits[red], *ranges), i)
-      bodies.append(UOp(Ops.STORE, dtypes.void, (idx, _combine(red.arg[0], UOp(Ops.LOAD, red.dtype, (idx,)), red.src[0]))))
+      bodies.append(UOp(Ops.STORE, dtypes.void, (idx, reduce_combine(red.arg[0], UOp(Ops.LOAD, red.dtype, (idx,)), red.src[0]))))
     body = bodies[0] if len(bodies) == 1 else UOp(Ops.GROUP, dtypes.void, tuple(bodies))
     for r in reversed(ranges): body = UOp(Ops.END, dtypes.void, (body, r))
     for red in reds:

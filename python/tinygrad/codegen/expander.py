@@ -15,11 +15,15 @@ from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, Axis
 from tinygrad.uop.symbolic import symbolic
 from tinygrad.dtype import dtypes
 from tinygrad.renderer import mem_root
-from tinygrad.codegen import _combine
 from tinygrad.codegen.opt.kernel import ranges_of, range_size, vector_loads, _vector_ok, _consecutive
 
+def reduce_combine(op:Ops, a:UOp, b:UOp) -> UOp:
+  """a and b combined by a REDUCE's op (a bool sum is OR, a bool product AND)."""
+  if a.dtype is dtypes.bool: op = {Ops.ADD: Ops.OR, Ops.MUL: Ops.AND}.get(op, Ops.OR)
+  return UOp(op, a.dtype, (a, b))
+
 def _tree(op:Ops, xs:list[UOp]) -> UOp:
-  while len(xs) > 1: xs = [_combine(op, xs[i], xs[i+1]) if i + 1 < len(xs) else xs[i] for i in range(0, len(xs), 2)]
+  while len(xs) > 1: xs = [reduce_combine(op, xs[i], xs[i+1]) if i + 1 < len(xs) else xs[i] for i in range(0, len(xs), 2)]
   return xs[0]
 
 def _lane(x:UOp, u:UOp, j:int) -> UOp: return x.substitute({u: UOp.const(j, u.dtype)}, name="expand")

@@ -18,8 +18,8 @@ from tinygrad.schedule.buffers import buffer_of, new_buffer, realized_view, has_
 from tinygrad.schedule import unbind_arg
 from tinygrad.engine import realize
 from tinygrad.tensor import Tensor
-from tinygrad.tensor.random import _rng_lock
-from tinygrad.tensor.autograd import _tensors as _live_tensors
+from tinygrad.tensor.random import advance_rng_counter
+from tinygrad.tensor.autograd import live_tensors
 from tinygrad.engine.memory import memory_planner
 from tinygrad.dtype import dtypes
 
@@ -190,7 +190,7 @@ class CapturedJit(Generic[ReturnType]):
     fresh_uops = [new_buffer(b.device, b.size, b.dtype) for b in self.fresh]
     srcs = [i.buf for i in inputs] + [buffer_of(u).allocate() for u in fresh_uops]
     for device, num, key_buf, ctr_buf in self.rng:
-      with _rng_lock: key, start = Tensor._advance_counter(device, num)
+      key, start = advance_rng_counter(Tensor, device, num)
       ctr_buf.copyin(struct.pack("<II", start & 0xffffffff, start >> 32))
       if (kb := buffer_of(_view_chain(key.uop)[0])) is not key_buf: key_buf.copyin(kb.as_buffer())
     for p in self._patches:
@@ -292,7 +292,7 @@ class _Capture:
 
 def _held_buffers() -> set[Buffer]:
   """The base buffers that tensors alive now can read: their storage and every buffer in their pending graphs."""
-  if not (live := [t.uop for r in list(_live_tensors) if (t := r()) is not None]): return set()
+  if not (live := [t.uop for t in live_tensors()]): return set()
   held: set[Buffer] = set()
   for u in UOp(Ops.SINK, dtypes.void, tuple(live)).toposort():
     if (base := _view_chain(u)[0]) is not None: held.add(buffer_of(base).base)

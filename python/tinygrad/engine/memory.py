@@ -17,7 +17,7 @@ synchronous (each item finishes before the next starts), so a copy needs no lane
 from __future__ import annotations
 import functools
 from typing import Protocol, Sequence
-from tinygrad.device import Buffer, Allocator, Device
+from tinygrad.device import Buffer, Device
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import DEBUG, NO_MEMORY_PLANNER, round_up
 
@@ -51,8 +51,7 @@ def plan_offsets(lifetimes:tuple[tuple[int, int, int], ...]) -> tuple[tuple[int,
 
 @functools.cache
 def _has_views(device:str) -> bool:
-  # DISK-like allocators without _offset can't give a view of an arena
-  return type(Device[device].allocator)._offset is not Allocator._offset
+  return Device[device].allocator.has_views
 
 def memory_planner(items:Sequence[HasBufs], keep:set[Buffer]) -> dict[Buffer, Buffer]:
   """{planned buffer: the view of its device's arena that replaces it} for the buffers used only inside `items` (run in order):

@@ -12,7 +12,7 @@ import numpy as np
 from tinygrad.tensor import Tensor
 from tinygrad.dtype import DType, dtypes
 from tinygrad.helpers import prod, round_up
-from tinygrad.nn.state import _Source, _tensor_from_bytes
+from tinygrad.nn.state import WeightSource, tensor_from_bytes
 from tinygrad.tensor.disk import is_disk
 from tinygrad.llm import ggml_tables as _tables
 
@@ -140,7 +140,7 @@ def _ggml_nbytes(n:int, ggml_type:int, what:str) -> int:
   return n // q[0] * q[1]
 
 def _dequantize(mv:memoryview, n:int, ggml_type:int, shape:tuple[int, ...], device:str|None=None) -> Tensor:
-  if (dt := _GGML_NATIVE.get(ggml_type)) is not None: return _tensor_from_bytes(mv, dt, shape, device)
+  if (dt := _GGML_NATIVE.get(ggml_type)) is not None: return tensor_from_bytes(mv, dt, shape, device)
   epb, bpb, fn = _GGML_QUANT[ggml_type]
   out = fn(np.frombuffer(mv, dtype=np.uint8).reshape(-1, bpb))
   return Tensor(np.ascontiguousarray(out).reshape(shape), device=device)
@@ -161,7 +161,7 @@ def ggml_data_to_tensor(t:Tensor, n:int, ggml_type:int) -> Tensor:
 
 class _Reader:
   """Little-endian reads from the mapped file, each checked against its end."""
-  def __init__(self, src:_Source): self.src, self.pos = src, 0
+  def __init__(self, src:WeightSource): self.src, self.pos = src, 0
   def take(self, n:int, what:str) -> memoryview:
     ret = self.src.span(self.pos, self.pos + n, what)
     self.pos += n
@@ -188,7 +188,7 @@ def _read_value(r:_Reader, typ:int, what:str) -> Any:
     return list(struct.unpack(f"<{n}{fmt}", raw))
   return [_read_value(r, item, what) for _ in range(n)]
 
-def _gguf_parse(src:_Source, device:str|None=None) -> tuple[dict[str, Any], dict[str, Tensor]]:
+def _gguf_parse(src:WeightSource, device:str|None=None) -> tuple[dict[str, Any], dict[str, Tensor]]:
   r = _Reader(src)
   magic = bytes(r.take(4, "the GGUF magic")) if len(src) >= 4 else b""
   if magic != b"GGUF": raise ValueError(f"{src.name}: not a GGUF file (magic {magic!r})")
@@ -220,7 +220,7 @@ def _gguf_parse(src:_Source, device:str|None=None) -> tuple[dict[str, Any], dict
   sd = {name: _load_tensor(src, data_start + off, prod(dims), typ, tuple(reversed(dims)), device) for name, dims, typ, off in infos}
   return kv, sd
 
-def _load_tensor(src:_Source, start:int, n:int, typ:int, shape:tuple[int, ...], device:str|None) -> Tensor:
+def _load_tensor(src:WeightSource, start:int, n:int, typ:int, shape:tuple[int, ...], device:str|None) -> Tensor:
   # native types of a file are views of it on its DISK device (read when realized on a device); quantized ones are dequantized now
   if src.is_file() and (dt := _GGML_NATIVE.get(typ)) is not None: return src.view(start, dt, shape)
   return _dequantize(src.mv[start:start+_ggml_nbytes(n, typ, "")], n, typ, shape, device)
@@ -237,8 +237,8 @@ def gguf_load(fn:Tensor|str|pathlib.Path) -> tuple[dict, dict[str, Tensor]]:
   by path. Tensors have ggml's dims reversed (row-major), native types keep their dtype, quantized ones come out float32."""
   # tensors dequantized from a file (by path or a DISK tensor of it) go to the default device
   device = fn.device if isinstance(fn, Tensor) and not is_disk(fn.device) else None
-  kv, sd = _gguf_parse(_Source(fn), device)
+  kv, sd = _gguf_parse(WeightSource(fn), device)
   if kv.get("split.count", 1) <= 1: return kv, sd
   if isinstance(fn, Tensor): raise ValueError("a multi-part GGUF must be loaded by path (got a Tensor)")
-  for p in _gguf_split_paths(pathlib.Path(fn), kv)[1:]: sd.update(_gguf_parse(_Source(p))[1])
+  for p in _gguf_split_paths(pathlib.Path(fn), kv)[1:]: sd.update(_gguf_parse(WeightSource(p))[1])
   return kv, sd

@@ -45,7 +45,7 @@ _BOOL = dtypes.bool
 _BOOL_OPS = {Ops.ADD: Ops.OR, Ops.MUL: Ops.AND}  # + and * on bools
 _NARROW_FLOATS = frozenset({dtypes.float16, dtypes.bfloat16, dtypes.float32})  # exact in float64, where cos reduces its argument
 
-def _weak(x) -> DType:
+def weak_dtype_of(x) -> DType:
   """The weak dtype of a Python value used as an operand of a tensor-level node."""
   if isinstance(x, bool): return dtypes.bool
   if isinstance(x, int): return dtypes.weakint
@@ -242,7 +242,7 @@ class MathTrait(OperatorMixin):
     elif isinstance(y, cls): y, x = y._broadcasted(x)
     else:
       if type(x) in (bool, int, float) and type(y) in (bool, int, float):
-        k = least_upper_dtype(_weak(x), _weak(y))
+        k = least_upper_dtype(weak_dtype_of(x), weak_dtype_of(y))
         x, y = k.const(x), k.const(y)
       x, y = cond._broadcasted(x, match_dtype=False)[1]._broadcasted(y)
     cond, x = cond._broadcasted(x, match_dtype=False)
@@ -268,7 +268,7 @@ class UOpMathTrait(MathTrait):
     """The Python value v as the other operand of self."""
     if self.dtype not in _WEAKS and self.shape is not None and (self.shape or not _over_variable(self)):
       # tensor-level: the CONST Tensor would build, with self's shape
-      return self._full(v, strong_dtype(least_upper_dtype(self.dtype, _weak(v)) if match_dtype else _weak(v)))
+      return self._full(v, strong_dtype(least_upper_dtype(self.dtype, weak_dtype_of(v)) if match_dtype else weak_dtype_of(v)))
     return self.const(v)
   def _broadcasted(self, y, reverse:bool=False, match_dtype:bool=True):
     if type(y) is not type(self): y = self._const_operand(y, match_dtype)

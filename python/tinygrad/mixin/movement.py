@@ -10,10 +10,11 @@ import math
 from tinygrad.uop import Ops
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import prod, argfix
-from tinygrad.uop.ops import UOp, resolve, ssimplify, srender, sym_le
+from tinygrad._core import UOp
+from tinygrad.uop.sint import resolve, ssimplify, srender, sym_le
 
 def _sym(s) -> bool: return isinstance(s, UOp)
-def _size_ok(s) -> bool:
+def size_ok(s) -> bool:
   """s is a valid size: an int >= 0, or an int expression of Variables that is never negative."""
   return (isinstance(s, int) and not isinstance(s, bool) and s >= 0) or (_sym(s) and dtypes.is_int(s.dtype) and s.vmin >= 0)
 def _differ(a, b) -> bool:
@@ -26,7 +27,7 @@ def same_sizes(a:tuple, b:tuple) -> bool:
   """a and b hold the same sizes other than 1s, in order (a reshape that only adds or drops 1s): checked without simplifying."""
   x, y = [s for s in a if _sym(s) or s != 1], [s for s in b if _sym(s) or s != 1]
   return len(x) == len(y) and all(i is j or (not _sym(i) and not _sym(j) and i == j) for i, j in zip(x, y))
-def _shape_str(shape) -> str: return f"({', '.join(srender(s) for s in shape)}{',' if len(shape) == 1 else ''})"
+def shape_str(shape) -> str: return f"({', '.join(srender(s) for s in shape)}{',' if len(shape) == 1 else ''})"
 
 class MovementMixin:
   @property
@@ -60,22 +61,22 @@ class MovementMixin:
         # a symbolic size divides only when the division is exact
         num, den = (x.simplify() if _sym(x) else UOp.const(x) for x in (self.numel(), rest))
         if (inferred := num.divide_exact(den)) is None:
-          raise RuntimeError(f"shape {_shape_str(shape)} can't be inferred for input of shape {_shape_str(self.shape)}")
+          raise RuntimeError(f"shape {shape_str(shape)} can't be inferred for input of shape {shape_str(self.shape)}")
         inferred = ssimplify(inferred)
       elif rest == 0 or self.numel() % rest: raise ValueError(f"size mismatch, can't reshape {self.shape} -> {shape}")
       else: inferred = self.numel() // rest
       shape = tuple(inferred if not _sym(s) and s == -1 else s for s in shape)
     # ValueError with 0.14's wording for every size that cannot hold self's elements
-    if not all(_size_ok(s) for s in shape):
-      raise ValueError(f"size mismatch, can't reshape {_shape_str(self.shape)} -> invalid shape {_shape_str(shape)}")
+    if not all(size_ok(s) for s in shape):
+      raise ValueError(f"size mismatch, can't reshape {shape_str(self.shape)} -> invalid shape {shape_str(shape)}")
     shape = tuple(ssimplify(s) if _sym(s) else s for s in shape)
     if not same_sizes(shape, self.shape) and (_sym(n := ssimplify(prod(shape))) or _sym(self.numel())) and not _same(n, self.numel()):
       # a symbolic size must be the same for every value of its Variables
-      raise ValueError(f"shape {_shape_str(shape)} is invalid for input of shape {_shape_str(self.shape)}: the sizes {srender(n)} and "
+      raise ValueError(f"shape {shape_str(shape)} is invalid for input of shape {shape_str(self.shape)}: the sizes {srender(n)} and "
                        f"{srender(ssimplify(self.numel()))} are not the same for every value of the Variables")
     if not same_sizes(shape, self.shape) and _differ(ssimplify(prod(shape)), ssimplify(self.numel())):
-      raise ValueError(f"size mismatch, can't reshape {_shape_str(self.shape)} ({srender(self.numel())} elements) -> "
-                       f"{_shape_str(shape)}")
+      raise ValueError(f"size mismatch, can't reshape {shape_str(self.shape)} ({srender(self.numel())} elements) -> "
+                       f"{shape_str(shape)}")
     return self if shape == self.shape else self._mop(Ops.RESHAPE, shape)
   def permute(self, order, *args):
     order = tuple(self._norm_axis(a) for a in argfix(order, *args))
@@ -87,10 +88,10 @@ class MovementMixin:
     if len(shape) < self.ndim: raise RuntimeError(f"can't expand {self.shape} to {shape}: fewer dims")
     x = self.reshape((1,) * (len(shape) - self.ndim) + self.shape) if len(shape) > self.ndim else self
     new = tuple(o if not _sym(s) and s == -1 else s for s, o in zip(shape, x.shape))
-    if not all(_size_ok(s) for s in new): raise ValueError(f"invalid expand shape {_shape_str(shape)}")
+    if not all(size_ok(s) for s in new): raise ValueError(f"invalid expand shape {shape_str(shape)}")
     new = tuple(ssimplify(s) if _sym(s) else s for s in new)
     if not all(_same(o, 1) or _same(o, s) for s, o in zip(new, x.shape)):
-      raise RuntimeError(f"can't expand {_shape_str(self.shape)} to {_shape_str(shape)}")
+      raise RuntimeError(f"can't expand {shape_str(self.shape)} to {shape_str(shape)}")
     return x if new == x.shape else x._mop(Ops.EXPAND, new)
   def _expand_to(self, shape:tuple[int, ...]):
     if self.shape == shape: return self
@@ -111,7 +112,7 @@ class MovementMixin:
     if any(_sym(b) or _sym(a) for b, a in pairs):
       # symbolic amounts pad (a Variable's range must keep them >= 0; cutting takes a shrink)
       pairs = [tuple(ssimplify(p) for p in pair) for pair in pairs]
-      if not all(_size_ok(p) for pair in pairs for p in pair): raise ValueError(f"symbolic padding {pairs} must be >= 0 for shape {self.shape}")
+      if not all(size_ok(p) for pair in pairs for p in pair): raise ValueError(f"symbolic padding {pairs} must be >= 0 for shape {self.shape}")
       x, pos = self, tuple(pairs)
     else:
       x = self.shrink(tuple((-min(b, 0), s + a if a < 0 else s) for s, (b, a) in zip(self.shape, pairs)))
@@ -152,7 +153,7 @@ class MovementMixin:
     if len(arg) != self.ndim: raise ValueError(f"shrink {arg} needs one entry per dim of {self.shape}")
     arg = tuple((0, s) if a is None else tuple(a) for a, s in zip(arg, self.shape))
     if any(not sym_le(0, b) or not sym_le(b, e) or not sym_le(e, s) for (b, e), s in zip(arg, self.shape)):
-      raise ValueError(f"invalid shrink {arg} for shape {_shape_str(self.shape)}")
+      raise ValueError(f"invalid shrink {arg} for shape {shape_str(self.shape)}")
     if all(a == (0, s) for a, s in zip(arg, self.shape)): return self
     return self._mop(Ops.SHRINK, arg)
   def flip(self, axis, *args):

@@ -31,7 +31,7 @@ inverse_safe_dtypes: dict[DType, str] = {v: k for k, v in safe_dtypes.items()}
 
 # ***** bytes of a file or a tensor *****
 
-class _Source:
+class WeightSource:
   """The bytes of a weight file (a read-only map of it, for parsing) or of a uint8 tensor, and a name for error messages. A file (given
   by path, or as a DISK tensor of it) also gives its tensors as DISK views (view(...)): nothing is read until they are realized."""
   def __init__(self, fn:Tensor|str|pathlib.Path):
@@ -42,7 +42,7 @@ class _Source:
         self.name, self.mv = f"<tensor of {fn.shape[0]} bytes>", fn.data()
         return
       # a DISK tensor: the file's bytes it views are mapped, not read
-      view = contiguous_view(fn.uop, fn.device)
+      view = contiguous_view(fn.uop, fn.device, type(fn))
       buf = buffer_of(view.src[0] if view.op is Ops.RESHAPE else view)
       self.disk, path, start = fn, buf.device.split(":", 1)[1], buf.offset
     else: path, start = str(fn), 0
@@ -70,11 +70,11 @@ class _Source:
     """The bytes at start (checked by span before) as a tensor of dtype and shape: a DISK view of the file, else a realized copy on the
     default device."""
     nbytes = prod(shape) * dtype.itemsize
-    if not self.is_file(): return _tensor_from_bytes(self.span(start, start + nbytes, "a tensor"), dtype, shape)
+    if not self.is_file(): return tensor_from_bytes(self.span(start, start + nbytes, "a tensor"), dtype, shape)
     if self.disk is None: self.disk = Tensor(self._path)
     return self.disk[start:start+nbytes].bitcast(dtype).reshape(shape)
 
-def _tensor_from_bytes(mv:memoryview, dtype:DType, shape:tuple[int, ...], device:str|None=None) -> Tensor:
+def tensor_from_bytes(mv:memoryview, dtype:DType, shape:tuple[int, ...], device:str|None=None) -> Tensor:
   """A realized tensor on `device` holding the raw bytes mv (one copy, straight into the device buffer)."""
   dev = Device.canonicalize(device) if device is not None else Device.DEFAULT
   buf = new_buffer(dev, prod(shape), dtype)
@@ -84,7 +84,7 @@ def _tensor_from_bytes(mv:memoryview, dtype:DType, shape:tuple[int, ...], device
 
 # ***** safetensors *****
 
-def _safe_header(src:_Source) -> tuple[int, dict[str, Any]]:
+def _safe_header(src:WeightSource) -> tuple[int, dict[str, Any]]:
   if len(src) < 8: raise ValueError(f"{src.name}: {len(src)} bytes is too short for a safetensors file (it starts with an 8-byte header size)")
   n = struct.unpack("<Q", src.mv[:8])[0]
   raw = src.span(8, 8 + n, "the safetensors header")
@@ -93,7 +93,7 @@ def _safe_header(src:_Source) -> tuple[int, dict[str, Any]]:
   if not isinstance(header, dict): raise ValueError(f"{src.name}: the safetensors header must be a JSON object, got {type(header).__name__}")
   return 8 + n, header
 
-def _safe_entries(src:_Source, data_start:int, header:dict[str, Any]) -> list[tuple[str, DType, tuple[int, ...], int, int]]:
+def _safe_entries(src:WeightSource, data_start:int, header:dict[str, Any]) -> list[tuple[str, DType, tuple[int, ...], int, int]]:
   """(name, dtype, shape, begin, end) of every tensor, checked: known dtype, sizes that match the shape, inside the file, no overlaps."""
   data_len, entries = len(src) - data_start, []
   for name, info in header.items():
@@ -121,7 +121,7 @@ def _safe_entries(src:_Source, data_start:int, header:dict[str, Any]) -> list[tu
 
 def safe_load_metadata(fn:Tensor|str|pathlib.Path) -> tuple[Tensor, int, dict[str, Any]]:
   """The file's bytes as a uint8 tensor, where its data starts, and its parsed JSON header (tensor entries and __metadata__)."""
-  src = _Source(fn)
+  src = WeightSource(fn)
   data_start, header = _safe_header(src)
   _safe_entries(src, data_start, header)
   t = fn if isinstance(fn, Tensor) else src.view(0, dtypes.uint8, (len(src),))
@@ -132,7 +132,7 @@ def safe_load(fn:Tensor|str|pathlib.Path) -> dict[str, Tensor]:
   are read when a tensor is realized on a device (.to(device), load_state_dict): one copy, straight into the device's buffer. From a
   tensor on another device, copies realized on the default device. A header that lies about sizes, offsets or dtypes raises ValueError
   naming the file and the tensor."""
-  src = _Source(fn)
+  src = WeightSource(fn)
   data_start, header = _safe_header(src)
   return {name: src.view(data_start + b, dt, shape) for name, dt, shape, b, _ in _safe_entries(src, data_start, header)}
 
@@ -217,7 +217,7 @@ def load_state_dict(model, state_dict:dict[str, Tensor], strict=True, verbose=Tr
 
 # ***** archives *****
 
-def _zip_members(src:_Source) -> dict[str, memoryview]:
+def _zip_members(src:WeightSource) -> dict[str, memoryview]:
   """The (decompressed) bytes of each file in a zip archive; stored members are views of the mapped file."""
   import zipfile
   try: zf = zipfile.ZipFile(_MVReader(src.mv))
@@ -267,7 +267,7 @@ class TensorIO(_MVReader):
     self.pos = min(super().seek(offset, whence), self.nbytes)   # as in 0.14, a position past the end is the end
     return self.pos
 
-def _tar_members(src:_Source) -> dict[str, memoryview]:
+def _tar_members(src:WeightSource) -> dict[str, memoryview]:
   import tarfile
   try:
     with tarfile.open(fileobj=io.BufferedReader(_MVReader(src.mv)), mode="r:") as tar:
@@ -277,11 +277,11 @@ def _tar_members(src:_Source) -> dict[str, memoryview]:
 
 def zip_extract(fn:Tensor|str|pathlib.Path) -> dict[str, Tensor]:
   """The files of a zip archive (stored or deflated) as uint8 tensors, by name."""
-  return {k: _tensor_from_bytes(v, dtypes.uint8, (len(v),)) for k, v in _zip_members(_Source(fn)).items()}
+  return {k: tensor_from_bytes(v, dtypes.uint8, (len(v),)) for k, v in _zip_members(WeightSource(fn)).items()}
 
 def tar_extract(fn:Tensor|str|pathlib.Path) -> dict[str, Tensor]:
   """The regular files of an (uncompressed) tar archive as uint8 tensors, by name."""
-  return {k: _tensor_from_bytes(v, dtypes.uint8, (len(v),)) for k, v in _tar_members(_Source(fn)).items()}
+  return {k: tensor_from_bytes(v, dtypes.uint8, (len(v),)) for k, v in _tar_members(WeightSource(fn)).items()}
 
 # ***** torch checkpoints *****
 
@@ -305,7 +305,7 @@ class _Storage:
 class _Parameter:
   def __setstate__(self, state): self.tensor = state[0]
 
-def _rebuild_tensor_from(src:_Source, storage:_Storage, storage_offset:int, size, stride) -> Tensor|None:
+def _rebuild_tensor_from(src:WeightSource, storage:_Storage, storage_offset:int, size, stride) -> Tensor|None:
   if not isinstance(storage, _Storage): raise ValueError(f"{src.name}: a tensor refers to {storage!r}, not a storage")
   if storage.data is None: return None   # the first pass over a legacy file only learns the storages
   if not all(type(x) is int and x >= 0 for x in (storage_offset, *size, *stride)) or len(size) != len(stride):
@@ -314,18 +314,18 @@ def _rebuild_tensor_from(src:_Source, storage:_Storage, storage_offset:int, size
   if prod(shape) and storage_offset + sum((s - 1) * st for s, st in zip(shape, stride)) >= storage.numel:
     raise ValueError(f"{src.name}: a tensor of shape {shape} (strides {stride}, offset {storage_offset}) reads past the end of storage "
                      f"{storage.key!r} ({storage.numel} elements)")
-  if prod(shape) == 0: return _tensor_from_bytes(memoryview(b""), storage.dtype, shape)
+  if prod(shape) == 0: return tensor_from_bytes(memoryview(b""), storage.dtype, shape)
   return _strided_view(src, storage, shape, stride, storage_offset)
 
-def _storage_tensor(src:_Source, storage:_Storage) -> Tensor:
+def _storage_tensor(src:WeightSource, storage:_Storage) -> Tensor:
   """The storage's elements as a 1-d tensor, made once per storage (tensors sharing it share it): a DISK view of the file where its
   bytes are a range of the file, else (a deflated zip member) a copy on the default device."""
   if storage.tensor is None:
     if (off := src.offset_of(storage.data)) is not None: storage.tensor = src.view(off, storage.dtype, (storage.numel,))
-    else: storage.tensor = _tensor_from_bytes(storage.data[:storage.numel * storage.dtype.itemsize], storage.dtype, (storage.numel,))
+    else: storage.tensor = tensor_from_bytes(storage.data[:storage.numel * storage.dtype.itemsize], storage.dtype, (storage.numel,))
   return storage.tensor
 
-def _strided_view(src:_Source, storage:_Storage, shape:tuple[int, ...], stride:tuple[int, ...], offset:int) -> Tensor:
+def _strided_view(src:WeightSource, storage:_Storage, shape:tuple[int, ...], stride:tuple[int, ...], offset:int) -> Tensor:
   """torch's as_strided(storage, shape, stride, offset) as movement ops over the storage: nothing is materialized, so memory stays
   bounded by the file's storages (a stride-0 view of one element over 100M is an expand of it). A view the movement ops can't say
   (strides that overlap other than by 0: windows) is a lazy gather from it."""
@@ -358,7 +358,7 @@ def _gathered(x:Tensor, shape:tuple[int, ...], stride:tuple[int, ...]) -> Tensor
 
 class _TorchUnpickler(pickle.Unpickler):
   """Knows only the globals of a tensor state dict; any other global (os.system, builtins.eval, ...) raises before anything runs."""
-  def __init__(self, f, src:_Source, storages:dict[str, _Storage], storage_data, objects:dict[str, Any]|None=None):
+  def __init__(self, f, src:WeightSource, storages:dict[str, _Storage], storage_data, objects:dict[str, Any]|None=None):
     super().__init__(f)
     self.src, self.storages, self.storage_data, self.objects = src, storages, storage_data, objects
   def find_class(self, module:str, name:str):
@@ -385,7 +385,7 @@ class _TorchUnpickler(pickle.Unpickler):
       self.storages[key] = s = _Storage(key, st.dtype, numel, self.storage_data(key, st.dtype, numel))
     return s
 
-def _load_pickle(f, src:_Source, storages:dict[str, _Storage], storage_data, objects:dict[str, Any]|None=None) -> Any:
+def _load_pickle(f, src:WeightSource, storages:dict[str, _Storage], storage_data, objects:dict[str, Any]|None=None) -> Any:
   try: return _TorchUnpickler(f, src, storages, storage_data, objects).load()
   except (EOFError, pickle.UnpicklingError, struct.error) as e:
     raise (pickle.UnpicklingError if isinstance(e, pickle.UnpicklingError) else ValueError)(f"{src.name}: bad torch pickle ({e})") from e
@@ -403,7 +403,7 @@ def torch_load(fn:Tensor|str|pathlib.Path) -> dict[str, Tensor]:
   """The state dict of a torch.save file, tensors realized on the default device: the zip format, the legacy pickle format (torch < 1.6,
   or _use_new_zipfile_serialization=False) and the tar format of torch < 0.4.
   Nothing in the file runs: the unpickler refuses every global but the few a tensor state dict uses (pickle.UnpicklingError)."""
-  src = _Source(fn)
+  src = WeightSource(fn)
   if bytes(src.mv[:4]) == b"PK\x03\x04":
     files = _zip_members(src)
     if not (pkls := [k for k in files if k == "data.pkl" or k.endswith("/data.pkl")]): raise ValueError(f"{src.name}: a zip without data.pkl")
@@ -436,13 +436,13 @@ def torch_load(fn:Tensor|str|pathlib.Path) -> dict[str, Tensor]:
   f.seek(obj_pos)
   return _unwrap(_load_pickle(f, src, {}, legacy_data))
 
-def _torch_load_tar(src:_Source) -> Any:
+def _torch_load_tar(src:WeightSource) -> Any:
   """The tar format of torch < 0.4: 'storages' (a count, then per storage a pickled (key, location, type), an int64 element count and
   the bytes), 'tensors' (a count, then per tensor a pickled (key, storage key, type), int32 ndim, 4 bytes, ndim int64 sizes, ndim int64
   strides, an int64 storage offset) and 'pickle' (the object, tensors by key as persistent ids)."""
   files = _tar_members(src)
   if missing := [k for k in ("storages", "tensors", "pickle") if k not in files]: raise ValueError(f"{src.name}: a torch tar without {missing}")
-  part = _Source.__new__(_Source)
+  part = WeightSource.__new__(WeightSource)
   part.name, part.mv = f"{src.name} (storages)", files["storages"]
   f, storages = _MVReader(part.mv), {}
   for _ in range(_count(_load_pickle(f, src, {}, None), part, "storages")):
@@ -466,7 +466,7 @@ def _torch_load_tar(src:_Source) -> Any:
     objects[str(key)] = _rebuild_tensor_from(src, storage, offset, size, stride)
   return _unwrap(_load_pickle(io.BytesIO(files["pickle"]), src, {}, None, objects))
 
-def _count(n, part:_Source, what:str) -> int:
+def _count(n, part:WeightSource, what:str) -> int:
   # each entry takes more than a byte: a count beyond the bytes there is a lie
   if type(n) is not int or not 0 <= n <= len(part): raise ValueError(f"{part.name}: bad number of {what} {n!r}")
   return n

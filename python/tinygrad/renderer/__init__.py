@@ -89,9 +89,9 @@ from tinygrad.helpers import Target, to_function_name, prod
 from tinygrad.dtype import DType, dtypes, AddrSpace
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import const_value, is_literal, CORE_ID, GPU_DIMS, SPECIAL_NAMES  # noqa: F401  (part of the contract's vocabulary)
+from tinygrad.device import Compiler
 if TYPE_CHECKING:
   from tinygrad.uop.ops import UOp
-  from tinygrad.device import Compiler
 
 __all__ = ["Renderer", "ProgramSpec", "Estimates", "LinearKernel", "KernelContractError", "check_linear"]
 
@@ -247,7 +247,7 @@ def check_linear(uops:Sequence[UOp], supported_ops:set[Ops]|frozenset[Ops]|None=
                                 "(tinygrad/codegen/index_dtype.py)")
     if u.op in GroupOp.ALU and supported_ops is not None and u.op not in supported_ops:
       raise KernelContractError(f"{_desc(i, u)}: {renderer} has no code for {u.op}; the codegen must decompose it")
-    if u.dtype in (dtypes._uint128, dtypes._uint256):
+    if u.dtype.bitsize > 64 and u.dtype not in dtypes.weaks:   # the wide ints dtype.py keeps for exact intermediate math
       raise KernelContractError(f"{_desc(i, u)}: dtype {u.dtype} is not supported by the renderers")
     _check_srcs(i, u, lanes)
     lanes[u] = _lanes_of(u, lanes, i)
@@ -437,7 +437,6 @@ class Renderer:
 
   def __init__(self, target:Target|None=None):
     self.target = target if target is not None else Target(self.device)
-    from tinygrad.device import Compiler
     if not hasattr(self, "compiler"): self.compiler = Compiler()
   def __reduce__(self): return self.__class__, (self.target,)
   def __repr__(self): return f"{type(self).__name__}({self.target!r})"

@@ -10,7 +10,7 @@ import math
 import struct
 from typing import Callable, Sequence
 from tinygrad.dtype import DType, dtypes, truncate, Invalid, bitcast, float_to_fp16, float_to_bf16, to_storage_scalar, from_storage_scalar
-from tinygrad.dtype import _fma32, _fma64
+from tinygrad.dtype import fma32, fma64
 from tinygrad.helpers import cdiv, cmod, strip_parens, ContextVar
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp
@@ -65,7 +65,7 @@ HELPERS: dict[str, object] = {"_r32": _r32, "_rh": float_to_fp16, "_rbf": float_
                               "_exp2": _exp2, "_log2": _log2, "_sin": _sin, "_trunc": _trunc, "_pow": _pow, "_f2i": _f2i, "_cdiv": cdiv,
                               "_cmod": cmod, "_h2f": _h2f, "_f2h": _f2h, "_bf2f": _bf2f, "_f2bf": _f2bf, "_oob": _oob, "_bitcast": bitcast,
                               "_inf": math.inf, "_nan": math.nan, "dtypes": dtypes, "_wmma": _wmma,
-                              "_fma32": _fma32, "_fma64": _fma64}
+                              "_fma32": fma32, "_fma64": fma64}
 
 # ***** rendering *****
 

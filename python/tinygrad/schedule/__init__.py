@@ -34,42 +34,18 @@ nodes are realized: tinygrad/schedule/buffers.py.
 """
 from __future__ import annotations
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 import threading
 from tinygrad.uop.ops import UOp, Ops, GroupOp, live_binds, KernelInfo
 from tinygrad.dtype import dtypes, DType, strong_dtype
-from tinygrad.helpers import prod, NOOPT, SPEC, SCACHE
-from tinygrad.device import Buffer
+from tinygrad.helpers import prod, NOOPT, SPEC, SCACHE, NUM_CPU_THREADS
 from tinygrad.schedule.buffers import new_buffer, buffer_of, has_buffer, as_buffer, viewed_buffer, realized_view, next_buffer_id, storage_buffer, \
   pending_write
+from tinygrad.schedule.item import ScheduleItem, schedule_to_linear
 from tinygrad.schedule.call import has_calls, schedule_calls
 from tinygrad.schedule.rangeify import reduce_identity, plan_buffers, best_kernel, order_items, WriteCycle, max_size
 
 __all__ = ["ScheduleItem", "create_schedule", "create_schedule_with_vars", "schedule_to_linear", "reduce_identity", "max_size"]
-
-# ***** schedule items *****
-
-@dataclass
-class ScheduleItem:
-  """One kernel (or one copy, ast.op is COPY): its AST and its buffers in PARAM slot order (bufs[0] is the output); buf_uops are the
-  BUFFER UOps behind bufs."""
-  ast: UOp
-  bufs: list[Buffer]
-  outputs: list[UOp] = field(default_factory=list)
-  buf_uops: list[UOp] = field(default_factory=list)
-  @property
-  def name(self) -> str: return self.ast.arg.name
-  def call(self) -> UOp:
-    """This item as tinygrad 0.14's CALL UOp: src (ast, *BUFFER UOps)."""
-    return UOp(Ops.CALL, dtypes.void, (self.ast, *self.buf_uops))
-  @staticmethod
-  def from_call(call:UOp) -> ScheduleItem:
-    if call.op is not Ops.CALL or not call.src: raise ValueError(f"expected a CALL UOp of a schedule, got {call.op}")
-    return ScheduleItem(call.src[0], [buffer_of(b) for b in call.src[1:]], buf_uops=list(call.src[1:]))
-
-def schedule_to_linear(items:list[ScheduleItem]) -> UOp:
-  """A schedule as tinygrad 0.14's LINEAR UOp: one CALL per item, in run order (engine.realize.run_linear runs it)."""
-  return UOp(Ops.LINEAR, dtypes.void, tuple(si.call() for si in items))
 
 # ***** the scheduler *****
 
@@ -204,8 +180,11 @@ def _dependencies(items:dict[UOp, ScheduleItem], reads:dict[UOp, list[UOp]], buf
 # the graph's structure, on which of its nodes are already realized, and on the buffers' devices, sizes and dtypes, not on which
 # buffers they are: the key is the graph with realized nodes replaced by their buffer views and every BUFFER by a numbered placeholder.
 # A hit reuses the kernel ASTs with this call's input buffers and fresh output and intermediate buffers. SCACHE=0 turns it off.
+# The plan also depends on the settings the scheduler reads: each one is part of the key (PLAN_SETTINGS). SPEC only checks the plan
+# and SCACHE only decides whether the cache is used; neither changes what is planned.
 
 SCHEDULE_CACHE_SIZE = 1024
+PLAN_SETTINGS = (NOOPT, NUM_CPU_THREADS)   # NOOPT: no reduce splitting; NUM_CPU_THREADS: whether a sum of stored values splits
 schedule_cache: OrderedDict[UOp, _CachedSchedule] = OrderedDict()
 
 @dataclass(frozen=True)
@@ -236,7 +215,8 @@ def _normalize(targets:list[UOp], devices:list[str]) -> tuple[UOp, list[UOp], di
   """(the cache key, the graph's BUFFERs in placeholder order, {original node: normalized node})."""
   norm: dict[UOp, UOp] = {}
   inputs: list[UOp] = []
-  key = UOp(Ops.SINK, dtypes.void, tuple(_normalize_into(t, norm, inputs) for t in targets), (tuple(devices), NOOPT.value))
+  key = UOp(Ops.SINK, dtypes.void, tuple(_normalize_into(t, norm, inputs) for t in targets),
+            (tuple(devices), *(v.value for v in PLAN_SETTINGS)))
   return key, inputs, norm
 
 # one schedule at a time: the cache is an LRU shared by every thread, and a schedule recognizes the buffers it made by their numbers

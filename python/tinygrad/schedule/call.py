@@ -19,6 +19,7 @@ from tinygrad.uop import call as uop_call
 from tinygrad.uop.call import body_params, substitute_outside_calls, graph_device
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import prod
+from tinygrad.schedule.item import ScheduleItem
 from tinygrad.schedule.buffers import as_buffer, buffer_view, buffer_of, realized_view
 
 __all__ = ["has_calls", "schedule_calls", "hand_written_ast", "inline_functions"]
@@ -183,7 +184,6 @@ def _check_no_stale_reads(sink:UOp, c:UOp, written:list[UOp]) -> None:
 def schedule_calls(targets:list[UOp], devices:list[str], schedule:Schedule) -> tuple[list, list[UOp], dict[UOp, UOp]]:
   """(the items of the calls in targets' graph, in run order; targets with every call replaced by the buffers of its results; {node:
   BUFFER} for the calls' results and the arguments computed for them). `schedule` schedules a list of targets (create_schedule)."""
-  from tinygrad.schedule import ScheduleItem
   sink = UOp(Ops.SINK, dtypes.void, tuple(targets))
   if _CALL_OPS.isdisjoint(u.op for u in sink.toposort(gate=_not_realized)): return [], targets, {}   # only realized ones
   sink = inline_functions(sink)

@@ -13,14 +13,17 @@ from tinygrad.uop.ops import UOp, Ops
 from tinygrad.dtype import dtypes
 from tinygrad.gradient import compute_gradient
 from tinygrad.schedule.buffers import realized_view
-from tinygrad.tensor.common import check_tensors
+from tinygrad.tensor.common import TensorBase, check_tensors
 if TYPE_CHECKING: from tinygrad.tensor.core import Tensor
-else: Tensor = None  # the class, bound by tinygrad/tensor/core.py once it exists (this mixin is one of its bases)
 
 # every live Tensor, weakly: a dead tensor's ref removes itself (set.discard is the callback, no Python frame runs). Tensor._new,
 # the hot path, inlines track as live_add(weakref.ref(t, forget)), saving a Python call per tensor
 _tensors: set[weakref.ref] = set()
 live_add, forget = _tensors.add, _tensors.discard
+
+def live_tensors() -> list[Tensor]:
+  """Every Tensor alive now (backward looks for the ones in the loss's graph; the JIT for the buffers they hold)."""
+  return [t for r in list(_tensors) if (t := r()) is not None]
 def track(t:Tensor) -> None: live_add(weakref.ref(t, forget))
 
 _MOVE_ONLY = (Ops.RESHAPE, Ops.EXPAND)
@@ -70,7 +73,7 @@ class AutogradMixin:
     seed = self._grad_seed(gradient)
     _check_float("backward", (self,))
     node = _GraphNodes(self.uop.toposort())
-    live = [t for r in list(_tensors) if (t := r()) is not None]
+    live = live_tensors()
     tensors = [t for t in live if t.requires_grad is not False and dtypes.is_float(t.dtype) and not _is_const(t.uop) and node(t) is not None]
     for t, g in zip(tensors, self._gradients(tuple(tensors), node, seed)):
       if t.grad is None: t.grad = g
@@ -82,7 +85,7 @@ class AutogradMixin:
     if gradient is None:
       if self.shape != (): raise RuntimeError(f"a gradient can be implied only for a scalar, got shape {self.shape}: pass gradient=")
       return self.uop.full_like(1.0)
-    if not isinstance(gradient, Tensor): raise TypeError(f"gradient must be a Tensor, got {type(gradient).__name__}")
+    if not isinstance(gradient, TensorBase): raise TypeError(f"gradient must be a Tensor, got {type(gradient).__name__}")
     if gradient.shape != self.shape: raise RuntimeError(f"gradient has shape {gradient.shape}, the tensor has shape {self.shape}")
     self._same_device(gradient)
     return gradient.uop.cast(self.dtype)

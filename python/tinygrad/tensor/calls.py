@@ -5,11 +5,9 @@ from __future__ import annotations
 from typing import Callable, TYPE_CHECKING
 from tinygrad.uop.ops import UOp
 from tinygrad.schedule.buffers import has_buffer, realized_view
-from tinygrad.tensor.common import check_tensors
+from tinygrad.tensor.common import TensorBase, check_tensors
 if TYPE_CHECKING: from tinygrad.tensor.core import Tensor
-else: Tensor = None  # the class, bound by tinygrad/tensor/core.py once it exists (this mixin is one of its bases)
 
-def _on(u:UOp, device:str) -> Tensor: return Tensor(u, device=device)
 
 def data_inputs(root:UOp) -> list[UOp]:
   """The nodes of root's graph that hold data: device BUFFERs, and nodes realized into one (whose graph below is not looked at)."""
@@ -25,19 +23,19 @@ def data_inputs(root:UOp) -> list[UOp]:
 class CallMixin:
   def as_param(self, slot:int) -> Tensor:
     """A stand-in for a tensor of this shape, dtype and device as the slot-th argument of a call body (see call)."""
-    return _on(UOp.param(slot, self.dtype, self.shape, self.device), self.device)
+    return type(self)(UOp.param(slot, self.dtype, self.shape, self.device), device=self.device)
   def call(self, *lst:Tensor, fxn:Tensor|UOp, grad_fxn:Callable|None=None) -> Tensor:
     """fxn, a body built from as_param(i) stand-ins, computed with (self, *lst) as its arguments (argument i for PARAM slot i).
     Its gradient is the body's, or grad_fxn(gradient, call) (one gradient per argument) when given."""
     args = (self,) + check_tensors("call", lst)
-    body = fxn.uop if isinstance(fxn, Tensor) else fxn
+    body = fxn.uop if isinstance(fxn, TensorBase) else fxn
     if not isinstance(body, UOp): raise TypeError(f"call needs fxn=a Tensor or UOp body, got {type(fxn).__name__}")
-    return _on(body.call(*[t.uop for t in args], grad_fxn=grad_fxn).gettuple(0), self.device)
+    return type(self)(body.call(*[t.uop for t in args], grad_fxn=grad_fxn).gettuple(0), device=self.device)
   def custom_kernel(self, *lst:Tensor, fxn:Callable, grad_fxn:Callable|None=None) -> list[Tensor]:
     """Runs a kernel written in UOps: fxn(*placeholders) returns its SINK (loops from UOp.range closed by .end, values stored into
     placeholder[i]), placeholder i standing for tensor i of (self, *lst). Returns those tensors after the kernel ran."""
     args = (self,) + check_tensors("custom_kernel", lst)
-    return [_on(u, t.device) for u, t in zip(UOp.custom_kernel(*[t.uop for t in args], fxn=fxn, grad_fxn=grad_fxn), args)]
+    return [type(self)(u, device=t.device) for u, t in zip(UOp.custom_kernel(*[t.uop for t in args], fxn=fxn, grad_fxn=grad_fxn), args)]
   def callify(self, *lst:Tensor) -> Tensor:
     """Makes the pending computation of these tensors one call, scheduled as a unit of its own (precompiled: tinygrad/schedule/call.py):
     each tensor becomes an output of it. Nothing runs. Returns self."""

@@ -2,7 +2,7 @@
 from __future__ import annotations
 from tinygrad.device import Device
 from tinygrad.uop.ops import UOp
-from tinygrad.mixin.movement import _shape_str
+from tinygrad.mixin.movement import shape_str
 
 def canon_device(device:str|None) -> str: return Device.canonicalize(device) if device is not None else Device.DEFAULT
 
@@ -16,16 +16,20 @@ def broadcast_shape(*shapes:tuple[int, ...]) -> tuple[int, ...]:
     non1 = list(dict.fromkeys(d for d in dims if isinstance(d, UOp) or d != 1))
     if len(non1) > 1 and any(isinstance(d, UOp) for d in non1):
       # tinygrad 0.14's error for symbolic shapes that differ
-      raise IndexError(f"shape mismatch: objects cannot be broadcast to a single shape: {' and '.join(_shape_str(tuple(s)) for s in shapes)}")
+      raise IndexError(f"shape mismatch: objects cannot be broadcast to a single shape: {' and '.join(shape_str(tuple(s)) for s in shapes)}")
     if len(non1) > 1:
-      raise RuntimeError(f"shapes {' and '.join(_shape_str(tuple(s)) for s in shapes)} can't be broadcast together")
+      raise RuntimeError(f"shapes {' and '.join(shape_str(tuple(s)) for s in shapes)} can't be broadcast together")
     ret.append(non1[0] if non1 else 1)
   return tuple(ret)
 
+class TensorBase:
+  """The first base of Tensor (core.py). The mixins that hold Tensor's operations are bases of the class too, defined before it, so they
+  never name it: they build tensors with cls(...) or type(self)(...) and recognize one with isinstance(x, TensorBase)."""
+  __slots__ = ()
+
 def check_tensors(what:str, ts) -> tuple:
   """ts as a tuple, TypeError naming `what` when one isn't a Tensor."""
-  from tinygrad.tensor.core import Tensor
-  if bad := [type(t).__name__ for t in ts if not isinstance(t, Tensor)]: raise TypeError(f"{what} takes Tensors, got {', '.join(bad)}")
+  if bad := [type(t).__name__ for t in ts if not isinstance(t, TensorBase)]: raise TypeError(f"{what} takes Tensors, got {', '.join(bad)}")
   return tuple(ts)
 
 def leaf(t, requires_grad:bool|None):

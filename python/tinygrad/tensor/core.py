@@ -8,18 +8,17 @@ import pathlib
 import weakref
 from typing import Any
 from tinygrad.uop.ops import UOp, Ops, GroupOp, ssimplify, srender
-from tinygrad.mixin.mathtraits import MathTrait, _weak
+from tinygrad.mixin.mathtraits import MathTrait, weak_dtype_of
 from tinygrad.mixin.movement import MovementMixin
 from tinygrad.mixin.reduce import ReduceMixin
-from tinygrad.dtype import DType, DTypeLike, dtypes, to_dtype, strong_dtype, least_upper_dtype, truncate, _to_np_dtype, _from_np_dtype
+from tinygrad.dtype import DType, DTypeLike, dtypes, to_dtype, strong_dtype, least_upper_dtype, truncate, to_np_dtype, from_np_dtype
 from tinygrad.schedule import create_schedule, create_schedule_with_vars, schedule_to_linear
 from tinygrad.schedule.buffers import new_buffer, buffer_view, buffer_of, as_buffer, mark_realized, pending_write, next_buffer_id
 from tinygrad.engine.realize import run_schedule, capturing
 from tinygrad.engine.memory import plan_schedule
-from tinygrad.tensor import creation, random, movement, indexing, linalg, elementwise, reduce, functional, pooling, losses, autograd, hashing, calls
 from tinygrad.tensor import disk
-from tinygrad.tensor.common import canon_device, broadcast_shape, check_tensors
-from tinygrad.mixin.movement import _shape_str
+from tinygrad.tensor.common import TensorBase, canon_device, broadcast_shape, check_tensors
+from tinygrad.mixin.movement import shape_str
 from tinygrad.tensor.creation import CreationMixin, unallocated
 from tinygrad.tensor.random import RandomMixin
 from tinygrad.tensor.movement import TensorMovementMixin
@@ -36,7 +35,7 @@ from tinygrad.tensor.calls import CallMixin
 
 __all__ = ["Tensor"]
 
-class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, TensorMovementMixin, IndexingMixin, LinalgMixin,
+class Tensor(TensorBase, MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, TensorMovementMixin, IndexingMixin, LinalgMixin,
              ElementwiseMixin, TensorReduceMixin, FunctionalMixin, PoolingMixin, LossMixin, AutogradMixin, HashingMixin, CallMixin):
   __slots__ = ("uop", "_device", "requires_grad", "grad", "is_param")   # grad, is_param: autograd.py
 
@@ -56,7 +55,7 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
     if isinstance(data, (bool, int, float)):
       # as in tinygrad 0.14, a Python int or float without a dtype is weak (weakint/weakfloat): it takes the type of the tensor it
       # meets, and is stored (numpy, realize) as the default int/float; an int the default int can't hold is int64 (uint64 past it)
-      dt = dtype or _weak(data)
+      dt = dtype or weak_dtype_of(data)
       if dt is dtypes.weakint and not dtypes.default_int.min <= data <= dtypes.default_int.max: dt = _int_dtype_for(data, data)
       elif dtypes.is_int(dt) and dt is not dtypes.weakint: data = _stored_int(data, dt)
       self.uop = UOp.const(dt.const(data) if dt not in dtypes.weaks else data, dt)
@@ -75,7 +74,7 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
     if isinstance(data, np.generic): data = np.asarray(data)
     if isinstance(data, (list, tuple)):
       dt = dtype or (strong_dtype(dtypes.from_py(data)) if _nonempty(data) else dtypes.default_float)
-      npdt = _to_np_dtype(dt)
+      npdt = to_np_dtype(dt)
       # a float past a 16-bit float's range is inf, as a cast gives (no warning)
       with np.errstate(over="ignore"):
         try: arr = np.array(data, dtype=npdt if npdt is not None else np.float32)
@@ -83,15 +82,15 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
           # numpy refuses ints out of the dtype's range: an inferred dtype widens to int64 (uint64), a given int dtype wraps
           if not dtypes.is_int(dt): raise
           if dtype is None: dt = _int_dtype_for(*_int_range(data))
-          arr = np.array(_nested_map(data, lambda x: _stored_int(x, dt)), dtype=_to_np_dtype(dt))
+          arr = np.array(_nested_map(data, lambda x: _stored_int(x, dt)), dtype=to_np_dtype(dt))
     elif isinstance(data, np.ndarray):
-      arr, dt = data, dtype or _from_np_dtype(data.dtype)
-      npdt = _to_np_dtype(dt)
+      arr, dt = data, dtype or from_np_dtype(data.dtype)
+      npdt = to_np_dtype(dt)
       if npdt is not None and arr.dtype != npdt: arr = arr.astype(npdt)
       elif npdt is None: arr = arr.astype(np.float32)
     else: raise TypeError(f"can't make a Tensor from {type(data).__name__}")
     arr = np.ascontiguousarray(arr).reshape(arr.shape)   # ascontiguousarray makes a 0-d array 1-d
-    buf = new_buffer(self._device, arr.size, _from_np_dtype(arr.dtype))
+    buf = new_buffer(self._device, arr.size, from_np_dtype(arr.dtype))
     buffer_of(buf).allocate().copyin(memoryview(arr.reshape(-1).view(np.uint8)))
     self.uop = buffer_view(buf, arr.shape)
     if buf.dtype is not dt: self.uop = UOp(Ops.CAST, dt, (self.uop,), dt)
@@ -119,7 +118,7 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
   # as in tinygrad: `if t:`, `t in list`, `a == b and ...` would otherwise be silently True for any tensor
   def __bool__(self): raise TypeError("__bool__ on Tensor is not defined")
   def _new(self, u:UOp) -> Tensor:
-    if type(self._device) is str and self._device.startswith("DISK"): u = disk.fold(u, self._device)
+    if type(self._device) is str and self._device.startswith("DISK"): u = disk.fold(u, self._device, type(self))
     ret = Tensor.__new__(Tensor)
     ret.uop, ret._device, ret.requires_grad, ret.grad, ret.is_param = u, self._device, None, None, True
     live_add(weakref.ref(ret, forget))   # autograd's set of live tensors (track, inlined)
@@ -151,7 +150,7 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
     if not (tensors := _stored((self,) + check_tensors("realize", lst))): return self
     for t in tensors:
       # a DISK tensor is realized as a view of its file (no kernel runs on a file): one that isn't a byte range of it is an error here
-      if disk.is_disk(t.device) and t.uop.op in GroupOp.Movement: t.uop = disk.contiguous_view(t.uop, t.device)
+      if disk.is_disk(t.device) and t.uop.op in GroupOp.Movement: t.uop = disk.contiguous_view(t.uop, t.device, type(t))
     first_new = next_buffer_id()   # BUFFERs numbered from here on are made by this schedule
     items, bufs, var_vals = create_schedule_with_vars([t.uop for t in tensors], [t.device for t in tensors])
     # the buffers the tensors get and those that existed before keep their memory (one not allocated yet too: a Tensor.empty KV cache
@@ -168,7 +167,7 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
     return self
   def _buffer(self):
     if any(isinstance(s, UOp) for s in self.shape):
-      raise RuntimeError(f"no data for a symbolic shape {_shape_str(self.shape)}: shrink it to int sizes first (t.shrink(...) or t[:5])")
+      raise RuntimeError(f"no data for a symbolic shape {shape_str(self.shape)}: shrink it to int sizes first (t.shrink(...) or t[:5])")
     # reading data on the host while a TinyJit captures would freeze the value into every replay
     if capturing: capturing[-1].host_read()
     if self.dtype in dtypes.weaks: return self.cast(strong_dtype(self.dtype))._buffer()   # stored as the default int/float
@@ -178,7 +177,7 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
     return buffer_of(as_buffer(t.uop))
   def numpy(self):
     import numpy as np
-    if self.numel() == 0: return np.zeros(self.shape, dtype=_to_np_dtype(strong_dtype(self.dtype)) or np.float32)
+    if self.numel() == 0: return np.zeros(self.shape, dtype=to_np_dtype(strong_dtype(self.dtype)) or np.float32)
     # writable and independent of the tensor, as in tinygrad: a large CPU buffer is shared copy-on-write (no copy until either side
     # writes), anything else is copied once
     return self._buffer().numpy(share=True).reshape(self.shape)
@@ -192,7 +191,7 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
     """This tensor on `device` (lazy: the realize that needs it copies the data, after computing it on this tensor's device)."""
     if device is not None and not isinstance(device, str): raise ValueError(f"to() takes one device name, got {device!r}")
     if (device := canon_device(device)) == self.device: return self
-    src = disk.contiguous_view(self.uop, self.device) if disk.is_disk(self.device) else self.uop
+    src = disk.contiguous_view(self.uop, self.device, type(self)) if disk.is_disk(self.device) else self.uop
     ret = Tensor.__new__(Tensor)
     ret.uop, ret._device, ret.requires_grad = UOp(Ops.COPY, self.dtype, (src,), (self.device, device)), device, self.requires_grad
     ret.grad, ret.is_param = None if self.grad is None else self.grad.to(device), self.is_param
@@ -245,7 +244,7 @@ class Tensor(MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, 
       raise RuntimeError(f"bitcast from {self.dtype} to {dt} needs the same itemsize (weak and bool dtypes have no bytes to regroup)")
     nbytes = UOp.const(dtypes.weakint, self.shape[-1] if self.ndim else 1) * self.dtype.itemsize
     if self.ndim == 0 or (n := nbytes.simplify().divide_exact(UOp.const(dtypes.weakint, dt.itemsize))) is None:
-      raise RuntimeError(f"bitcast of shape {_shape_str(self.shape)} from {self.dtype} to {dt}: the last dim's {srender(nbytes)} bytes "
+      raise RuntimeError(f"bitcast of shape {shape_str(self.shape)} from {self.dtype} to {dt}: the last dim's {srender(nbytes)} bytes "
                          f"are not a multiple of {dt.itemsize}")
     old_u, new_u = (to_dtype(f"uint{8 * d.itemsize}") for d in (self.dtype, dt))
     x, lead = self.bitcast(old_u), self.shape[:-1]
@@ -365,7 +364,3 @@ def _nested_map(data, fn):
 
 def _nonempty(data) -> bool:
   return len(data) > 0 and (not isinstance(data[0], (list, tuple)) or any(_nonempty(d) for d in data))
-
-# the mixins of the other files build new tensors through the class: bind it there now that it exists
-for _m in (disk, creation, random, movement, indexing, linalg, elementwise, reduce, functional, pooling, losses, autograd, hashing, calls):
-  _m.Tensor = Tensor

@@ -11,7 +11,6 @@ from tinygrad.uop.ops import UOp, Ops, GroupOp
 from tinygrad.schedule.buffers import new_buffer, new_buffer_view, buffer_of, buffer_view, has_buffer, realized_view
 if TYPE_CHECKING:
   from tinygrad.tensor.core import Tensor
-else: Tensor = None  # the class, bound by tinygrad/tensor/core.py once it exists
 
 class DiskOpError(NotImplementedError, AssertionError):
   """An op a DISK tensor can't do. It is a NotImplementedError and an AssertionError: what tinygrad 0.14 raises for these."""
@@ -34,8 +33,9 @@ def _allocated(buf:UOp) -> UOp:
 
 def _file_view(buf:UOp, size:int, dtype:DType, offset:int) -> UOp: return _allocated(new_buffer_view(buf, size, dtype, offset))
 
-def _base(u:UOp, device:str) -> tuple[list[UOp], UOp]:
-  """(the movement and bitcast ops from u down, the BUFFER under them); a copy or write into the file not run yet is run first."""
+def _base(u:UOp, device:str, tensor_class:type[Tensor]) -> tuple[list[UOp], UOp]:
+  """(the movement and bitcast ops from u down, the BUFFER under them); a copy or write into the file not run yet is run first (as a
+  tensor_class, the Tensor class)."""
   chain: list[UOp] = []
   while True:
     if (v := realized_view(u)) is not None: u = v
@@ -43,7 +43,7 @@ def _base(u:UOp, device:str) -> tuple[list[UOp], UOp]:
       chain.append(u)
       u = u.src[0]
     elif has_buffer(u): return chain, u
-    elif u.op in (Ops.COPY, Ops.AFTER): Tensor(u, device=device).realize()
+    elif u.op in (Ops.COPY, Ops.AFTER): tensor_class(u, device=device).realize()
     else:
       raise DiskOpError(f"{device}: a DISK tensor is a file: it has views of its bytes (reshape, slices, bitcast) and copies (.to(device)), "
                         f"not {u.op.name}; copy it to a device first (.to('CPU'))")
@@ -84,18 +84,18 @@ def _bitcast(shape:tuple[int, ...], strides:tuple[int, ...], isz:int, dt:DType, 
                        f"whole number of {dt} ({dt.itemsize} bytes)")
   return shape[:-1] + (shape[-1] * isz // dt.itemsize,), strides[:-1] + (dt.itemsize,), dt.itemsize
 
-def fold(u:UOp, device:str) -> UOp:
+def fold(u:UOp, device:str, tensor_class:type[Tensor]) -> UOp:
   """u (an op on a DISK tensor) as a view of the file's bytes where it is a contiguous range of them; a lazy movement op otherwise."""
   if has_buffer(u) or (u.op is Ops.RESHAPE and has_buffer(u.src[0])): return u
-  if u.op is Ops.CONTIGUOUS: return contiguous_view(u.src[0], device)
-  chain, buf = _base(u, device)
+  if u.op is Ops.CONTIGUOUS: return contiguous_view(u.src[0], device, tensor_class)
+  chain, buf = _base(u, device, tensor_class)
   if (view := _view(chain, buf, device)) is None or not _is_contiguous(view[0], view[1], u.dtype.itemsize): return u
   shape, _, offset = view
   return buffer_view(_file_view(buf, prod(shape), u.dtype, offset), shape)
 
-def contiguous_view(u:UOp, device:str) -> UOp:
+def contiguous_view(u:UOp, device:str, tensor_class:type[Tensor]) -> UOp:
   """u as a view of the file's bytes; RuntimeError where it isn't a contiguous range of them (what can't be copied or written)."""
-  if (ret := fold(u, device)) is u and not (has_buffer(u) or (u.op is Ops.RESHAPE and has_buffer(u.src[0]))):
+  if (ret := fold(u, device, tensor_class)) is u and not (has_buffer(u) or (u.op is Ops.RESHAPE and has_buffer(u.src[0]))):
     raise RuntimeError(f"non-contiguous view is not supported for {device} buffer: a DISK tensor of shape {u.shape} that isn't one "
                        "contiguous range of the file's bytes can't be read or written; copy the whole range to a device first")
   return ret
@@ -103,7 +103,7 @@ def contiguous_view(u:UOp, device:str) -> UOp:
 def bitcast(t:Tensor, dt:DType) -> Tensor:
   """t (on DISK) seen as dt; with another itemsize the last axis is rescaled, and t must be a contiguous range of the file."""
   if dt.itemsize == t.dtype.itemsize: return t._new(UOp(Ops.BITCAST, dt, (t.uop,), dt))
-  view = contiguous_view(t.uop, t.device)
+  view = contiguous_view(t.uop, t.device, type(t))
   shape = _bitcast(t.shape, _contiguous(t.shape, t.dtype.itemsize), t.dtype.itemsize, dt, t.device)[0]
   return t._new(buffer_view(_file_view(_buffer_uop(view), prod(shape), dt, 0), shape))
 
@@ -111,10 +111,10 @@ def _buffer_uop(view:UOp) -> UOp: return view.src[0] if view.op is Ops.RESHAPE e
 
 def assign(t:Tensor, x) -> Tensor:
   """Writes x (a Tensor on any device, or Python values) into the file bytes t views, now."""
-  if not isinstance(x, Tensor): x = Tensor(x, device="CPU", dtype=t.dtype)
+  if not isinstance(x, type(t)): x = type(t)(x, device="CPU", dtype=t.dtype)
   if x.dtype in dtypes.weaks: x = x.cast(t.dtype)
   if x.dtype != t.dtype: raise RuntimeError(f"assign dtype mismatch: {t.dtype} (target) != {x.dtype} (value)")
-  view = contiguous_view(t.uop, t.device)
+  view = contiguous_view(t.uop, t.device, type(t))
   dest = buffer_of(_buffer_uop(view))
   if x.shape != t.shape: x = x._expand_to(t.shape)
   if is_disk(x.device): x = x.to("CPU")
@@ -123,6 +123,6 @@ def assign(t:Tensor, x) -> Tensor:
   return t
 
 def setitem(t:Tensor, indices, v) -> None:
-  if any(isinstance(i, (Tensor, list, tuple)) for i in (indices if isinstance(indices, tuple) else (indices,))):
+  if any(isinstance(i, (type(t), list, tuple)) for i in (indices if isinstance(indices, tuple) else (indices,))):
     raise RuntimeError("advanced setitem is not supported for DISK tensors")
   assign(t[indices], v)

@@ -9,8 +9,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 from tinygrad.dtype import dtypes
+from tinygrad.tensor.common import TensorBase
 if TYPE_CHECKING: from tinygrad.tensor.core import Tensor
-else: Tensor = None  # the class, bound by tinygrad/tensor/core.py once it exists (this mixin is one of its bases)
 
 _LN2 = math.log(2)
 
@@ -43,8 +43,8 @@ class ElementwiseMixin:
   def ufix(self, x) -> Tensor:
     """x as an operand next to self: a Tensor stays as it is, a Python value becomes a 0-d tensor on self's device (0.14 gives it a
     weak dtype; ours is the dtype that value would be stored in)."""
-    if isinstance(x, Tensor): return x
-    return Tensor(x, device=self.device)
+    if isinstance(x, TensorBase): return x
+    return type(self)(x, device=self.device)
   def _log1p(self) -> Tensor:
     """log(1 + self), accurate for tiny self: log(w) * self / (w - 1) with w = 1 + self rounded (Goldberg's correction)."""
     w = 1 + self
@@ -230,7 +230,7 @@ class ElementwiseMixin:
     return self + (end - self) * weight
   def masked_fill(self, mask:Tensor, value) -> Tensor:
     """value where mask is True, else self."""
-    if not isinstance(mask, Tensor): raise TypeError(f"masked_fill needs a Tensor mask, got {type(mask).__name__}")
+    if not isinstance(mask, TensorBase): raise TypeError(f"masked_fill needs a Tensor mask, got {type(mask).__name__}")
     return mask.where(value, self)
   def isclose(self, other, rtol:float=1e-05, atol:float=1e-08, equal_nan=False) -> Tensor:
     """|self - other| <= atol + rtol*|other| elementwise; equal infinities are close, NaNs only with equal_nan."""

@@ -8,7 +8,6 @@ from tinygrad.dtype import DTypeLike, dtypes, least_upper_dtype, to_dtype
 from tinygrad.helpers import argfix
 from tinygrad.tensor.common import check_tensors
 if TYPE_CHECKING: from tinygrad.tensor.core import Tensor
-else: Tensor = None  # the class, bound by tinygrad/tensor/core.py once it exists (this mixin is one of its bases)
 
 class FunctionalMixin:
   # ***** softmax and log-sum-exp (the max is subtracted first, so large inputs don't overflow exp) *****
@@ -88,7 +87,7 @@ class FunctionalMixin:
     if is_causal:
       if attn_mask is not None: raise RuntimeError("attention can't take both attn_mask and is_causal=True")
       lq, lk = qk.shape[-2], qk.shape[-1]
-      attn_mask = Tensor.arange(lq, device=self.device).reshape(lq, 1) >= Tensor.arange(lk, device=self.device)
+      attn_mask = type(self).arange(lq, device=self.device).reshape(lq, 1) >= type(self).arange(lk, device=self.device)
     if attn_mask is not None:
       qk = qk + (attn_mask.where(0, float("-inf")) if attn_mask.dtype == dtypes.bool else attn_mask)
     attn = qk.cast(self.dtype).softmax(-1)
@@ -120,10 +119,10 @@ class FunctionalMixin:
     return x.cast(self.dtype)
   def _resample_axis(self, ax:int, out:int, mode:str, align_corners:bool) -> Tensor:
     n, dev = self.shape[ax], self.device
-    pos = Tensor.arange(out, device=dev)
+    pos = type(self).arange(out, device=dev)
     x, trail = self.unsqueeze(ax), (1,) * (self.ndim - ax - 1)
     def hits(index:Tensor) -> Tensor:   # (out, n, 1...): index[j] == source position p
-      return (index.reshape(out, 1) == Tensor.arange(n, device=dev)).reshape(out, n, *trail)
+      return (index.reshape(out, 1) == type(self).arange(n, device=dev)).reshape(out, n, *trail)
     if mode == "linear":
       # source coordinate num/den of each output, clipped into [0, n-1]; low/high are its neighbours, frac the weight of high.
       # One sum over the source positions takes both neighbours (where, not a weight matrix: an inf elsewhere can't leak in)

@@ -5,7 +5,6 @@ from typing import TYPE_CHECKING
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import prod, ceildiv
 if TYPE_CHECKING: from tinygrad.tensor.core import Tensor
-else: Tensor = None  # the class, bound by tinygrad/tensor/core.py once it exists (this mixin is one of its bases)
 
 # rate (bytes absorbed per block) and domain-separation byte of each named configuration; the digest is (200 - rate) // 2 bytes
 KECCAK_CFGS = {"sha3_224": (144, 6), "sha3_256": (136, 6), "shake_128": (168, 31)}
@@ -28,14 +27,15 @@ def _rotl(t:Tensor, r:Tensor) -> Tensor:
 
 def _keccak_f(state:Tensor) -> Tensor:
   """Keccak-f[1600]: 24 rounds over a (batch, 5, 5) uint64 state, lane (x, y) at [:, y, x]."""
-  rho = Tensor(_RHO, device=state.device, dtype=dtypes.uint64).reshape(5, 5)
+  tensor = type(state)
+  rho = tensor(_RHO, device=state.device, dtype=dtypes.uint64).reshape(5, 5)
   for rc in _IOTA:
     c = state[:, 0] ^ state[:, 1] ^ state[:, 2] ^ state[:, 3] ^ state[:, 4]                  # theta: column parities (batch, 5)
-    d = _roll_x(c, -1) ^ _rotl(_roll_x(c, 1), Tensor(1, device=state.device, dtype=dtypes.uint64))
+    d = _roll_x(c, -1) ^ _rotl(_roll_x(c, 1), tensor(1, device=state.device, dtype=dtypes.uint64))
     b = _rotl(state ^ d.unsqueeze(1), rho).reshape(-1, 25)                                  # rho
-    b = Tensor.stack(*[b[:, i] for i in _PI_SRC], dim=1).reshape(-1, 5, 5)                # pi
+    b = tensor.stack(*[b[:, i] for i in _PI_SRC], dim=1).reshape(-1, 5, 5)                # pi
     state = b ^ (~_roll_x(b, 1) & _roll_x(b, 2))                                            # chi
-    state = state ^ Tensor([rc] + [0] * 24, device=state.device, dtype=dtypes.uint64).reshape(5, 5)   # iota
+    state = state ^ tensor([rc] + [0] * 24, device=state.device, dtype=dtypes.uint64).reshape(5, 5)   # iota
     # one kernel per round: fused, 24 rounds make one expression too large to compile; the round constant comes from a buffer, so
     # every round is the same kernel (compiled once)
     state = state.contiguous()
@@ -45,7 +45,7 @@ def _as_bytes(t:Tensor) -> Tensor:
   """The bytes of t's elements (little-endian) along a new last axis, flattened into it: shape (*t.shape[:-1], t.shape[-1]*itemsize)."""
   if t.dtype.itemsize == 1: return t.bitcast(dtypes.uint8) if t.dtype is not dtypes.uint8 else t
   u = t.bitcast({2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}[t.dtype.itemsize])
-  shifts = Tensor([8 * i for i in range(t.dtype.itemsize)], device=t.device, dtype=u.dtype)
+  shifts = type(t)([8 * i for i in range(t.dtype.itemsize)], device=t.device, dtype=u.dtype)
   return ((u.unsqueeze(-1) >> shifts) & 0xff).cast(dtypes.uint8).flatten(-2)
 
 class HashingMixin:
@@ -66,11 +66,11 @@ class HashingMixin:
     pad = [0] * (nblocks * rate - n)
     pad[0] ^= dsbyte
     pad[-1] ^= 0x80
-    data = data.cat(Tensor(pad, device=self.device, dtype=dtypes.uint8).reshape(1, -1).expand(bs, len(pad)), dim=1)
+    data = data.cat(type(self)(pad, device=self.device, dtype=dtypes.uint8).reshape(1, -1).expand(bs, len(pad)), dim=1)
     words = data.reshape(bs, nblocks, rate // 8, 8).cast(dtypes.uint64)
-    words = (words << Tensor([8 * i for i in range(8)], device=self.device, dtype=dtypes.uint64)).sum(-1, dtype=dtypes.uint64)
+    words = (words << type(self)([8 * i for i in range(8)], device=self.device, dtype=dtypes.uint64)).sum(-1, dtype=dtypes.uint64)
     words = words.pad(((0, 0), (0, 0), (0, 25 - rate // 8)))
-    state = Tensor.zeros(bs, 5, 5, device=self.device, dtype=dtypes.uint64, buffer=False)
+    state = type(self).zeros(bs, 5, 5, device=self.device, dtype=dtypes.uint64, buffer=False)
     for k in range(nblocks): state = _keccak_f(state ^ words[:, k].reshape(bs, 5, 5))
     obytes = (200 - rate) // 2
     out = _as_bytes(state.reshape(bs, 25))[:, :obytes]

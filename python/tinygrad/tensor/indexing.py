@@ -6,13 +6,12 @@ from typing import TYPE_CHECKING
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import prod
 from tinygrad.uop.ops import UOp, Ops, ssimplify, srender, smax
-from tinygrad.tensor.common import broadcast_shape
+from tinygrad.tensor.common import TensorBase, broadcast_shape
 from tinygrad.schedule.buffers import has_buffer, realized_view
 from tinygrad.tensor.autograd import _tensors
 from tinygrad.tensor.disk import is_disk, assign as disk_assign, setitem as disk_setitem
 
 if TYPE_CHECKING: from tinygrad.tensor.core import Tensor
-else: Tensor = None  # the class, bound by tinygrad/tensor/core.py once it exists (this mixin is one of its bases)
 
 def _dim_at(x, d:int, arg, fill=None):
   """arg for dim d of x, `fill` for the others (a per-dim tuple for shrink/pad)."""
@@ -83,8 +82,8 @@ class IndexingMixin:
     idx = list(indices) if isinstance(indices, tuple) else [indices]
     for k, i in enumerate(idx):
       if isinstance(i, (list, tuple)) or type(i).__name__ == "ndarray":
-        idx[k] = i = Tensor(i, device=self.device, dtype=dtypes.int32 if len(i) == 0 else None)
-      if isinstance(i, Tensor):
+        idx[k] = i = type(self)(i, device=self.device, dtype=dtypes.int32 if len(i) == 0 else None)
+      if isinstance(i, TensorBase):
         if not dtypes.is_int(i.dtype): raise IndexError(f"index dtype {i.dtype} is not supported: only integer tensors can index")
         self._same_device(i)
       elif isinstance(i, bool) or not (i is None or i is Ellipsis or isinstance(i, (int, slice)) or _symbolic_int(i)):
@@ -98,7 +97,7 @@ class IndexingMixin:
     else: idx += [slice(None)] * (self.ndim - n_real)
     out, dim = [], 0
     for i in idx:
-      if i is None or isinstance(i, Tensor): out.append(i)
+      if i is None or isinstance(i, TensorBase): out.append(i)
       elif isinstance(i, UOp): out.append(SymIndex(i))
       elif isinstance(i, int):
         n = self.shape[dim]
@@ -176,7 +175,7 @@ class IndexingMixin:
       if i is None: shape.append(1)
       else:
         if not isinstance(i, (int, SymIndex)):
-          if isinstance(i, Tensor): adv.append((len(shape), i, x.shape[d]))
+          if isinstance(i, TensorBase): adv.append((len(shape), i, x.shape[d]))
           shape.append(x.shape[d])
         d += 1
     x = x.reshape(tuple(shape))
@@ -192,7 +191,7 @@ class IndexingMixin:
     for pos, t, n in adv:
       t = t._expand_to(bshape)
       t = (t < 0).where(t + n, t)
-      ar = Tensor.arange(n, device=self.device).reshape((1,) * (nb + pos) + (n,) + (1,) * (len(shape) - pos - 1))
+      ar = type(self).arange(n, device=self.device).reshape((1,) * (nb + pos) + (n,) + (1,) * (len(shape) - pos - 1))
       m = t.reshape(bshape + (1,) * len(shape)).eq(ar)
       mask = m if mask is None else mask & m
     positions = [pos for pos, _, _ in adv]
@@ -223,7 +222,7 @@ class IndexingMixin:
     # v's dims in x's layout: B, then x's dims with size 1 where the tensors index
     v = v.reshape(bshape + tuple(1 if i in positions else s for i, s in enumerate(x.shape)))
     bax = tuple(range(nb))
-    rank = Tensor.arange(1, prod(bshape) + 1, device=self.device).reshape(bshape + (1,) * nd)
+    rank = type(self).arange(1, prod(bshape) + 1, device=self.device).reshape(bshape + (1,) * nd)
     last = mask.where(rank, 0).max(bax, keepdim=True)
     pick = mask & rank.eq(last)
     new = pick.where(v, v._full(0)).sum(bax).cast(self.dtype)
@@ -242,7 +241,7 @@ class IndexingMixin:
     # share: whether the other tensors viewing the storage take the write (None: when self is a view of part of it, or in another
     # shape; a tensor that is its whole storage, as realize leaves it, is the common case of optimizers and costs no walk)
     if is_disk(self.device): return disk_assign(self, x)
-    if not isinstance(x, Tensor): x = Tensor(x, device=self.device, dtype=self.dtype)
+    if not isinstance(x, TensorBase): x = type(self)(x, device=self.device, dtype=self.dtype)
     self._same_device(x)
     if x.dtype != self.dtype: raise RuntimeError(f"assign dtype mismatch: {self.dtype} (target) != {x.dtype} (value)")
     if not _broadcasts_to(x.shape, self.shape): raise RuntimeError(f"can't assign shape {x.shape} to shape {self.shape}")
@@ -275,12 +274,12 @@ class IndexingMixin:
     if is_disk(self.device): return disk_setitem(self, indices, v)
     idx = self._parse_index(indices)
     target = self[indices].shape
-    if not isinstance(v, Tensor): v = Tensor(v, device=self.device, dtype=self.dtype)
+    if not isinstance(v, TensorBase): v = type(self)(v, device=self.device, dtype=self.dtype)
     v = v.cast(self.dtype)
     while v.ndim > len(target) and v.shape[0] == 1: v = v.reshape(v.shape[1:])
     if not _broadcasts_to(v.shape, target): raise RuntimeError(f"can't assign shape {v.shape} to the indexed shape {target}")
     v = v._expand_to(target)
-    if any(isinstance(i, Tensor) for i in idx): vb = self._scattered(idx, v)
+    if any(isinstance(i, TensorBase) for i in idx): vb = self._scattered(idx, v)
     else: vb = v.reshape(tuple(1 if isinstance(i, int) else s for i, s in zip([i for i in idx if i is not None], self._basic_index(idx).shape)))
     if _storage_view(self.uop) is not None:
       self._basic_index(idx)._assign(vb, share=True)
@@ -303,7 +302,7 @@ class IndexingMixin:
 
   # ***** gather / scatter *****
   def _check_index(self, name:str, dim:int, index:Tensor) -> int:
-    if not isinstance(index, Tensor) or not dtypes.is_int(index.dtype):
+    if not isinstance(index, TensorBase) or not dtypes.is_int(index.dtype):
       raise RuntimeError(f"{name} needs an integer index tensor, got {getattr(index, 'dtype', type(index).__name__)}")
     d = self._norm_axis(dim)
     if index.ndim != self.ndim: raise RuntimeError(f"{name}: index {index.shape} needs as many dims as self {self.shape}")
@@ -313,7 +312,7 @@ class IndexingMixin:
 
   def _onehot_along(self, d:int, index:Tensor, n:int) -> Tensor:
     """(index.unsqueeze(-1) == arange(n)), shape index.shape + (n,)."""
-    return index.unsqueeze(-1).eq(Tensor.arange(n, device=self.device))
+    return index.unsqueeze(-1).eq(type(self).arange(n, device=self.device))
 
   def gather(self, dim:int, index:Tensor) -> Tensor:
     """out[..., j, ...] = self[..., index[..., j, ...], ...] along dim (index has self's ndim; it may be smaller outside dim)."""
@@ -328,7 +327,7 @@ class IndexingMixin:
     """For each element of self: the mask of index entries writing it and their src values, both shaped out + (m,) where m is
     index's size along dim (the writers are moved to the last axis)."""
     d = self._check_index(name, dim, index)
-    if not isinstance(src, Tensor): src = Tensor.full(index.shape, src, device=self.device, dtype=self.dtype, buffer=False)
+    if not isinstance(src, TensorBase): src = type(self).full(index.shape, src, device=self.device, dtype=self.dtype, buffer=False)
     elif src.dtype != self.dtype: raise RuntimeError(f"{name}: self.dtype={self.dtype} must equal src.dtype={src.dtype}")
     if src.ndim != index.ndim or any(a > b for a, b in zip(index.shape, src.shape)):
       raise RuntimeError(f"{name}: src {src.shape} must have index's ndim and be at least as large as index {index.shape}")
@@ -345,7 +344,7 @@ class IndexingMixin:
     _, mask, src = self._scatter_parts("scatter", dim, index, src)
     if reduce == "add": return self + mask.where(src, src._full(0)).sum(-1).cast(self.dtype)
     if reduce == "multiply": return self * mask.where(src, src._full(1)).prod(-1)
-    order = Tensor.arange(1, mask.shape[-1] + 1, device=self.device)
+    order = type(self).arange(1, mask.shape[-1] + 1, device=self.device)
     last = mask.where(order, 0).max(-1, keepdim=True)
     pick = mask & order.eq(last)
     return mask.max(-1).where(pick.where(src, src._full(0)).sum(-1).cast(self.dtype), self)
@@ -378,18 +377,18 @@ class IndexingMixin:
     """For a 1-D bool mask: the output slot of each true element (as an int tensor) and the output size."""
     n = flat_mask.shape[0]
     if size is None: size = int(flat_mask.sum().item())
-    before = Tensor.arange(n, device=self.device).unsqueeze(1) > Tensor.arange(n, device=self.device)  # before[i, j]: j < i
+    before = type(self).arange(n, device=self.device).unsqueeze(1) > type(self).arange(n, device=self.device)  # before[i, j]: j < i
     slot = (before & flat_mask.unsqueeze(0)).sum(1)
     return slot, size
 
   def _select_flat(self, values:Tensor, flat_mask:Tensor, slot:Tensor, size:int, fill_value) -> Tensor:
-    hit = flat_mask.unsqueeze(0) & slot.unsqueeze(0).eq(Tensor.arange(size, device=self.device).unsqueeze(1))   # (size, n)
+    hit = flat_mask.unsqueeze(0) & slot.unsqueeze(0).eq(type(self).arange(size, device=self.device).unsqueeze(1))   # (size, n)
     got = hit.where(values.unsqueeze(0), values._full(0).unsqueeze(0)).sum(1).cast(values.dtype)
-    return hit.max(1).where(got, Tensor(fill_value, device=self.device, dtype=values.dtype)) if size else got
+    return hit.max(1).where(got, type(self)(fill_value, device=self.device, dtype=values.dtype)) if size else got
 
   def masked_select(self, mask, size:int|None=None, fill_value=0) -> Tensor:
     """The elements where mask (broadcast to self) is true, as 1-D; with `size`, exactly that many (padded with fill_value)."""
-    if not isinstance(mask, Tensor) or mask.dtype is not dtypes.bool: raise RuntimeError(f"masked_select needs a bool mask tensor, got {mask!r}")
+    if not isinstance(mask, TensorBase) or mask.dtype is not dtypes.bool: raise RuntimeError(f"masked_select needs a bool mask tensor, got {mask!r}")
     if not _broadcasts_to(mask.shape, self.shape): raise RuntimeError(f"mask {mask.shape} doesn't broadcast to {self.shape}")
     fm = mask._expand_to(self.shape).flatten()
     slot, size = self._positions(fm, size)
@@ -402,14 +401,14 @@ class IndexingMixin:
       return rows.shrink(((0, rows.shape[0]), (0, 0)))
     fm = self.ne(0).flatten() if self.dtype is not dtypes.bool else self.flatten()
     slot, size = self._positions(fm, size)
-    coords = [Tensor.arange(s, device=self.device).reshape(tuple(s if j == i else 1 for j in range(self.ndim)))._expand_to(self.shape).flatten()
+    coords = [type(self).arange(s, device=self.device).reshape(tuple(s if j == i else 1 for j in range(self.ndim)))._expand_to(self.shape).flatten()
               for i, s in enumerate(self.shape)]
-    return Tensor.stack(*[self._select_flat(c, fm, slot, size, fill_value) for c in coords], dim=1)
+    return type(self).stack(*[self._select_flat(c, fm, slot, size, fill_value) for c in coords], dim=1)
 
   def one_hot(self, num_classes:int) -> Tensor:
     """A last dim of num_classes with 1 at each value (an integer tensor)."""
     if not dtypes.is_int(self.dtype): raise RuntimeError(f"one_hot needs an integer tensor, got {self.dtype}")
     if not isinstance(num_classes, int) or num_classes < 0: raise ValueError(f"num_classes must be a non-negative int, got {num_classes}")
-    return self.unsqueeze(-1).eq(Tensor.arange(num_classes, device=self.device)).where(1, 0)
+    return self.unsqueeze(-1).eq(type(self).arange(num_classes, device=self.device)).where(1, 0)
 
 __all__ = ["IndexingMixin"]

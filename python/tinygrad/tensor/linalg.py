@@ -6,14 +6,14 @@ import functools
 import string
 from tinygrad.dtype import DTypeLike, least_upper_dtype, to_dtype
 from tinygrad.helpers import argfix, argsort
+from tinygrad.tensor.common import TensorBase
 if TYPE_CHECKING: from tinygrad.tensor.core import Tensor
-else: Tensor = None  # the class, bound by tinygrad/tensor/core.py once it exists (this mixin is one of its bases)
 
 class LinalgMixin:
   def dot(self, w:Tensor, dtype:DTypeLike|None=None) -> Tensor:
     """Sum product of self's last dim with w's last (1-d w) or second-to-last dim, batch dims broadcast (numpy's matmul). The
     sum accumulates in dtype when given (the result is then of dtype), else in the promoted dtype's accumulator."""
-    if not isinstance(w, Tensor): w = Tensor(w, device=self.device)
+    if not isinstance(w, TensorBase): w = type(self)(w, device=self.device)
     if self.ndim == 0 or w.ndim == 0: raise RuntimeError(f"both tensors need to be at least 1D, got {self.ndim}D and {w.ndim}D "
                                                          f"(shapes {self.shape} and {w.shape})")
     wk = -min(w.ndim, 2)
@@ -25,16 +25,16 @@ class LinalgMixin:
     return (x * wt).sum(-1, dtype=dtype).cast(least_upper_dtype(self.dtype, w.dtype) if dtype is None else to_dtype(dtype))
   def matmul(self, x:Tensor, reverse:bool=False, dtype:DTypeLike|None=None) -> Tensor:
     """self @ x (x @ self when reverse); see dot."""
-    if not isinstance(x, Tensor): x = Tensor(x, device=self.device)
+    if not isinstance(x, TensorBase): x = type(self)(x, device=self.device)
     return x.dot(self, dtype=dtype) if reverse else self.dot(x, dtype=dtype)
 
-  @staticmethod
-  def einsum(formula:str, *operands:Tensor|Sequence[Tensor], dtype:DTypeLike|None=None) -> Tensor:
+  @classmethod
+  def einsum(cls, formula:str, *operands:Tensor|Sequence[Tensor], dtype:DTypeLike|None=None) -> Tensor:
     """Einstein summation, as numpy/torch: 'ij,jk->ik', implicit output (the letters used once, sorted), '...' for broadcast
     dims and repeated letters within an operand (a diagonal)."""
     if not isinstance(formula, str): raise TypeError(f"einsum needs a formula string, got {type(formula).__name__}")
     xs, formula = list(argfix(*operands)), formula.replace(" ", "")
-    if not all(isinstance(x, Tensor) for x in xs): raise TypeError(f"einsum operands must be Tensors, got {[type(x).__name__ for x in xs]}")
+    if not all(isinstance(x, TensorBase) for x in xs): raise TypeError(f"einsum operands must be Tensors, got {[type(x).__name__ for x in xs]}")
     lhs, arrow, rhs = formula.partition("->")
     inputs = lhs.split(",")
     if len(inputs) != len(xs): raise ValueError(f"einsum {formula!r} has {len(inputs)} operands, got {len(xs)}")
@@ -91,8 +91,8 @@ class LinalgMixin:
     """Q (orthogonal, (..., m, m)) and R (upper triangular, (..., m, n)) with self = Q @ R, by Householder reflections."""
     self._check_matrix("qr")
     batch, m, n = self.shape[:-2], self.shape[-2], self.shape[-1]
-    R, Q = self, Tensor.eye(m, device=self.device, dtype=self.dtype).reshape(*[1] * len(batch), m, m).expand(*batch, m, m)
-    rows = Tensor.arange(m, device=self.device)
+    R, Q = self, type(self).eye(m, device=self.device, dtype=self.dtype).reshape(*[1] * len(batch), m, m).expand(*batch, m, m)
+    rows = type(self).arange(m, device=self.device)
     for i in range(min(m, n)):
       # the reflector v (zero above row i, v[i] = 1) maps column i below the diagonal onto -sign(x_i)*|x| e_i
       x = (rows >= i).where(R[..., :, i], 0)
@@ -114,14 +114,14 @@ class LinalgMixin:
     Q, R = (self if m >= n else self.transpose(-2, -1)).qr()
     k, big = min(m, n), max(m, n)
     dev, dt = self.device, self.dtype
-    eye = Tensor.eye(k, device=dev, dtype=dt)
+    eye = type(self).eye(k, device=dev, dtype=dt)
     U, V = R[..., :k, :k].contiguous(), eye.reshape(*[1] * len(batch), k, k).expand(*batch, k, k).contiguous()
     order, h = list(range(k)), k // 2
     for _ in range(4 * k):   # ~4 sweeps of k-1 rounds converge for the sizes this is meant for
       if h == 0: break
       # this round's pairs (order[p], order[k-1-p]); P selects the paired columns: the first h, then their partners
       left, right = order[:h], order[k - h:][::-1]
-      sel = Tensor([[1.0 if c == col else 0.0 for col in left + right] for c in range(k)], device=dev, dtype=dt)
+      sel = type(self)([[1.0 if c == col else 0.0 for col in left + right] for c in range(k)], device=dev, dtype=dt)
       pair = U @ sel
       ul, ur = pair[..., :h], pair[..., h:]
       gamma, alpha, beta = (ul * ur).sum(-2, keepdim=True), (ul * ul).sum(-2, keepdim=True), (ur * ur).sum(-2, keepdim=True)
@@ -139,16 +139,16 @@ class LinalgMixin:
       order = [order[0]] + [order[-1]] + order[1:-1] if k % 2 == 0 else order[-1:] + order[:-1]
     S = (U * U).sum(-2).sqrt()
     # rank of each value (ties broken by position) -> permutation matrix perm[i, r] = (rank_i == r)
-    before = (S.unsqueeze(-1) < S.unsqueeze(-2)) | ((S.unsqueeze(-1) == S.unsqueeze(-2)) & (Tensor.arange(k, device=dev).reshape(k, 1) >
-                                                                                            Tensor.arange(k, device=dev)))
+    before = (S.unsqueeze(-1) < S.unsqueeze(-2)) | ((S.unsqueeze(-1) == S.unsqueeze(-2)) & (type(self).arange(k, device=dev).reshape(k, 1) >
+                                                                                            type(self).arange(k, device=dev)))
     rank = before.cast(dt).sum(-1)
-    perm = (rank.unsqueeze(-1) == Tensor.arange(k, device=dev, dtype=dt)).cast(dt)
+    perm = (rank.unsqueeze(-1) == type(self).arange(k, device=dev, dtype=dt)).cast(dt)
     S = (S.unsqueeze(-2) @ perm).squeeze(-2)
     U = (U @ perm) / S.ne(0).where(S, 1).unsqueeze(-2)
     V = V @ perm
     # U lives in the top-left k x k block of the big x big identity, rotated by Q
     pad = tuple([None] * len(batch) + [(0, big - k), (0, big - k)])
-    eye_big = Tensor.eye(big, device=dev, dtype=dt)
+    eye_big = type(self).eye(big, device=dev, dtype=dt)
     U = Q @ (U.pad(pad) + eye_big - eye.pad(((0, big - k), (0, big - k))))
     if not full_matrices: U = U[..., :k]
     return (U, S, V.transpose(-2, -1)) if m >= n else (V, S, U.transpose(-2, -1))

@@ -5,7 +5,6 @@ from typing import TYPE_CHECKING, Literal
 from tinygrad.dtype import dtypes
 from tinygrad.tensor.common import check_tensors
 if TYPE_CHECKING: from tinygrad.tensor.core import Tensor
-else: Tensor = None  # the class, bound by tinygrad/tensor/core.py once it exists (this mixin is one of its bases)
 
 ReductionStr = Literal["mean", "sum", "none"]
 
@@ -19,7 +18,7 @@ class LossMixin:
     """labels == class for every class, the classes laid along dim of the result (labels gets a new dim there)."""
     if not dtypes.is_int(labels.dtype): raise TypeError(f"class labels must be an int tensor, got {labels.dtype}")
     d = labels._norm_axis(dim, extra=1)
-    return labels.unsqueeze(d) == Tensor.arange(n, device=labels.device, dtype=labels.dtype).reshape((n,) + (1,) * (labels.ndim - d))
+    return labels.unsqueeze(d) == type(self).arange(n, device=labels.device, dtype=labels.dtype).reshape((n,) + (1,) * (labels.ndim - d))
   def _log_sigmoid(self) -> Tensor:
     # log(sigmoid(x)) = min(x, 0) - log(1 + exp(-|x|)): no overflow for large |x|
     return self.minimum(0) - ((-self.abs()).exp() + 1).log()

@@ -8,9 +8,8 @@ from tinygrad.helpers import argfix, prod
 from tinygrad.dtype import dtypes, least_upper_dtype
 from tinygrad.tensor.common import check_tensors
 from tinygrad.uop.ops import UOp, srender
-from tinygrad.mixin.movement import _shape_str
+from tinygrad.mixin.movement import shape_str
 if TYPE_CHECKING: from tinygrad.tensor.core import Tensor
-else: Tensor = None  # the class, bound by tinygrad/tensor/core.py once it exists (this mixin is one of its bases)
 
 class TensorMovementMixin:
   # ***** combining *****
@@ -105,7 +104,7 @@ class TensorMovementMixin:
     n = self.shape[d := self._norm_axis(dim)]
     # the number and sizes of the pieces would depend on the Variables' values (0.14 raises AssertionError here too)
     if isinstance(n, UOp):
-      raise AssertionError(f"can't chunk the symbolic dim {d} (size {srender(n)}) of {_shape_str(self.shape)}: shrink it instead")
+      raise AssertionError(f"can't chunk the symbolic dim {d} (size {srender(n)}) of {shape_str(self.shape)}: shrink it instead")
     return list(self.split(math.ceil(n / chunks) if n else 1, dim)) if n else [self] * chunks
   def repeat(self, repeats, *args) -> Tensor:
     """Tiles the tensor `repeats` times per dim (leading extra repeats add dims), as torch's repeat / numpy's tile."""
@@ -145,14 +144,14 @@ class TensorMovementMixin:
     wins = [self[sl + (slice(j, j + (cnt - 1) * step + 1, step),)] for j in range(size)]
     if not wins: return self.shrink(tuple((0, 0) if i == d else None for i in range(self.ndim))).reshape(
       self.shape[:d] + (cnt,) + self.shape[d+1:] + (0,))
-    return Tensor.stack(*wins, dim=-1)
+    return type(self).stack(*wins, dim=-1)
 
   # ***** diagonals and triangles *****
   def diag(self) -> Tensor:
     """The square matrix with the 1-D self on its diagonal."""
     if self.ndim != 1: raise ValueError(f"diag needs a 1-D tensor, got shape {self.shape}")
     n = self.shape[0]
-    eye = Tensor.arange(n, device=self.device).unsqueeze(1).eq(Tensor.arange(n, device=self.device))
+    eye = type(self).arange(n, device=self.device).unsqueeze(1).eq(type(self).arange(n, device=self.device))
     return eye.where(self.unsqueeze(0).expand(n, n), self._full(0).unsqueeze(0).expand(n, n))
   def diagonal(self, offset:int=0, dim1:int=0, dim2:int=1) -> Tensor:
     """The diagonal (offset above it when positive) of the dims dim1, dim2, as a last dim (as torch)."""
@@ -168,7 +167,7 @@ class TensorMovementMixin:
   def _tri(self, diagonal:int, upper:bool) -> Tensor:
     if self.ndim < 2: raise RuntimeError(f"{'triu' if upper else 'tril'} needs at least 2 dims, got shape {self.shape}")
     n, m = self.shape[-2:]
-    rows, cols = Tensor.arange(n, device=self.device).unsqueeze(1), Tensor.arange(m, device=self.device).unsqueeze(0)
+    rows, cols = type(self).arange(n, device=self.device).unsqueeze(1), type(self).arange(m, device=self.device).unsqueeze(0)
     keep = (cols - rows >= diagonal) if upper else (cols - rows <= diagonal)
     return keep.where(self, self._full(0))
   def tril(self, diagonal:int=0) -> Tensor:

@@ -7,7 +7,6 @@ from tinygrad.helpers import prod, make_tuple, flatten, ceildiv, flat_to_grouped
 from tinygrad.tensor.common import check_tensors
 from tinygrad.uop.ops import smax
 if TYPE_CHECKING: from tinygrad.tensor.core import Tensor
-else: Tensor = None  # the class, bound by tinygrad/tensor/core.py once it exists (this mixin is one of its bases)
 
 def _window_args(what:str, k_:tuple[int, ...], **args) -> dict[str, tuple[int, ...]]:
   """Each of args (stride, dilation, ...) as one positive int per spatial dim (ValueError naming it otherwise)."""
@@ -82,7 +81,7 @@ class PoolingMixin:
     if count_include_pad and not ceil_mode: return total / prod(k_)
     # the divisor: ones over the input (and its regular padding when counted), zeros in the rest
     sp = self.shape[-len(k_):]
-    ones = Tensor.ones(*sp, device=self.device, dtype=dtypes.default_float, buffer=False)
+    ones = type(self).ones(*sp, device=self.device, dtype=dtypes.default_float, buffer=False)
     if count_include_pad: ones, extra = ones._pad_spatial(pads, 1.0), [(0, ca - a) for (_, a), (_, ca) in zip(pads, cpads)]
     else: extra = cpads
     return total / ones._pad_spatial(extra)._pool(k_, s_, d_).sum(axes)
@@ -97,7 +96,7 @@ class PoolingMixin:
     out = windows.max(axes)
     if not return_indices: return out
     sp = self.shape[-len(k_):]
-    pos = Tensor.arange(prod(sp), device=self.device, dtype=dtypes.int32).reshape(sp)._pad_spatial(pads, prod(sp))._pool(k_, s_, d_)
+    pos = type(self).arange(prod(sp), device=self.device, dtype=dtypes.int32).reshape(sp)._pad_spatial(pads, prod(sp))._pool(k_, s_, d_)
     idx = (windows == out.reshape(out.shape + (1,) * len(k_))).where(pos, prod(sp)).min(axes)
     return out, idx
   def max_unpool2d(self, indices:Tensor, kernel_size:tuple[int, ...]=(2, 2), stride=None, dilation=1, padding:int|tuple[int, ...]=0,
@@ -112,7 +111,7 @@ class PoolingMixin:
       output_size = tuple((i - 1) * s - b - a + d * (k - 1) + 1 for i, k, d, s, (b, a) in zip(sp, k_, d_, s_, pads))
     else: output_size = tuple(output_size)[-len(sp):]
     n = prod(output_size)
-    hit = indices.reshape(bs, c, 1, -1) == Tensor.arange(n, device=self.device, dtype=indices.dtype).reshape(n, 1)
+    hit = indices.reshape(bs, c, 1, -1) == type(self).arange(n, device=self.device, dtype=indices.dtype).reshape(n, 1)
     # overlapping windows can pick one index twice (with the same value): write it once, as torch does, not their sum
     picked = hit.where(self.reshape(bs, c, 1, -1), self.dtype.min).max(3)
     return hit.max(3).where(picked, 0).reshape(bs, c, *output_size)

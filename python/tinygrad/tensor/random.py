@@ -6,7 +6,7 @@ import math
 import threading
 import time
 from tinygrad.dtype import DType, DTypeLike, dtypes, to_dtype, bitcast
-from tinygrad.mixin.movement import _size_ok
+from tinygrad.mixin.movement import size_ok
 from tinygrad.helpers import prod, argfix, ceildiv, check_host_alloc, TRAINING
 from tinygrad.tensor.common import canon_device, check_tensors, leaf
 from tinygrad.engine.realize import capturing
@@ -14,7 +14,11 @@ from tinygrad.uop import Ops
 
 _rng_lock = threading.Lock()   # threads drawing at once must each advance the counter (else they get the same numbers)
 if TYPE_CHECKING: from tinygrad.tensor.core import Tensor
-else: Tensor = None  # the class, bound by tinygrad/tensor/core.py once it exists (this mixin is one of its bases)
+
+def advance_rng_counter(tensor_class:type[Tensor], device:str, num:int) -> tuple[Tensor, int]:
+  """(device's key, the counter value to draw num words at) of tensor_class's generator, advanced past them as a draw does: what a
+  TinyJit replay of captured draws writes into their counter buffers, so each replay draws new numbers."""
+  with _rng_lock: return tensor_class._advance_counter(device, num)
 
 class RandomMixin:
   # ***** random numbers *****
@@ -24,42 +28,42 @@ class RandomMixin:
   _seed: int = int(time.time())
   _device_seeds: dict[str, Tensor] = {}
   _device_rng_counters: dict[str, int] = {}
-  @staticmethod
-  def manual_seed(seed:int=0) -> None:
+  @classmethod
+  def manual_seed(cls, seed:int=0) -> None:
     """Sets the seed of all random ops and restarts every device's counter."""
     if not isinstance(seed, int) or isinstance(seed, bool): raise TypeError(f"manual_seed needs an int, got {type(seed).__name__} {seed!r}")
-    Tensor._seed, Tensor._device_seeds, Tensor._device_rng_counters = seed, {}, {}
-  @staticmethod
-  def _next_counter(device:str, num:int) -> tuple[Tensor, Tensor]:
+    cls._seed, cls._device_seeds, cls._device_rng_counters = seed, {}, {}
+  @classmethod
+  def _next_counter(cls, device:str, num:int) -> tuple[Tensor, Tensor]:
     """(key, counter) for drawing num 32-bit words on device: two uint32 tensors of shape (2,), the counter as [low, high]."""
-    with _rng_lock: return Tensor._next_counter_locked(device, num)
-  @staticmethod
-  def _next_counter_locked(device:str, num:int) -> tuple[Tensor, Tensor]:
-    key, start = Tensor._advance_counter(device, num)
-    counter = Tensor([start & 0xffffffff, start >> 32], device=device, dtype=dtypes.uint32)
+    with _rng_lock: return cls._next_counter_locked(device, num)
+  @classmethod
+  def _next_counter_locked(cls, device:str, num:int) -> tuple[Tensor, Tensor]:
+    key, start = cls._advance_counter(device, num)
+    counter = cls([start & 0xffffffff, start >> 32], device=device, dtype=dtypes.uint32)
     # a TinyJit capturing this draw refreshes the counter's buffer at each replay (else every replay would draw the same numbers)
     if capturing: capturing[-1].add_rng(device, num, key, counter)
     return key, counter
-  @staticmethod
-  def _advance_counter(device:str, num:int) -> tuple[Tensor, int]:
+  @classmethod
+  def _advance_counter(cls, device:str, num:int) -> tuple[Tensor, int]:
     """(the device's key, the counter value to draw num words at), advancing the counter past them; the caller holds _rng_lock."""
-    if device not in Tensor._device_seeds:
-      dev_key = int.from_bytes(hashlib.sha256(len(Tensor._device_seeds).to_bytes(4, "big")).digest(), "big")
-      Tensor._device_seeds[device] = Tensor([dev_key & 0xffffffff, Tensor._seed & 0xffffffff], device=device, dtype=dtypes.uint32)
-      Tensor._device_rng_counters[device] = 0
-    start = Tensor._device_rng_counters[device]
-    Tensor._device_rng_counters[device] = (start + num) & 0xffffffffffffffff
-    return Tensor._device_seeds[device], start
-  @staticmethod
-  def _threefry_random_bits(key:Tensor, counts0:Tensor, counts1:Tensor) -> Tensor:
+    if device not in cls._device_seeds:
+      dev_key = int.from_bytes(hashlib.sha256(len(cls._device_seeds).to_bytes(4, "big")).digest(), "big")
+      cls._device_seeds[device] = cls([dev_key & 0xffffffff, cls._seed & 0xffffffff], device=device, dtype=dtypes.uint32)
+      cls._device_rng_counters[device] = 0
+    start = cls._device_rng_counters[device]
+    cls._device_rng_counters[device] = (start + num) & 0xffffffffffffffff
+    return cls._device_seeds[device], start
+  @classmethod
+  def _threefry_random_bits(cls, key:Tensor, counts0:Tensor, counts1:Tensor) -> Tensor:
     x = (counts1.cast(dtypes.uint64) << 32) | counts0.cast(dtypes.uint64)
     x = x.threefry((key[1].cast(dtypes.uint64) << 32) | key[0].cast(dtypes.uint64))
     # the low words then the high words (x.cast(uint32).cat((x >> 32).cast(uint32))), written so that each output word computes
     # one threefry: both halves index the same x
-    shift = Tensor([0, 32], device=x.device, dtype=dtypes.uint64).reshape(2, 1)
+    shift = cls([0, 32], device=x.device, dtype=dtypes.uint64).reshape(2, 1)
     return (x.reshape(1, -1).expand(2, x.shape[0]) >> shift).cast(dtypes.uint32).flatten()
-  @staticmethod
-  def random_bits(key:Tensor, counter:Tensor, num:int) -> Tensor:
+  @classmethod
+  def random_bits(cls, key:Tensor, counter:Tensor, num:int) -> Tensor:
     """num random uint32 words from a uint32 key and counter of shape (2,) ([low, high]): a per-draw key from (key, counter),
     then threefry of the word counters under it. rand and the other draws use it with the seeded key and counter."""
     check_tensors("random_bits", (key, counter))
@@ -73,26 +77,26 @@ class RandomMixin:
       chunk = min(num - i, dtypes.uint32.max)
       c_low = low + (i & 0xffffffff)
       c_high = high + (i >> 32) + (c_low < low).cast(dtypes.uint32)
-      draw_key = Tensor._threefry_random_bits(key, c_low, c_high)
-      counts0 = Tensor.arange(ceildiv(chunk, 2), device=key.device, dtype=dtypes.uint32)
+      draw_key = cls._threefry_random_bits(key, c_low, c_high)
+      counts0 = cls.arange(ceildiv(chunk, 2), device=key.device, dtype=dtypes.uint32)
       counts1 = counts0 + ceildiv(chunk, 2)
-      bits.append(Tensor._threefry_random_bits(draw_key, counts0, counts1)[:chunk])
+      bits.append(cls._threefry_random_bits(draw_key, counts0, counts1)[:chunk])
     return bits[0].cat(*bits[1:])
-  @staticmethod
-  def _words_as(bits:Tensor, udt:DType) -> Tensor:
+  @classmethod
+  def _words_as(cls, bits:Tensor, udt:DType) -> Tensor:
     """The uint32 words reinterpreted (little-endian) as a flat tensor of the unsigned dtype udt."""
     if udt.itemsize == 4: return bits
     if udt.itemsize == 8:
       w = bits.reshape(-1, 2)
       return w[:, 0].cast(udt) | (w[:, 1].cast(udt) << 32)
     parts = [((bits >> (k * udt.bitsize)) & (2 ** udt.bitsize - 1)).cast(udt) for k in range(4 // udt.itemsize)]
-    return Tensor.stack(*parts, dim=1).flatten()
-  @staticmethod
-  def _bits_to_rand(bits:Tensor, shape:tuple[int, ...], dtype:DType) -> Tensor:
+    return cls.stack(*parts, dim=1).flatten()
+  @classmethod
+  def _bits_to_rand(cls, bits:Tensor, shape:tuple[int, ...], dtype:DType) -> Tensor:
     # the top mantissa-many bits under the exponent of 1.0 make a float in [1, 2); minus 1 it is uniform in [0, 1)
     _, nmant = dtypes.finfo(dtype)
     udt = {1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}[dtype.itemsize]
-    ubits = Tensor._words_as(bits, udt)
+    ubits = cls._words_as(bits, udt)
     one = bitcast(1.0, dtype, udt)
     return ((ubits >> (dtype.bitsize - nmant)) | one).bitcast(dtype)[:prod(shape)].sub(1).reshape(shape)
   @staticmethod
@@ -100,33 +104,33 @@ class RandomMixin:
     """shape as a tuple of ints >= 0 (ValueError naming `what` otherwise); symbolic=True also takes sizes that are bound Variable
     expressions."""
     shape = argfix(*shape)
-    if not all((isinstance(s, int) and not isinstance(s, bool) and s >= 0) or (symbolic and _size_ok(s)) for s in shape):
+    if not all((isinstance(s, int) and not isinstance(s, bool) and s >= 0) or (symbolic and size_ok(s)) for s in shape):
       raise ValueError(f"{what} needs a shape of non-negative ints, got {shape}")
     return tuple(shape)
-  @staticmethod
-  def rand(*shape, device:str|None=None, dtype:DTypeLike|None=None, contiguous:bool=True, requires_grad:bool|None=None) -> Tensor:
+  @classmethod
+  def rand(cls, *shape, device:str|None=None, dtype:DTypeLike|None=None, contiguous:bool=True, requires_grad:bool|None=None) -> Tensor:
     """Uniform random values in [0, 1) (a float dtype, the default float unless given), drawn in a kernel from the seeded counter."""
     dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
     if not dtypes.is_float(dt) or dt in dtypes.weaks or dt in dtypes.fp8s: raise ValueError(f"rand needs a float dtype, got {dt}")
-    shape, device = Tensor._check_shape(shape, "rand"), canon_device(device)
+    shape, device = cls._check_shape(shape, "rand"), canon_device(device)
     check_host_alloc(prod(shape) * dt.itemsize, f"rand of shape {shape}")
-    if prod(shape) == 0: return Tensor.zeros(shape, device=device, dtype=dt, requires_grad=requires_grad)
-    key, counter = Tensor._next_counter(device, ceildiv(prod(shape) * dt.itemsize, 4))
-    out = Tensor._bits_to_rand(Tensor.random_bits(key, counter, ceildiv(prod(shape) * dt.itemsize, 4)), shape, dt)
+    if prod(shape) == 0: return cls.zeros(shape, device=device, dtype=dt, requires_grad=requires_grad)
+    key, counter = cls._next_counter(device, ceildiv(prod(shape) * dt.itemsize, 4))
+    out = cls._bits_to_rand(cls.random_bits(key, counter, ceildiv(prod(shape) * dt.itemsize, 4)), shape, dt)
     return leaf(out.contiguous() if contiguous else out, requires_grad)
   def rand_like(self, **kwargs) -> Tensor:
-    return Tensor.rand(*self.shape, device=kwargs.pop("device", self.device), dtype=kwargs.pop("dtype", self.dtype), **kwargs)
-  @staticmethod
-  def randn(*shape, dtype:DTypeLike|None=None, device:str|None=None, requires_grad:bool|None=None, **kwargs) -> Tensor:
+    return type(self).rand(*self.shape, device=kwargs.pop("device", self.device), dtype=kwargs.pop("dtype", self.dtype), **kwargs)
+  @classmethod
+  def randn(cls, *shape, dtype:DTypeLike|None=None, device:str|None=None, requires_grad:bool|None=None, **kwargs) -> Tensor:
     """Standard normal values (Box-Muller of two float32 uniform draws), cast to dtype (the default float unless given)."""
-    shape = Tensor._check_shape(shape, "randn")
-    src = Tensor.rand(2, *shape, device=device, dtype=dtypes.float32, **kwargs)
+    shape = cls._check_shape(shape, "randn")
+    src = cls.rand(2, *shape, device=device, dtype=dtypes.float32, **kwargs)
     ret = src[0].mul(2 * math.pi).cos().mul((1 - src[1]).log().mul(-2).sqrt())
     return leaf(ret.cast(to_dtype(dtype) if dtype is not None else dtypes.default_float), requires_grad)
   def randn_like(self, dtype:DTypeLike|None=None, **kwargs) -> Tensor:
-    return Tensor.randn(*self.shape, dtype=dtype if dtype is not None else self.dtype, device=kwargs.pop("device", self.device), **kwargs)
-  @staticmethod
-  def randint(*shape, low:int=0, high:int=10, dtype:DTypeLike=dtypes.int32, **kwargs) -> Tensor:
+    return type(self).randn(*self.shape, dtype=dtype if dtype is not None else self.dtype, device=kwargs.pop("device", self.device), **kwargs)
+  @classmethod
+  def randint(cls, *shape, low:int=0, high:int=10, dtype:DTypeLike=dtypes.int32, **kwargs) -> Tensor:
     """Uniform random ints in [low, high)."""
     if not all(isinstance(v, int) and not isinstance(v, bool) for v in (low, high)):
       raise TypeError(f"randint needs int low and high, got {low=}, {high=}")
@@ -135,44 +139,44 @@ class RandomMixin:
     if not (dt.min <= low and high - 1 <= dt.max): raise OverflowError(f"randint range [{low}, {high}) doesn't fit in {dt}")
     # floor(u * n) of a uniform u in [0, 1) stays below n (never rounds up to it) when n fits the float's mantissa
     if (n := high - low) > 2 ** 53: raise ValueError(f"randint can draw from at most 2**53 values, got [{low}, {high})")
-    u = Tensor.rand(*Tensor._check_shape(shape, "randint"), dtype=dtypes.float32 if n <= 2 ** 24 else dtypes.float64, **kwargs)
+    u = cls.rand(*cls._check_shape(shape, "randint"), dtype=dtypes.float32 if n <= 2 ** 24 else dtypes.float64, **kwargs)
     return ((u * n).cast(dtypes.int64) + low).cast(dt)
-  @staticmethod
-  def uniform(*shape, low=0.0, high=1.0, dtype:DTypeLike|None=None, requires_grad:bool|None=None, **kwargs) -> Tensor:
+  @classmethod
+  def uniform(cls, *shape, low=0.0, high=1.0, dtype:DTypeLike|None=None, requires_grad:bool|None=None, **kwargs) -> Tensor:
     """Uniform random values in [low, high)."""
-    shape = Tensor._check_shape(shape, "uniform")
+    shape = cls._check_shape(shape, "uniform")
     if low >= high: raise ValueError(f"uniform needs low < high, got {low=}, {high=}")
-    u, dt = Tensor.rand(*shape, **kwargs), to_dtype(dtype) if dtype is not None else dtypes.default_float
+    u, dt = cls.rand(*shape, **kwargs), to_dtype(dtype) if dtype is not None else dtypes.default_float
     # (high - low) * u + low rounded once, as tinygrad 0.14's kernels compute it (its C and CUDA compilers contract it into an fma):
     # the same seed gives the same layer initializations bit for bit
     if u.dtype is dt and dt in (dtypes.float32, dtypes.float64): ret = u.alu(Ops.MULACC, u._broadcasted(high - low)[1], u._broadcasted(low)[1])
     else: ret = ((high - low) * u).cast(dt) + low
     return leaf(ret, requires_grad)
-  @staticmethod
-  def normal(*shape, mean=0.0, std=1.0, requires_grad:bool|None=None, **kwargs) -> Tensor:
+  @classmethod
+  def normal(cls, *shape, mean=0.0, std=1.0, requires_grad:bool|None=None, **kwargs) -> Tensor:
     if std < 0: raise ValueError(f"normal needs std >= 0, got {std=}")
-    return leaf(std * Tensor.randn(*shape, **kwargs) + mean, requires_grad)
-  @staticmethod
-  def scaled_uniform(*shape, **kwargs) -> Tensor:
-    return Tensor.uniform(*shape, low=-1.0, high=1.0, **kwargs).mul(prod(argfix(*shape)) ** -0.5)
-  @staticmethod
-  def glorot_uniform(*shape, **kwargs) -> Tensor:
+    return leaf(std * cls.randn(*shape, **kwargs) + mean, requires_grad)
+  @classmethod
+  def scaled_uniform(cls, *shape, **kwargs) -> Tensor:
+    return cls.uniform(*shape, low=-1.0, high=1.0, **kwargs).mul(prod(argfix(*shape)) ** -0.5)
+  @classmethod
+  def glorot_uniform(cls, *shape, **kwargs) -> Tensor:
     bound = (6 / (argfix(*shape)[0] + prod(argfix(*shape)[1:]))) ** 0.5
-    return Tensor.uniform(*shape, low=-bound, high=bound, **kwargs)
-  @staticmethod
-  def kaiming_uniform(*shape, a:float=0.01, **kwargs) -> Tensor:
+    return cls.uniform(*shape, low=-bound, high=bound, **kwargs)
+  @classmethod
+  def kaiming_uniform(cls, *shape, a:float=0.01, **kwargs) -> Tensor:
     bound = (6 / (1 + a ** 2) / prod(argfix(*shape)[1:])) ** 0.5
-    return Tensor.uniform(*shape, low=-bound, high=bound, **kwargs)
-  @staticmethod
-  def kaiming_normal(*shape, a:float=0.01, **kwargs) -> Tensor:
+    return cls.uniform(*shape, low=-bound, high=bound, **kwargs)
+  @classmethod
+  def kaiming_normal(cls, *shape, a:float=0.01, **kwargs) -> Tensor:
     std = (2 / (1 + a ** 2) / prod(argfix(*shape)[1:])) ** 0.5
-    return Tensor.normal(*shape, mean=0.0, std=std, **kwargs)
+    return cls.normal(*shape, mean=0.0, std=std, **kwargs)
 
-  @staticmethod
-  def randperm(n:int, device=None, dtype=dtypes.int32, **kwargs) -> Tensor:
+  @classmethod
+  def randperm(cls, n:int, device=None, dtype=dtypes.int32, **kwargs) -> Tensor:
     """A random permutation of 0..n-1: the order that sorts n uniform draws."""
     if not isinstance(n, int) or isinstance(n, bool) or n < 0: raise ValueError(f"randperm needs a non-negative int n, got {n!r}")
-    return Tensor.rand(n, device=device, **kwargs).argsort().cast(dtype)
+    return cls.rand(n, device=device, **kwargs).argsort().cast(dtype)
   def multinomial(self:Tensor, num_samples:int=1, replacement:bool=False) -> Tensor:
     """num_samples category indices drawn with probabilities proportional to self (1-d: one distribution; 2-d: one per row)."""
     if not 1 <= self.ndim <= 2: raise RuntimeError(f"multinomial needs a 1-d or 2-d tensor of weights, got shape {self.shape}")
@@ -183,7 +187,7 @@ class RandomMixin:
     if replacement or num_samples == 1:
       # inverse CDF: each uniform draw picks the first category whose cumulative weight passes it
       cdf = (cw := weight.cumsum(1).float()) / cw[:, -1].unsqueeze(1)
-      draws = Tensor.rand(num_samples, cdf.shape[0], 1, device=self.device)
+      draws = type(self).rand(num_samples, cdf.shape[0], 1, device=self.device)
       indices = (draws >= cdf).sum(2).permute(1, 0)
     else:
       # Efraimidis-Spirakis: the k largest log2(u)/w are a weighted draw without replacement

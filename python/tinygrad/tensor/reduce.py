@@ -7,7 +7,6 @@ from tinygrad.uop import Ops
 from tinygrad.dtype import DType, dtypes, sum_acc_dtype
 from tinygrad.helpers import prod
 if TYPE_CHECKING: from tinygrad.tensor.core import Tensor
-else: Tensor = None  # the class, bound by tinygrad/tensor/core.py once it exists (this mixin is one of its bases)
 
 SCAN_BLOCK = 256  # a scan over more than 2*SCAN_BLOCK elements runs in blocks: within each, then over the blocks' totals
 
@@ -59,7 +58,7 @@ class TensorReduceMixin:
     if (n := self.shape[ax]) == 0: raise IndexError(f"argmax/argmin of an empty dim {ax} of shape {self.shape}")
     hit = self.eq(self.max(ax, keepdim=True)) | _isnan(self)
     # the first hit has the largest n - i
-    rev = Tensor.arange(n, 0, -1, device=self.device).reshape((n,) + (1,) * (self.ndim - ax - 1))
+    rev = type(self).arange(n, 0, -1, device=self.device).reshape((n,) + (1,) * (self.ndim - ax - 1))
     return (n - hit.where(rev, 0).max(ax, keepdim)).cast(dtypes.int32)
   def argmin(self, axis=None, keepdim=False) -> Tensor:
     """The int32 index of the first minimum over axis (NaN first, as in numpy)."""
@@ -69,7 +68,7 @@ class TensorReduceMixin:
   def _scan_window(self, op:Ops) -> Tensor:
     """The inclusive scan by op over the last dim: each output reduces a masked row of the square (n, n) window."""
     n = self.shape[-1]
-    i = Tensor.arange(n, device=self.device)
+    i = type(self).arange(n, device=self.device)
     mask = i.reshape(n, 1) >= i.reshape(1, n)
     win = mask.where(self.unsqueeze(-2), _identity(op, self.dtype))
     return win._reduce(op, -1)
@@ -106,7 +105,7 @@ class TensorReduceMixin:
     values = self._scan(ax, Ops.MAX)
     if (n := self.shape[ax]) == 0: return values, values.cast(dtypes.int32)
     x, v = self.transpose(ax, -1), values.transpose(ax, -1)
-    i = Tensor.arange(n, device=self.device)
+    i = type(self).arange(n, device=self.device)
     upto = i.reshape(1, n) <= i.reshape(n, 1)    # [out position, source position]
     xs, vs = x.unsqueeze(-2), v.unsqueeze(-1)
     last_eq = (upto & xs.eq(vs)).where(i + 1, 0).max(-1) - 1
@@ -129,7 +128,7 @@ class TensorReduceMixin:
     m = x._scan(-1, Ops.MAX)
     # the shift cancels, so it carries no gradient (through the running max it would be NaN at -inf)
     shift = (m.eq(float("inf")) | m.eq(float("-inf"))).where(0.0, m).detach()
-    i = Tensor.arange(n, device=self.device)
+    i = type(self).arange(n, device=self.device)
     upto = i.reshape(1, n) <= i.reshape(n, 1)
     # masked before exp: a later term may overflow where it is masked off, and its zero gradient times inf would be NaN
     terms = upto.where(x.unsqueeze(-2) - shift.unsqueeze(-1), float("-inf")).exp()
@@ -150,7 +149,7 @@ class TensorReduceMixin:
     # padding sorts after every real element: the extreme value (NaN above all for floats) and a larger index
     fill = (float("nan") if dtypes.is_float(x.dtype) else x.dtype.max) if not descending else x.dtype.min
     v = x.pad(pad, value=fill) if 2**k != n else x
-    idx = Tensor.arange(2**k, device=self.device)._expand_to(v.shape)
+    idx = type(self).arange(2**k, device=self.device)._expand_to(v.shape)
     lead = v.shape[:-1]
     for stage in range(1, k + 1):
       for sub in range(stage - 1, -1, -1):

@@ -20,7 +20,11 @@ from tinygrad import _core
 from tinygrad._core import UOp, UPat, PatternMatcher, graph_rewrite
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.dtype import DType, dtypes, ConstType, PyConst, Invalid, InvalidType, AddrSpace, least_upper_dtype, least_upper_float, truncate, fma
-from tinygrad.helpers import TRACK_MATCH_STATS, argfix, to_function_name, partition, cdiv, cmod, floordiv, floormod
+from tinygrad.helpers import TRACK_MATCH_STATS, to_function_name, cdiv, cmod, floordiv, floormod
+from tinygrad.uop.sint import sint, resolve, sym_le, smax, smin, srender, ssimplify, sym_infer
+from tinygrad.mixin.mathtraits import OperatorMixin, MathTrait, UOpMathTrait, UPatMathTrait
+from tinygrad.mixin.movement import MovementMixin
+from tinygrad.mixin.reduce import ReduceMixin
 
 __all__ = ["UOp", "UPat", "PatternMatcher", "TrackedPatternMatcher", "KernelInfo", "graph_rewrite", "BottomUpGate", "Ops", "GroupOp",
            "print_uop_graph", "track_rewrites_log",
@@ -395,7 +399,6 @@ class KernelInfo:
     extra = [f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self)[1:] if getattr(self, f.name) != f.default]
     return f"KernelInfo({', '.join([repr(self.name)] + extra)})"
 
-sint = int|UOp
 Variable = UOp
 ConstLike = ConstType|UOp|tuple[ConstType, ...]
 
@@ -462,28 +465,6 @@ def exec_alu(op:Ops, dtype:DType, operands, truncate_output:bool=True):
   return ret
 
 def identity_element(op:Ops, dt:DType) -> PyConst: return dt.const({_ADD: 0, _MUL: 1, _MAX: dt.min}[op])
-
-# ** helpers on sint (int or UOp) **
-
-def resolve(x:UOp|bool, default:bool=True) -> bool:
-  """The value of a bool expression when simplification proves it, else `default`."""
-  if isinstance(x, bool): return x
-  if x.dtype is not dtypes.bool: raise TypeError(f"resolve needs a bool UOp, got {x.dtype}")
-  return bool(sx.vmin) if (sx := x.simplify()).vmin == sx.vmax else default
-
-def sym_le(a:sint, b:sint) -> bool:
-  """a <= b may hold: False only when the value ranges prove a > b (a quick check of sizes that does not simplify)."""
-  if type(a) is int and type(b) is int: return a <= b
-  return (a.vmin if isinstance(a, UOp) else a) <= (b.vmax if isinstance(b, UOp) else b)
-
-def _suop(lst, uop_fxn, python_fxn):
-  uops, nums = partition(lst, lambda x: isinstance(x, UOp))
-  return ssimplify(functools.reduce(uop_fxn, uops + ([python_fxn(nums)] if nums else [])))
-def smax(*lst) -> sint: return _suop(argfix(*lst), UOp.maximum, max)
-def smin(*lst) -> sint: return _suop(argfix(*lst), UOp.minimum, min)
-def srender(x:sint) -> str: return x.render() if isinstance(x, UOp) else str(x)
-def ssimplify(uop:sint): return uop.ssimplify() if isinstance(uop, UOp) else uop
-def sym_infer(uop:UOp|int, var_vals:dict) -> int: return uop.sym_infer(var_vals) if isinstance(uop, UOp) else uop
 
 # ** value ranges **
 
@@ -889,9 +870,6 @@ class _Device:
 
 # the operations (tinygrad/mixin); attached base class first so the subclass overrides win
 from tinygrad.uop.shape import _Shape  # noqa: E402
-from tinygrad.mixin.mathtraits import OperatorMixin, MathTrait, UOpMathTrait, UPatMathTrait  # noqa: E402
-from tinygrad.mixin.movement import MovementMixin  # noqa: E402
-from tinygrad.mixin.reduce import ReduceMixin  # noqa: E402
 UOp.shape = _Shape()
 UOp.device = _Device()
 for _cls, _mixins in ((UOp, (OperatorMixin, MathTrait, MovementMixin, ReduceMixin, UOpMathTrait, _UOpTensorLevel)),

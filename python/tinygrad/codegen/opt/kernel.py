@@ -37,23 +37,10 @@ from dataclasses import replace
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, AxisType, ParamArg, KernelInfo
 from tinygrad.uop.symbolic import symbolic
 from tinygrad.dtype import dtypes, AddrSpace
-from tinygrad.schedule import reduce_identity
-from tinygrad.helpers import prod, round_up
+from tinygrad.helpers import prod
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError
-
-# ***** ranges *****
-
-def rtype(r:UOp) -> AxisType: return r.arg[-1]
-def range_key(r:UOp) -> tuple[int, ...]:
-  """The position of a range among the kernel's dims: its arg without the AxisType, (axis_id, *split path). A split of the range
-  with path p makes the parts p+(0,) (outer) and p+(1,) (inner), so they sort where the range was, outer first."""
-  return r.arg[:-1]
-
-def ranges_of(ast:UOp, *kinds:AxisType) -> list[UOp]:
-  """The RANGEs of an AST (of the given kinds, all without any) in dim order."""
-  return sorted([u for u in ast.toposort() if u.op is Ops.RANGE and (not kinds or rtype(u) in kinds)], key=range_key)
-
-def range_size(r:UOp) -> int|None: return r.src[0].arg if r.src[0].op is Ops.CONST else None
+from tinygrad.codegen.opt.ranges import rtype, range_key, ranges_of, range_size, opt_ranges, is_warp, range_desc, padto
+from tinygrad.codegen.opt.tc import apply_tc
 
 def kernel_name(ast:UOp) -> str:
   """"r_" (a reduce kernel) or "E_", then the sizes of the ranges in dim order ("E_1" without any)."""
@@ -88,15 +75,6 @@ def shift_to(ast:UOp, rng:UOp, amount:int, new_type:AxisType, top:bool=False) ->
   return ret, outer, inner
 
 # ***** the optimizations as data *****
-
-# Opt(op, axis, arg) numbers the ranges as tinygrad 0.14 does: by kind first (output loops, launch dims, locals, upcasts, reduces,
-# unrolls), then in dim order. UNROLL's axis counts only the reduce ranges, GROUP's only the REDUCE ranges (axes_for).
-_AXIS_POS = {AxisType.LOOP: -1, AxisType.THREAD: 0, AxisType.GLOBAL: 0, AxisType.LOCAL: 2, AxisType.GROUP_REDUCE: 2, AxisType.UPCAST: 3,
-             AxisType.REDUCE: 4, AxisType.UNROLL: 5}
-
-def opt_ranges(ast:UOp) -> list[UOp]:
-  """The ranges in the order an Opt's axis counts them (tinygrad 0.14's): by kind, then in dim order."""
-  return sorted(ranges_of(ast), key=lambda r: (_AXIS_POS.get(rtype(r), 6), range_key(r)))
 
 def axes_for(ast:UOp, op:OptOps) -> list[UOp]:
   """The ranges Opt(op, axis) picks from with axis: UNROLL the reduce ranges (REDUCE/GROUP_REDUCE) of a known size > 1, GROUP and
@@ -144,13 +122,7 @@ _SPLITS = {OptOps.THREAD: ((AxisType.LOOP,), AxisType.THREAD, True),
            OptOps.GROUP: ((AxisType.REDUCE,), AxisType.GROUP_REDUCE, False),
            OptOps.GROUPTOP: ((AxisType.REDUCE,), AxisType.GROUP_REDUCE, True)}
 _LOCAL_DIMS = (AxisType.LOCAL, AxisType.GROUP_REDUCE)   # the thread dims of a workgroup (each becomes a SPECIAL lidx)
-# the axis id of a tensor core's warp (codegen/opt/tc.py): a LOCAL range that sorts before every other, so it is lidx0 and each warp of
-# the launch is one instruction's threads
-WARP = -1
-def is_warp(r:UOp) -> bool: return r.arg[0] == WARP
 GPU_GLOBAL_DIMS = 3
-
-def _rdesc(r:UOp) -> str: return f"{rtype(r).name} range {range_key(r)} of size {range_size(r) if range_size(r) is not None else r.src[0]}"
 
 def apply_opt(ast:UOp, opt:Opt, ren=None) -> tuple[UOp, UOp|None, UOp|None]:
   """ast with opt applied (recorded in its KernelInfo, whose name is read off the new ranges), and the outer and inner ranges of the
@@ -165,7 +137,6 @@ def apply_opt(ast:UOp, opt:Opt, ren=None) -> tuple[UOp, UOp|None, UOp|None]:
     need(isinstance(opt.arg, tuple) and len(opt.arg) == 3, "TC takes arg=(tc_select, tc_opt, use_tensor_cores)")
     need(ren is not None and bool(ren.tensor_cores), f"{ren!r} has no tensor cores")
     need(not opts, "tensor core opts must come first")
-    from tinygrad.codegen.opt.tc import apply_tc
     ret, outer, inner = apply_tc(ast, opt, ren, need)
   elif opt.op is OptOps.CHAIN:
     need(ren is None or ren.fused_mulacc, f"{ren!r} has no fused multiply-add (fused_mulacc=False)")
@@ -180,10 +151,10 @@ def apply_opt(ast:UOp, opt:Opt, ren=None) -> tuple[UOp, UOp|None, UOp|None]:
     cands = axes_for(ast, opt.op)
     what = {OptOps.UNROLL: "reduce ranges of size > 1", OptOps.GROUP: "REDUCE ranges", OptOps.GROUPTOP: "REDUCE ranges"}.get(opt.op, "ranges")
     need(type(opt.axis) is int and 0 <= opt.axis < len(cands), f"axis {opt.axis} is out of range: the kernel has {len(cands)} {what} "
-         f"({', '.join(_rdesc(r) for r in cands) or 'none'})")
+         f"({', '.join(range_desc(r) for r in cands) or 'none'})")
     rng = cands[opt.axis]  # type: ignore[index]
     if opt.op in _SPLITS: ret, outer, inner = _split(ast, opt, rng, ren, need, opts)
-    elif opt.op is OptOps.PADTO: ret = _padto(ast, opt, rng, need)
+    elif opt.op is OptOps.PADTO: ret = padto(ast, opt, rng, need)
     elif opt.op is OptOps.SWAP: ret = _swap(ast, opt, rng, cands, need)
     elif opt.op is OptOps.PACK: ret = _pack(ast, opt, rng, ren, need)
     else: raise KernelOptError(f"{opt}: unknown op {opt.op}")
@@ -198,14 +169,14 @@ def apply_opt(ast:UOp, opt:Opt, ren=None) -> tuple[UOp, UOp|None, UOp|None]:
 
 def _split(ast:UOp, opt:Opt, rng:UOp, ren, need, opts:tuple) -> tuple[UOp, UOp|None, UOp|None]:
   kinds, new_type, top = _SPLITS[opt.op]
-  need(not is_warp(rng), f"{_rdesc(rng)} is a tensor core's warp: its threads are the instruction's")
+  need(not is_warp(rng), f"{range_desc(rng)} is a tensor core's warp: its threads are the instruction's")
   need(opt.op not in (OptOps.GROUP, OptOps.GROUPTOP) or not any(o.op is OptOps.TC for o in opts), "no GROUP with tensor cores: the "
        "instruction's accumulators are per thread")
-  need(rtype(rng) in kinds, f"{_rdesc(rng)}: {opt.op.name} applies to {'/'.join(k.name for k in kinds)} ranges")
-  need((size := range_size(rng)) is not None, f"{_rdesc(rng)}: a symbolic size can't be split")
+  need(rtype(rng) in kinds, f"{range_desc(rng)}: {opt.op.name} applies to {'/'.join(k.name for k in kinds)} ranges")
+  need((size := range_size(rng)) is not None, f"{range_desc(rng)}: a symbolic size can't be split")
   amount = size if opt.arg == 0 else opt.arg
   need(type(amount) is int and amount >= 2, f"the amount must be an int >= 2 (0: the whole range), got {opt.arg!r}")
-  need(size % amount == 0, f"{amount} does not divide the size {size} of the {_rdesc(rng)}")
+  need(size % amount == 0, f"{amount} does not divide the size {size} of the {range_desc(rng)}")
   present = {rtype(r) for r in ranges_of(ast)}
   if opt.op in (OptOps.LOCAL, OptOps.GROUP, OptOps.GROUPTOP):
     need(ren is None or ren.has_local, f"{ren!r} has no local dims (has_local=False)")
@@ -222,37 +193,13 @@ def _split(ast:UOp, opt:Opt, rng:UOp, ren, need, opts:tuple) -> tuple[UOp, UOp|N
   if opt.op is OptOps.UNROLL: need(amount <= MAX_UNROLL, f"an unroll of {amount} lanes, more than {MAX_UNROLL}")
   return shift_to(ast, rng, amount, new_type, top)
 
-def _padto(ast:UOp, opt:Opt, rng:UOp, need) -> UOp:
-  """rng (size n) counts to round_up(n, arg); what reads or writes memory at the extra positions is gated off, and a reduce over rng
-  gets its identity there."""
-  need(rtype(rng) not in (AxisType.UPCAST, AxisType.UNROLL, AxisType.THREAD), f"{_rdesc(rng)}: UPCAST/UNROLL/THREAD ranges can't be padded")
-  need(not is_warp(rng), f"{_rdesc(rng)} is a tensor core's warp: it can't be padded")
-  need((size := range_size(rng)) is not None, f"{_rdesc(rng)}: a symbolic size can't be padded")
-  need(type(opt.arg) is int and opt.arg >= 2, f"the multiple must be an int >= 2, got {opt.arg!r}")
-  need((new := round_up(size, opt.arg)) != size, f"the size {size} of the {_rdesc(rng)} is a multiple of {opt.arg} already")  # type: ignore
-  need(size > new // 4, f"padding {size} to {new} more than quadruples the work")
-  padded = UOp(Ops.RANGE, rng.dtype, (UOp.const(new, rng.dtype),), rng.arg)
-  valid = UOp(Ops.CMPLT, dtypes.bool, (padded, UOp.const(size, rng.dtype)))
-  def gate(g:UOp|None) -> UOp: return valid if g is None else UOp(Ops.AND, dtypes.bool, (g, valid))
-  # built on the original nodes: the substitution replaces a node before its sources, so nested loads get their gates too
-  repl: dict[UOp, UOp] = {rng: padded}
-  for u in ast.toposort():
-    if u.op in (Ops.LOAD, Ops.STORE) and u.src[0].op is Ops.INDEX and rng in u.src[0].toposort():
-      if u.op is Ops.LOAD: repl[u] = UOp(Ops.LOAD, u.dtype, (u.src[0], u.src[1] if len(u.src) == 3 else UOp.const(0, u.dtype),
-                                                               gate(u.src[2] if len(u.src) == 3 else None)))
-      else: repl[u] = UOp(Ops.STORE, dtypes.void, (u.src[0], u.src[1], gate(u.src[2] if len(u.src) == 3 else None)))
-    elif u.op is Ops.REDUCE and rng in u.src[1:]:
-      x = u.src[0]
-      repl[u] = u.replace(src=(UOp(Ops.WHERE, x.dtype, (valid, x, reduce_identity(u.arg[0], x.dtype))), *u.src[1:]))
-  return ast.substitute(repl, name="padto")
-
 def _swap(ast:UOp, opt:Opt, rng:UOp, cands:list[UOp], need) -> UOp:
   """Exchanges the positions (axis ids) of two output ranges of one kind: on CPU the nesting of two loops, on a GPU which launch dim
   is which."""
   need(type(opt.arg) is int and 0 <= opt.arg < len(cands) and opt.arg != opt.axis, f"arg must be the axis of another range, got {opt.arg!r}")
   other = cands[opt.arg]  # type: ignore[index]
   need(rtype(rng) is rtype(other) and rtype(rng) in (AxisType.LOOP, AxisType.GLOBAL), f"SWAP exchanges two LOOP or two GLOBAL ranges, not a "
-       f"{_rdesc(rng)} and a {_rdesc(other)}")
+       f"{range_desc(rng)} and a {range_desc(other)}")
   # tagged first: with equal sizes a swapped range would be the other range itself (the substitution would go round in a cycle)
   a, b = rng.replace(arg=(*range_key(other), rtype(rng)), tag="swap"), other.replace(arg=(*range_key(rng), rtype(other)), tag="swap")
   ret = ast.substitute({rng: a, other: b}, name="swap")
@@ -286,10 +233,10 @@ def _pack(ast:UOp, opt:Opt, rng:UOp, ren, need) -> UOp:
   """In each iteration of LOOP range rng: a loop nest over the panel's ranges (fresh REDUCE ranges, the largest address stride
   outermost) copies the load's elements into a BUFFER(REG) in that order, and the load reads the buffer (after the copy) instead."""
   need(ren is None or not ren.has_local, f"{ren!r} has GPU dims: PACK copies into a thread's own memory, for CPU threads")
-  need(rtype(rng) is AxisType.LOOP, f"{_rdesc(rng)}: PACK copies a panel in each iteration of a LOOP range")
+  need(rtype(rng) is AxisType.LOOP, f"{range_desc(rng)}: PACK copies a panel in each iteration of a LOOP range")
   cands = pack_candidates(ast, rng)
   need(type(opt.arg) is int and 0 <= opt.arg < len(cands), f"arg {opt.arg!r} names none of the {len(cands)} loads that can be packed "
-       f"in the {_rdesc(rng)} (ungated loads in a reduce that no loop nested inside it moves)")
+       f"in the {range_desc(rng)} (ungated loads in a reduce that no loop nested inside it moves)")
   ld = cands[opt.arg]  # type: ignore[index]
   idx = ld.src[0].src[1]
   panel = [r for r in ranges_of(idx) if rtype(r) in _PANEL_KINDS]
@@ -342,7 +289,7 @@ def _check_limits(ast:UOp, ren, need):
   need(len(local_dims) <= 3, f"{len(local_dims)} local dims (LOCAL/GROUP_REDUCE ranges), a workgroup has 3")
   wg = prod(range_size(r) or 1 for r in local_dims)
   if ren is not None and ren.local_max:
-    for r, mx in zip(local_dims, ren.local_max): need((range_size(r) or 1) <= mx, f"the local {_rdesc(r)} is over the device's {mx}")
+    for r, mx in zip(local_dims, ren.local_max): need((range_size(r) or 1) <= mx, f"the local {range_desc(r)} is over the device's {mx}")
     need(wg <= max(ren.local_max), f"a workgroup of {wg} threads, more than the device's {max(ren.local_max)}")
   smem, loops = 0, set(kept_loops(ast))
   for red in grouped_reduces(ast):
@@ -350,7 +297,7 @@ def _check_limits(ast:UOp, ren, need):
     smem += wg * prod(range_size(r) or 1 for r in red.toposort() if r.op is Ops.RANGE and rtype(r) is AxisType.UPCAST) * red.dtype.itemsize
     # a loop around the grouped reduce would reuse its shared buffer while other threads still read it
     inside = [r for r in open_ranges(red) if rtype(r) in (AxisType.REDUCE, AxisType.UNROLL, AxisType.GROUP_REDUCE) or r in loops]
-    need(not inside, f"a grouped reduce can't be inside a loop ({', '.join(_rdesc(r) for r in inside)})")
+    need(not inside, f"a grouped reduce can't be inside a loop ({', '.join(range_desc(r) for r in inside)})")
   if ren is not None: need(smem <= ren.shared_max, f"{smem} bytes of shared memory, more than the device's {ren.shared_max}")
 
 def open_ranges(x:UOp) -> list[UOp]:

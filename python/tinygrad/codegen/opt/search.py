@@ -35,8 +35,8 @@ import types
 from dataclasses import replace
 from multiprocessing.connection import wait as wait_connections
 from typing import Any, Sequence
-from tinygrad.helpers import DEBUG, PARALLEL, CACHELEVEL, IGNORE_BEAM_CACHE, NOLOCALS, ContextVar, getenv, diskcache_get, diskcache_put, tqdm
-from tinygrad.helpers import time_to_str, colored, prod
+from tinygrad.helpers import DEBUG, PARALLEL, CACHELEVEL, IGNORE_BEAM_CACHE, NOLOCALS, ContextVar, Context, getenv, diskcache_get, diskcache_put
+from tinygrad.helpers import time_to_str, colored, prod, tqdm
 from tinygrad.device import Device, Buffer
 from tinygrad.dtype import AddrSpace
 from tinygrad.uop.ops import UOp, Ops, AxisType
@@ -124,7 +124,7 @@ def compile_candidates(ast:UOp, cands:Sequence[Sequence[Opt]], ren:Renderer, com
 
 def _context_snapshot() -> dict[str, Any]:
   """The ContextVars' current values (those that are plain data), so a worker lowers exactly as this process would."""
-  return {k: v.value for k, v in ContextVar._cache.items() if type(v.value) in (int, float, str, bool)}
+  return {k: v for k, v in ContextVar.current_values().items() if type(v) in (int, float, str, bool)}
 
 def worker_payload(ast:UOp, cands:Sequence[Sequence[Opt]], ren:Renderer) -> bytes:
   """What a worker receives for a batch of candidates, pickled: the ContextVars, the AST, each candidate's Opts, the renderer and its
@@ -136,18 +136,15 @@ _compilers: dict[tuple, Any] = {}
 def run_payload(data:bytes) -> tuple[str, Any]:
   """A worker's job (or this process's, without workers): ("ok", compile_candidates(...)) or ("err", why the payload failed). The
   ContextVars are the payload's while it runs (quiet: DEBUG, VIZ and match statistics off) and restored after."""
-  saved = {k: v.value for k, v in ContextVar._cache.items()}
   try:
     ctxvals, ast, cands, ren, (compiler_t, compiler_args) = pickle.loads(data)
-    for k, v in ctxvals.items():
-      if (var := ContextVar._cache.get(k)) is not None: var.value = v
-    for k in ("DEBUG", "BEAM", "VIZ", "TRACK_MATCH_STATS"): ContextVar._cache[k].value = 0
-    if (comp := _compilers.get(key := (compiler_t, compiler_args))) is None: comp = _compilers[key] = compiler_t(*compiler_args)
-    return "ok", compile_candidates(ast, cands, ren, comp)
+    known = ContextVar.current_values()
+    quiet = {"DEBUG": 0, "BEAM": 0, "VIZ": 0, "TRACK_MATCH_STATS": 0}
+    with Context(**{**{k: v for k, v in ctxvals.items() if k in known}, **quiet}):
+      if (comp := _compilers.get(key := (compiler_t, compiler_args))) is None: comp = _compilers[key] = compiler_t(*compiler_args)
+      return "ok", compile_candidates(ast, cands, ren, comp)
   except Exception as e:
     return "err", f"{type(e).__name__}: {e}"
-  finally:
-    for k, v in saved.items(): ContextVar._cache[k].value = v
 
 def _worker_main(conn) -> None:
   global _IN_WORKER

@@ -21,7 +21,7 @@ from tinygrad.uop.ops import UOp, UPat, PatternMatcher, Ops, AxisType
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import prod
 from tinygrad.codegen.opt import Opt, OptOps
-from tinygrad.codegen.opt.kernel import ranges_of, range_size, range_key, rtype, opt_ranges, _padto, WARP
+from tinygrad.codegen.opt.ranges import ranges_of, range_size, range_key, rtype, opt_ranges, padto, WARP
 
 def _rng(size:int, arg:tuple) -> UOp|None: return UOp(Ops.RANGE, dtypes.weakint, (UOp.const(size, dtypes.weakint),), arg) if size > 1 else None
 def _or0(r:UOp|None) -> UOp|int: return 0 if r is None else r
@@ -78,7 +78,7 @@ def apply_tc(ast:UOp, opt:Opt, ren, need) -> tuple[UOp, UOp|None, UOp|None]:
   k_padded = False
   for r, d in pads:
     need(tc_opt >= 2, f"{rtype(r).name} range {range_key(r)} of size {range_size(r)} is not a multiple of {d} (tc_opt=2 pads it)")
-    ast = _padto(ast, Opt(OptOps.PADTO, opt_ranges(ast).index(r), d), r, need)
+    ast = padto(ast, Opt(OptOps.PADTO, opt_ranges(ast).index(r), d), r, need)
     n, m, k = (next(x for x in ranges_of(ast) if x.arg == y.arg) for y in (n, m, k))
     red, a, b = _matmul(ast, need, k_padded := k_padded or r.arg == k.arg)
   sizes = [range_size(r) for r in (n, m, k, *unrolls)]
