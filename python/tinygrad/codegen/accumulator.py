@@ -43,11 +43,11 @@ class ReduceContext:
 def reduce_context(sink:UOp, ren=None) -> ReduceContext:
   # which REDUCEs share a loop and which loops hold each one's store: what the REDUCE rule needs to know about the whole kernel
   groups: dict[tuple[UOp, ...], list[UOp]] = {}
-  for u in sink.toposort():
+  for u in (topo := sink.toposort()):
     if u.op is Ops.REDUCE: groups.setdefault(u.src[1:], []).append(u)
   loops = loop_ranges(sink) if groups else []
   store_loops: dict[UOp, list[UOp]] = {}
-  for st in [u for u in sink.toposort() if u.op is Ops.STORE] if groups else []:
+  for st in [u for u in topo if u.op is Ops.STORE] if groups else []:
     topo = set(st.toposort())
     store_loops.update({red: [r for r in loops if r in topo] for red in topo if red.op is Ops.REDUCE})
   first_acc, n = {}, 0

@@ -29,7 +29,8 @@ def linearize(sink:UOp) -> list[UOp]:
   # the order a value's sources are computed in (Sethi-Ullman): the source that needs the most values live first, so fewer results
   # wait for the others; a source that runs a loop (a reduce's result) before any, so nothing computed before it is live across it
   need: dict[UOp, int] = {}
-  for u in sink.toposort():
+  topo = sink.toposort()
+  for u in topo:
     rs = [ranges[s] | {s} if s.op is Ops.RANGE else ranges[s] for s in u.src]
     ranges[u] = empty if not rs else rs[0] if all(r is rs[0] or r <= rs[0] for r in rs) else frozenset().union(*rs)
     # what comes after a loop does not run inside it: an END closes its range (so a whole loop, e.g. the partial reduce of a grouped
@@ -43,12 +44,12 @@ def linearize(sink:UOp) -> list[UOp]:
   def ready(x:UOp, r:UOp) -> bool:
     # x can be placed before RANGE r opens: it doesn't need r, and every loop it needs is already open
     return x.op is not Ops.RANGE and r not in ranges[x] and ranges[x] <= open_ranges
-  for p in sorted([u for u in sink.toposort() if u.op in (Ops.PARAM, Ops.BUFFER)], key=lambda p: (p.op is Ops.BUFFER, p.arg.slot)):
+  for p in sorted([u for u in topo if u.op in (Ops.PARAM, Ops.BUFFER)], key=lambda p: (p.op is Ops.BUFFER, p.arg.slot)):
     done.add(p); out.append(p)
   # frames: ("visit", u), ("hoist", (x, r)): visit x if it can go before r opens, ("open", r), ("close", r), ("finish", u)
   stack: list[tuple[str, Any]] = [("visit", s) for s in reversed(sink.src)]
   # launch dims are defined once, at the top level, first
-  stack.extend(("visit", sp) for sp in reversed(sorted([u for u in sink.toposort() if u.op is Ops.SPECIAL], key=lambda u: u.arg)))
+  stack.extend(("visit", sp) for sp in reversed(sorted([u for u in topo if u.op is Ops.SPECIAL], key=lambda u: u.arg)))
   while stack:
     kind, u = stack.pop()
     if kind == "visit":

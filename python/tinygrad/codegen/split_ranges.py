@@ -134,8 +134,9 @@ class SplitContext:
   ids: Iterator[int] = field(default_factory=itertools.count)   # fresh numbers for the pieces' ranges
 
 def split_context(sink:UOp, ren=None) -> SplitContext:
-  if sink.op is not Ops.SINK or not any(u.op is Ops.CMPLT for u in sink.toposort()): return SplitContext(frozenset(), 0)
-  if any(u.op is Ops.REDUCE for u in sink.toposort()) and not _worth_splitting(sink): return SplitContext(frozenset(), 0)
+  topo = sink.toposort()
+  ops = {u.op for u in topo}
+  if sink.op is not Ops.SINK or Ops.CMPLT not in ops or (Ops.REDUCE in ops and not _worth_splitting(topo)): return SplitContext(frozenset(), 0)
   return SplitContext(frozenset(sink.src), len(sink.src))
 
 def _split_store(ctx:SplitContext, st:UOp) -> UOp|None:
@@ -159,9 +160,9 @@ def split_ranges(sink:UOp, ren=None) -> UOp:
   """The codegen pass on its own: every STORE of sink split as above (at most MAX_STORES in all)."""
   return graph_rewrite(sink, pm_split_ranges, ctx=split_context(sink, ren), walk=True, name="split ranges")
 
-def _worth_splitting(sink:UOp) -> bool:
-  """A reduce kernel is split when it is big (each piece copies the kernel's code: more to lower and compile) and upcast (the lanes of
-  the ungated pieces' loads become vector loads; without lanes a split only saves the compares)."""
-  rngs = [u for u in sink.toposort() if u.op is Ops.RANGE]
+def _worth_splitting(topo:list[UOp]) -> bool:
+  """A reduce kernel (topo: its nodes) is split when it is big (each piece copies the kernel's code: more to lower and compile) and
+  upcast (the lanes of the ungated pieces' loads become vector loads; without lanes a split only saves the compares)."""
+  rngs = [u for u in topo if u.op is Ops.RANGE]
   return any(r.arg[-1] is AxisType.UPCAST for r in rngs) and all(r.src[0].op is Ops.CONST for r in rngs) and \
     math.prod(r.src[0].arg for r in rngs) >= SPLIT_REDUCE_MIN_WORK
