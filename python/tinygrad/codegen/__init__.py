@@ -2,7 +2,8 @@
 
 `full_rewrite_to_sink` runs the list PASSES: each a Pass, one graph_rewrite of the kernel with a PatternMatcher (and a context made from
 the kernel as the pass starts, where the rules need to know something about the whole kernel) under the pass's name (so TRACK_MATCH_STATS
-and the rewrite log show it). A rule matches the op it changes. lower_ast adds the ordering and the SPEC checks. One file per concept:
+and the rewrite log show it). A rule matches the op it changes; the optimizer's is the SINK (it chooses for the whole kernel at once).
+lower_ast adds the ordering (a walk: an order is a property of the whole graph) and the SPEC checks. One file per concept:
   optimize        tinygrad/codegen/opt/ shapes the AST for the renderer's capabilities (threading, unrolling, upcasting; on a device
                   with GPU dims workgroups: LOCAL/GROUP; NOOPT=1: off) by splitting its RANGEs into THREAD/LOOP/UPCAST/REDUCE/UNROLL/
                   LOCAL/GROUP_REDUCE ranges; with GPU dims the output LOOP ranges left become GLOBAL ones (launch dims); BEAM=N: the Opts
@@ -137,7 +138,8 @@ def full_rewrite_to_sink(ast:UOp, ren:Renderer|None=None, passes:list[Pass]|None
 
 def _keep_params(ast:UOp, sink:UOp) -> UOp:
   """sink still taking every buffer argument of ast: folding can drop each load of one (the piece of a split cat that reads none of
-  it), but the kernel's arguments are the schedule's buffers in slot order, so a buffer nothing reads stays an unused argument."""
+  it), but the kernel's arguments are the schedule's buffers in slot order, so a buffer nothing reads stays an unused argument.
+  Not a pass: it compares the kernel after all passes with the AST before them."""
   if sink.op is not Ops.SINK: return sink
   params = [u for u in ast.toposort() if u.op is Ops.PARAM]
   if not params or len(have := {u.arg for u in sink.toposort() if u.op is Ops.PARAM}) == len(params): return sink
