@@ -1,4 +1,4 @@
-# The linearizer's order keeps live ranges short (tinygrad/codegen/__init__.py: linearize, codegen/liveness.py): peak live values of
+# The linearizer's order keeps live ranges short (tinygrad/codegen/linearizer.py, codegen/liveness.py): peak live values of
 # matmul and conv kernels under measured bounds, a reduce's loop before the values computed beside it, and linear time.
 import gc
 import time

@@ -1,6 +1,5 @@
 """The CPU heuristic's register tiles (codegen/opt/heuristic.py register_tile) and the loop swap (Opt SWAP) and packing (Opt PACK) they use:
 the shapes they make and their numerics against numpy on every device."""
-import importlib
 import numpy as np
 import pytest
 from conftest import DEVICES
@@ -12,8 +11,8 @@ from tinygrad.codegen.opt import kernel as K
 from tinygrad.codegen.opt import Opt, OptOps
 from tinygrad.codegen.opt.kernel import kernel_name, apply_opts
 from test_typed_ranges import ast_of, run, kinds, rand
+from tinygrad.codegen import split_ranges as S
 
-S = importlib.import_module("tinygrad.codegen.split_ranges")   # the module (the package's `split_ranges` is its pass function)
 
 L, R, T, U, N = AxisType.LOOP, AxisType.REDUCE, AxisType.THREAD, AxisType.UPCAST, AxisType.UNROLL
 

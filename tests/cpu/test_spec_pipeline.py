@@ -114,7 +114,7 @@ class TestCorruptedStagesRaise:
 
   def test_lowered_kernel(self, checked, x, monkeypatch):
     # the REDUCE is never lowered to an accumulator: the pass is left out of the codegen's list
-    monkeypatch.setattr(codegen, "PASSES", [p for p in codegen.PASSES if p[0] != "reduce to accumulator"])
+    monkeypatch.setattr(codegen, "PASSES", [p for p in codegen.PASSES if p.name != "reduce to accumulator"])
     # NOOPT: the 6-element reduce would otherwise be unrolled away before lowering
     msg = r"SPEC: the lowered kernel r_\w+ is invalid at UOp \d+: Ops.REDUCE .*matches no rule"
     with Context(SPEC=1, NOOPT=1), pytest.raises(RuntimeError, match=msg):

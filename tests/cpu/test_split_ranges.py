@@ -121,7 +121,7 @@ def test_skips_kernels_without_compares_or_with_reduce():
 
 def test_pass_in_passes():
   from tinygrad.codegen import PASSES
-  names = [p[0] for p in PASSES]
+  names = [p.name for p in PASSES]
   assert names.index("optimize") < names.index("split ranges") < names.index("expand upcast and unroll")
   t = Tensor.cat(Tensor(rand(5)), Tensor(rand(7, seed=1)))
   items, _ = t.schedule()

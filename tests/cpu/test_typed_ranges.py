@@ -121,7 +121,7 @@ def test_weakint_ranges():
   from tinygrad.uop.ops import ParamArg, graph_rewrite
   from tinygrad.dtype import dtypes
   from tinygrad.uop.ops import KernelInfo
-  from tinygrad.codegen.expander import pm_expand
+  from tinygrad.codegen.expander import pm_expand, expand_context
   W, M = dtypes.weakint, 64
   def P(slot): return UOp(Ops.PARAM, dtypes.float, (UOp.const(M*M, W),), ParamArg(slot, dtypes.float))
   r0, r1, k, u = UOp.range(M, 0, L), UOp.range(M, 1, L), UOp.range(16, 2, R), UOp.range(4, 3, N)
@@ -129,7 +129,7 @@ def test_weakint_ranges():
   ast = UOp(Ops.SINK, dtypes.void, (P(0).index(r0*M + r1).store(val),), KernelInfo("matmul"))
   opt = hand_coded_optimizations(ast, 4)
   assert kinds(opt) == [(T, 4), (L, 4), (U, 4), (L, 16), (U, 4), (R, 16), (N, 4)] and all(r.dtype is W for r in ranges_of(opt))
-  ex = graph_rewrite(opt, pm_expand).toposort()
+  ex = graph_rewrite(opt, pm_expand, ctx=expand_context(opt), walk=True).toposort()
   # B's row: one vector load per UNROLL lane; A's 4 consecutive reduce elements: one vector load per row lane; each output row: one
   # vector store. 16 accumulators (one REDUCE per output lane: B's loads along the UNROLL lanes are not consecutive)
   assert sum(x.op is Ops.SHRINK for x in ex) == 12 and sum(x.op is Ops.REDUCE for x in ex) == 16

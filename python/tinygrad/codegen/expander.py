@@ -8,22 +8,20 @@
           lane addresses are consecutive the stores are one SHRINK store of a STACK of the lanes. Ungated loads whose lane addresses
           are consecutive become one SHRINK (vector) load, lane j read as INDEX(vector, j). A REDUCE in a stored value becomes one
           REDUCE per lane (codegen runs REDUCEs over the same ranges in one loop: one accumulator per lane).
-Last, every memory index is simplified by uop/symbolic.py: the substitutions leave terms like (r*64)+(0*4)+1.
+Last, every memory index of a kernel with lanes is simplified by uop/symbolic.py: the substitutions leave terms like (r*64)+(0*4)+1.
 """
 from __future__ import annotations
+from dataclasses import dataclass
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, AxisType
 from tinygrad.uop.symbolic import symbolic
 from tinygrad.dtype import dtypes
 from tinygrad.renderer import mem_root
-from tinygrad.codegen.opt.kernel import ranges_of, range_size, vector_loads, _vector_ok, _consecutive
-
-def reduce_combine(op:Ops, a:UOp, b:UOp) -> UOp:
-  """a and b combined by a REDUCE's op (a bool sum is OR, a bool product AND)."""
-  if a.dtype is dtypes.bool: op = {Ops.ADD: Ops.OR, Ops.MUL: Ops.AND}.get(op, Ops.OR)
-  return UOp(op, a.dtype, (a, b))
+from tinygrad.codegen.accumulator import combine
+from tinygrad.codegen.end_loops import pm_flatten_stores
+from tinygrad.codegen.opt.kernel import ranges_of, range_key, range_size, vector_loads, _vector_ok, _consecutive
 
 def _tree(op:Ops, xs:list[UOp]) -> UOp:
-  while len(xs) > 1: xs = [reduce_combine(op, xs[i], xs[i+1]) if i + 1 < len(xs) else xs[i] for i in range(0, len(xs), 2)]
+  while len(xs) > 1: xs = [combine(op, xs[i], xs[i+1]) if i + 1 < len(xs) else xs[i] for i in range(0, len(xs), 2)]
   return xs[0]
 
 def _lane(x:UOp, u:UOp, j:int) -> UOp: return x.substitute({u: UOp.const(j, u.dtype)}, name="expand")
@@ -41,10 +39,11 @@ def _vector_lanes(x:UOp, u:UOp, loads:list[UOp]) -> list[dict[UOp, UOp]]:
     for j in range(n): repl[j][lane_loads[j][i]] = UOp(Ops.INDEX, ld.dtype, (vec, UOp.const(j, dtypes.int)))
   return repl
 
-def _expand_unroll(sink:UOp, u:UOp, vector_alu:bool) -> UOp:
+def _expand_unroll(root:UOp, u:UOp, vector_alu:bool) -> UOp:
+  """root with every REDUCE over the UNROLL range u in it as its lanes."""
   repl: dict[UOp, UOp] = {}
   n = range_size(u) or 0
-  for red in [r for r in sink.toposort() if r.op is Ops.REDUCE and u in r.src[1:]]:
+  for red in [r for r in root.toposort() if r.op is Ops.REDUCE and u in r.src[1:]]:
     rest = tuple(r for r in red.src[1:] if r is not u)
     vec = _vector_lanes(red.src[0], u, loads := vector_loads(red.src[0], u))
     lanes = [_lane(red.src[0], u, j) for j in range(n)]
@@ -62,35 +61,58 @@ def _expand_unroll(sink:UOp, u:UOp, vector_alu:bool) -> UOp:
       repl[red] = _tree(Ops.ADD, [UOp(Ops.INDEX, red.dtype, (vred, UOp.const(j, dtypes.int))) for j in range(n)])
     elif dot: repl[red] = _tree(red.arg[0], [red.replace(src=(x, *rest)) for x in lanes])
     else: repl[red] = red.replace(src=(_tree(red.arg[0], lanes), *rest)) if rest else _tree(red.arg[0], lanes)
-  return sink.substitute(repl, name="expand unroll")
+  return root.substitute(repl, name="expand unroll")
 
-def _expand_upcast(sink:UOp, u:UOp) -> UOp:
-  n = range_size(u) or 0
-  repl = _vector_lanes(sink, u, vector_loads(sink, u))
-  stores: list[UOp] = []
-  for st in sink.src:
+def _expand_upcast(stores:list[UOp], u:UOp) -> list[UOp]:
+  """The stores, each that depends on the UPCAST range u as its lanes."""
+  n, group = range_size(u) or 0, UOp(Ops.SINK, dtypes.void, tuple(stores))
+  repl = _vector_lanes(group, u, vector_loads(group, u))
+  out: list[UOp] = []
+  for st in stores:
     if u not in st.toposort():
-      stores.append(st)
+      out.append(st)
       continue
     lanes = [_lane(st, u, j) for j in range(n)]
     lanes = [s.substitute(r, name="vector loads") if r else s for s, r in zip(lanes, repl)]
     buf = st.src[0].src[0]
     if st.src[0].op is Ops.INDEX and len(st.src) == 2 and _vector_ok(buf.dtype) and n in (2, 4, 8, 16) and _consecutive([st.src[0].src[1]], u)[0]:
       shrink = UOp(Ops.SHRINK, buf.dtype, (buf, lanes[0].src[0].src[1], UOp.const(n, dtypes.int)))
-      stores.append(UOp(Ops.STORE, dtypes.void, (shrink, UOp(Ops.STACK, buf.dtype, tuple(s.src[1] for s in lanes)))))
-    else: stores.extend(lanes)
-  return sink.replace(src=tuple(stores))
+      out.append(UOp(Ops.STORE, dtypes.void, (shrink, UOp(Ops.STACK, buf.dtype, tuple(s.src[1] for s in lanes)))))
+    else: out.extend(lanes)
+  return out
 
-def _expand(sink:UOp, vector_alu:bool=False) -> UOp|None:
-  if not (rngs := ranges_of(sink, AxisType.UNROLL, AxisType.UPCAST)): return None
-  for u in reversed(rngs):
-    if u.arg[-1] is AxisType.UNROLL: sink = _expand_unroll(sink, u, vector_alu)
-  for u in reversed(rngs):
-    if u.arg[-1] is AxisType.UPCAST: sink = _expand_upcast(sink, u)
-  # the lanes' indices, summed up again: one graph_rewrite over all of them
-  idxs = list(dict.fromkeys(x.src[1] for x in sink.toposort() if x.op in (Ops.INDEX, Ops.SHRINK) and mem_root(x.src[0]) is not None))
+def _simplify_indices(stores:list[UOp]) -> list[UOp]:
+  """The stores with their memory indices summed up again (the substitutions leave terms like (r*64)+(0*4)+1): one graph_rewrite over
+  all of them."""
+  group = UOp(Ops.SINK, dtypes.void, tuple(stores))
+  idxs = list(dict.fromkeys(u.src[1] for u in group.toposort() if u.op in (Ops.INDEX, Ops.SHRINK) and mem_root(u.src[0]) is not None))
   simple = graph_rewrite(UOp(Ops.SINK, dtypes.void, tuple(idxs)), symbolic, name="simplify indices").src
-  return sink.substitute({a: b for a, b in zip(idxs, simple) if a is not b}, name="simplified indices")
+  return list(group.substitute({a: b for a, b in zip(idxs, simple) if a is not b}, name="simplified indices").src)
 
-# ctx: whether the renderer has vector ALU (Renderer.vector_alu)
-pm_expand = PatternMatcher([(UPat(Ops.SINK, name="sink"), lambda ctx, sink: _expand(sink, bool(ctx)))])
+@dataclass(frozen=True)
+class ExpandContext:
+  vector_alu: bool   # the renderer has vector ALU (Renderer.vector_alu)
+  lanes: bool        # the kernel has UNROLL or UPCAST ranges (else nothing changes, its indices included)
+
+def expand_context(sink:UOp, ren=None) -> ExpandContext:
+  return ExpandContext(ren is not None and ren.vector_alu, bool(ranges_of(sink, AxisType.UNROLL, AxisType.UPCAST)))
+
+def _unroll(ctx:ExpandContext, red:UOp) -> UOp|None:
+  if not ctx.lanes or not (unrolls := sorted([r for r in red.src[1:] if r.arg[-1] is AxisType.UNROLL], key=range_key)): return None
+  x = red
+  for u in reversed(unrolls): x = _expand_unroll(x, u, ctx.vector_alu)
+  return x
+
+def _upcast(ctx:ExpandContext, st:UOp) -> UOp|None:
+  if not ctx.lanes: return None
+  stores = [st]
+  for u in reversed(ranges_of(st, AxisType.UPCAST)): stores = _expand_upcast(stores, u)
+  stores = _simplify_indices(stores)
+  return None if stores == [st] else stores[0] if len(stores) == 1 else UOp(Ops.GROUP, dtypes.void, tuple(stores))
+
+# ctx: ExpandContext. Run as a walk, children first: a REDUCE's UNROLL ranges (innermost first), then a STORE's UPCAST ranges (innermost
+# first; its REDUCEs are expanded by then); a store that became its lanes is a GROUP of them until the SINK takes them in order
+pm_expand = PatternMatcher([
+  (UPat(Ops.REDUCE, name="red"), _unroll),
+  (UPat(Ops.STORE, name="st"), _upcast),
+]) + pm_flatten_stores

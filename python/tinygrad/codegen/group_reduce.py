@@ -11,7 +11,7 @@ The optimizer only groups reduces outside loops (a loop would write the buffer a
 """
 from __future__ import annotations
 from dataclasses import dataclass
-from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, AxisType, ParamArg
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher, Ops, AxisType, ParamArg
 from tinygrad.dtype import dtypes, AddrSpace
 from tinygrad.helpers import prod
 from tinygrad.codegen.opt.kernel import ranges_of, range_key, range_size, rtype
@@ -44,14 +44,11 @@ def _group(ctx:GroupContext, red:UOp) -> UOp|None:
   val = UOp(Ops.LOAD, red.dtype, (UOp(Ops.INDEX, red.dtype, (temp.after(barrier), idx.substitute(news))),))
   return UOp(Ops.REDUCE, red.dtype, (val, *news.values()), red.arg)
 
+# ctx: GroupContext (the workgroup's dims, made once for the kernel)
 pm_group_reduce = PatternMatcher([(UPat(Ops.REDUCE, name="red"), _group)])
 pm_group_to_local = PatternMatcher([(UPat(Ops.RANGE, name="r"), lambda r: r.replace(arg=(*range_key(r), AxisType.LOCAL))
                                      if rtype(r) is AxisType.GROUP_REDUCE else None)])
 
-def group_reduces(sink:UOp, ren=None) -> UOp:
-  """The codegen pass: grouped reduces through local memory, then GROUP_REDUCE ranges -> LOCAL."""
+def group_context(sink:UOp, ren=None) -> GroupContext:
   rngs = ranges_of(sink)
-  if not any(rtype(r) is AxisType.GROUP_REDUCE for r in rngs): return sink
-  ctx = GroupContext([r for r in rngs if rtype(r) in (AxisType.LOCAL, AxisType.GROUP_REDUCE)], max(r.arg[0] for r in rngs) + 1)
-  sink = graph_rewrite(sink, pm_group_reduce, ctx=ctx, name="group reduces")
-  return graph_rewrite(sink, pm_group_to_local, name="group ranges to local")
+  return GroupContext([r for r in rngs if rtype(r) in (AxisType.LOCAL, AxisType.GROUP_REDUCE)], max((r.arg[0] for r in rngs), default=-1) + 1)

@@ -1,5 +1,5 @@
 """Live values of a linear kernel: how many computed values a renderer must hold at once (registers, or C variables the compiler must
-keep), the measure the linearizer's order keeps small (tinygrad/codegen/__init__.py: linearize).
+keep), the measure the linearizer's order keeps small (tinygrad/codegen/linearizer.py).
 
 A value is a UOp with a non-void dtype that the renderer computes: not a literal (CONST), an argument or array (PARAM, BUFFER), a
 launch index or loop counter (SPECIAL, RANGE), or an address (INDEX/SHRINK into memory, AFTER); a lane of a vector (INDEX of a

@@ -22,10 +22,12 @@ took half its time, and clang spent longer on those loops than on the tile's cod
 from __future__ import annotations
 import itertools
 import math
+from dataclasses import dataclass, field
 from typing import Iterator
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, AxisType
 from tinygrad.uop.symbolic import symbolic, pm_fold_values
 from tinygrad.dtype import dtypes
+from tinygrad.codegen.end_loops import pm_flatten_stores
 
 MAX_STORES = 32    # a kernel is split into at most this many stores (a cat of many tensors stays one loop past that)
 SPLIT_REDUCE_MIN_WORK = 1 << 29   # iterations (all ranges) of a reduce kernel before it is split (the CPU heuristic's tile threshold)
@@ -138,23 +140,42 @@ def _simplify(st:UOp) -> UOp:
   st = st.substitute({a: b for a, b in zip(roots, simple) if a is not b}, name="simplified piece")
   return graph_rewrite(st, _pm_piece, name="fold piece masks")
 
-def split_ranges(sink:UOp, ren=None) -> UOp:
-  """The codegen pass: every STORE of sink split as above (at most MAX_STORES in all)."""
-  if sink.op is not Ops.SINK or not any(u.op is Ops.CMPLT for u in sink.toposort()): return sink
-  if any(u.op is Ops.REDUCE for u in sink.toposort()) and not _worth_splitting(sink): return sink
-  done: list[UOp] = []
-  todo, ids = list(reversed(sink.src)), itertools.count()
-  while todo:
-    st = todo.pop()
-    pieces = _split_one(st, ids) if st.op is Ops.STORE and len(done) + len(todo) + 2 <= MAX_STORES else None
-    if pieces is None or len(done) + len(todo) + len(pieces) > MAX_STORES: done.append(st)
-    else: todo.extend(reversed(pieces))
-  if len(done) == len(sink.src) and all(a is b for a, b in zip(done, sink.src)): return sink
-  return sink.replace(src=tuple(done))
+@dataclass
+class SplitContext:
+  stores: frozenset[UOp]   # the kernel's stores that may be split (none when a split does not pay: no compares, or _worth_splitting)
+  count: int               # the kernel's stores so far (at most MAX_STORES)
+  ids: Iterator[int] = field(default_factory=itertools.count)   # fresh numbers for the pieces' ranges
 
-def _worth_splitting(sink:UOp) -> bool:
-  """A reduce kernel is split when it is big (each piece copies the kernel's code: more to lower and compile) and upcast (the lanes of
-  the ungated pieces' loads become vector loads; without lanes a split only saves the compares)."""
-  rngs = [u for u in sink.toposort() if u.op is Ops.RANGE]
+def split_context(sink:UOp, ren=None) -> SplitContext:
+  topo = sink.toposort()
+  ops = {u.op for u in topo}
+  if sink.op is not Ops.SINK or Ops.CMPLT not in ops or (Ops.REDUCE in ops and not _worth_splitting(topo)): return SplitContext(frozenset(), 0)
+  return SplitContext(frozenset(sink.src), len(sink.src))
+
+def _split_store(ctx:SplitContext, st:UOp) -> UOp|None:
+  """A store of the kernel as the stores of its pieces (each split again, depth first, while the kernel stays within MAX_STORES)."""
+  if st not in ctx.stores: return None
+  done: list[UOp] = []
+  todo = [st]
+  while todo:
+    x = todo.pop()
+    pieces = _split_one(x, ctx.ids) if ctx.count + 1 <= MAX_STORES else None
+    if pieces is None or ctx.count - 1 + len(pieces) > MAX_STORES: done.append(x)
+    else:
+      ctx.count += len(pieces) - 1
+      todo.extend(reversed(pieces))
+  return None if done == [st] else UOp(Ops.GROUP, dtypes.void, tuple(done))
+
+# ctx: SplitContext. Run as a walk: a store's pieces are final (split as far as they go), a GROUP of them until the SINK takes them in order
+pm_split_ranges = PatternMatcher([(UPat(Ops.STORE, name="st"), _split_store)]) + pm_flatten_stores
+
+def split_ranges(sink:UOp, ren=None) -> UOp:
+  """The codegen pass on its own: every STORE of sink split as above (at most MAX_STORES in all)."""
+  return graph_rewrite(sink, pm_split_ranges, ctx=split_context(sink, ren), walk=True, name="split ranges")
+
+def _worth_splitting(topo:list[UOp]) -> bool:
+  """A reduce kernel (topo: its nodes) is split when it is big (each piece copies the kernel's code: more to lower and compile) and
+  upcast (the lanes of the ungated pieces' loads become vector loads; without lanes a split only saves the compares)."""
+  rngs = [u for u in topo if u.op is Ops.RANGE]
   return any(r.arg[-1] is AxisType.UPCAST for r in rngs) and all(r.src[0].op is Ops.CONST for r in rngs) and \
     math.prod(r.src[0].arg for r in rngs) >= SPLIT_REDUCE_MIN_WORK

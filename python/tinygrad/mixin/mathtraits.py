@@ -18,7 +18,7 @@ One spelling per operation, so a rule over UOps (an autograd rule, a rewrite) se
   + and *    on bools are OR and AND
   minimum    -max(-a, -b) for floats, the same order reversal by xor for ints and bools; MAX propagates NaN from either side
   relu       (x < 0).where(0, x), so NaN stays NaN (the symbolic rules read it as max(x, 0))
-The codegen prints SUB, NEG, FDIV, CMPEQ and minimum's select again where these forms meet (tinygrad/codegen: pm_render_forms), so
+The codegen prints SUB, NEG, FDIV, CMPEQ and minimum's select again where these forms meet (tinygrad/codegen/decomp.py: pm_render_forms), so
 the C is what the plain operators would give, bit for bit.
 
 Python values: next to a weak-dtype or kernel-level UOp (one without a shape) a Python value is a weak CONST and operands promote to

@@ -421,7 +421,7 @@ class Renderer:
   has_shared: bool = True                         # local (workgroup-shared) BUFFERs and BARRIERs
   vector_alu: bool = False                        # ADD/MUL of two vectors of the same width (a dot product's lanes kept as one vector)
   fused_mulacc: bool = False                      # MULACC of float32/float64 renders as a fused multiply-add (a*b+c rounded once), so the
-                                                  # codegen fuses a dot tile's acc + a*b into MULACC (codegen/__init__.py, pm_fuse_mulacc)
+                                                  # codegen fuses a dot tile's acc + a*b into MULACC (codegen/mulacc.py, pm_fuse_mulacc)
   global_max: tuple[int, ...]|None = (0x8FFFFFFF,) * 3  # largest launch size per dim (with has_threads: [0] is the thread count)
   local_max: tuple[int, ...]|None = (0x8FFFFFFF,) * 3   # largest workgroup size per dim (the largest of them: threads per workgroup)
   shared_max: int = 32768                         # bytes of local memory per workgroup
