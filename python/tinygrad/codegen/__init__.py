@@ -46,12 +46,11 @@ one graph_rewrite with that name (so TRACK_MATCH_STATS and the rewrite log show 
 from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, TYPE_CHECKING
-from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, ParamArg, AxisType, KernelInfo
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, ParamArg, AxisType, KernelInfo, identity_element, after_root
 from tinygrad.uop import GroupOp
 from tinygrad.uop.symbolic import pm_fold_values
 from tinygrad.dtype import dtypes, AddrSpace
 from tinygrad.helpers import SPEC, BEAM, NOOPT
-from tinygrad.schedule import reduce_identity as _identity
 from tinygrad.codegen.index_dtype import pm_lower_index
 from tinygrad.codegen.split_ranges import split_ranges, pm_fold_gates
 from tinygrad.codegen.opt.kernel import open_ranges
@@ -194,8 +193,8 @@ def _acc_slot(red:UOp, acc:UOp, i:int) -> UOp:
   return UOp(Ops.SHRINK, red.dtype, (acc, iconst(i), UOp.const(n, dtypes.int)))
 
 def _acc_init(red:UOp) -> UOp:
-  if (n := _vector_width(red.src[0])) == 1: return _identity(red.arg[0], red.dtype)
-  return UOp(Ops.STACK, red.dtype, (_identity(red.arg[0], red.dtype),) * n)
+  init = UOp.const(identity_element(red.arg[0], red.dtype), red.dtype)
+  return init if (n := _vector_width(red.src[0])) == 1 else UOp(Ops.STACK, red.dtype, (init,) * n)
 
 def _lower_reduces(ctx:ReduceContext, sink:UOp) -> UOp|None:
   # REDUCEs over the same ranges (the lanes of an upcast reduce kernel) share one loop, each with its own accumulator slot
@@ -255,8 +254,7 @@ def _dot_product(a:UOp, b:UOp) -> bool:
 def _acc_load(u:UOp) -> bool:
   """u loads a register accumulator (pm_reduce's BUFFER(REG), through its AFTERs)."""
   if u.op is not Ops.LOAD or u.src[0].op not in (Ops.INDEX, Ops.SHRINK): return False
-  b = u.src[0].src[0]
-  while b.op is Ops.AFTER: b = b.src[0]
+  b = after_root(u.src[0].src[0])
   return b.op is Ops.BUFFER and b.arg.addrspace is AddrSpace.REG
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ writing into an argument that the rest of the graph also reads as it was before 
 """
 from __future__ import annotations
 from typing import Callable
-from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, GroupOp, BottomUpGate, ParamArg, KernelInfo
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, GroupOp, BottomUpGate, ParamArg, KernelInfo, after_root
 from tinygrad.uop import call as uop_call
 from tinygrad.uop.call import body_params, substitute_outside_calls, graph_device
 from tinygrad.dtype import dtypes
@@ -63,10 +63,6 @@ def inline_functions(sink:UOp) -> UOp: return graph_rewrite(sink, pm_inline, bpm
 
 def _strides(shape:tuple[int, ...]) -> list[int]: return [prod(shape[i+1:]) for i in range(len(shape))]
 
-def _view_shape(x:UOp) -> tuple[int, ...]:
-  while x.op is Ops.AFTER: x = x.src[0]
-  return x.shape
-
 def _flat_index(ix:UOp) -> UOp|None:
   """INDEX(view, *idx) of a placeholder seen through movement ops and AFTERs -> INDEX(placeholder.after(*deps), flat index)."""
   x, idx, deps = ix.src[0], list(ix.src[1:]), []
@@ -75,7 +71,7 @@ def _flat_index(ix:UOp) -> UOp|None:
       deps.extend(x.src[1:])
       x = x.src[0]
       continue
-    src_shape, shape = _view_shape(x.src[0]), _view_shape(x)
+    src_shape, shape = after_root(x.src[0]).shape, after_root(x).shape
     if len(idx) != len(shape): raise IndexError(f"{len(idx)} indices into a kernel buffer view of shape {shape}")
     if x.op is Ops.RESHAPE:
       flat = sum((i * st for i, st in zip(idx, _strides(shape))), UOp.const(0))
@@ -166,9 +162,7 @@ def written_slots(ast:UOp) -> set[int]:
   ret = set()
   for u in ast.toposort():
     if u.op is not Ops.STORE: continue
-    b = u.src[0].src[0]
-    while b.op is Ops.AFTER: b = b.src[0]
-    if b.op is Ops.PARAM: ret.add(b.arg.slot)
+    if (b := after_root(u.src[0].src[0])).op is Ops.PARAM: ret.add(b.arg.slot)
   return ret
 
 def _check_no_stale_reads(sink:UOp, c:UOp, written:list[UOp]) -> None:

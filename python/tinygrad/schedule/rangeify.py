@@ -32,8 +32,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 import itertools
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, GroupOp, ParamArg, AxisType, KernelInfo, BottomUpGate, ssimplify, srender
+from tinygrad.uop.ops import identity_element
 from tinygrad.uop.symbolic import symbolic
-from tinygrad.dtype import dtypes, DType, strong_dtype
+from tinygrad.dtype import dtypes, strong_dtype
 from tinygrad.helpers import prod, NOOPT, NUM_CPU_THREADS
 from tinygrad.schedule.buffers import new_buffer, as_buffer
 from tinygrad.schedule.reduce_fold import fold_reduces
@@ -47,13 +48,6 @@ SPLIT_MIN = 1 << 20     # a float sum over this many elements or more with at mo
 SPLIT_MAX_OUT = 4       # of its own, whose partial sums (one output loop) run on every core (see _split_reduce)
 STREAM_CORES = 2        # up to this many cores, one core streams memory about as fast as all of them (see _stored_values)
 AT = "at"            # the arg of INDEX(x, valid, *idx): the value of tensor-graph node x at index idx
-
-def reduce_identity(op:Ops, dt:DType) -> UOp:
-  """The value a reduce starts from (and the result of reducing nothing)."""
-  if op is Ops.ADD: return UOp.const(dt.const(0) if dt is not dtypes.bool else False, dt)
-  if op is Ops.MUL: return UOp.const(dt.const(1) if dt is not dtypes.bool else True, dt)
-  if op is Ops.MAX: return UOp.const(dt.min if dt is not dtypes.bool else False, dt)
-  raise ValueError(f"no identity for reduce op {op}")
 
 # ***** index arithmetic *****
 # Sizes are ints or, with symbolic shapes, int expressions of Variables (UOps): `_sym(s)` tells them apart, `_not1(s)` is "s may be
@@ -406,7 +400,7 @@ def _and(conds:list[UOp]) -> UOp:
 def _reduce(ctx:KernelContext, x:UOp, u:UOp) -> UOp:
   (rop, axes), src, valid = u.arg, u.src[0], x.src[1]
   in_shape, idx = src.shape, list(x.src[2:])
-  if any(in_shape[a] == 0 for a in axes): return reduce_identity(rop, u.dtype)
+  if any(in_shape[a] == 0 for a in axes): return UOp.const(identity_element(rop, u.dtype), u.dtype)
   for a in axes:
     if in_shape[a] == 1: idx[a] = UOp.const(0)
   if not (red := [a for a in axes if _not1(in_shape[a])]): return at(src, valid, idx)

@@ -405,10 +405,17 @@ GPU_DIMS = ("gidx0", "gidx1", "gidx2", "lidx0", "lidx1", "lidx2")
 SPECIAL_NAMES = frozenset(GPU_DIMS) | {CORE_ID}
 
 def const_value(u:UOp) -> Any:
-  """The value of a literal: a CONST, or a CAST of a CONST (tinygrad 0.14's typed literal). None for anything else."""
+  """The value of a literal: a CONST, or a CAST of a CONST (tinygrad 0.14's typed literal); a tuple of them for a STACK of literals.
+  None for anything else."""
   if u.op is _CONST: return u.arg
   if u.op is _CAST and len(u.src) == 1 and u.src[0].op is _CONST: return u.dtype.const(u.src[0].arg)
+  if u.op is _STACK and u.src and all(is_literal(s) for s in u.src): return tuple(const_value(s) for s in u.src)
   return None
+
+def after_root(u:UOp) -> UOp:
+  """The node under a chain of AFTERs (AFTER(x, *deps) is x once deps have run); u itself when it is no AFTER."""
+  while u.op is _AFTER: u = u.src[0]
+  return u
 
 def is_literal(u:UOp) -> bool: return u.op is _CONST or (u.op is _CAST and len(u.src) == 1 and u.src[0].op is _CONST)
 
@@ -461,7 +468,12 @@ def exec_alu(op:Ops, dtype:DType, operands, truncate_output:bool=True):
   if truncate_output and (fxn := truncate.get(dtype)) is not None: return fxn(ret)
   return ret
 
-def identity_element(op:Ops, dt:DType) -> PyConst: return dt.const({_ADD: 0, _MUL: 1, _MAX: dt.min}[op])
+def identity_element(op:Ops, dt:DType) -> PyConst:
+  """The value x for which `x op y == y`: what a reduce by op starts from (and the result of reducing nothing)."""
+  if op is _ADD: return dt.const(0)
+  if op is _MUL: return dt.const(1)
+  if op is _MAX: return dt.const(dt.min)
+  raise ValueError(f"no identity for reduce op {op}")
 
 # ** helpers on sint (int or UOp) **
 

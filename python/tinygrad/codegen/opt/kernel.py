@@ -34,10 +34,9 @@ The ops (the renderer's capabilities decide which its device can run: has_thread
 from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
-from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, AxisType, ParamArg, KernelInfo
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, AxisType, ParamArg, KernelInfo, identity_element
 from tinygrad.uop.symbolic import symbolic
 from tinygrad.dtype import dtypes, AddrSpace
-from tinygrad.schedule import reduce_identity
 from tinygrad.helpers import prod, round_up
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError
 
@@ -243,7 +242,7 @@ def _padto(ast:UOp, opt:Opt, rng:UOp, need) -> UOp:
       else: repl[u] = UOp(Ops.STORE, dtypes.void, (u.src[0], u.src[1], gate(u.src[2] if len(u.src) == 3 else None)))
     elif u.op is Ops.REDUCE and rng in u.src[1:]:
       x = u.src[0]
-      repl[u] = u.replace(src=(UOp(Ops.WHERE, x.dtype, (valid, x, reduce_identity(u.arg[0], x.dtype))), *u.src[1:]))
+      repl[u] = u.replace(src=(UOp(Ops.WHERE, x.dtype, (valid, x, UOp.const(identity_element(u.arg[0], x.dtype), x.dtype))), *u.src[1:]))
   return ast.substitute(repl, name="padto")
 
 def _swap(ast:UOp, opt:Opt, rng:UOp, cands:list[UOp], need) -> UOp:
