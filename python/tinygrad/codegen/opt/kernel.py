@@ -39,6 +39,7 @@ from tinygrad.uop.symbolic import symbolic
 from tinygrad.dtype import dtypes, AddrSpace
 from tinygrad.helpers import prod, round_up
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError
+from tinygrad.schedule import kernel_name
 
 # ***** ranges *****
 
@@ -53,13 +54,6 @@ def ranges_of(ast:UOp, *kinds:AxisType) -> list[UOp]:
   return sorted([u for u in ast.toposort() if u.op is Ops.RANGE and (not kinds or rtype(u) in kinds)], key=range_key)
 
 def range_size(r:UOp) -> int|None: return r.src[0].arg if r.src[0].op is Ops.CONST else None
-
-def kernel_name(ast:UOp) -> str:
-  """"r_" (a reduce kernel) or "E_", then the sizes of the ranges in dim order ("E_1" without any)."""
-  rngs = ranges_of(ast)
-  kind = "r" if any(rtype(r) in (AxisType.REDUCE, AxisType.UNROLL, AxisType.GROUP_REDUCE) for r in rngs) else "E"
-  sizes = [str(s) if (s := range_size(r)) is not None else r.src[0].render() for r in rngs]
-  return "_".join([kind] + (sizes or ["1"]))
 
 def _fix_reduce(red:UOp) -> UOp|None:
   # a split range inside REDUCE's range list becomes its parts (a part of size 1 is a constant: gone)
