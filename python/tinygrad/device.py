@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Generic, Iterator, Sequence, TypeVar, TYPE_CHECKING
 from tinygrad.helpers import DEBUG, LRU, CCACHE, ALLOW_DEVICE_USAGE, MAX_BUFFER_SIZE, DEV, GlobalCounters, diskcache_get, diskcache_put
 from tinygrad.helpers import select_by_name, select_first_inited, flat_mv, size_to_str, suppress_finalizing, check_host_alloc, BoundedCache
+from tinygrad.helpers import cpu_count
 from tinygrad.dtype import DType, dtypes, _to_np_dtype, from_storage_scalar, storage_fmt_for_dtype
 if TYPE_CHECKING:
   from tinygrad.renderer import Renderer, ProgramSpec
@@ -404,7 +405,7 @@ class ProgramLoader:
   OVERLAP_BYTES = 8192   # less C than this: a compiler process's start-up (~35 ms for clang) costs more than the overlap gains
   def __init__(self, dev:Compiled):
     self.dev, self.pending, self.seen = dev, [], set()
-    # decided at the first kernel that needs loading: os.cpu_count() reads a file (~60 us after a pause), too much for every realize
+    # decided at the first kernel that needs loading
     self.background: bool|None = None
     self.job: threading.Thread|None = None
     self.error: BaseException|None = None
@@ -412,11 +413,11 @@ class ProgramLoader:
     if (key := self.dev.program_key(spec)) in self.seen or key in self.dev._programs: return
     self.seen.add(key)
     self.pending.append(spec)
-    if self.background is None: self.background = self.dev.compiler.compiles_in_background and (os.cpu_count() or 1) > 1
+    if self.background is None: self.background = self.dev.compiler.compiles_in_background and cpu_count() > 1
     if self.background and (self.job is None or not self.job.is_alive()) and self.error is None and \
        sum(len(s.src) for s in self.pending) >= self.OVERLAP_BYTES:
       chunk, self.pending = self.pending, []
-      self.job = threading.Thread(target=self._load, args=(chunk, (os.cpu_count() or 2) - 1), name="tinygrad-load", daemon=True)
+      self.job = threading.Thread(target=self._load, args=(chunk, max(1, cpu_count() - 1)), name="tinygrad-load", daemon=True)
       self.job.start()
   def _load(self, specs:list[ProgramSpec], jobs:int) -> None:
     try: self.dev.load_programs(specs, jobs=jobs)

@@ -12,7 +12,7 @@ import tempfile
 import threading
 from typing import Sequence
 from tinygrad.device import Compiler, CompileError, CompilerNotFoundError, numbered_source
-from tinygrad.helpers import cpu_objdump
+from tinygrad.helpers import cpu_objdump, cpu_count
 
 class CompileTimeoutError(CompileError):
   """The C compiler ran past ClangCompiler.timeout_s."""
@@ -98,7 +98,7 @@ class ClangCompiler(Compiler):
     # units: one per core, balanced by source length (biggest kernels first, each to the lightest unit). Kernels of the same name may
     # share a unit (_compile_unit renames all but the first): keeping them apart started a compiler per duplicate (a CNN's backward
     # has seven kernels of one name)
-    units: list[list[int]] = [[] for _ in range(max(1, min(len(batched), jobs or os.cpu_count() or 1)))]
+    units: list[list[int]] = [[] for _ in range(max(1, min(len(batched), jobs or cpu_count())))]
     for i in sorted(batched, key=lambda i: -len(srcs[i])): min(units, key=lambda u: sum(len(srcs[j]) for j in u)).append(i)
     units = [u for u in units if u]
     libs: dict[int, bytes] = {i: self.compile(src) for i, src in enumerate(srcs) if names[i] is None}

@@ -8,6 +8,7 @@ import pathlib
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Sequence
 from tinygrad.device import Compiler, CompileError, CompilerNotFoundError, numbered_source
+from tinygrad.helpers import cpu_count
 
 CUDA_EXTRA = "pip install 'tinygrad[cuda]' (cuda-python, nvidia-cuda-nvrtc-cu12, nvidia-cuda-runtime-cu12)"
 
@@ -94,7 +95,7 @@ class CUDACompiler(Compiler):
     """The kernels of a schedule compiled on threads (`jobs` of them, default one per core): NVRTC is thread-safe and cuda-python calls
     it without the GIL."""
     if len(srcs) <= 1: return [self.compile(src) for src in srcs]
-    with ThreadPoolExecutor(min(len(srcs), jobs or os.cpu_count() or 1), thread_name_prefix="tinygrad-nvrtc") as pool:
+    with ThreadPoolExecutor(min(len(srcs), jobs or cpu_count()), thread_name_prefix="tinygrad-nvrtc") as pool:
       return list(pool.map(self.compile, srcs))
   def _log(self, prog) -> str:
     mod = nvrtc()
