@@ -137,24 +137,6 @@ class PythonRenderer(Renderer):
     k = uops if isinstance(uops, LinearKernel) else self.check(uops, name)
     return _PyWriter(self, k).write()
 
-def int_bounds(u:UOp, known:dict[UOp, tuple[int, int]]) -> tuple[int, int]|None:
-  """A cheap interval for an int value (loop counters, launch dims, Variables, literals and + - * of them); None when unknown.
-  `known` caches."""
-  if u in known: return known[u]
-  ret: tuple[int, int]|None = None
-  if isinstance(v := const_value(u), int) and not isinstance(v, bool):
-    v = truncate[u.dtype](v) if u.dtype in truncate else v  # the literal is rendered wrapped
-    ret = (v, v)
-  elif is_variable(u) and u.arg.vmin_vmax is not None: ret = (int(u.arg.vmin_vmax[0]), int(u.arg.vmin_vmax[1]))
-  elif u.op in (Ops.RANGE, Ops.SPECIAL) and u.dtype is not dtypes.void and (e := int_bounds(u.src[0], known)) is not None:
-    ret = (0, max(e[1] - 1, 0))
-  elif u.op in (Ops.ADD, Ops.SUB, Ops.MUL) and (a := int_bounds(u.src[0], known)) is not None and (b := int_bounds(u.src[1], known)) is not None:
-    if u.op is Ops.ADD: ret = (a[0] + b[0], a[1] + b[1])
-    elif u.op is Ops.SUB: ret = (a[0] - b[1], a[1] - b[0])
-    else: ret = (min(p := (a[0]*b[0], a[0]*b[1], a[1]*b[0], a[1]*b[1])), max(p))
-  known[u] = ret
-  return ret
-
 def wrap(e:str, dt:DType) -> str:
   """e brought into dt's range the way C stores it: ints wrap, floats round."""
   if dt in _ROUND: return f"{_ROUND[dt]}({strip_parens(e)})"
@@ -176,7 +158,6 @@ class _PyWriter:
     self.openers: list[int] = []
     self.counters: dict[str, int] = {}
     self.range_names: set[str] = set()  # Python loop variables outlive their loop: never reuse one
-    self.bounds: dict[UOp, tuple[int, int]|None] = {}
 
   def emit(self, line:str): self.lines.append("  " * self.depth + line)
   def fresh(self, prefix:str) -> str:
@@ -263,8 +244,8 @@ class _PyWriter:
   def in_bounds(self, access:UOp, lanes:int) -> bool:
     """An access to a kernel-local BUFFER (whose size is known) that provably stays inside it needs no run-time check."""
     root = self.access[access][4]
-    if root.op is not Ops.BUFFER or (b := int_bounds(access.src[1], self.bounds)) is None: return False
-    return 0 <= b[0] and b[1] + lanes <= (buffer_size(root) or 0)
+    # (vmin/vmax bound what the rendered index computes: int math is wrapped below unless its range fits its dtype)
+    return root.op is Ops.BUFFER and 0 <= access.src[1].vmin and access.src[1].vmax + lanes <= (buffer_size(root) or 0)
 
   def load(self, u:UOp) -> str:
     buf, size, idx, lanes, root = self.access[u.src[0]]
@@ -326,7 +307,7 @@ class _PyWriter:
       if op in GroupOp.Comparison or op in (Ops.WHERE, Ops.MAX) or (op is Ops.NEG and _is_float(dt)) or (op is Ops.MULACC and dt in _FMA):
         return e, "alu"
       # (a weak literal is rendered wrapped to dt, so its raw value must fit too)
-      if dtypes.is_int(dt) and (b := int_bounds(u, self.bounds)) is not None and dt.min <= b[0] and b[1] <= dt.max and \
+      if op in (Ops.ADD, Ops.SUB, Ops.MUL) and dtypes.is_int(dt) and dt.min <= u.vmin and u.vmax <= dt.max and \
          all(s.dtype is not dtypes.weakint or dt.min <= s.arg <= dt.max for s in u.src if s.op is Ops.CONST): return e, "alu"
       return wrap(e, dt), "alu"
     raise KernelContractError(f"uop {self.k.position[u]}: PythonRenderer has no rendering for {op}")
