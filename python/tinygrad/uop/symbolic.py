@@ -29,7 +29,8 @@ __all__ = ["pm_fold_values",
 _DIVMOD = (Ops.FLOORDIV, Ops.FLOORMOD, Ops.CDIV, Ops.CMOD)
 
 def _divides_by_zero(a:UOp, vals:list) -> bool:
-  return a.op in _DIVMOD and any(v == 0 for v in (vals[1] if isinstance(vals[1], tuple) else (vals[1],)))
+  # an int division by zero (undefined in C); a float one is IEEE's (inf or NaN)
+  return a.op in _DIVMOD and not dtypes.is_float(a.dtype) and any(v == 0 for v in (vals[1] if isinstance(vals[1], tuple) else (vals[1],)))
 
 def fold_const_alu(a:UOp) -> UOp|None:
   vals = [const_value(s) for s in a.src]
