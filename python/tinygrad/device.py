@@ -398,7 +398,8 @@ class Program(Generic[DeviceType]):
     return (lambda h: h), launch
 
 class ProgramLoader:
-  """Loads a schedule's kernels as they are lowered (add each ProgramSpec, then finish()). With a compiler that works in its own process,
+  """Not a pool of its own: one background thread that starts the compiler's compile_many (helpers.map_on_threads) early. Loads a
+  schedule's kernels as they are lowered (add each ProgramSpec, then finish()). With a compiler that works in its own process,
   the kernels added while no compile is running start compiling in a background thread once they hold OVERLAP_BYTES of source, with one
   compiler process fewer than the cores (the lowering keeps one busy); finish() compiles the rest on every core and waits for all. Otherwise
   everything is compiled in one go by finish(). A failed compile raises from finish(), after the background compile has ended."""

@@ -409,6 +409,22 @@ def cpu_count() -> int:
     if quota != "max": n = min(n, int(quota) // int(period))
   return max(1, n)
 NUM_CPU_THREADS = ContextVar("NUM_CPU_THREADS", cpu_count())
+
+def map_on_threads(fn:Callable[[T], U], items:Sequence[T], name:str) -> list[U]:
+  """The compile pool: [fn(x) for x in items] with one thread per item, the first on the calling thread (for work that releases the
+  GIL, as a compiler process or NVRTC does). Plain threads: concurrent.futures, and the logging it imports, costs a cold process more
+  than it saves. An exception in any item is raised in the caller, after every thread has ended."""
+  results: list = [None] * len(items)
+  errors: list[BaseException|None] = [None] * len(items)
+  def work(n:int):
+    try: results[n] = fn(items[n])
+    except BaseException as e: errors[n] = e
+  threads = [threading.Thread(target=work, args=(n,), name=f"{name}-{n}") for n in range(1, len(items))]
+  for t in threads: t.start()
+  work(0)
+  for t in threads: t.join()
+  if (err := next((e for e in errors if e is not None), None)) is not None: raise err
+  return results
 NULL_ALLOW_COPYOUT = ContextVar("NULL_ALLOW_COPYOUT", 0)
 VIZ = ContextVar("VIZ", 0)  # VIZ turns on PROFILE, PROFILE alone does not need VIZ
 # parallel BEAM/compile workers; pytest-xdist workers split the CPUs between them; off under VIZ
