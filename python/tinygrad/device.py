@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Generic, Iterator, Sequence, TypeVar, TYPE_CHECKING
 from tinygrad.helpers import DEBUG, LRU, CCACHE, ALLOW_DEVICE_USAGE, MAX_BUFFER_SIZE, DEV, GlobalCounters, diskcache_get, diskcache_put
 from tinygrad.helpers import select_by_name, select_first_inited, flat_mv, size_to_str, suppress_finalizing, check_host_alloc, BoundedCache
+from tinygrad.helpers import cpu_count
 from tinygrad.dtype import DType, dtypes, to_np_dtype, from_storage_scalar, storage_fmt_for_dtype
 if TYPE_CHECKING:
   from tinygrad.renderer import Renderer, ProgramSpec
@@ -407,14 +408,15 @@ class Program(Generic[DeviceType]):
     return (lambda h: h), launch
 
 class ProgramLoader:
-  """Loads a schedule's kernels as they are lowered (add each ProgramSpec, then finish()). With a compiler that works in its own process,
+  """Not a pool of its own: one background thread that starts the compiler's compile_many (helpers.map_on_threads) early. Loads a
+  schedule's kernels as they are lowered (add each ProgramSpec, then finish()). With a compiler that works in its own process,
   the kernels added while no compile is running start compiling in a background thread once they hold OVERLAP_BYTES of source, with one
   compiler process fewer than the cores (the lowering keeps one busy); finish() compiles the rest on every core and waits for all. Otherwise
   everything is compiled in one go by finish(). A failed compile raises from finish(), after the background compile has ended."""
   OVERLAP_BYTES = 8192   # less C than this: a compiler process's start-up costs more than the overlap gains (benches/README.md, Design measurements)
   def __init__(self, dev:Compiled):
     self.dev, self.pending, self.seen = dev, [], set()
-    # decided at the first kernel that needs loading: os.cpu_count() reads a sysfs file, too slow to do on every realize
+    # decided at the first kernel that needs loading
     self.background: bool|None = None
     self.job: threading.Thread|None = None
     self.error: BaseException|None = None
@@ -422,11 +424,11 @@ class ProgramLoader:
     if (key := self.dev.program_key(spec)) in self.seen or key in self.dev._programs: return
     self.seen.add(key)
     self.pending.append(spec)
-    if self.background is None: self.background = self.dev.compiler.compiles_in_background and (os.cpu_count() or 1) > 1
+    if self.background is None: self.background = self.dev.compiler.compiles_in_background and cpu_count() > 1
     if self.background and (self.job is None or not self.job.is_alive()) and self.error is None and \
        sum(len(s.src) for s in self.pending) >= self.OVERLAP_BYTES:
       chunk, self.pending = self.pending, []
-      self.job = threading.Thread(target=self._load, args=(chunk, (os.cpu_count() or 2) - 1), name="tinygrad-load", daemon=True)
+      self.job = threading.Thread(target=self._load, args=(chunk, max(1, cpu_count() - 1)), name="tinygrad-load", daemon=True)
       self.job.start()
   def _load(self, specs:list[ProgramSpec], jobs:int) -> None:
     try: self.dev.load_programs(specs, jobs=jobs)

@@ -402,11 +402,11 @@ def fma32(a:float, b:float, c:float) -> float:
   return t if (e > 0) == (t > s) else r
 
 def fma(a, b, c, dt:DType):
-  """MULACC's value in dt: float32 and float64 fuse (one rounding, as the CPU and PYTHON renderers compute it); other dtypes compute
-  a*b+c as written (the caller rounds to dt)."""
+  """MULACC's value in dt: float32 and float64 fuse (one rounding, as the CPU and PYTHON renderers compute it); other floats round
+  the product to dt before the add, as the devices compute them; ints are exact (the caller wraps the sum, and rounds any float)."""
   if dt is dtypes.float32: return fma32(float(a), float(b), float(c))
   if dt is dtypes.float64: return fma64(float(a), float(b), float(c))
-  return a * b + c
+  return (truncate[dt](a * b) if dtypes.is_float(dt) and dt in truncate else a * b) + c
 
 # *** bit-level storage ***
 

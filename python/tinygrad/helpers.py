@@ -396,15 +396,32 @@ FUSE_OPTIM = ContextVar("FUSE_OPTIM", 0)
 ALLOW_DEVICE_USAGE, MAX_BUFFER_SIZE = ContextVar("ALLOW_DEVICE_USAGE", 1), ContextVar("MAX_BUFFER_SIZE", 0)
 DEFAULT_FLOAT, DEFAULT_INT = ContextVar("DEFAULT_FLOAT", "float32"), ContextVar("DEFAULT_INT", "int32")
 
-def _get_cpu_count() -> int:
-  """CPUs this process may use, respecting cgroup quotas (containers) and affinity where the platform exposes them."""
-  if hasattr(os, "process_cpu_count"): return max(1, os.process_cpu_count() or 1)
+@functools.cache
+def cpu_count() -> int:
+  """CPUs this process may use: its affinity mask where the platform has one, capped by a cgroup v2 CPU quota (a container's share
+  of a bigger machine). Read once: the CPU pool later moves threads' affinity, and sysfs reads cost tens of microseconds."""
+  n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
   with contextlib.suppress(OSError, ValueError, ZeroDivisionError):
     quota, period = pathlib.Path("/sys/fs/cgroup/cpu.max").read_text().split()
-    if quota != "max": return max(1, int(quota) // int(period))
-  if hasattr(os, "sched_getaffinity"): return max(1, len(os.sched_getaffinity(0)))
-  return max(1, os.cpu_count() or 1)
-NUM_CPU_THREADS = ContextVar("NUM_CPU_THREADS", _get_cpu_count())
+    if quota != "max": n = min(n, int(quota) // int(period))
+  return max(1, n)
+NUM_CPU_THREADS = ContextVar("NUM_CPU_THREADS", cpu_count())
+
+def map_on_threads(fn:Callable[[T], U], items:Sequence[T], name:str) -> list[U]:
+  """The compile pool: [fn(x) for x in items] with one thread per item, the first on the calling thread (for work that releases the
+  GIL, as a compiler process or NVRTC does). Plain threads: concurrent.futures, and the logging it imports, costs a cold process more
+  than it saves. An exception in any item is raised in the caller, after every thread has ended."""
+  results: list = [None] * len(items)
+  errors: list[BaseException|None] = [None] * len(items)
+  def work(n:int):
+    try: results[n] = fn(items[n])
+    except BaseException as e: errors[n] = e
+  threads = [threading.Thread(target=work, args=(n,), name=f"{name}-{n}") for n in range(1, len(items))]
+  for t in threads: t.start()
+  work(0)
+  for t in threads: t.join()
+  if (err := next((e for e in errors if e is not None), None)) is not None: raise err
+  return results
 NULL_ALLOW_COPYOUT = ContextVar("NULL_ALLOW_COPYOUT", 0)
 VIZ = ContextVar("VIZ", 0)  # VIZ turns on PROFILE, PROFILE alone does not need VIZ
 # parallel BEAM/compile workers; pytest-xdist workers split the CPUs between them; off under VIZ

@@ -2,6 +2,8 @@
 import numpy as np
 import pytest
 import tinygrad.helpers as helpers
+import tinygrad.device as device
+import tinygrad.runtime.support.compiler_cpu as compiler_cpu
 from linear_kernels import run
 from test_linear_kernels import add_kernel
 from tinygrad.device import Device, Buffer, CompileError, CompilerNotFoundError
@@ -103,9 +105,8 @@ def _call(lib:bytes, name:str) -> float:
 
 @pytest.mark.cpu
 def test_compile_many_gives_each_kernel_a_library_with_its_function(monkeypatch):
-  import os
   from tinygrad.runtime.ops_cpu import load_library
-  monkeypatch.setattr(os, "cpu_count", lambda: 1)   # one unit
+  monkeypatch.setattr(compiler_cpu, "cpu_count", lambda: 1)   # one unit
   # two kernels share a name (the second is renamed in the unit), the same source comes twice, and one source has no kernel line the
   # batcher recognizes (compiled alone)
   srcs = [_kernel("k_a", 1.0), _kernel("k_b", 2.0), _kernel("k_a", 3.0), _kernel("k_a", 3.0), "__attribute__((used)) " + _kernel("k_c", 5.0)]
@@ -117,9 +118,8 @@ def test_compile_many_gives_each_kernel_a_library_with_its_function(monkeypatch)
 
 @pytest.mark.cpu
 def test_kernels_of_one_name_compiled_together_each_run_their_own_code(monkeypatch):
-  import os
   from tinygrad import Tensor
-  monkeypatch.setattr(os, "cpu_count", lambda: 1)   # one unit for the whole schedule
+  monkeypatch.setattr(compiler_cpu, "cpu_count", lambda: 1)   # one unit for the whole schedule
   dev = Device["CPU"]
   calls = []
   orig = dev.compiler.compile
@@ -188,12 +188,11 @@ def test_a_schedule_compiles_in_one_go(monkeypatch):
 
 @pytest.mark.cpu
 def test_first_kernels_compile_while_the_rest_are_lowered(monkeypatch):
-  import os
   import threading
   from tinygrad.device import ProgramLoader
   calls = _record_compile_many(monkeypatch)
   monkeypatch.setattr(ProgramLoader, "OVERLAP_BYTES", 1)   # every kernel is worth starting at once
-  monkeypatch.setattr(os, "cpu_count", lambda: 2)
+  for mod in (device, compiler_cpu): monkeypatch.setattr(mod, "cpu_count", lambda: 2)
   _three_kernels(0.1181640625)
   # the first kernel went to a background compile with one process (the lowering had the other core); the rest were compiled by the
   # caller's thread, on every core, or by another background compile when the first had finished
@@ -203,10 +202,9 @@ def test_first_kernels_compile_while_the_rest_are_lowered(monkeypatch):
 
 @pytest.mark.cpu
 def test_a_background_compile_error_is_raised_by_the_schedule(monkeypatch):
-  import os
   from tinygrad.device import ProgramLoader
   monkeypatch.setattr(ProgramLoader, "OVERLAP_BYTES", 1)
-  monkeypatch.setattr(os, "cpu_count", lambda: 2)
+  for mod in (device, compiler_cpu): monkeypatch.setattr(mod, "cpu_count", lambda: 2)
   orig = ClangCompiler.compile_many
   def fail_in_background(self, srcs, jobs=None):
     if jobs == 1: raise CompileError("clang failed to compile the kernel (exit code 1): injected")
@@ -273,13 +271,12 @@ def test_interrupted_compile_leaves_no_temp_dir(tmp_path, monkeypatch, where, ex
 
 @pytest.mark.cpu
 def test_a_realize_of_loaded_kernels_reads_no_core_count(monkeypatch):
-  # os.cpu_count() reads a sysfs file (tens of microseconds after a pause): only a schedule with kernels to compile needs it
-  import os
+  # only a schedule with kernels to compile asks how many cores there are (the loader's decision to compile in the background)
   from tinygrad import Tensor
   t = Tensor(np.arange(1000, dtype=np.float32)).realize()
   assert (t * 3 + 1).sum().item() == 3 * 499500 + 1000
-  def no_count(): raise AssertionError("os.cpu_count() read by a realize that compiles nothing")
-  monkeypatch.setattr(os, "cpu_count", no_count)
+  def no_count(): raise AssertionError("the core count read by a realize that compiles nothing")
+  for mod in (device, compiler_cpu): monkeypatch.setattr(mod, "cpu_count", no_count)
   assert (t * 3 + 1).sum().item() == 3 * 499500 + 1000
 
 @pytest.mark.cpu

@@ -63,7 +63,7 @@ def test_jit_replay_runs_chunks_on_the_calling_thread(pool, monkeypatch):
   import tinygrad.engine.realize as realize
   monkeypatch.setattr(realize, "_specs", {})
   monkeypatch.setattr(opt, "THREAD_MAX", 4)
-  monkeypatch.setattr(cstyle.os, "cpu_count", lambda: 4)
+  monkeypatch.setattr(cstyle, "cpu_count", lambda: 4)
   with Context(NUM_CPU_THREADS=4):
     @TinyJit
     def f(a:Tensor) -> Tensor: return (a * 2 + 1).contiguous()
@@ -102,7 +102,7 @@ def test_threaded_kernel_with_a_variable(pool, monkeypatch):
   from tinygrad import Variable
   from tinygrad.engine.realize import get_spec
   monkeypatch.setattr(realize, "_specs", {})
-  monkeypatch.setattr(cstyle.os, "cpu_count", lambda: 2)
+  monkeypatch.setattr(cstyle, "cpu_count", lambda: 2)
   x = np.random.default_rng(0).standard_normal(1 << 18).astype(np.float32)
   t = Tensor(x).realize()
   with Context(NUM_CPU_THREADS=2):
@@ -120,7 +120,7 @@ def test_python_fallback_launcher_runs_launch_zero_on_the_caller(monkeypatch):
   import tinygrad.engine.realize as realize
   from tinygrad.engine.realize import get_spec
   monkeypatch.setattr(realize, "_specs", {})
-  monkeypatch.setattr(cstyle.os, "cpu_count", lambda: 2)
+  monkeypatch.setattr(cstyle, "cpu_count", lambda: 2)
   monkeypatch.setattr(Device["CPU"], "native_pool", lambda build: None)
   x = np.random.default_rng(0).standard_normal(1 << 17).astype(np.float32)
   t = Tensor(x).realize()

@@ -266,7 +266,7 @@ class TestThread:
     import tinygrad.engine.realize as realize
     monkeypatch.setattr(realize, "_specs", {})  # specs are cached per (AST, device): these tests change the core count
     monkeypatch.setattr(opt, "THREAD_MAX", 4)
-    monkeypatch.setattr(cstyle.os, "cpu_count", lambda: 4)  # the thread count is ClangRenderer.global_max[0]
+    monkeypatch.setattr(cstyle, "cpu_count", lambda: 4)  # the thread count is ClangRenderer.global_max[0]
     with Context(NUM_CPU_THREADS=4):
       a, b, c = (Tensor(np.random.default_rng(i).standard_normal(1 << 16).astype(np.float32)).realize() for i in range(3))
       items, _ = (a * b + c).schedule()
@@ -278,7 +278,7 @@ class TestThread:
     import tinygrad.renderer.cstyle as cstyle
     import tinygrad.engine.realize as realize
     monkeypatch.setattr(realize, "_specs", {})
-    monkeypatch.setattr(cstyle.os, "cpu_count", lambda: 3)  # the thread count is ClangRenderer.global_max[0]
+    monkeypatch.setattr(cstyle, "cpu_count", lambda: 3)  # the thread count is ClangRenderer.global_max[0]
     with Context(NUM_CPU_THREADS=3):
       x = np.random.default_rng(0).standard_normal((600, 700)).astype(np.float32)
       t = Tensor(x).realize()
@@ -296,7 +296,7 @@ class TestThread:
     from tinygrad.device import Device
     monkeypatch.setattr(realize, "_specs", {})
     monkeypatch.setattr(opt, "THREAD_MAX", 3)
-    monkeypatch.setattr(cstyle.os, "cpu_count", lambda: 3)
+    monkeypatch.setattr(cstyle, "cpu_count", lambda: 3)
     with Context(NUM_CPU_THREADS=3):
       x = np.random.default_rng(0).standard_normal(3 << 16).astype(np.float32)
       t = Tensor(x).realize()

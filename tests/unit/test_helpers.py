@@ -401,3 +401,28 @@ class TestFetch:
     (serve / "d.tar").write_bytes(tar_bytes.getvalue())
     d = fetch(f"{base}/d.tar", extract=True)
     assert d.is_dir() and (d / "inner.txt").read_bytes() == b"inner"
+
+def test_map_on_threads_keeps_order_and_raises_after_all_threads_end():
+  import threading
+  import time
+  from tinygrad.helpers import map_on_threads
+  names: list[str] = []
+  def work(x):
+    names.append(threading.current_thread().name)
+    return x * x
+  assert map_on_threads(work, [1, 2, 3, 4], "t") == [1, 4, 9, 16]
+  assert names.count(threading.current_thread().name) == 1 and sorted(n for n in names if n.startswith("t-")) == ["t-1", "t-2", "t-3"]
+  finished: list[int] = []
+  def fail_first(x):
+    if x == 0: raise ValueError("item 0")
+    time.sleep(0.05)
+    finished.append(x)
+  with pytest.raises(ValueError, match="item 0"): map_on_threads(fail_first, [0, 1, 2], "t")
+  assert sorted(finished) == [1, 2]   # the others ran to the end before the error was raised
+
+def test_nvrtc_compile_many_returns_each_source_its_binary(monkeypatch):
+  from tinygrad.runtime.support.compiler_cuda import CUDACompiler
+  cc = CUDACompiler.__new__(CUDACompiler)
+  monkeypatch.setattr(cc, "compile", lambda src: src.encode() + b"!", raising=False)
+  srcs = [f"k{i}" for i in range(7)]
+  assert cc.compile_many(srcs, jobs=3) == [s.encode() + b"!" for s in srcs]

@@ -346,20 +346,6 @@ class TestBadInput:
 
 # ***** our extensions *****
 
-@ours_only
-class TestRenderC:
-  def test_forms(self):
-    from tinygrad.uop.render import render_c
-    assert render_c(x*4 + l) == "((x*4)+lidx0)" and render_c((x*4 + l)//4) == "(((x*4)+lidx0)/4)"
-    assert render_c(n//4) == "tg_floordiv(n, 4)" and render_c(n % 4) == "tg_floormod(n, 4)" and render_c(n - 1) == "(n+(1*(-1LL)))"
-    assert render_c((x < 5).where(l, 3)) == "((x<5)?lidx0:3)" and render_c(x.maximum(l)) == "tg_max(x, lidx0)"
-    assert render_c(n.div(3, rounding_mode="trunc")) == "(n/3)" and render_c(n.fmod(3)) == "(n%3)"
-
-  def test_no_c_form(self):
-    from tinygrad.uop.render import render_c
-    with pytest.raises(NotImplementedError, match="Ops.SQRT"): render_c(x.sqrt())
-    with pytest.raises(NotImplementedError, match="Ops.RANGE"): render_c(UOp.range(4, 0) + 1)
-
 def test_nan_inf_mul_zero():
   assert math.isnan((UOp.const(math.nan)*0).simplify().arg)
 

@@ -1,18 +1,14 @@
 # Proof by fuzzing: random expression trees over 1-3 Variables with random bounds. For every checked assignment of the Variables:
 #  - simplify(e) evaluates to the value of e (an independent Python evaluator of the graph, not sym_infer);
 #  - every node of e and of simplify(e) lies in its [vmin, vmax];
-#  - (ours) the C rendering of simplify(e), evaluated with C semantics (truncating / and %), gives the same value, and so does
-#    the same C compiled by a C compiler.
+#  - (ours) simplify(e) lowered into a kernel for a device (the codegen's lowering of // and %, then the PYTHON renderer, or the C
+#    renderer and a C compiler) computes the same value.
 # Example counts are bounded so the file runs in seconds. Long runs: SYMBOLIC_FUZZ_SEEDED=100000 (this file, test_fuzz_seeded) and
 # `python benches/bench_symbolic.py --fuzz 100000` (the benchmark's index corpus).
 import importlib.util
 import itertools
 import os
 import random
-import re
-import shutil
-import subprocess
-import tempfile
 import pytest
 from hypothesis import given, settings, HealthCheck, strategies as st
 from tinygrad import Variable, dtypes
@@ -42,81 +38,42 @@ def evaluate(e:UOp, vals:dict[str, int]) -> dict[UOp, int|bool]:
     else: out[u] = _EVAL[u.op](*[out[s] for s in u.src])
   return out
 
-# ***** a C expression evaluator: C precedence, / and % truncate, comparisons give 0/1 *****
+# ***** expressions lowered into a kernel and run on a device *****
 
-_TOKEN = re.compile(r"\s*(?:(\d+)(?:LL)?|([A-Za-z_]\w*)|(<<|>>|<=|>=|==|!=|[-+*/%<>&|^?:(),]))")
-_C_TYPES = {"long", "int", "_Bool", "unsigned", "char", "short"}
-_C_BINARY = [("|",), ("^",), ("&",), ("==", "!="), ("<", "<=", ">", ">="), ("<<", ">>"), ("+", "-"), ("*", "/", "%")]
-_C_OPS = {"|": lambda a, b: a | b, "^": lambda a, b: a ^ b, "&": lambda a, b: a & b, "==": lambda a, b: int(a == b), "!=": lambda a, b: int(a != b),
-          "<": lambda a, b: int(a < b), "<=": lambda a, b: int(a <= b), ">": lambda a, b: int(a > b), ">=": lambda a, b: int(a >= b),
-          "<<": lambda a, b: a << b, ">>": lambda a, b: a >> b, "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
-          "/": cdiv, "%": lambda a, b: a - cdiv(a, b)*b}
-_C_FUNCS = {"tg_floordiv": lambda a, b: a//b, "tg_floormod": lambda a, b: a % b, "tg_max": max}
+def run_lowered(device:str, exprs:list[UOp], assignments:list[dict[str, int]]) -> list[list[int]]:
+  """out[i] = exprs[i] (as int64) in one kernel through the whole codegen, run once per assignment of the Variables."""
+  from tinygrad.device import Device, Buffer
+  from tinygrad.codegen import get_program
+  from tinygrad.uop.ops import ParamArg, KernelInfo
+  out = UOp(Ops.PARAM, dtypes.int64, (UOp.const(len(exprs), dtypes.int),), ParamArg(0, dtypes.int64))
+  ast = UOp(Ops.SINK, dtypes.void, tuple(out.index(UOp.const(i, dtypes.int)).store(e.cast(dtypes.int64)) for i, e in enumerate(exprs)),
+            KernelInfo("exprs"))
+  # the kernel takes each Variable as an int argument, as the scheduler passes them
+  ast = ast.substitute({v: UOp(Ops.PARAM, v.dtype, v.src, v.arg) for e in exprs for v in e.variables() if v.op is Ops.BUFFER})
+  spec = get_program(ast, Device[device].renderer)
+  ret = []
+  for vals in assignments:
+    buf = Buffer(device, len(exprs), dtypes.int64).ensure_allocated()
+    Device[device].run(spec, [buf], {k: v for k, v in vals.items() if k in spec.var_names})
+    ret.append([int(v) for v in buf.numpy()])
+  return ret
 
-def c_eval(src:str, env:dict[str, int]) -> int:
-  toks, pos = [], 0
-  while pos < len(src):
-    m = _TOKEN.match(src, pos)
-    assert m is not None and m.end() > pos, f"bad C at {src[pos:]!r}"
-    toks.append(m.group(1) or m.group(2) or m.group(3))
-    pos = m.end()
-  i = 0
-  def peek(): return toks[i] if i < len(toks) else None
-  def take(expect=None):
-    nonlocal i
-    t = toks[i]
-    assert expect is None or t == expect, f"expected {expect} got {t} in {src}"
-    i += 1
-    return t
-  def ternary() -> int:
-    c = binary(0)
-    if peek() == "?":
-      take("?")
-      t = ternary()
-      take(":")
-      f = ternary()
-      return t if c else f
-    return c
-  def binary(level:int) -> int:
-    if level == len(_C_BINARY): return unary()
-    v = binary(level+1)
-    while peek() in _C_BINARY[level]:
-      op = take()
-      v = _C_OPS[op](v, binary(level+1))
-    return v
-  def unary() -> int:
-    if peek() == "-":
-      take()
-      return -unary()
-    if peek() == "(":
-      take("(")
-      if peek() in _C_TYPES:  # a cast
-        names = []
-        while peek() != ")": names.append(take())
-        take(")")
-        v = unary()
-        return int(bool(v)) if names == ["_Bool"] else v
-      v = ternary()
-      take(")")
-      return v
-    t = take()
-    if t.isdigit(): return int(t)
-    if t in _C_FUNCS:
-      take("(")
-      a = ternary()
-      take(",")
-      b = ternary()
-      take(")")
-      return _C_FUNCS[t](a, b)
-    return env[t]
-  v = ternary()
-  assert i == len(toks), f"trailing tokens in {src}"
-  return v
-
-def test_c_eval():
-  assert c_eval("(-7/2)", {}) == -3 and c_eval("(-7%2)", {}) == -1
-  assert c_eval("tg_floordiv(-7, 2)", {}) == -4 and c_eval("tg_floormod(-7, 2)", {}) == 1
-  assert c_eval("(a<3)?(a*2):(-1LL)", {"a": 2}) == 4 and c_eval("((_Bool)(a))", {"a": 5}) == 1 and c_eval("1+2*3<<1", {}) == 14
+def check_lowered(device:str, cases:list[tuple[UOp, UOp, list[dict[str, int]]]], batch:int=25) -> None:
+  """Each (e, simplify(e), assignments) case: the simplified expression run on the device equals e evaluated in Python. A kernel
+  computes `batch` cases at once, each with Variables of its own (the same name has other bounds in another case)."""
+  for b in range(0, len(cases), batch):
+    chunk = cases[b:b + batch]
+    exprs = [s.substitute({v: Variable(f"{v.arg.name}_{i}", v.vmin, v.vmax) for v in s.variables()}) for i, (_, s, _) in enumerate(chunk)]
+    rows = max(len(assigns) for _, _, assigns in chunk)
+    # launch r gives each case its r-th assignment (its last one again when it has fewer)
+    launches = [{f"{k}_{i}": v for i, (_, _, assigns) in enumerate(chunk) for k, v in assigns[min(r, len(assigns) - 1)].items()}
+                for r in range(rows)]
+    got = run_lowered(device, exprs, launches)
+    for r in range(rows):
+      for i, (e, s, assigns) in enumerate(chunk):
+        if r >= len(assigns): continue
+        want = int(evaluate(e, assigns[r])[e])
+        assert got[r][i] == want, f"{s.render(simplify=False)} on {device} at {assigns[r]}: {got[r][i]}, expected {want}"
 
 # ***** random expressions *****
 
@@ -184,21 +141,15 @@ def assignments(vs:list[UOp], rng:random.Random, limit:int=64) -> list[dict[str,
   if total <= limit: return [dict(zip([v.arg.name for v in vs], p)) for p in itertools.product(*ranges)]
   return [{v.arg.name: rng.randint(v.vmin, v.vmax) for v in vs} for _ in range(limit // 2)]
 
-def check(e:UOp, vs:list[UOp], rng:random.Random, c:bool=IS_OURS) -> None:
+def check(e:UOp, vs:list[UOp], rng:random.Random) -> None:
   s = e.simplify()
   assert s.simplify() is s, f"simplify is not a fixed point: {s.render(simplify=False)}"
-  csrc = None
-  if c:
-    from tinygrad.uop.render import render_c
-    csrc = render_c(s)
   for vals in assignments(vs, rng):
     ve, vsimp = evaluate(e, vals), evaluate(s, vals)
     assert ve[e] == vsimp[s], f"{e.render(simplify=False)} = {ve[e]} but simplified {s.render(simplify=False)} = {vsimp[s]} at {vals}"
     for vals_of in (ve, vsimp):
       for u, v in vals_of.items():
         assert u.vmin <= v <= u.vmax, f"{u.render(simplify=False)} = {v} outside [{u.vmin}, {u.vmax}] at {vals}"
-    if csrc is not None:
-      assert c_eval(csrc, vals) == int(ve[e]), f"C {csrc} != {ve[e]} at {vals} (from {e.render(simplify=False)})"
 
 @FUZZ
 @given(st.data())
@@ -222,29 +173,34 @@ def test_fuzz_seeded():
     e, vs = Builder(rng.randint, tag="_s").expr()
     check(e, vs, rng)
 
-# ***** the C rendering compiled by a C compiler *****
+# ***** simplified expressions lowered for the devices *****
 
-CC = shutil.which(os.getenv("CC", "cc")) or shutil.which("gcc") or shutil.which("clang")
+def _lowered_cases(tag:str, count:int, seed:int) -> list:
+  rng, cases = random.Random(seed), []
+  for _ in range(count):
+    e, vs = Builder(rng.randint, tag=tag).expr()
+    cases.append((e, e.simplify(), assignments(vs, rng, limit=8)))
+  return cases
+
+# the forms index math takes: floor division and modulo of possibly negative values, truncating division, picks and maxima
+x, n, lidx = Variable("x", 0, 100), Variable("n", -50, 50), Variable("lidx0", 0, 3)
+FORMS = [x*4 + lidx, (x*4 + lidx)//4, n//4, n % 4, n - 1, (x < 5).where(lidx, 3), x.maximum(lidx), n.div(3, rounding_mode="trunc"),
+         n.fmod(3), (n*3 + 7)//-5, n % -4]
+
+@ours_only
+def test_forms_on_python_device():
+  check_lowered("PYTHON", [(e, e.simplify(), [{"x": xv, "n": nv, "lidx0": lv} for xv, nv, lv in [(3, -7, 2), (50, 9, 1), (0, -50, 0), (100, 50, 3)]])
+                           for e in FORMS])
+
+@ours_only
+def test_lowered_on_python_device():
+  check_lowered("PYTHON", _lowered_cases("_p", 100, 7))
 
 @ours_only
 @pytest.mark.cpu
-@pytest.mark.skipif(CC is None, reason="no C compiler")
 def test_compiled_c():
-  from tinygrad.uop.render import render_c, C_PREAMBLE
-  rng = random.Random(99)
-  cases = []
-  for _ in range(150):
-    e, vs = Builder(rng.randint, tag="_c").expr()
-    s = e.simplify()
-    for vals in assignments(vs, rng, limit=8): cases.append((render_c(s), vals, int(evaluate(e, vals)[e])))
-  names = sorted({k for _, vals, _ in cases for k in vals})
-  body = [C_PREAMBLE, "#include <stdio.h>", "int main(void) {", f"  long long {', '.join(names)};"]
-  for src, vals, _ in cases:
-    body.append("  " + " ".join(f"{k} = {v}LL;" for k, v in vals.items()) + f' printf("%lld\\n", (long long)({src}));')
-  body.append("  return 0;\n}")
-  with tempfile.TemporaryDirectory() as tmp:
-    with open(f"{tmp}/t.c", "w") as f: f.write("\n".join(body))
-    subprocess.run([CC, "-O1", "-w", "-o", f"{tmp}/t", f"{tmp}/t.c"], check=True, capture_output=True)
-    out = subprocess.run([f"{tmp}/t"], check=True, capture_output=True, text=True).stdout.split()
-  assert len(out) == len(cases)
-  for (src, vals, want), got in zip(cases, out): assert int(got) == want, f"{src} at {vals}: C gives {got}, expected {want}"
+  from tinygrad.runtime.support.compiler_cpu import find_c_compiler
+  from tinygrad.device import CompilerNotFoundError
+  try: find_c_compiler()
+  except CompilerNotFoundError: pytest.skip("no C compiler")
+  check_lowered("CPU", _lowered_cases("_c", 150, 99))

@@ -6,9 +6,8 @@ REDUCEs over the same ranges (an upcast reduce kernel's lanes) share the loop: t
 """
 from __future__ import annotations
 from dataclasses import dataclass, field
-from tinygrad.uop.ops import UOp, UPat, PatternMatcher, Ops, ParamArg
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher, Ops, ParamArg, identity_element
 from tinygrad.dtype import dtypes, AddrSpace
-from tinygrad.schedule import reduce_identity as _identity
 from tinygrad.codegen.opt.kernel import open_ranges
 from tinygrad.codegen.end_loops import loop_ranges
 
@@ -29,8 +28,8 @@ def _acc_slot(red:UOp, acc:UOp, i:int) -> UOp:
   return UOp(Ops.SHRINK, red.dtype, (acc, iconst(i), UOp.const(n, dtypes.int)))
 
 def _acc_init(red:UOp) -> UOp:
-  if (n := _vector_width(red.src[0])) == 1: return _identity(red.arg[0], red.dtype)
-  return UOp(Ops.STACK, red.dtype, (_identity(red.arg[0], red.dtype),) * n)
+  init = UOp.const(identity_element(red.arg[0], red.dtype), red.dtype)
+  return init if (n := _vector_width(red.src[0])) == 1 else UOp(Ops.STACK, red.dtype, (init,) * n)
 
 @dataclass
 class ReduceContext:

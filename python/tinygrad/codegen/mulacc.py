@@ -7,7 +7,7 @@ the products in order.
 from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
-from tinygrad.uop.ops import UOp, UPat, PatternMatcher, Ops
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher, Ops, after_root
 from tinygrad.dtype import dtypes, AddrSpace
 if TYPE_CHECKING:
   from tinygrad.renderer import Renderer
@@ -27,8 +27,7 @@ def _dot_product(a:UOp, b:UOp) -> bool:
 def _acc_load(u:UOp) -> bool:
   """u loads a register accumulator (pm_reduce's BUFFER(REG), through its AFTERs)."""
   if u.op is not Ops.LOAD or u.src[0].op not in (Ops.INDEX, Ops.SHRINK): return False
-  b = u.src[0].src[0]
-  while b.op is Ops.AFTER: b = b.src[0]
+  b = after_root(u.src[0].src[0])
   return b.op is Ops.BUFFER and b.arg.addrspace is AddrSpace.REG
 
 @dataclass(frozen=True)

@@ -88,7 +88,7 @@ from typing import Any, Callable, Sequence, TYPE_CHECKING
 from tinygrad.helpers import Target, to_function_name, prod
 from tinygrad.dtype import DType, dtypes, AddrSpace
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import const_value, is_literal, CORE_ID, GPU_DIMS, SPECIAL_NAMES  # noqa: F401  (part of the contract's vocabulary)
+from tinygrad.uop.ops import const_value, is_literal, after_root, CORE_ID, GPU_DIMS, SPECIAL_NAMES  # noqa: F401  (part of the contract's vocabulary)
 from tinygrad.device import Compiler
 if TYPE_CHECKING:
   from tinygrad.uop.ops import UOp
@@ -115,7 +115,7 @@ def is_buffer_param(u:UOp) -> bool: return u.op is Ops.PARAM and _addrspace(u) i
 
 def mem_root(u:UOp) -> UOp|None:
   """The PARAM/BUFFER that memory UOp u (PARAM, BUFFER or AFTER of one) refers to; None when u is a value."""
-  while u.op is Ops.AFTER: u = u.src[0]
+  u = after_root(u)
   if u.op is Ops.BUFFER and _addrspace(u) in (AddrSpace.REG, AddrSpace.LOCAL): return u
   return u if is_buffer_param(u) else None
 

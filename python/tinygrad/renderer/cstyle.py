@@ -4,10 +4,9 @@
 # rules in front of the base ones. ClangRenderer is the CPU flavour (compiled by the system C compiler into a shared object).
 from __future__ import annotations
 import math
-import os
 import re
 from typing import Any, Callable, Sequence
-from tinygrad.helpers import strip_parens, NUM_CPU_THREADS
+from tinygrad.helpers import strip_parens, cpu_count, NUM_CPU_THREADS
 from tinygrad.dtype import DType, dtypes, truncate, Invalid
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher
@@ -495,4 +494,4 @@ class ClangRenderer(CStyleLanguage):
   @property
   def global_max(self) -> tuple[int, ...]:  # type: ignore[override]
     """(threads, 0, 0): launches of a threaded kernel that run at once."""
-    return (min(NUM_CPU_THREADS.value, os.cpu_count() or 1), 0, 0)
+    return (min(NUM_CPU_THREADS.value, cpu_count()), 0, 0)

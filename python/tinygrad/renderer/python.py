@@ -7,13 +7,14 @@
 from __future__ import annotations
 import keyword
 import math
+import operator
 import struct
 from typing import Callable, Sequence
 from tinygrad.dtype import DType, dtypes, truncate, Invalid, bitcast, float_to_fp16, float_to_bf16, to_storage_scalar, from_storage_scalar
-from tinygrad.dtype import fma32, fma64
-from tinygrad.helpers import cdiv, cmod, strip_parens, ContextVar
+from tinygrad.dtype import fma
+from tinygrad.helpers import strip_parens, ContextVar
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp
+from tinygrad.uop.ops import UOp, python_alu
 from tinygrad.renderer import Renderer, LinearKernel, KernelContractError, CORE_ID, const_value, is_literal, is_variable, mem_root, buffer_size
 from tinygrad.renderer import literal_dtype, variable_names, operand_dtype, range_name, _addrspace
 from tinygrad.dtype import AddrSpace
@@ -25,25 +26,6 @@ _F32 = memoryview(bytearray(4)).cast("f")
 def _r32(x):
   _F32[0] = x  # a C float conversion: round to nearest even, overflow to inf
   return _F32[0]
-def _fdiv(a, b):
-  try: return a / b
-  except ZeroDivisionError:
-    if a != a or a == 0: return math.nan
-    return math.copysign(math.inf, a) * math.copysign(1.0, b)
-def _fmod(a, b):
-  try: return math.fmod(a, b)
-  except ValueError: return math.nan
-def _sqrt(x): return math.sqrt(x) if x >= 0 else math.nan
-def _exp2(x):
-  try: return 2.0 ** x
-  except OverflowError: return math.inf
-def _log2(x): return math.log2(x) if x > 0 else -math.inf if x == 0 else math.nan
-def _sin(x): return math.sin(x) if math.isfinite(x) else math.nan
-def _trunc(x): return math.copysign(float(math.trunc(x)), x) if math.isfinite(x) else x
-def _pow(a, b):
-  try: return math.pow(a, b)
-  except ValueError: return math.nan
-  except OverflowError: return -math.inf if a < 0 and float(b).is_integer() and int(b) % 2 else math.inf
 def _f2i(x): return math.trunc(x) if math.isfinite(x) else 0  # out-of-range float -> int is undefined in C
 _H, _E = struct.Struct("<H"), struct.Struct("<e")
 def _h2f(bits): return _E.unpack(_H.pack(bits))[0]
@@ -58,14 +40,20 @@ def _wmma(name:str, warp:list, lane:int) -> list[float]:
       raise RuntimeError(f"{name}: lanes {missing} of the warp did not reach the instruction with the others")
     warp[-1] = emulate_wmma(TENSOR_CORES[name], warp[:-1])
   return warp[-1][lane]
+def _alu_name(op:Ops) -> str: return f"_{op.name.lower()}"
+_INFIX = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.and_: "&", operator.or_: "|", operator.xor: "^",
+          operator.lshift: "<<", operator.rshift: ">>", operator.lt: "<"}
+def _render_alu(op:Ops) -> Callable[..., str]:
+  if (fn := python_alu[op]) is operator.neg: return lambda x, dtype: f"(-{x})"
+  if (sym := _INFIX.get(fn)) is not None: return lambda a, b, dtype: f"({a} {sym} {b})"
+  return lambda *args, dtype: f"{_alu_name(op)}({', '.join(args)})"
 def _oob(kernel:str, buf:str, i, n):
   raise IndexError(f"kernel {kernel}: index {i} is out of bounds for {buf} ({n} elements)")
 
-HELPERS: dict[str, object] = {"_r32": _r32, "_rh": float_to_fp16, "_rbf": float_to_bf16, "_fdiv": _fdiv, "_fmod": _fmod, "_sqrt": _sqrt,
-                              "_exp2": _exp2, "_log2": _log2, "_sin": _sin, "_trunc": _trunc, "_pow": _pow, "_f2i": _f2i, "_cdiv": cdiv,
-                              "_cmod": cmod, "_h2f": _h2f, "_f2h": _f2h, "_bf2f": _bf2f, "_f2bf": _f2bf, "_oob": _oob, "_bitcast": bitcast,
-                              "_inf": math.inf, "_nan": math.nan, "dtypes": dtypes, "_wmma": _wmma,
-                              "_fma32": fma32, "_fma64": fma64}
+# the ALU ops the generated code calls are uop/ops.py's evaluator, the one constant folding uses (see _render_alu)
+HELPERS: dict[str, object] = {"_r32": _r32, "_rh": float_to_fp16, "_rbf": float_to_bf16, "_f2i": _f2i, "_h2f": _h2f, "_f2h": _f2h,
+                              "_bf2f": _bf2f, "_f2bf": _f2bf, "_oob": _oob, "_bitcast": bitcast, "_inf": math.inf, "_nan": math.nan,
+                              "dtypes": dtypes, "_wmma": _wmma, "_fma": fma, **{_alu_name(op): fn for op, fn in python_alu.items()}}
 
 # ***** rendering *****
 
@@ -76,12 +64,9 @@ _FROM_BITS = {dtypes.half: "_h2f", dtypes.bfloat16: "_bf2f"}
 _TO_BITS = {dtypes.half: "_f2h", dtypes.bfloat16: "_f2bf"}
 _ROUND = {dtypes.float32: "_r32", dtypes.half: "_rh", dtypes.bfloat16: "_rbf"}
 # MULACC rounded once, bit for bit what the C renderer's fmaf/fma compute (their results are already in the dtype)
-_FMA = {dtypes.float32: "_fma32", dtypes.float64: "_fma64"}
+_FMA = frozenset({dtypes.float32, dtypes.float64})
 
 def _is_float(dt:DType) -> bool: return dtypes.is_float(dt)
-def _div(a, b, dtype): return f"_fdiv({a}, {b})" if _is_float(dtype) else f"_cdiv({a}, {b})"
-# a NaN operand wins (numpy's maximum and max)
-def _max(a, b, dtype): return f"({b} if {a} < {b} or {b} != {b} else {a})" if _is_float(dtype) else f"({b} if {a} < {b} else {a})"
 
 # PYTHON_LOCALS=1: the PYTHON device declares GPU dims and shared memory, so the optimizer makes LOCAL/GROUP kernels for it (its GPU
 # heuristics, launch dims, local buffers and barriers) and tests can run them without a GPU. Off by default: looping over threads in
@@ -107,20 +92,10 @@ class PythonRenderer(Renderer):
   def has_shared(self) -> bool: return self.gpu  # type: ignore[override]
   @property
   def local_max(self) -> tuple[int, ...]|None: return (256, 256, 64) if self.gpu else None  # type: ignore[override]
-  code_for_op: dict[Ops, Callable] = {
-    Ops.NEG: lambda x, dtype: f"(-{x})", Ops.RECIPROCAL: lambda x, dtype: f"_fdiv(1.0, {x})", Ops.SQRT: lambda x, dtype: f"_sqrt({x})",
-    Ops.EXP2: lambda x, dtype: f"_exp2({x})", Ops.LOG2: lambda x, dtype: f"_log2({x})", Ops.SIN: lambda x, dtype: f"_sin({x})",
-    Ops.TRUNC: lambda x, dtype: f"_trunc({x})",
-    Ops.ADD: lambda a, b, dtype: f"({a} + {b})", Ops.SUB: lambda a, b, dtype: f"({a} - {b})", Ops.MUL: lambda a, b, dtype: f"({a} * {b})",
-    Ops.FDIV: _div, Ops.CDIV: _div,
-    Ops.CMOD: lambda a, b, dtype: f"_fmod({a}, {b})" if _is_float(dtype) else f"_cmod({a}, {b})",
-    Ops.MAX: _max, Ops.POW: lambda a, b, dtype: f"_pow({a}, {b})",
-    Ops.AND: lambda a, b, dtype: f"({a} & {b})", Ops.OR: lambda a, b, dtype: f"({a} | {b})", Ops.XOR: lambda a, b, dtype: f"({a} ^ {b})",
-    Ops.SHL: lambda a, b, dtype: f"({a} << {b})", Ops.SHR: lambda a, b, dtype: f"({a} >> {b})",
-    Ops.CMPLT: lambda a, b, dtype: f"({a} < {b})", Ops.CMPNE: lambda a, b, dtype: f"({a} != {b})", Ops.CMPEQ: lambda a, b, dtype: f"({a} == {b})",
-    Ops.WHERE: lambda a, b, c, dtype: f"({b} if {a} else {c})",
-    Ops.MULACC: lambda a, b, c, dtype: f"{_FMA[dtype]}({a}, {b}, {c})" if dtype in _FMA else
-                                       f"({_ROUND[dtype]}({a} * {b}) + {c})" if dtype in _ROUND else f"({a} * {b} + {c})"}
+  # every ALU op as uop/ops.py's evaluator computes it: a Python operator where that is the evaluator's function, else a call of it
+  # (FLOORDIV/FLOORMOD are lowered to CDIV/CMOD before rendering, as for the C renderer)
+  code_for_op: dict[Ops, Callable] = {**{op: _render_alu(op) for op in python_alu if op not in (Ops.FLOORDIV, Ops.FLOORMOD, Ops.MULACC)},
+                                      Ops.MULACC: lambda a, b, c, dtype: f"_fma({a}, {b}, {c}, {dtype!r})"}
 
   def render_literal(self, v, dt:DType) -> str:
     if v is Invalid: raise KernelContractError("an Invalid constant reached the renderer: the codegen must turn it into a gate")
@@ -136,24 +111,6 @@ class PythonRenderer(Renderer):
   def render(self, uops:Sequence[UOp], name:str|None=None) -> str:
     k = uops if isinstance(uops, LinearKernel) else self.check(uops, name)
     return _PyWriter(self, k).write()
-
-def int_bounds(u:UOp, known:dict[UOp, tuple[int, int]]) -> tuple[int, int]|None:
-  """A cheap interval for an int value (loop counters, launch dims, Variables, literals and + - * of them); None when unknown.
-  `known` caches."""
-  if u in known: return known[u]
-  ret: tuple[int, int]|None = None
-  if isinstance(v := const_value(u), int) and not isinstance(v, bool):
-    v = truncate[u.dtype](v) if u.dtype in truncate else v  # the literal is rendered wrapped
-    ret = (v, v)
-  elif is_variable(u) and u.arg.vmin_vmax is not None: ret = (int(u.arg.vmin_vmax[0]), int(u.arg.vmin_vmax[1]))
-  elif u.op in (Ops.RANGE, Ops.SPECIAL) and u.dtype is not dtypes.void and (e := int_bounds(u.src[0], known)) is not None:
-    ret = (0, max(e[1] - 1, 0))
-  elif u.op in (Ops.ADD, Ops.SUB, Ops.MUL) and (a := int_bounds(u.src[0], known)) is not None and (b := int_bounds(u.src[1], known)) is not None:
-    if u.op is Ops.ADD: ret = (a[0] + b[0], a[1] + b[1])
-    elif u.op is Ops.SUB: ret = (a[0] - b[1], a[1] - b[0])
-    else: ret = (min(p := (a[0]*b[0], a[0]*b[1], a[1]*b[0], a[1]*b[1])), max(p))
-  known[u] = ret
-  return ret
 
 def wrap(e:str, dt:DType) -> str:
   """e brought into dt's range the way C stores it: ints wrap, floats round."""
@@ -176,7 +133,6 @@ class _PyWriter:
     self.openers: list[int] = []
     self.counters: dict[str, int] = {}
     self.range_names: set[str] = set()  # Python loop variables outlive their loop: never reuse one
-    self.bounds: dict[UOp, tuple[int, int]|None] = {}
 
   def emit(self, line:str): self.lines.append("  " * self.depth + line)
   def fresh(self, prefix:str) -> str:
@@ -263,8 +219,8 @@ class _PyWriter:
   def in_bounds(self, access:UOp, lanes:int) -> bool:
     """An access to a kernel-local BUFFER (whose size is known) that provably stays inside it needs no run-time check."""
     root = self.access[access][4]
-    if root.op is not Ops.BUFFER or (b := int_bounds(access.src[1], self.bounds)) is None: return False
-    return 0 <= b[0] and b[1] + lanes <= (buffer_size(root) or 0)
+    # (vmin/vmax bound what the rendered index computes: int math is wrapped below unless its range fits its dtype)
+    return root.op is Ops.BUFFER and 0 <= access.src[1].vmin and access.src[1].vmax + lanes <= (buffer_size(root) or 0)
 
   def load(self, u:UOp) -> str:
     buf, size, idx, lanes, root = self.access[u.src[0]]
@@ -326,7 +282,7 @@ class _PyWriter:
       if op in GroupOp.Comparison or op in (Ops.WHERE, Ops.MAX) or (op is Ops.NEG and _is_float(dt)) or (op is Ops.MULACC and dt in _FMA):
         return e, "alu"
       # (a weak literal is rendered wrapped to dt, so its raw value must fit too)
-      if dtypes.is_int(dt) and (b := int_bounds(u, self.bounds)) is not None and dt.min <= b[0] and b[1] <= dt.max and \
+      if op in (Ops.ADD, Ops.SUB, Ops.MUL) and dtypes.is_int(dt) and dt.min <= u.vmin and u.vmax <= dt.max and \
          all(s.dtype is not dtypes.weakint or dt.min <= s.arg <= dt.max for s in u.src if s.op is Ops.CONST): return e, "alu"
       return wrap(e, dt), "alu"
     raise KernelContractError(f"uop {self.k.position[u]}: PythonRenderer has no rendering for {op}")

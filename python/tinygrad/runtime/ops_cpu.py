@@ -263,6 +263,8 @@ class CPUDevice(Compiled):
     self.placement = ThreadPlacement()
   @functools.cached_property
   def pool(self) -> ThreadPoolExecutor:
+    """The kernel pool's Python stand-in: runs a threaded kernel's launches until the C pool (native_pool) is built, and those the C
+    pool's trampolines can't call (more than MAX_PTRS buffers, variables other than int32), or all of them where it can't be built."""
     return ThreadPoolExecutor(max_workers=NUM_CPU_THREADS.value, thread_name_prefix="tinygrad-cpu", initializer=self.placement.register)
   def native_pool(self, build:bool) -> NativePool|None:
     """The C thread pool threaded kernels run on, or None: where it can't be built, and until it is built they use `pool`. Building it

@@ -43,9 +43,9 @@ from tinygrad.schedule.buffers import new_buffer, buffer_of, has_buffer, as_buff
   pending_write
 from tinygrad.schedule.item import ScheduleItem, schedule_to_linear
 from tinygrad.schedule.call import has_calls, schedule_calls
-from tinygrad.schedule.rangeify import reduce_identity, plan_buffers, best_kernel, order_items, WriteCycle, max_size
+from tinygrad.schedule.rangeify import kernel_name, plan_buffers, best_kernel, order_items, WriteCycle, max_size
 
-__all__ = ["ScheduleItem", "create_schedule", "create_schedule_with_vars", "schedule_to_linear", "reduce_identity", "max_size"]
+__all__ = ["ScheduleItem", "create_schedule", "create_schedule_with_vars", "schedule_to_linear", "kernel_name", "max_size"]
 
 # ***** the scheduler *****
 

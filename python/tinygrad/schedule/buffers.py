@@ -18,7 +18,7 @@ Both maps are weak: an entry lives as long as its key UOp does, so dropping a gr
 from __future__ import annotations
 import itertools
 import weakref
-from tinygrad.uop.ops import UOp, Ops, ParamArg
+from tinygrad.uop.ops import UOp, Ops, ParamArg, after_root
 from tinygrad.dtype import dtypes, DType
 from tinygrad.device import Buffer
 from tinygrad.helpers import prod
@@ -78,8 +78,7 @@ def as_buffer(u:UOp) -> UOp|None:
   return u if u.op is Ops.BUFFER else None
 
 def storage_buffer(u:UOp) -> UOp|None:
-  while u.op is Ops.AFTER: u = u.src[0]
-  return u if u.op is Ops.BUFFER else None
+  return u if (u := after_root(u)).op is Ops.BUFFER else None
 
 def pending_write(u:UOp) -> UOp|None:
   if u.op is Ops.RESHAPE: u = u.src[0]

@@ -14,11 +14,11 @@ writing into an argument that the rest of the graph also reads as it was before 
 """
 from __future__ import annotations
 from typing import Callable
-from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, GroupOp, BottomUpGate, ParamArg, KernelInfo
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, GroupOp, BottomUpGate, ParamArg, KernelInfo, after_root
 from tinygrad.uop import call as uop_call
 from tinygrad.uop.call import body_params, substitute_outside_calls, graph_device
 from tinygrad.dtype import dtypes
-from tinygrad.helpers import prod
+from tinygrad.helpers import prod, strides_for_shape
 from tinygrad.schedule.item import ScheduleItem
 from tinygrad.schedule.buffers import as_buffer, buffer_view, buffer_of, realized_view
 
@@ -62,12 +62,6 @@ def inline_functions(sink:UOp) -> UOp: return graph_rewrite(sink, pm_inline, bpm
 
 # ***** hand-written kernels *****
 
-def _strides(shape:tuple[int, ...]) -> list[int]: return [prod(shape[i+1:]) for i in range(len(shape))]
-
-def _view_shape(x:UOp) -> tuple[int, ...]:
-  while x.op is Ops.AFTER: x = x.src[0]
-  return x.shape
-
 def _flat_index(ix:UOp) -> UOp|None:
   """INDEX(view, *idx) of a placeholder seen through movement ops and AFTERs -> INDEX(placeholder.after(*deps), flat index)."""
   x, idx, deps = ix.src[0], list(ix.src[1:]), []
@@ -76,11 +70,12 @@ def _flat_index(ix:UOp) -> UOp|None:
       deps.extend(x.src[1:])
       x = x.src[0]
       continue
-    src_shape, shape = _view_shape(x.src[0]), _view_shape(x)
+    src_shape, shape = after_root(x.src[0]).shape, after_root(x).shape
     if len(idx) != len(shape): raise IndexError(f"{len(idx)} indices into a kernel buffer view of shape {shape}")
     if x.op is Ops.RESHAPE:
-      flat = sum((i * st for i, st in zip(idx, _strides(shape))), UOp.const(0))
-      idx = [flat // st % s if d else flat // st for d, (s, st) in enumerate(zip(src_shape, _strides(src_shape)))]
+      flat = sum((i * st for i, st in zip(idx, strides_for_shape(shape))), UOp.const(0))
+      idx = [UOp.const(0) if s == 1 else flat // st % s if d else flat // st
+             for d, (s, st) in enumerate(zip(src_shape, strides_for_shape(src_shape)))]
     elif x.op is Ops.PERMUTE:
       new: list = [None] * len(idx)
       for i, p in enumerate(x.arg): new[p] = idx[i]
@@ -92,7 +87,7 @@ def _flat_index(ix:UOp) -> UOp|None:
     x = x.src[0]
   shape = x.shape if x.shape is not None else (x.src[0].arg,)   # a placeholder, or a flat kernel buffer
   if len(idx) != len(shape): raise IndexError(f"{len(idx)} indices into a kernel buffer of shape {shape}")
-  flat = sum((i * st for i, st in zip(idx, _strides(shape))), UOp.const(0)) if len(idx) > 1 else idx[0]
+  flat = sum((i * st for i, st in zip(idx, strides_for_shape(shape))), UOp.const(0)) if len(idx) > 1 else idx[0]
   return UOp(Ops.INDEX, ix.dtype, (x.after(*deps), flat.simplify()))
 
 def _load_values(u:UOp) -> UOp|None:
@@ -167,9 +162,7 @@ def written_slots(ast:UOp) -> set[int]:
   ret = set()
   for u in ast.toposort():
     if u.op is not Ops.STORE: continue
-    b = u.src[0].src[0]
-    while b.op is Ops.AFTER: b = b.src[0]
-    if b.op is Ops.PARAM: ret.add(b.arg.slot)
+    if (b := after_root(u.src[0].src[0])).op is Ops.PARAM: ret.add(b.arg.slot)
   return ret
 
 def _check_no_stale_reads(sink:UOp, c:UOp, written:list[UOp]) -> None:

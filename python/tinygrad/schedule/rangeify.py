@@ -31,10 +31,11 @@ as a tree.
 from __future__ import annotations
 from dataclasses import dataclass, field
 import itertools
-from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, GroupOp, ParamArg, AxisType, KernelInfo, BottomUpGate, ssimplify, srender
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, GroupOp, ParamArg, AxisType, KernelInfo, BottomUpGate, ssimplify
+from tinygrad.uop.ops import identity_element
 from tinygrad.uop.symbolic import symbolic
-from tinygrad.dtype import dtypes, DType, strong_dtype
-from tinygrad.helpers import prod, NOOPT, NUM_CPU_THREADS
+from tinygrad.dtype import dtypes, strong_dtype
+from tinygrad.helpers import prod, strides_for_shape, NOOPT, NUM_CPU_THREADS
 from tinygrad.schedule.buffers import new_buffer, as_buffer
 from tinygrad.schedule.reduce_fold import fold_reduces
 
@@ -47,13 +48,6 @@ SPLIT_MIN = 1 << 20     # a float sum over this many elements or more with at mo
 SPLIT_MAX_OUT = 4       # of its own, whose partial sums (one output loop) run on every core (see _split_reduce)
 STREAM_CORES = 2        # up to this many cores, one core streams memory about as fast as all of them (see _stored_values)
 AT = "at"            # the arg of INDEX(x, valid, *idx): the value of tensor-graph node x at index idx
-
-def reduce_identity(op:Ops, dt:DType) -> UOp:
-  """The value a reduce starts from (and the result of reducing nothing)."""
-  if op is Ops.ADD: return UOp.const(dt.const(0) if dt is not dtypes.bool else False, dt)
-  if op is Ops.MUL: return UOp.const(dt.const(1) if dt is not dtypes.bool else True, dt)
-  if op is Ops.MAX: return UOp.const(dt.min if dt is not dtypes.bool else False, dt)
-  raise ValueError(f"no identity for reduce op {op}")
 
 # ***** index arithmetic *****
 # Sizes are ints or, with symbolic shapes, int expressions of Variables (UOps): `_sym(s)` tells them apart, `_not1(s)` is "s may be
@@ -74,20 +68,13 @@ def simp(*xs:UOp|int) -> tuple[UOp, ...]:
   """Index expressions (weakint) simplified by the symbolic rules, in one graph_rewrite."""
   return graph_rewrite(UOp(Ops.SINK, dtypes.void, tuple(x if isinstance(x, UOp) else UOp.const(x) for x in xs)), symbolic, name="index").src
 
-def strides_for(shape:tuple[int, ...]) -> tuple[int, ...]:
-  ret, acc = [], 1
-  for s in reversed(shape):
-    ret.append(acc)
-    acc *= s
-  return tuple(reversed(ret))
-
 def scaled_sum(idx, strides) -> UOp:
   """sum(i * st), each sum i distributed term by term: (a + x//4)*4 + x%4 then meets its recombination rule as a*4 + x."""
   return sum((t * st for i, st in zip(idx, strides) for t in i.split_uop(Ops.ADD)), UOp.const(0))
 
 def flat_index(idx:tuple[UOp, ...], shape:tuple[int, ...]) -> UOp:
   """The row-major flat position of idx in shape (simplified)."""
-  return simp(scaled_sum([i for i, s in zip(idx, shape) if _not1(s)], [st for s, st in zip(shape, strides_for(shape)) if _not1(s)]))[0]
+  return simp(scaled_sum([i for i, s in zip(idx, shape) if _not1(s)], [st for s, st in zip(shape, strides_for_shape(shape)) if _not1(s)]))[0]
 
 def unflatten(flat:UOp, shape:tuple[int, ...]) -> tuple[UOp, ...]:
   return simp(*_unflatten(flat, shape))
@@ -96,7 +83,7 @@ def _unflatten(flat:UOp, shape:tuple[int, ...]) -> list[UOp|int]:
   # the outermost dim needs no `% s`: where the index is valid (inside every PAD around it) flat < prod(shape), and elsewhere the
   # load it feeds is gated off
   outer = next((d for d, s in enumerate(shape) if _not1(s)), None)
-  return [0 if not _not1(s) else flat // st if d == outer else (flat // st) % s for d, (s, st) in enumerate(zip(shape, strides_for(shape)))]
+  return [0 if not _not1(s) else flat // st if d == outer else (flat // st) % s for d, (s, st) in enumerate(zip(shape, strides_for_shape(shape)))]
 
 def at(x:UOp, valid:UOp, idx) -> UOp: return UOp(Ops.INDEX, x.dtype, (x, valid, *idx), AT)
 
@@ -297,7 +284,6 @@ class KernelContext:
   memo: dict                                # index arithmetic already simplified in this schedule
   params: dict[UOp, UOp] = field(default_factory=dict)   # BUFFER -> PARAM, in slot order
   axis: itertools.count = field(default_factory=itertools.count)
-  reduce_dims: dict[UOp, list[int]] = field(default_factory=dict)   # REDUCE range -> its dims in the kernel name
   uses: dict[UOp, int] = field(default_factory=dict)
   extra: dict[UOp, UOp] = field(default_factory=dict)    # nodes this kernel gave a buffer (MAX_INDEX_USES) -> BUFFER
   reads: dict[UOp, None] = field(default_factory=dict)   # the nodes it loads (a BUFFER, a realized node, a root), in load order
@@ -368,7 +354,7 @@ def _reshape_index(idx:tuple[UOp, ...], in_shape:tuple[int, ...], out_shape:tupl
     if len(gi) == 1 and len(go) == 1:
       new[gi[0]] = go[0][0]
       continue
-    flat = scaled_sum([i for i, _ in go], strides_for(tuple(s for _, s in go)))
+    flat = scaled_sum([i for i, _ in go], strides_for_shape(tuple(s for _, s in go)))
     exprs.extend(_unflatten(flat, tuple(in_shape[d] for d in gi)))
     dims.extend(gi)
   for d, e in zip(dims, simp(*exprs) if exprs else ()): new[d] = e
@@ -406,7 +392,7 @@ def _and(conds:list[UOp]) -> UOp:
 def _reduce(ctx:KernelContext, x:UOp, u:UOp) -> UOp:
   (rop, axes), src, valid = u.arg, u.src[0], x.src[1]
   in_shape, idx = src.shape, list(x.src[2:])
-  if any(in_shape[a] == 0 for a in axes): return reduce_identity(rop, u.dtype)
+  if any(in_shape[a] == 0 for a in axes): return UOp.const(identity_element(rop, u.dtype), u.dtype)
   for a in axes:
     if in_shape[a] == 1: idx[a] = UOp.const(0)
   if not (red := [a for a in axes if _not1(in_shape[a])]): return at(src, valid, idx)
@@ -425,7 +411,6 @@ def _reduce(ctx:KernelContext, x:UOp, u:UOp) -> UOp:
     if _sym(total):
       # a symbolic length: one loop to the Variable's value (no unroll or stages: they need a known length)
       r = UOp.range(total, next(ctx.axis), AxisType.REDUCE)
-      ctx.reduce_dims[r] = [total]
       ctx.reduce_of[r] = u
       for a, v in zip(red, unflatten(r, sub)): idx[a] = v
       return UOp(Ops.REDUCE, u.dtype, (at(src, valid, tuple(idx)), r), (rop,))
@@ -436,7 +421,6 @@ def _reduce(ctx:KernelContext, x:UOp, u:UOp) -> UOp:
     # meet the accumulator (more ILP, and the C compiler can vectorize the loads)
     unroll = UNROLL if not NOOPT and total % UNROLL == 0 and total >= 2 * UNROLL else 1
     r = UOp.range(total // unroll, next(ctx.axis), AxisType.REDUCE)
-    ctx.reduce_dims[r] = [total // unroll, unroll] if unroll > 1 else [total]
     ctx.reduce_of[r] = u
     ranges = [r] if unroll == 1 else [r, UOp.range(unroll, next(ctx.axis), AxisType.UNROLL)]
     for a, v in zip(red, unflatten(r if unroll == 1 else r * unroll + ranges[1], sub)): idx[a] = v
@@ -444,7 +428,6 @@ def _reduce(ctx:KernelContext, x:UOp, u:UOp) -> UOp:
   ranges = []
   for a in red:
     ranges.append(r := UOp.range(in_shape[a], next(ctx.axis), AxisType.REDUCE))
-    ctx.reduce_dims[r] = [in_shape[a]]
     ctx.reduce_of[r] = u
     idx[a] = r
   if not (rop is Ops.ADD and dtypes.is_float(u.dtype) and max_size(tuple(in_shape[a] for a in red)) > REDUCE_STAGE):
@@ -488,7 +471,6 @@ def _split_reduce(ctx:KernelContext, u:UOp, src:UOp, valid:UOp, idx:list, red:li
   ctx.extra[part] = b
   unroll = UNROLL if parts % UNROLL == 0 and parts >= 2 * UNROLL else 1
   ranges = [UOp.range(parts // unroll, next(ctx.axis), AxisType.REDUCE)]
-  ctx.reduce_dims[ranges[0]] = [parts // unroll, unroll] if unroll > 1 else [parts]
   ctx.reduce_of[ranges[0]] = u
   if unroll > 1: ranges.append(UOp.range(unroll, next(ctx.axis), AxisType.UNROLL))
   i = ranges[0] if unroll == 1 else ranges[0] * unroll + ranges[1]
@@ -509,7 +491,6 @@ def _staged_reduce(ctx:KernelContext, u:UOp, src:UOp, valid:UOp, idx:list, red:l
   unroll = 1 if NOOPT else STAGE_LANES
   rngs = [UOp.range(s if i < levels - 1 else s // unroll, next(ctx.axis), AxisType.REDUCE) for i, s in enumerate(sizes)]
   for r, s in zip(rngs, sizes):
-    ctx.reduce_dims[r] = [s // unroll, unroll] if r is rngs[-1] and unroll > 1 else [s]
     ctx.reduce_of[r] = u
   inner = [rngs[-1]] if unroll == 1 else [rngs[-1], UOp.range(unroll, next(ctx.axis), AxisType.UNROLL)]
   flat = inner[0] if unroll == 1 else inner[0] * unroll + inner[1]
@@ -576,8 +557,8 @@ def build_kernel(root:UOp, out:UOp, bufs:dict[UOp, UOp], realized_buffer, merge_
   ctx.param(out)
   dims = [s for s in shape if _not1(s)]
   if merge_out and len(dims) > 1:
-    idx, out_dims = unflatten(UOp.range(prod(dims), next(ctx.axis), AxisType.LOOP), shape), [prod(dims)]
-  else: idx, out_dims = tuple(UOp.const(0) if not _not1(s) else UOp.range(s, next(ctx.axis), AxisType.LOOP) for s in shape), dims
+    idx = unflatten(UOp.range(prod(dims), next(ctx.axis), AxisType.LOOP), shape)
+  else: idx = tuple(UOp.const(0) if not _not1(s) else UOp.range(s, next(ctx.axis), AxisType.LOOP) for s in shape)
   ctx.out_merge_possible = len(dims) > 1
   # children first: the kernel's region of the tensor graph is walked (not below its loads, pm_kernel_region), then the value at the
   # output index is pushed down it; the rewrite engine's limits on nested replacements grow with the region walked
@@ -588,22 +569,25 @@ def build_kernel(root:UOp, out:UOp, bufs:dict[UOp, UOp], realized_buffer, merge_
     # element it sees there (gated where a PAD has none), whose index and gate the store takes
     pair = UOp(Ops.SINK, dtypes.void, (at(write.src[1], _TRUE, idx), at(write.src[0], _TRUE, idx)))
     value, seen = graph_rewrite(pair, pm_index, ctx=ctx, bpm=pm_kernel_region, name="schedule: value at index").src
-  if ctx.reduce_dims:
+  if ctx.reduce_of:
     value = fold_reduces(value)
-    # the name lists the loops that are left
     left = value.toposort()
-    ctx.reduce_dims = {r: d for r, d in ctx.reduce_dims.items() if r in left}
-    ctx.unfolded = list(dict.fromkeys(x for r in ctx.reduce_dims if (x := ctx.reduce_of[r]) in inline and x is not root))
+    ctx.unfolded = list(dict.fromkeys(x for r, x in ctx.reduce_of.items() if r in left and x in inline and x is not root))
   if write is None: store = UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, out.dtype, (ctx.params[out], flat_index(idx, shape))), value))
   elif (store := _store_through(ctx, value, seen)) is None: return None, ctx
-  red_dims = [d for r in sorted(ctx.reduce_dims, key=lambda r: r.arg[0]) for d in ctx.reduce_dims[r]]
-  name = "_".join(["r" if red_dims else "E"] + [_dim_name(s) for s in (out_dims or ([] if red_dims else [1]))] + [_dim_name(s) for s in red_dims])
-  ast = UOp(Ops.SINK, dtypes.void, (store,), KernelInfo(name))
+  ast = UOp(Ops.SINK, dtypes.void, (store,))
+  ast = ast.replace(arg=KernelInfo(kernel_name(ast)))
   # the kernel takes each Variable as an int argument (a PARAM of the ALU addrspace), given its value at launch
   if vs := [u for u in ast.toposort() if u.is_variable]: ast = ast.substitute({v: UOp(Ops.PARAM, v.dtype, v.src, v.arg) for v in vs})
   return ast, ctx
 
-def _dim_name(s) -> str: return str(s) if not _sym(s) else "".join(c if c.isalnum() else "_" for c in srender(s))
+def kernel_name(ast:UOp) -> str:
+  """"r_" (a kernel with a reduce loop) or "E_", then the sizes of its loops in dim order ("E_1" without any); a symbolic size as its
+  expression with every other character than letters and digits an underscore."""
+  rngs = sorted([u for u in ast.toposort() if u.op is Ops.RANGE], key=lambda r: r.arg[:-1])
+  kind = "r" if any(r.arg[-1] in (AxisType.REDUCE, AxisType.UNROLL, AxisType.GROUP_REDUCE) for r in rngs) else "E"
+  sizes = [str(r.src[0].arg) if r.src[0].op is Ops.CONST else "".join(c if c.isalnum() else "_" for c in r.src[0].render()) for r in rngs]
+  return "_".join([kind] + (sizes or ["1"]))
 
 def _store_through(ctx:KernelContext, value:UOp, seen:UOp) -> UOp|None:
   if not (loads := [u for u in seen.toposort() if u.op is Ops.LOAD]): return None   # the view is all padding

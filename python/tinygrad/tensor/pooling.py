@@ -5,7 +5,8 @@ from typing import TYPE_CHECKING, Sequence
 from tinygrad.dtype import DTypeLike, dtypes
 from tinygrad.helpers import prod, make_tuple, flatten, ceildiv, flat_to_grouped, resolve_pool_pads
 from tinygrad.tensor.common import check_tensors
-from tinygrad.uop.ops import smax
+from tinygrad.uop import Ops
+from tinygrad.uop.ops import smax, identity_element
 if TYPE_CHECKING: from tinygrad.tensor.core import Tensor
 
 def _window_args(what:str, k_:tuple[int, ...], **args) -> dict[str, tuple[int, ...]]:
@@ -92,7 +93,7 @@ class PoolingMixin:
     k_, s_, d_, pads = self._pool_setup("max_pool2d", kernel_size, stride, dilation, padding)
     if ceil_mode: pads = self._ceil_pads(pads, k_, s_, d_)
     axes = tuple(range(-len(k_), 0))
-    windows = self._pad_spatial(pads, self.dtype.min)._pool(k_, s_, d_)
+    windows = self._pad_spatial(pads, identity_element(Ops.MAX, self.dtype))._pool(k_, s_, d_)
     out = windows.max(axes)
     if not return_indices: return out
     sp = self.shape[-len(k_):]
@@ -113,7 +114,7 @@ class PoolingMixin:
     n = prod(output_size)
     hit = indices.reshape(bs, c, 1, -1) == type(self).arange(n, device=self.device, dtype=indices.dtype).reshape(n, 1)
     # overlapping windows can pick one index twice (with the same value): write it once, as torch does, not their sum
-    picked = hit.where(self.reshape(bs, c, 1, -1), self.dtype.min).max(3)
+    picked = hit.where(self.reshape(bs, c, 1, -1), identity_element(Ops.MAX, self.dtype)).max(3)
     return hit.max(3).where(picked, 0).reshape(bs, c, *output_size)
 
   # ***** convolutions *****

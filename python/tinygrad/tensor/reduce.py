@@ -4,16 +4,12 @@ for long axes), sort is a bitonic network of movement ops and WHERE that carries
 from __future__ import annotations
 from typing import TYPE_CHECKING
 from tinygrad.uop import Ops
-from tinygrad.dtype import DType, dtypes, sum_acc_dtype
+from tinygrad.uop.ops import identity_element
+from tinygrad.dtype import dtypes, sum_acc_dtype
 from tinygrad.helpers import prod
 if TYPE_CHECKING: from tinygrad.tensor.core import Tensor
 
 SCAN_BLOCK = 256  # a scan over more than 2*SCAN_BLOCK elements runs in blocks: within each, then over the blocks' totals
-
-def _identity(op:Ops, dt:DType):
-  """The value that leaves a reduce by op unchanged (its padding)."""
-  if dt is dtypes.bool: return op is Ops.MUL
-  return {Ops.ADD: 0, Ops.MUL: 1, Ops.MAX: dt.min}[op]
 
 def _isnan(x:Tensor) -> Tensor: return x.ne(x) if dtypes.is_float(x.dtype) else x._full(False, dtypes.bool)
 
@@ -70,7 +66,7 @@ class TensorReduceMixin:
     n = self.shape[-1]
     i = type(self).arange(n, device=self.device)
     mask = i.reshape(n, 1) >= i.reshape(1, n)
-    win = mask.where(self.unsqueeze(-2), _identity(op, self.dtype))
+    win = mask.where(self.unsqueeze(-2), identity_element(op, self.dtype))
     return win._reduce(op, -1)
   def _scan(self, axis:int, op:Ops) -> Tensor:
     """The inclusive scan by op along axis: quadratic in a block, so a long axis is scanned in blocks of SCAN_BLOCK, then the
@@ -81,11 +77,11 @@ class TensorReduceMixin:
     if n <= 2 * SCAN_BLOCK: ret = x._scan_window(op)
     else:
       pad = -n % SCAN_BLOCK
-      blocks = x.pad(((0, 0),) * (x.ndim - 1) + ((0, pad),), value=_identity(op, x.dtype) if pad else 0.0)
+      blocks = x.pad(((0, 0),) * (x.ndim - 1) + ((0, pad),), value=identity_element(op, x.dtype) if pad else 0.0)
       blocks = blocks.reshape(x.shape[:-1] + ((n + pad) // SCAN_BLOCK, SCAN_BLOCK))._scan_window(op)
       totals = blocks[..., -1]._scan(-1, op)
       # block k combines with the totals of blocks before it: shift by one, the first gets the identity
-      before = totals.pad(((0, 0),) * (totals.ndim - 1) + ((1, -1),), value=_identity(op, x.dtype))
+      before = totals.pad(((0, 0),) * (totals.ndim - 1) + ((1, -1),), value=identity_element(op, x.dtype))
       ret = blocks.alu(op, before.unsqueeze(-1)._expand_to(blocks.shape)).flatten(-2)[..., :n]
     return ret.transpose(ax, -1)
   def cumsum(self, axis:int=0) -> Tensor:

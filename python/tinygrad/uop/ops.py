@@ -408,50 +408,84 @@ GPU_DIMS = ("gidx0", "gidx1", "gidx2", "lidx0", "lidx1", "lidx2")
 SPECIAL_NAMES = frozenset(GPU_DIMS) | {CORE_ID}
 
 def const_value(u:UOp) -> Any:
-  """The value of a literal: a CONST, or a CAST of a CONST (tinygrad 0.14's typed literal). None for anything else."""
+  """The value of a literal: a CONST, or a CAST of a CONST (tinygrad 0.14's typed literal); a tuple of them for a STACK of literals.
+  None for anything else."""
   if u.op is _CONST: return u.arg
   if u.op is _CAST and len(u.src) == 1 and u.src[0].op is _CONST: return u.dtype.const(u.src[0].arg)
+  if u.op is _STACK and u.src and all(is_literal(s) for s in u.src): return tuple(const_value(s) for s in u.src)
   return None
+
+def after_root(u:UOp) -> UOp:
+  """The node under a chain of AFTERs (AFTER(x, *deps) is x once deps have run); u itself when it is no AFTER."""
+  while u.op is _AFTER: u = u.src[0]
+  return u
 
 def is_literal(u:UOp) -> bool: return u.op is _CONST or (u.op is _CAST and len(u.src) == 1 and u.src[0].op is _CONST)
 
 def range_str(u:UOp) -> str: return '_'.join(str(x) if x >= 0 else "m"+str(-x) for x in u.arg[0:-1])
 
-# ** evaluating ops on Python values (constant folding) **
+# ** evaluating ops on Python values: the one ALU evaluator **
+# Constant folding (exec_alu) and the PYTHON device (renderer/python.py calls these functions) compute what the C device computes:
+# IEEE floats, the math functions as C99's Annex F defines them at their special values, ints exactly (the caller wraps them to the
+# dtype, as the C device's -fwrapv does). An int division by zero is the caller's to refuse (C leaves it undefined).
 
-def _safe_exp2(x):
-  try: return 2 ** x
+def _exp2(x):
+  try: return 2.0 ** x
   except OverflowError: return math.inf
 
-def _safe_pow(x, y):
-  try: return math.nan if isinstance(p := pow(x, y), complex) else p
-  except ZeroDivisionError: return math.inf
-  except ValueError: return math.inf if x > 0 else -math.inf
+def _log2(x): return math.log2(x) if x > 0 else -math.inf if x == 0 else math.nan
+def _sqrt(x): return math.sqrt(x) if x >= 0 else math.nan  # sqrt(-0.0) is -0.0
+def _sin(x): return math.sin(x) if math.isfinite(x) else math.nan
+def _reciprocal(x): return _fdiv(1.0, x)
+def _trunc(x):
+  """Toward zero, keeping the sign of a zero result (trunc(-0.5) is -0.0)."""
+  return x if isinstance(x, int) or not math.isfinite(x) else math.copysign(float(math.trunc(x)), x)
 
-def _nan_max(a, b):
+def _is_odd_int(y) -> bool: return math.isfinite(y) and float(y).is_integer() and int(y) % 2 == 1
+
+def _pow(x, y):
+  """C's pow: exact at the special values (pow(x, 0) and pow(1, y) are 1 even for NaN, pow(-0.0, -1) is -inf), NaN for a negative
+  base and a non-integer exponent, an infinity signed like the result on overflow."""
+  if isinstance(x, int) and isinstance(y, int) and y >= 0: return x ** y
+  x, y = float(x), float(y)
+  try: return math.pow(x, y)
+  except ValueError:  # a zero base with a negative exponent, or a negative base with a non-integer exponent
+    if x == 0: return math.copysign(math.inf, x) if _is_odd_int(y) else math.inf
+    return math.nan
+  except OverflowError: return -math.inf if x < 0 and _is_odd_int(y) else math.inf
+
+def _max(a, b):
   """max that propagates NaN from either side (IEEE maximum, numpy's np.maximum); Python's max(1, nan) is 1. (isnan, not b != b:
   a ConstFloat compares by bits.)"""
   return b if a < b or (isinstance(b, float) and math.isnan(b)) else a
 
-def _ieee_ne(a, b):
+def _ne(a, b):
   """a != b, with NaN unequal to itself (a ConstFloat NaN equals NaN so it can key a cache: compare plain floats)."""
   return float(a) != float(b) if isinstance(a, float) and isinstance(b, float) else a != b
+def _eq(a, b): return not _ne(a, b)
 
-def _ieee_fdiv(a, b):
+def _fdiv(a, b):
   """a / b as IEEE floats divide: x/0 is an infinity signed by both operands, 0/0 and NaN operands give NaN."""
   if b != 0 or math.isnan(b): return a / b if not math.isnan(b) else math.nan
   if a == 0 or math.isnan(a): return math.nan
   return math.copysign(math.inf, a) * math.copysign(1.0, b)
 
+def _cdiv(a, b): return _fdiv(a, b) if isinstance(a, float) or isinstance(b, float) else cdiv(a, b)
+def _cmod(a, b):
+  """C's % for ints (the sign of the dividend), fmod for floats: NaN for an infinite dividend or a zero divisor, a finite dividend
+  itself for an infinite divisor."""
+  if not (isinstance(a, float) or isinstance(b, float)): return cmod(a, b)
+  if math.isinf(a) or b == 0 or math.isnan(a) or math.isnan(b): return math.nan
+  return math.fmod(a, b)
+
+def _where(c, a, b): return a if c else b
+
 python_alu: dict[Ops, Callable] = {
-  Ops.LOG2: lambda x: math.log2(x) if x > 0 else -math.inf if x == 0 else math.nan, Ops.EXP2: _safe_exp2,
-  Ops.SQRT: lambda x: math.sqrt(x) if x >= 0 else math.nan, Ops.RECIPROCAL: lambda x: 1/x if x != 0 else math.copysign(math.inf, x),
-  Ops.SIN: lambda x: math.sin(x) if not math.isinf(x) else math.nan, Ops.POW: _safe_pow,
-  Ops.TRUNC: lambda x: math.trunc(x) if math.isfinite(x) else x,
-  Ops.NEG: operator.neg, Ops.ADD: operator.add, Ops.SUB: operator.sub, Ops.MUL: operator.mul, Ops.CMPNE: _ieee_ne, Ops.CMPLT: operator.lt,
-  Ops.CMPEQ: lambda a, b: not _ieee_ne(a, b), Ops.XOR: operator.xor, Ops.OR: operator.or_, Ops.AND: operator.and_, Ops.SHR: operator.rshift,
-  Ops.SHL: operator.lshift, Ops.MAX: _nan_max, Ops.CMOD: cmod, Ops.CDIV: cdiv, Ops.FLOORDIV: floordiv, Ops.FLOORMOD: floormod,
-  Ops.FDIV: _ieee_fdiv, Ops.MULACC: lambda x, y, z: (x*y)+z, Ops.WHERE: lambda x, y, z: y if x else z}
+  Ops.LOG2: _log2, Ops.EXP2: _exp2, Ops.SQRT: _sqrt, Ops.RECIPROCAL: _reciprocal, Ops.SIN: _sin, Ops.POW: _pow, Ops.TRUNC: _trunc,
+  Ops.NEG: operator.neg, Ops.ADD: operator.add, Ops.SUB: operator.sub, Ops.MUL: operator.mul, Ops.CMPNE: _ne, Ops.CMPLT: operator.lt,
+  Ops.CMPEQ: _eq, Ops.XOR: operator.xor, Ops.OR: operator.or_, Ops.AND: operator.and_, Ops.SHR: operator.rshift,
+  Ops.SHL: operator.lshift, Ops.MAX: _max, Ops.CMOD: _cmod, Ops.CDIV: _cdiv, Ops.FDIV: _fdiv, Ops.FLOORDIV: floordiv,
+  Ops.FLOORMOD: floormod, Ops.MULACC: lambda x, y, z: (x*y)+z, Ops.WHERE: _where}
 
 def exec_alu(op:Ops, dtype:DType, operands, truncate_output:bool=True):
   """op applied to Python values; the result is wrapped/rounded to dtype unless truncate_output is False."""
@@ -464,7 +498,12 @@ def exec_alu(op:Ops, dtype:DType, operands, truncate_output:bool=True):
   if truncate_output and (fxn := truncate.get(dtype)) is not None: return fxn(ret)
   return ret
 
-def identity_element(op:Ops, dt:DType) -> PyConst: return dt.const({_ADD: 0, _MUL: 1, _MAX: dt.min}[op])
+def identity_element(op:Ops, dt:DType) -> PyConst:
+  """The value x for which `x op y == y`: what a reduce by op starts from (and the result of reducing nothing)."""
+  if op is _ADD: return dt.const(0)
+  if op is _MUL: return dt.const(1)
+  if op is _MAX: return dt.const(dt.min)
+  raise ValueError(f"no identity for reduce op {op}")
 
 # ** value ranges **
 

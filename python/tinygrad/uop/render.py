@@ -3,16 +3,14 @@
 - `renderer`: the PatternMatcher UOp.render() uses (tinygrad 0.14's format: `(a//2)`, `(a%3)`, `max(a, b)`, `(t if c else f)`,
   `cdiv(a, b)`, ...). render() raises for an op with no rule here instead of printing the node.
 - `compile_python`: a Python function evaluating an expression, behind UOp.sym_infer.
-- `render_c`: a C expression (with `C_PREAMBLE` for floor division/modulo and max). C truncates division toward zero, so `//`
-  and `%` render as plain `/` and `%` only where the numerator is provably >= 0 and the divisor > 0, and through the
-  preamble's helpers otherwise. An op without a C form raises NotImplementedError naming the op.
+(Kernels are rendered to C by tinygrad/renderer/cstyle.py, the one C renderer.)
 """
 from __future__ import annotations
 from typing import Callable
 from tinygrad.uop import Ops
-from tinygrad.uop.ops import UOp, UPat, PatternMatcher, ParamArg, range_str
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher, ParamArg, range_str, python_alu
 from tinygrad.dtype import dtypes, Invalid
-from tinygrad.helpers import strip_parens, cdiv, cmod, floordiv, floormod
+from tinygrad.helpers import strip_parens
 
 # ***** the default renderer *****
 
@@ -64,7 +62,9 @@ renderer = PatternMatcher([
 _py_binary = {Ops.ADD: "{}+{}", Ops.SUB: "{}-{}", Ops.MUL: "{}*{}", Ops.CMPLT: "{}<{}", Ops.CMPNE: "{}!={}", Ops.CMPEQ: "{}=={}",
               Ops.AND: "{}&{}", Ops.OR: "{}|{}", Ops.XOR: "{}^{}", Ops.SHL: "{}<<{}", Ops.SHR: "{}>>{}", Ops.MAX: "max({}, {})",
               Ops.FLOORDIV: "floordiv({}, {})", Ops.FLOORMOD: "floormod({}, {})", Ops.CDIV: "cdiv({}, {})", Ops.CMOD: "cmod({}, {})"}
-_py_globals = {"max": max, "floordiv": floordiv, "floormod": floormod, "cdiv": cdiv, "cmod": cmod}
+# the calls are the ALU evaluator's functions (uop/ops.py python_alu), the ones constant folding uses
+_py_globals = {"max": python_alu[Ops.MAX], "floordiv": python_alu[Ops.FLOORDIV], "floormod": python_alu[Ops.FLOORMOD],
+               "cdiv": python_alu[Ops.CDIV], "cmod": python_alu[Ops.CMOD]}
 
 def compile_python(root:UOp) -> tuple[Callable, tuple[str, ...]]:
   """(f, names): f(*values) evaluates root with its Variables, in the order of `names`, set to values. One line per node, so
@@ -99,54 +99,3 @@ def compile_python(root:UOp) -> tuple[Callable, tuple[str, ...]]:
   ns = dict(_py_globals)
   exec(compile(src, "<sym_infer>", "exec"), ns)  # pylint: disable=exec-used
   return ns["_f"], tuple(names)
-
-# ***** C *****
-
-C_PREAMBLE = """\
-static inline long long tg_floordiv(long long a, long long b) { long long q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
-static inline long long tg_floormod(long long a, long long b) { long long r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
-static inline long long tg_max(long long a, long long b) { return a > b ? a : b; }
-"""
-
-_c_binary = {Ops.ADD: "+", Ops.SUB: "-", Ops.MUL: "*", Ops.CDIV: "/", Ops.CMOD: "%", Ops.CMPLT: "<", Ops.CMPNE: "!=", Ops.CMPEQ: "==",
-             Ops.AND: "&", Ops.OR: "|", Ops.XOR: "^", Ops.SHL: "<<", Ops.SHR: ">>"}
-
-def _c_type(dt) -> str:
-  if dt in dtypes.weaks: return "long long" if dt is dtypes.weakint else "double"
-  return "_Bool" if dt is dtypes.bool else dt.name
-
-def _c_const(x:UOp) -> str:
-  if x.arg is Invalid: return None  # type: ignore[return-value]
-  if isinstance(x.arg, bool): return "1" if x.arg else "0"
-  if isinstance(x.arg, int): return f"({x.arg}LL)" if x.arg < 0 else f"{x.arg}LL" if x.arg > 2**31-1 else str(x.arg)
-  return None  # type: ignore[return-value]
-
-def _c_divmod(ctx, x:UOp) -> str:
-  a, b = x.src
-  # floor and truncation agree for a >= 0, b > 0: the usual case of index math
-  if a.vmin >= 0 and b.vmin > 0: return f"({ctx[a]}{'/' if x.op is Ops.FLOORDIV else '%'}{ctx[b]})"
-  return f"tg_{'floordiv' if x.op is Ops.FLOORDIV else 'floormod'}({ctx[a]}, {ctx[b]})"
-
-c_renderer = PatternMatcher([
-  (UPat((Ops.PARAM, Ops.BUFFER), name="x"), lambda x: _param_name(x) if isinstance(x.arg, ParamArg) and x.arg.name is not None else None),
-  (UPat(Ops.AFTER, name="x"), lambda ctx, x: ctx[x.src[0]]),
-  (UPat(Ops.STORE), lambda: ""),   # the value a bound Variable's AFTER stores: the Variable renders as its name
-  (UPat(Ops.CONST, name="x"), _c_const),
-  (UPat((Ops.FLOORDIV, Ops.FLOORMOD), name="x"), _c_divmod),
-  (UPat(tuple(_c_binary), name="x"), lambda ctx, x: f"({ctx[x.src[0]]}{_c_binary[x.op]}{ctx[x.src[1]]})"),
-  (UPat(Ops.MAX, name="x"), lambda ctx, x: f"tg_max({ctx[x.src[0]]}, {ctx[x.src[1]]})"),
-  (UPat(Ops.WHERE, name="x"), lambda ctx, x: f"({ctx[x.src[0]]}?{ctx[x.src[1]]}:{ctx[x.src[2]]})"),
-  (UPat(Ops.NEG, name="x"), lambda ctx, x: f"(-{ctx[x.src[0]]})"),
-  (UPat(Ops.CAST, name="x"), lambda ctx, x: f"(({_c_type(x.dtype)})({ctx[x.src[0]]}))" if dtypes.is_int(x.dtype) or x.dtype is dtypes.bool else None),
-])
-
-def render_c(root:UOp, simplify:bool=False) -> str:
-  """root as one C expression over its Variables (declare them as long long and include C_PREAMBLE)."""
-  root = root.simplify() if simplify else root
-  ctx: dict[UOp, str] = {}
-  for u in root.toposort():
-    # the empty STACK under a Variable and the STORE of a bound Variable are structure, not values
-    if (u.op is Ops.STACK and not u.src) or u.op is Ops.STORE: continue
-    if (r := c_renderer.rewrite(u, ctx=ctx)) is None: raise NotImplementedError(f"render_c: {u.op} has no C form")
-    ctx[u] = r
-  return ctx[root]

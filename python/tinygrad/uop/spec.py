@@ -26,7 +26,7 @@ operand it can be converted to without changing kind.
 """
 from __future__ import annotations
 from typing import Any, Sequence
-from tinygrad.uop.ops import PatternMatcher, UPat, UOp, Ops, GroupOp, ParamArg, AxisType, is_literal, SPECIAL_NAMES, resolve, sym_le
+from tinygrad.uop.ops import PatternMatcher, UPat, UOp, Ops, GroupOp, ParamArg, AxisType, is_literal, after_root, SPECIAL_NAMES, resolve, sym_le
 from tinygrad.dtype import DType, dtypes, AddrSpace
 from tinygrad.helpers import prod
 
@@ -72,11 +72,6 @@ def range_ok(x:UOp, axis_types:tuple[AxisType, ...]|None=None) -> bool:
   a = x.arg
   return is_int(x.dtype) and len(x.src) >= 1 and fits(x.src[0], x.dtype) and isinstance(a, tuple) and len(a) >= 2 and \
     all(type(i) is int for i in a[:-1]) and isinstance(a[-1], AxisType) and (axis_types is None or a[-1] in axis_types)
-
-def buf_root(x:UOp) -> UOp:
-  """The PARAM/BUFFER under a chain of AFTERs (or x itself)."""
-  while x.op is Ops.AFTER: x = x.src[0]
-  return x
 
 def cast_ok(x:UOp) -> bool:
   """CAST/BITCAST: one non-void src, arg the target dtype (or None); a BITCAST keeps the itemsize."""
@@ -178,7 +173,7 @@ def _index_ok(x:UOp, allowed:tuple[Ops, ...]) -> bool:
   """INDEX(buf, idx): element idx (an int) of a buffer, with the buffer's dtype."""
   if len(x.src) != 2: return False
   buf, idx = x.src
-  return buf_root(buf).op in allowed and x.dtype is buf.dtype and (is_int(idx.dtype) or (idx.op is Ops.CONST and idx.dtype is dtypes.weakint))
+  return after_root(buf).op in allowed and x.dtype is buf.dtype and (is_int(idx.dtype) or (idx.op is Ops.CONST and idx.dtype is dtypes.weakint))
 
 def _param_ok(x:UOp) -> bool:
   """A kernel argument: a buffer PARAM(CONST size) or an int variable PARAM in the ALU addrspace."""
@@ -230,7 +225,7 @@ def _local_buffer_ok(x:UOp) -> bool:
 
 def _after_ok(x:UOp) -> bool:
   """AFTER(buf, *deps): the buffer, once deps ran (stores, loops and the ranges it is used in)."""
-  return len(x.src) >= 1 and buf_root(x.src[0]).op in (Ops.PARAM, Ops.BUFFER) and x.dtype is x.src[0].dtype
+  return len(x.src) >= 1 and after_root(x.src[0]).op in (Ops.PARAM, Ops.BUFFER) and x.dtype is x.src[0].dtype
 
 def _special_ok(x:UOp) -> bool:
   """SPECIAL(end, arg=name): a launch dimension (gidx/lidx) or the CPU thread index (core_id), an int below its int end."""
@@ -255,13 +250,13 @@ _spec_lowered_scalar = PatternMatcher([
 # order, scopes and the src shapes of every op are the renderer's contract (check_linear); these rules add the dtypes
 
 def _linear_index_ok(x:UOp) -> bool:
-  if len(x.src) == 2 and buf_root(x.src[0]).op not in (Ops.PARAM, Ops.BUFFER):  # a lane of a vector value
+  if len(x.src) == 2 and after_root(x.src[0]).op not in (Ops.PARAM, Ops.BUFFER):  # a lane of a vector value
     return x.src[1].op is Ops.CONST and is_int(x.src[1].dtype) and x.dtype is x.src[0].dtype
   return _index_ok(x, (Ops.PARAM, Ops.BUFFER))
 
 def _shrink_ok(x:UOp) -> bool:
   """SHRINK(buf, idx, CONST n): n consecutive elements of a buffer (a vector access)."""
-  return len(x.src) == 3 and buf_root(x.src[0]).op in (Ops.PARAM, Ops.BUFFER) and x.dtype is x.src[0].dtype and \
+  return len(x.src) == 3 and after_root(x.src[0]).op in (Ops.PARAM, Ops.BUFFER) and x.dtype is x.src[0].dtype and \
     (is_int(x.src[1].dtype) or x.src[1].dtype is dtypes.weakint) and is_literal(x.src[2])
 
 def _linear_load_ok(x:UOp) -> bool:

@@ -12,9 +12,9 @@ UOp.simplify() runs `symbolic` to a fixed point. The rules only need the node th
 from __future__ import annotations
 import math
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, UPat, PatternMatcher, exec_alu
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher, exec_alu, const_value
 from tinygrad.uop.divandmod import div_and_mod_symbolic
-from tinygrad.dtype import ConstType, dtypes, can_lossless_cast, Invalid, bitcast, truncate
+from tinygrad.dtype import dtypes, can_lossless_cast, Invalid, bitcast, truncate
 from tinygrad.helpers import dedup, flatten, unwrap
 # a module global is read faster than Ops.X (see uop/__init__.py): the hottest code uses these aliases
 _ADD, _CAST, _CMOD, _CONST, _FLOORDIV, _FLOORMOD = Ops.ADD, Ops.CAST, Ops.CMOD, Ops.CONST, Ops.FLOORDIV, Ops.FLOORMOD
@@ -28,18 +28,12 @@ __all__ = ["pm_fold_values",
 
 _DIVMOD = (Ops.FLOORDIV, Ops.FLOORMOD, Ops.CDIV, Ops.CMOD)
 
-def const_arg(u:UOp) -> ConstType|tuple[ConstType, ...]|None:
-  """The Python value of a constant node (CONST, CAST of a CONST, STACK of CONSTs), else None."""
-  if u.op is _CONST: return u.arg
-  if u.op is _CAST and u.src[0].op is _CONST: return u.dtype.const(u.src[0].arg)
-  if u.op is _STACK and all(s.op is _CONST for s in u.src): return tuple(s.arg for s in u.src)
-  return None
-
 def _divides_by_zero(a:UOp, vals:list) -> bool:
-  return a.op in _DIVMOD and any(v == 0 for v in (vals[1] if isinstance(vals[1], tuple) else (vals[1],)))
+  # an int division by zero (undefined in C); a float one is IEEE's (inf or NaN)
+  return a.op in _DIVMOD and not dtypes.is_float(a.dtype) and any(v == 0 for v in (vals[1] if isinstance(vals[1], tuple) else (vals[1],)))
 
 def fold_const_alu(a:UOp) -> UOp|None:
-  vals = [const_arg(s) for s in a.src]
+  vals = [const_value(s) for s in a.src]
   if any(v is None for v in vals): return None
   if _divides_by_zero(a, vals):
     raise ZeroDivisionError(f"{'Mod' if a.op in (_FLOORMOD, _CMOD) else 'Division'} by zero in {a.render(simplify=False)}")
@@ -50,7 +44,7 @@ def fold_value_alu(a:UOp) -> UOp|None:
   """Constant folding of a kernel's values (the codegen's pass): the same evaluation, but the result is what the device computes
   (ints wrap, floats round to their dtype), and what the device leaves undefined (an int division by a zero constant, a shift out
   of range) is left to it instead of raising."""
-  vals = [const_arg(s) for s in a.src]
+  vals = [const_value(s) for s in a.src]
   if any(v is None for v in vals) or _divides_by_zero(a, vals): return None
   try: return a.const_like(exec_alu(a.op, a.dtype, vals))
   except (ArithmeticError, ValueError, TypeError): return None

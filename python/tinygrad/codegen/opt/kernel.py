@@ -41,13 +41,7 @@ from tinygrad.helpers import prod
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError
 from tinygrad.codegen.opt.ranges import rtype, range_key, ranges_of, range_size, opt_ranges, is_warp, range_desc, padto
 from tinygrad.codegen.opt.tc import apply_tc
-
-def kernel_name(ast:UOp) -> str:
-  """"r_" (a reduce kernel) or "E_", then the sizes of the ranges in dim order ("E_1" without any)."""
-  rngs = ranges_of(ast)
-  kind = "r" if any(rtype(r) in (AxisType.REDUCE, AxisType.UNROLL, AxisType.GROUP_REDUCE) for r in rngs) else "E"
-  sizes = [str(s) if (s := range_size(r)) is not None else r.src[0].render() for r in rngs]
-  return "_".join([kind] + (sizes or ["1"]))
+from tinygrad.schedule import kernel_name
 
 def _fix_reduce(red:UOp) -> UOp|None:
   # a split range inside REDUCE's range list becomes its parts (a part of size 1 is a constant: gone)

@@ -1,9 +1,8 @@
 """A kernel's typed RANGEs: their kind, their position among the kernel's dims, how an Opt's axis counts them, and PADTO (a range
 padded to a multiple, gated where it is past its size), which the tensor-core action (tc.py) uses as well as apply_opt (kernel.py)."""
 from __future__ import annotations
-from tinygrad.uop.ops import UOp, Ops, AxisType
+from tinygrad.uop.ops import UOp, Ops, AxisType, identity_element
 from tinygrad.dtype import dtypes
-from tinygrad.schedule import reduce_identity
 from tinygrad.helpers import round_up
 from tinygrad.codegen.opt import Opt
 
@@ -56,5 +55,5 @@ def padto(ast:UOp, opt:Opt, rng:UOp, need) -> UOp:
       else: repl[u] = UOp(Ops.STORE, dtypes.void, (u.src[0], u.src[1], gate(u.src[2] if len(u.src) == 3 else None)))
     elif u.op is Ops.REDUCE and rng in u.src[1:]:
       x = u.src[0]
-      repl[u] = u.replace(src=(UOp(Ops.WHERE, x.dtype, (valid, x, reduce_identity(u.arg[0], x.dtype))), *u.src[1:]))
+      repl[u] = u.replace(src=(UOp(Ops.WHERE, x.dtype, (valid, x, UOp.const(identity_element(u.arg[0], x.dtype), x.dtype))), *u.src[1:]))
   return ast.substitute(repl, name="padto")

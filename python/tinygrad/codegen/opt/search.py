@@ -190,8 +190,10 @@ class _Worker:
     self.conn.close()
 
 class _Pool:
-  """`size` spawned worker processes, each on its own pipe. map() hands out payloads and yields results as they come; a worker that dies
-  or passes the timeout is replaced and its payload retried once. Workers that keep dying before they are ready break the pool."""
+  """BEAM's pool: processes, not threads, because lowering and rendering a candidate is Python that holds the GIL (and a worker that
+  crashes or hangs can be replaced). `size` spawned worker processes, each on its own pipe. map() hands out payloads and yields
+  results as they come; a worker that dies or passes the timeout is replaced and its payload retried once. Workers that keep dying
+  before they are ready break the pool."""
   START_FAILURES = 3
   def __init__(self, size:int):
     self.ctx = multiprocessing.get_context("spawn")

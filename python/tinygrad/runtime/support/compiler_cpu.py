@@ -9,10 +9,9 @@ import shlex
 import shutil
 import subprocess
 import tempfile
-import threading
 from typing import Sequence
 from tinygrad.device import Compiler, CompileError, CompilerNotFoundError, numbered_source
-from tinygrad.helpers import cpu_objdump
+from tinygrad.helpers import cpu_objdump, cpu_count, map_on_threads
 
 class CompileTimeoutError(CompileError):
   """The C compiler ran past ClangCompiler.timeout_s."""
@@ -98,22 +97,12 @@ class ClangCompiler(Compiler):
     # units: one per core, balanced by source length (biggest kernels first, each to the lightest unit). Kernels of the same name may
     # share a unit (_compile_unit renames all but the first): keeping them apart started a compiler per duplicate (a CNN's backward
     # has seven kernels of one name)
-    units: list[list[int]] = [[] for _ in range(max(1, min(len(batched), jobs or os.cpu_count() or 1)))]
+    units: list[list[int]] = [[] for _ in range(max(1, min(len(batched), jobs or cpu_count())))]
     for i in sorted(batched, key=lambda i: -len(srcs[i])): min(units, key=lambda u: sum(len(srcs[j]) for j in u)).append(i)
     units = [u for u in units if u]
     libs: dict[int, bytes] = {i: self.compile(src) for i, src in enumerate(srcs) if names[i] is None}
-    # one thread per unit (plain threads: concurrent.futures and the logging it imports would cost a cold process more than they save)
-    results: list[list[bytes]|BaseException|None] = [None] * len(units)
-    def work(n:int):
-      try: results[n] = self._compile_unit([srcs[i] for i in units[n]])
-      except BaseException as e: results[n] = e   # re-raised in the caller's thread
-    threads = [threading.Thread(target=work, args=(n,), name=f"tinygrad-cc-{n}") for n in range(1, len(units))]
-    for t in threads: t.start()
-    work(0)
-    for t in threads: t.join()
-    for unit, res in zip(units, results):
-      if isinstance(res, BaseException): raise res
-      libs.update(zip(unit, res or []))
+    for unit, res in zip(units, map_on_threads(lambda unit: self._compile_unit([srcs[i] for i in unit]), units, "tinygrad-cc")):
+      libs.update(zip(unit, res))
     return [libs[i] for i in range(len(srcs))]
   def _compile_unit(self, srcs:list[str]) -> list[bytes]:
     """Kernels -> one shared object, given to each of them: a kernel whose name an earlier one of the unit has is defined under

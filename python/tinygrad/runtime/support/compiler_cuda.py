@@ -5,9 +5,9 @@ from __future__ import annotations
 import functools
 import os
 import pathlib
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Sequence
 from tinygrad.device import Compiler, CompileError, CompilerNotFoundError, numbered_source
+from tinygrad.helpers import cpu_count, map_on_threads
 
 CUDA_EXTRA = "pip install 'tinygrad[cuda]' (cuda-python, nvidia-cuda-nvrtc-cu12, nvidia-cuda-runtime-cu12)"
 
@@ -94,8 +94,11 @@ class CUDACompiler(Compiler):
     """The kernels of a schedule compiled on threads (`jobs` of them, default one per core): NVRTC is thread-safe and cuda-python calls
     it without the GIL."""
     if len(srcs) <= 1: return [self.compile(src) for src in srcs]
-    with ThreadPoolExecutor(min(len(srcs), jobs or os.cpu_count() or 1), thread_name_prefix="tinygrad-nvrtc") as pool:
-      return list(pool.map(self.compile, srcs))
+    n = min(len(srcs), jobs or cpu_count())
+    parts = map_on_threads(lambda part: [self.compile(src) for src in part], [srcs[i::n] for i in range(n)], "tinygrad-nvrtc")
+    ret: list[bytes] = [b""] * len(srcs)
+    for i, part in enumerate(parts): ret[i::n] = part
+    return ret
   def _log(self, prog) -> str:
     mod = nvrtc()
     size = check_nvrtc(mod.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
