@@ -8,7 +8,7 @@ from tinygrad import Tensor, dtypes
 from tinygrad.uop.ops import Ops
 from tinygrad.codegen import get_program
 from tinygrad.device import Device
-from conftest import DEVICES
+from tests.helpers.devices import DEVICES
 
 NP = {dtypes.int8: np.int8, dtypes.int32: np.int32, dtypes.int64: np.int64, dtypes.uint16: np.uint16, dtypes.float16: np.float16,
       dtypes.float32: np.float32, dtypes.float64: np.float64}

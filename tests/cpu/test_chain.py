@@ -2,7 +2,7 @@
 4 x 32 packed matmul tile with it that a BEAM search starts from (heuristic.py tile_family); numerics against numpy, CPU == PYTHON."""
 import numpy as np
 import pytest
-from conftest import DEVICES
+from tests.helpers.devices import DEVICES
 from tinygrad import Tensor, Device
 from tinygrad.uop.ops import Ops
 from tinygrad.codegen.opt import heuristic as H
@@ -10,7 +10,7 @@ from tinygrad.codegen.opt import Opt, OptOps, KernelOptError
 from tinygrad.codegen.opt.kernel import apply_opt, apply_opts
 from tinygrad.codegen.opt.search import lower_candidate
 from tinygrad.renderer import Renderer
-from test_typed_ranges import ast_of, rand
+from tests.helpers.kernels import ast_of, rand
 
 @pytest.fixture
 def small_tiles(monkeypatch):

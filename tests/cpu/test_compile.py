@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 import tinygrad.helpers as helpers
-from linear_kernels import run
-from test_linear_kernels import add_kernel
+from tests.helpers.linear_kernels import run
+from tests.helpers.linear_kernels import add_kernel
 from tinygrad.device import Device, Buffer, CompileError, CompilerNotFoundError
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import Context

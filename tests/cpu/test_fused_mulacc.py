@@ -9,7 +9,7 @@ from tinygrad import Tensor, Device, dtypes
 from tinygrad.codegen import lower_ast
 from tinygrad.dtype import _fma32
 from tinygrad.runtime.support.compiler_cpu import ClangCompiler, find_c_compiler
-from test_typed_ranges import ast_of, rand
+from tests.helpers.kernels import ast_of, rand
 
 pytestmark = pytest.mark.cpu
 

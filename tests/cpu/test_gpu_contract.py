@@ -6,8 +6,8 @@ import subprocess
 import sys
 import numpy as np
 import pytest
-from conftest import DEVICES
-from linear_kernels import run
+from tests.helpers.devices import DEVICES
+from tests.helpers.linear_kernels import run
 from tinygrad.device import Device, Buffer
 from tinygrad.dtype import dtypes, AddrSpace
 from tinygrad.codegen import get_program, lower_ast

@@ -2,7 +2,7 @@
 # needed) and, on CPU, the values of uint8 tensors just past 2**31 elements (2 GB each: marked slow, deselect with -m 'not slow').
 import re
 import pytest
-from conftest import DEVICES
+from tests.helpers.devices import DEVICES
 from tinygrad import Tensor, dtypes, Device
 from tinygrad.device import Buffer
 from tinygrad.uop.ops import UOp, Ops, ParamArg

@@ -3,7 +3,7 @@ the shapes they make and their numerics against numpy on every device."""
 import importlib
 import numpy as np
 import pytest
-from conftest import DEVICES
+from tests.helpers.devices import DEVICES
 from tinygrad import Tensor
 from tinygrad.uop.ops import AxisType, Ops
 from tinygrad.codegen import lower_ast
@@ -11,7 +11,7 @@ from tinygrad.codegen.opt import heuristic as H
 from tinygrad.codegen.opt import kernel as K
 from tinygrad.codegen.opt import Opt, OptOps
 from tinygrad.codegen.opt.kernel import kernel_name, apply_opts
-from test_typed_ranges import ast_of, run, kinds, rand
+from tests.helpers.kernels import ast_of, run, kinds, rand
 
 S = importlib.import_module("tinygrad.codegen.split_ranges")   # the module (the package's `split_ranges` is its pass function)
 
@@ -101,7 +101,7 @@ def test_conv_peeled_tile_4_lanes(device, width, small_tiles, monkeypatch):
 def test_conv_gather_tile_4_and_2_lanes(device, shape, kw, lanes, monkeypatch):
   # output rows of a multiple of 4 columns but not of 8, longer than image_tile's (a stride-2 conv to 20 or 28 columns): 4 gathered
   # columns x 16 channels; rows of an even number of columns that image_tile doesn't take either (6, 14): 2 columns
-  from test_functional import np_conv
+  from tests.helpers.numpy_ref import np_conv
   monkeypatch.setattr(H, "GATHER_MIN_WORK", 1)
   x, w = rand(*shape), rand(32, shape[1], 3, 3, seed=1)
   ast, bufs, opt = conv_tiled(device, x, w, **kw)
@@ -135,7 +135,7 @@ def test_small_kernels_keep_the_4x4_upcast():
 def test_unpadded_conv_backward_tiles():
   # tinygrad's MNIST conv (5x5, no padding, relu after): its weight gradient and its input gradient's per-tap products each get the
   # inner tap as lanes and a second upcast or unroll of 4, as the forward does (they were scalar loops, 8x slower than the forward)
-  from test_functional import np_conv
+  from tests.helpers.numpy_ref import np_conv
   xn, wn = rand(48, 32, 24, 24), rand(32, 32, 5, 5, seed=1)
   x, w = Tensor(xn, requires_grad=True), Tensor(wn, requires_grad=True)
   x.conv2d(w).relu().sum().backward()

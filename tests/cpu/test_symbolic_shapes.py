@@ -7,7 +7,7 @@ from tinygrad import Tensor, Variable, Device, TinyJit, GlobalCounters
 from tinygrad.engine.jit import JitError
 from tinygrad.engine import realize
 from tinygrad.schedule import schedule_cache
-from tests.cpu.conftest import DEVICES
+from tests.helpers.devices import DEVICES
 
 MAX = 9
 VALUES = range(1, MAX + 1)
