@@ -10,7 +10,7 @@ from tinygrad.codegen import lower_ast
 from tinygrad.codegen.opt import heuristic as H
 from tinygrad.codegen.opt import kernel as K
 from tinygrad.codegen.opt import Opt, OptOps
-from tinygrad.codegen.opt.kernel import kernel_name, apply_opts
+from tinygrad.codegen.opt.kernel import apply_opts
 from tests.helpers.kernels import ast_of, run, kinds, rand
 
 S = importlib.import_module("tinygrad.codegen.split_ranges")   # the module (the package's `split_ranges` is its pass function)
@@ -29,7 +29,6 @@ def test_matmul_tile(device, small_tiles):
   # 8 rows x 16 columns per loop step: each B vector (16 lanes) serves 8 rows; the column blocks outside the row blocks, each one's
   # 32 x 16 panel of B packed (the copy's loops: the reduce's 8 x 4, then the 16 columns)
   assert kinds(opt) == [(L, 2), (U, 8), (L, 2), (U, 16), (R, 8), (N, 4), (R, 8), (R, 4), (R, 16)]
-  assert kernel_name(opt) == opt.arg.name == "r_2_8_2_16_8_4_8_4_16"
   assert opt.arg.applied_opts == (Opt(OptOps.UPCAST, 1, 16), Opt(OptOps.UPCAST, 0, 8), Opt(OptOps.SWAP, 1, 0), Opt(OptOps.PACK, 0, 0))
   np.testing.assert_allclose(run(opt, bufs, device).reshape(16, 32), a @ b, rtol=1e-5, atol=1e-5)
 
@@ -41,7 +40,7 @@ def test_matmul_tile_big_panel(device, small_tiles, monkeypatch):
   ast, bufs = ast_of(Tensor(a, device=device).realize() @ Tensor(b, device=device).realize())
   opt = H.hand_coded_optimizations(ast, threads=1)
   # the loops: 2 column blocks (of 2x16 lanes) outside, 3 row blocks (of 8 lanes) inside
-  assert kinds(opt) == [(L, 2), (U, 8), (L, 3), (U, 2), (U, 16), (R, 16), (N, 4)] and opt.arg.name == "r_2_8_3_2_16_16_4"
+  assert kinds(opt) == [(L, 2), (U, 8), (L, 3), (U, 2), (U, 16), (R, 16), (N, 4)]
   assert opt.arg.applied_opts[-1] == Opt(OptOps.SWAP, 1, 0)
   assert apply_opts(ast, opt.arg.applied_opts) is opt   # the recorded opts rebuild the same kernel (what a BEAM worker does)
   np.testing.assert_allclose(run(opt, bufs, device).reshape(24, 64), a @ b, rtol=1e-5, atol=1e-5)

@@ -18,7 +18,8 @@ L, R, T, U, N = AxisType.LOOP, AxisType.REDUCE, AxisType.THREAD, AxisType.UPCAST
 def test_matmul_ranges():
   a, b = Tensor(rand(64, 64), device="PYTHON").realize(), Tensor(rand(64, 64, seed=1), device="PYTHON").realize()
   ast, _ = ast_of(a @ b)
-  # the scheduler: a LOOP per output dim, the reduce of 64 as 16 REDUCE steps of an UNROLL of 4
+  # the scheduler: a LOOP per output dim, the reduce of 64 as 16 REDUCE steps of an UNROLL of 4 (the names: kernel_name's own test,
+  # the names are read off the ranges as tinygrad 0.14 spells them)
   assert kinds(ast) == [(L, 64), (L, 64), (R, 16), (N, 4)] and ast.arg.name == kernel_name(ast) == "r_64_64_16_4"
   opt = hand_coded_optimizations(ast, threads=4)
   # rows: 4 threads of 4 loop steps of 4 upcast rows; columns: 16 loop steps of 4 upcast columns
@@ -96,7 +97,7 @@ def test_thread_is_special_core_id():
   (sp,) = [u for u in uops if u.op is Ops.SPECIAL]
   assert sp.arg == "core_id" and sp.src[0].arg == 4 and not any(u.op is Ops.RANGE and u.arg[-1] is T for u in uops)
   spec = Device["PYTHON"].renderer.to_program(uops)
-  assert spec.global_size == (4, 1, 1) and spec.core_id == 0 and spec.name == "E_4_4_12"
+  assert spec.global_size == (4, 1, 1) and spec.core_id == 0
 
 def test_name_without_ranges():
   ast, _ = ast_of(Tensor([3.0], device="PYTHON") + 1)
