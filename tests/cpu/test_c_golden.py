@@ -1,5 +1,6 @@
 # The exact C the renderer writes for small kernels: readable names (ridx, val, alu, acc), the kernel name, const inputs, and clang's
-# unrolling turned off for the loop around a long loop (it would only copy the inner loop).
+# unrolling turned off for the loop around a long loop (it would only copy the inner loop). The C text is the behaviour under test here
+# (the kernels are hand-built with the names given); tests elsewhere check what kernels do, not how they are spelled.
 from tests.helpers.linear_kernels import add_kernel, sum_kernel, var_kernel
 from tinygrad.renderer.cstyle import ClangRenderer
 
