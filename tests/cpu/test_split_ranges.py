@@ -56,8 +56,7 @@ def test_upcast_pieces_keep_vector_stores():
   k = lowered(t)
   assert loops(k.uops) == [2, 3] and sum(1 for u in k.uops if u.op is Ops.STORE) == 3
   assert all(u.src[0].op is Ops.SHRINK for u in k.uops if u.op is Ops.STORE)
-  src = Device["CPU"].renderer.to_program(k.program_input).src
-  assert [ln for ln in src.splitlines() if "<" in ln and not ln.strip().startswith("for (")] == [], src
+  assert not [u for u in k.uops if u.op in CMPS]   # no lane compares a loop index
 
 def test_cuts():
   r = UOp.range(20, 0, AxisType.LOOP)
