@@ -10,7 +10,7 @@ import struct
 import sys
 import pytest
 from hypothesis import given, settings, HealthCheck, strategies as st
-from linear_kernels import Linear
+from tests.helpers.linear_kernels import Linear
 from tinygrad.device import Device, Buffer
 from tinygrad.dtype import DType, dtypes, truncate, storage_fmt_for_dtype, to_storage_scalar, from_storage_scalar
 from tinygrad.uop import Ops

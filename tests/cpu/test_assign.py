@@ -5,7 +5,7 @@ import pytest
 from tinygrad import Tensor, GlobalCounters, dtypes
 from tinygrad.uop.ops import Ops
 from tinygrad.helpers import prod
-from conftest import DEVICES
+from tests.helpers.devices import DEVICES
 
 def f32(*shape, seed=0): return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
 

@@ -1,10 +1,10 @@
 # Autograd through the Tensor API: gradients of every differentiable op against central finite differences in float64
-# (gradcheck.py) or closed forms, backward()'s .grad semantics (tinygrad 0.14: every float tensor in the graph, accumulated),
+# (tests/helpers/gradcheck.py) or closed forms, backward()'s .grad semantics (tinygrad 0.14: every float tensor in the graph, accumulated),
 # detach, requires_grad=False, errors, and that backward graphs still fuse into few kernels.
 import numpy as np
 import pytest
-from conftest import DEVICES
-from gradcheck import gradcheck
+from tests.helpers.devices import DEVICES
+from tests.helpers.gradcheck import gradcheck
 from tinygrad import Tensor, dtypes
 from tinygrad.uop import Ops
 

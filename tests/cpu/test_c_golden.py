@@ -1,6 +1,7 @@
 # The exact C the renderer writes for small kernels: readable names (ridx, val, alu, acc), the kernel name, const inputs, and clang's
-# unrolling turned off for the loop around a long loop (it would only copy the inner loop).
-from test_linear_kernels import add_kernel, sum_kernel, var_kernel
+# unrolling turned off for the loop around a long loop (it would only copy the inner loop). The C text is the behaviour under test here
+# (the kernels are hand-built with the names given); tests elsewhere check what kernels do, not how they are spelled.
+from tests.helpers.linear_kernels import add_kernel, sum_kernel, var_kernel
 from tinygrad.renderer.cstyle import ClangRenderer
 
 def test_golden_elementwise():
@@ -42,7 +43,7 @@ void E_n_2(float* restrict data0_10, const float* restrict data1_10, const int m
 
 def test_nested_max_names_its_operands():
   # MAX renders as `(a<b||b!=b)?b:a`: inlining its operands would write them more than once, and a chain of n MAX ops would grow as 2**n
-  from linear_kernels import Linear
+  from tests.helpers.linear_kernels import Linear
   from tinygrad.dtype import dtypes
   from tinygrad.renderer.cstyle import ClangRenderer
   k = Linear()
@@ -57,7 +58,7 @@ def test_rendered_kernels_compile_without_warnings():
   # clang warns about `a|b?x:y` (MAX's NaN test), once per MAX: dozens of warnings per kernel cost compile time, so none may be left
   import subprocess
   import pytest
-  from linear_kernels import Linear
+  from tests.helpers.linear_kernels import Linear
   from tinygrad.dtype import dtypes
   from tinygrad.runtime.support.compiler_cpu import ClangCompiler, find_c_compiler
   try: cc = find_c_compiler()

@@ -3,7 +3,7 @@
 import math
 import numpy as np
 import pytest
-from conftest import DEVICES
+from tests.helpers.devices import DEVICES
 from tinygrad import Tensor, dtypes
 
 pytestmark = pytest.mark.cpu

@@ -9,7 +9,7 @@ from tinygrad.helpers import Context
 from tinygrad.uop.ops import KernelInfo
 import tinygrad.schedule as schedule_mod
 import tinygrad.engine.realize as realize_mod
-from conftest import DEVICES
+from tests.helpers.devices import DEVICES
 
 def f32(*shape, seed=0): return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
 

@@ -6,8 +6,8 @@ import subprocess
 import sys
 import numpy as np
 import pytest
-from conftest import DEVICES
-from linear_kernels import run
+from tests.helpers.devices import DEVICES
+from tests.helpers.linear_kernels import run
 from tinygrad.device import Device, Buffer
 from tinygrad.dtype import dtypes, AddrSpace
 from tinygrad.codegen import get_program, lower_ast
@@ -114,6 +114,6 @@ def test_optimizer_reads_renderer_capabilities():
   assert kinds(TwoCores()) == [(AxisType.THREAD, 2), (AxisType.LOOP, 128), (AxisType.LOOP, 256), (AxisType.UPCAST, 4)]
   assert kinds(Serial()) == [(AxisType.LOOP, 256), (AxisType.LOOP, 256), (AxisType.UPCAST, 4)]
   assert AxisType.UPCAST not in [k for k, _ in kinds(NoVectors())]
-  assert optimize_ast(ast.replace(arg=KernelInfo()), TwoCores()).arg.name == "E_2_128_256_4"   # an automatic name: read off the ranges
+  assert optimize_ast(ast.replace(arg=KernelInfo()), TwoCores()).arg.name == "E_2_128_256_4"   # the naming is the subject: read off the ranges
   assert optimize_ast(ast, TwoCores()).arg.name == "k"   # a name the kernel's author gave is kept (as in 0.14)
   assert optimize_ast(ast, None) is ast

@@ -2,7 +2,7 @@
 # needed) and, on CPU, the values of uint8 tensors just past 2**31 elements (2 GB each: marked slow, deselect with -m 'not slow').
 import re
 import pytest
-from conftest import DEVICES
+from tests.helpers.devices import DEVICES
 from tinygrad import Tensor, dtypes, Device
 from tinygrad.device import Buffer
 from tinygrad.uop.ops import UOp, Ops, ParamArg
@@ -110,6 +110,7 @@ def test_variable_wider_than_int32(device):
   ast = UOp(Ops.SINK, dtypes.void, (UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, dtypes.float, (out, UOp.const(0))), value)),), KernelInfo("E_n"))
   spec = Device[device].renderer.to_program(lower_ast(ast).uops)
   assert spec.var_dtypes == (dtypes.int64,)
+  # pinned C text: the argument's C type and the literal's suffix are what makes the 64-bit value reach the kernel
   if device == "CPU": assert "const long n" in spec.src and "8589934592l" in spec.src, spec.src
   buf = Buffer(device, 1, dtypes.float).ensure_allocated()
   Device[device].run(spec, [buf], {"n": 2**33 + 5})

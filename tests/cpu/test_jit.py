@@ -8,8 +8,8 @@ from tinygrad.engine.jit import JitError, CapturedJit, ExecItem
 from tinygrad import helpers
 from tinygrad.helpers import ansistrip
 from tinygrad.tensor import core as tensor_core
-from conftest import DEVICES
-from test_memory_planner import check_no_live_overlap
+from tests.helpers.devices import DEVICES
+from tests.helpers.memory import check_no_live_overlap
 
 pytestmark = pytest.mark.cpu
 

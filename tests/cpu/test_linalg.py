@@ -1,7 +1,7 @@
 # dot/matmul (shapes, dtypes, errors), einsum (explicit, implicit, '...', diagonals) and the factorisations against numpy.
 import numpy as np
 import pytest
-from conftest import DEVICES
+from tests.helpers.devices import DEVICES
 from tinygrad import Tensor, dtypes
 
 def rnd(*shape, seed=0): return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)

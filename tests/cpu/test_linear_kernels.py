@@ -1,32 +1,12 @@
 # Hand-built linear kernels rendered, compiled and run on CPU, interpreted on PYTHON, checked against numpy.
 import numpy as np
 import pytest
-from conftest import DEVICES
-from linear_kernels import Linear, c, run
+from tests.helpers.devices import DEVICES
+from tests.helpers.linear_kernels import Linear, c, run, add_kernel, sum_kernel, var_kernel
 from tinygrad.device import Device, Buffer
 from tinygrad.dtype import dtypes
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
-
-def add_kernel(n:int) -> list[UOp]:
-  k = Linear()
-  out, a, b = k.param(0, dtypes.float, n), k.param(1, dtypes.float, n), k.param(2, dtypes.float, n)
-  r = k.range(n, 0)
-  return k.sink(f"E_{n}", k.end(k.store(out, r, k.load(a, r) + k.load(b, r)), r))
-
-def sum_kernel(rows:int, cols:int) -> list[UOp]:
-  """out[i] = sum(a[i*cols:(i+1)*cols]), with a register accumulator the way tinygrad 0.14's codegen lowers REDUCE."""
-  k = Linear()
-  out, a = k.param(0, dtypes.float, rows), k.param(1, dtypes.float, rows*cols)
-  acc = k.acc(0, dtypes.float)
-  i = k.range(rows, 0)
-  init = k.add(acc.after(i).index(c(0)).store(c(0.0, dtypes.float)))
-  j = k.range(cols, 1, i)
-  x = k.load(a, i*c(cols) + j)
-  cur = acc.after(init, j).index(c(0))
-  body = k.add(cur.store(k.add(cur.load()) + x))
-  done = k.end(body, j)
-  return k.sink(f"r_{rows}_{cols}", k.end(k.add(out.index(i).store(k.add(acc.after(done).index(c(0)).load()))), i))
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_elementwise_add(device):
@@ -39,14 +19,6 @@ def test_sum_with_accumulator(device):
   a = np.random.default_rng(1).standard_normal(100, dtype=np.float32)
   out, = run(device, sum_kernel(4, 25), [a], [dtypes.float])
   np.testing.assert_allclose(out, a.reshape(4, 25).sum(axis=1), rtol=1e-5)
-
-def var_kernel() -> list[UOp]:
-  """out[i] = a[i] * 2 + m for i < n: two int Variables, one as a loop bound."""
-  k = Linear()
-  out, a = k.param(0, dtypes.float, 10), k.param(1, dtypes.float, 10)
-  n, m = k.var("n", 1, 10), k.var("m", 0, 100)
-  r = k.range(n, 0)
-  return k.sink("E_n", k.end(k.store(out, r, k.load(a, r) * c(2.0, dtypes.float) + k.add(m.cast(dtypes.float))), r))
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_int_variables(device):

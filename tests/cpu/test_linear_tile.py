@@ -4,7 +4,7 @@ import pytest
 from tinygrad import Tensor
 from tinygrad.codegen.opt import OptOps
 from tinygrad.codegen.opt import heuristic as H
-from test_typed_ranges import ast_of, run, rand
+from tests.helpers.kernels import ast_of, run, rand
 
 pytestmark = pytest.mark.cpu   # kernels compiled by the C compiler
 

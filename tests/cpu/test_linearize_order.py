@@ -4,7 +4,7 @@ import gc
 import time
 import numpy as np
 import pytest
-from conftest import DEVICES
+from tests.helpers.devices import DEVICES
 from tinygrad import Tensor
 from tinygrad.dtype import dtypes
 from tinygrad.uop.ops import UOp, Ops, ParamArg, AxisType

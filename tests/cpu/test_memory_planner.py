@@ -2,37 +2,18 @@
 # each buffer's lifetime from the planned schedule and fails if two buffers live at the same time share a byte; results equal the
 # unplanned run (NO_MEMORY_PLANNER=1); the MLP training step's peak memory is at most tinygrad 0.14's.
 import gc
-import os
-import sys
 import numpy as np
 import pytest
 from hypothesis import given, settings, HealthCheck, strategies as st
 from tinygrad import Tensor, dtypes
 from tinygrad.helpers import Context, GlobalCounters
 import tinygrad.tensor.core as core
-from conftest import DEVICES
-from test_random_programs import apply_op
+from benches.bench_train import MODELS as TRAIN_MODELS
+from tests.helpers.devices import DEVICES
+from tests.helpers.memory import check_no_live_overlap
+from tests.helpers.programs import apply_op
 
-# ***** the checker *****
-
-def check_no_live_overlap(items) -> int:
-  """Fails if two distinct buffers used at the same time by the schedule `items` share memory. A view of an arena is live from the
-  first to the last item that uses it; any other buffer (an input, an output, an assign target, an unplanned intermediate) counts as
-  live through the whole schedule. Returns how many arena views the schedule uses."""
-  span: dict[int, list] = {}
-  for i, si in enumerate(items):
-    for b in si.bufs:
-      span.setdefault(id(b), [b, i, i])[2] = i
-  n = len(items)
-  ranges = []
-  for b, first, last in span.values():
-    if b._base is None: first, last = 0, n - 1
-    ranges.append((b, first, last, id(b.base), b.offset if b._base is not None else 0))
-  for i, (b1, f1, l1, m1, o1) in enumerate(ranges):
-    for b2, f2, l2, m2, o2 in ranges[:i]:
-      if m1 == m2 and f1 <= l2 and f2 <= l1 and o1 < o2 + b2.nbytes and o2 < o1 + b1.nbytes:
-        raise AssertionError(f"{b1!r} (items {f1}..{l1}) and {b2!r} (items {f2}..{l2}) are live at once in the same memory")
-  return sum(1 for r in ranges if r[0]._base is not None)
+# ***** the checker (tests/helpers/memory.py) *****
 
 def test_checker_catches_overlap():
   from tinygrad.device import Buffer
@@ -59,8 +40,6 @@ def planned(monkeypatch):
 
 # ***** models: benches/bench_train.py's steps (the CNN at batch 16) and a small GPT-2 block as in benches/bench_models.py *****
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benches"))
-from bench_train import MODELS as TRAIN_MODELS  # noqa: E402
 TRAIN: dict = {}
 exec(compile(TRAIN_MODELS, "<bench_train models>", "exec"), TRAIN)
 

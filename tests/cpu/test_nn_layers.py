@@ -4,7 +4,7 @@ import itertools
 import math
 import numpy as np
 import pytest
-from conftest import DEVICES
+from tests.helpers.devices import DEVICES
 from tinygrad import Tensor, nn, dtypes, Context
 
 pytestmark = pytest.mark.cpu

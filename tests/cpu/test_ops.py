@@ -2,8 +2,8 @@
 # division, wrapping ints), and CPU against PYTHON bit for bit.
 import numpy as np
 import pytest
-from conftest import DEVICES
-from linear_kernels import Linear, run
+from tests.helpers.devices import DEVICES
+from tests.helpers.linear_kernels import Linear, run
 from tinygrad.dtype import DType, dtypes, float_to_bf16, _to_np_dtype, fma32, fma64
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp

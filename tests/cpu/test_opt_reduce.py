@@ -1,11 +1,12 @@
 # Reduce kernel optimizations (tinygrad/codegen/opt/): small reduce loops unrolled, the innermost output loop of a reduce kernel
-# upcast by 4 (4 accumulators, vector loads). Numerics against numpy on both devices, and the generated C.
+# upcast by 4 (4 accumulators, vector loads). Numerics against numpy on both devices, and the lowered kernel's loops and accesses.
 import numpy as np
 import pytest
 from tinygrad import Tensor, dtypes
 from tinygrad.uop.ops import Ops
 from tinygrad.helpers import Context
 from tinygrad.engine.realize import get_spec
+from tests.helpers.kernels import loop_sizes, register_sizes, vector_accesses
 
 pytestmark = pytest.mark.cpu
 
@@ -13,7 +14,7 @@ DEVICES = ["CPU", "PYTHON"]
 
 @pytest.fixture
 def single_core(monkeypatch):
-  """No threading (its core count differs between machines): kernel names and sources are the same everywhere."""
+  """No threading (its core count differs between machines): the lowered kernels are the same everywhere."""
   import tinygrad.engine.realize as realize
   monkeypatch.setattr(realize, "_specs", {})  # specs are cached per (AST, device)
   with Context(NUM_CPU_THREADS=1): yield
@@ -98,83 +99,90 @@ class TestReduceNumerics:
     want = (Tensor(a) @ Tensor(b)).numpy()
     with Context(NOOPT=1): np.testing.assert_allclose((Tensor(a) @ Tensor(b)).numpy(), want, rtol=1e-5, atol=1e-5)
 
-class TestGeneratedC:
+class TestLoweredKernel:
+  """The optimized kernel's loops, accumulators and vector accesses, read off its linear UOps (not its name or C spelling)."""
   def test_matmul_upcast(self, single_core):
     a, b = Tensor(rand((64, 64))).realize(), Tensor(rand((64, 64), seed=1)).realize()
-    spec = spec_of(a @ b)
+    uops = spec_of(a @ b).uops
     # the output column loop (64) runs 16 times computing 4 columns, the row loop (64) 16 times computing 4 rows: 16
-    # accumulators. B's row (4 columns) is one vector load per reduce step, shared by the 4 rows; each row's 4 results are one
-    # vector store
-    assert spec.name == "r_16_4_16_4_16_4"
-    assert "float acc0[16];" in spec.src and spec.src.count("acc0[15] = ") == 2
-    assert "float4 val" in spec.src and spec.src.count("*((float4*)(data2_4096+") == 4 and spec.src.count("*((float4*)(data0_4096+") == 4
+    # accumulators. Per reduce step (the scheduler's 4 lanes): B's 4 rows as 4 vector loads shared by the 4 output rows, A's 4 rows
+    # one vector load each; each output row's 4 results are one vector store
+    assert loop_sizes(uops) == [16, 16, 16] and register_sizes(uops) == [16]
+    assert vector_accesses(uops) == {("LOAD", 1, 4): 4, ("LOAD", 2, 4): 4, ("STORE", 0, 4): 4}
+    np.testing.assert_allclose((a @ b).numpy(), a.numpy() @ b.numpy(), rtol=1e-5, atol=1e-4)
     with Context(NOOPT=1):
-      spec = spec_of(a @ b)
-      assert spec.name == "r_64_64_64" and "float acc0[1];" in spec.src and "float4" not in spec.src
+      uops = spec_of(a @ b).uops
+      assert loop_sizes(uops) == [64, 64, 64] and register_sizes(uops) == [1] and not vector_accesses(uops)
 
   def test_batched_matmul_upcast(self, single_core):
     a, b = Tensor(rand((3, 8, 64))).realize(), Tensor(rand((3, 64, 12), seed=1)).realize()
-    spec = spec_of(a @ b)
-    assert spec.name == "r_3_2_4_3_4_16_4" and "float acc0[16];" in spec.src
+    uops = spec_of(a @ b).uops
+    # per batch: 8 rows as 2 loops of 4 upcast rows, 12 columns as 3 loops of 4 upcast columns, the reduce 16 steps of 4 lanes
+    assert loop_sizes(uops) == [3, 2, 3, 16] and register_sizes(uops) == [16]
     np.testing.assert_allclose((a @ b).numpy(), a.numpy() @ b.numpy(), rtol=1e-5, atol=1e-4)
 
   def test_python_device_upcast(self):
     a, b = Tensor(rand((8, 16)), device="PYTHON").realize(), Tensor(rand((16, 8), seed=1), device="PYTHON").realize()
-    assert spec_of(a @ b, "PYTHON").name == "r_8_2_4_4_4"
+    uops = spec_of(a @ b, "PYTHON").uops
+    # the PYTHON device upcasts as CPU does: 4 output columns a vector store, the reduce of 16 fully unrolled
+    assert loop_sizes(uops) == [8, 2] and vector_accesses(uops)[("STORE", 0, 4)] == 1
     np.testing.assert_allclose((a @ b).numpy(), a.numpy() @ b.numpy(), rtol=1e-5, atol=1e-5)
 
   def test_small_matmul_fully_unrolled(self, single_core):
     # a reduce of 16: the scheduler's 4 iterations of 4 are unrolled too, no loop and no accumulator are left for it
     a, b = Tensor(rand((4, 16))).realize(), Tensor(rand((16, 8), seed=1)).realize()
-    spec = spec_of(a @ b)
-    assert spec.name == "r_4_2_4_4_4" and "acc0" not in spec.src and spec.src.count("for (") == 2
-    assert spec.src.count("*((float4*)(data2_128+") == 16
-    with Context(NOOPT=1): assert spec_of(a @ b).src.count("for (") == 3
+    uops = spec_of(a @ b).uops
+    assert loop_sizes(uops) == [4, 2] and register_sizes(uops) == [] and vector_accesses(uops)[("LOAD", 2, 4)] == 16
+    np.testing.assert_allclose((a @ b).numpy(), a.numpy() @ b.numpy(), rtol=1e-5, atol=1e-5)
+    with Context(NOOPT=1): assert len(loop_sizes(spec_of(a @ b).uops)) == 3
 
   def test_row_sum_not_upcast(self, single_core):
     # x.sum(axis=1): the 4 lanes would read 4 different rows, no load is shared as a vector: no upcast. The scheduler's 4 reduce
     # lanes read consecutive elements: one vector load
     x = Tensor(rand((64, 64))).realize()
-    spec = spec_of(x.sum(axis=1))
-    assert spec.name == "r_64_16_4" and "float acc0[1];" in spec.src and spec.src.count("*((float4*)(data1_4096+") == 1
+    uops = spec_of(x.sum(axis=1)).uops
+    assert loop_sizes(uops) == [64, 16] and register_sizes(uops) == [1] and vector_accesses(uops) == {("LOAD", 1, 4): 1}
     # x.sum(axis=0): the lanes read 4 consecutive columns, and with no other output loop 16 columns (a 64-byte line of each row)
-    spec = spec_of(x.sum(axis=0))
-    assert spec.name == "r_4_4_4_16_4" and "float acc0[16];" in spec.src and spec.src.count("*((float4*)(data1_4096+") == 16
+    uops = spec_of(x.sum(axis=0)).uops
+    assert loop_sizes(uops) == [4, 16] and register_sizes(uops) == [16] and vector_accesses(uops)[("LOAD", 1, 4)] == 16
+    np.testing.assert_allclose(x.sum(axis=1).numpy(), x.numpy().sum(axis=1), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(x.sum(axis=0).numpy(), x.numpy().sum(axis=0), rtol=1e-5, atol=1e-5)
 
   def test_dot_tile_vector_accumulators(self, single_core):
-    # x @ w.T: both operands read along the reduce's 4 lanes. A 4x4 tile of dot products, each one float4 accumulator (16 float4
+    # x @ w.T: both operands read along the reduce's 4 lanes. A 4x4 tile of dot products, each one 4-lane accumulator (16 vector
     # multiply-adds a step, no scalar lanes for clang to pair up: set to 0, loaded and stored in the loop, read after it), its lanes
     # summed once after the loop; the op count counts every lane of a vector op
     x, w = Tensor(rand((32, 64))).realize(), Tensor(rand((48, 64), seed=1)).realize()
     spec = spec_of(x @ w.T)
-    assert spec.name == "r_8_4_12_4_16_4" and "float acc0[64];" in spec.src and spec.src.count("*((float4*)(acc0+") == 64
+    assert loop_sizes(spec.uops) == [8, 12, 16] and register_sizes(spec.uops) == [64]
+    acc = vector_accesses(spec.uops)
+    assert acc[("LOAD", "reg", 4)] == acc[("STORE", "reg", 4)] == 32   # the 16 accumulators: in the loop and once after it
     assert spec.estimates.ops == 2 * 32 * 48 * 64 + 3 * 32 * 48  # and 3 adds of each output's lanes
     np.testing.assert_allclose((x @ w.T).numpy(), x.numpy() @ w.numpy().T, rtol=1e-5, atol=1e-4)
 
   def test_inner_dim_of_4(self, single_core):
     # the output column loop of exactly 4 disappears in the upcast; the row loop is not upcast (no load shared by the rows)
     x = Tensor(rand((64, 40, 4))).realize()
-    spec = spec_of(x.sum(axis=1))
-    assert spec.name == "r_64_4_10_4" and "float acc0[4];" in spec.src
+    uops = spec_of(x.sum(axis=1)).uops
+    assert loop_sizes(uops) == [64, 10] and register_sizes(uops) == [4]
     np.testing.assert_allclose(x.sum(axis=1).numpy(), x.numpy().sum(axis=1), rtol=1e-5, atol=1e-5)
     # a matmul with 4 output columns: its row loop is upcast, B's row still shared
     a, b = Tensor(rand((16, 40))).realize(), Tensor(rand((40, 4), seed=1)).realize()
-    spec = spec_of(a @ b)
-    assert spec.name == "r_4_4_4_10_4" and "float acc0[16];" in spec.src
+    uops = spec_of(a @ b).uops
+    assert loop_sizes(uops) == [4, 10] and register_sizes(uops) == [16]
     np.testing.assert_allclose((a @ b).numpy(), a.numpy() @ b.numpy(), rtol=1e-5, atol=1e-4)
 
   def test_unroll_small_reduce(self, single_core):
     x = Tensor(rand((3, 7))).realize()
-    spec = spec_of(x.max(axis=1))
-    assert spec.name == "r_3_7" and spec.src.count("for (") == 1 and "acc0" not in spec.src
-    with Context(NOOPT=1): assert spec_of(x.max(axis=1)).src.count("for (") == 2
+    uops = spec_of(x.max(axis=1)).uops
+    assert loop_sizes(uops) == [3] and register_sizes(uops) == []   # the reduce of 7 unrolled: no loop, no accumulator
+    with Context(NOOPT=1): assert loop_sizes(spec_of(x.max(axis=1)).uops) == [3, 7]
     np.testing.assert_array_equal(x.max(axis=1).numpy(), x.numpy().max(axis=1))
 
   def test_half_upcast_keeps_scalar_loads(self, single_core):
     # half has no vector type: nothing would become a vector load, so the reduce kernel is not upcast
     a, b = Tensor(rand((8, 32), np.float16)).realize(), Tensor(rand((32, 8), np.float16, seed=1)).realize()
-    spec = spec_of(a @ b)
-    assert "4)))" not in spec.src
+    assert not vector_accesses(spec_of(a @ b).uops)
     np.testing.assert_allclose((a @ b).numpy(), a.numpy().astype(np.float32) @ b.numpy().astype(np.float32), rtol=2e-2, atol=5e-2)
 
   def test_dtype_of_matmul(self):

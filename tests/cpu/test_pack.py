@@ -2,7 +2,7 @@
 matmul tile that packs B's column panels; numerics against numpy for odd, non-square and batched shapes."""
 import numpy as np
 import pytest
-from conftest import DEVICES
+from tests.helpers.devices import DEVICES
 from tinygrad import Tensor
 from tinygrad.uop.ops import Ops, AxisType
 from tinygrad.codegen import lower_ast
@@ -10,7 +10,7 @@ from tinygrad.codegen.opt import heuristic as H
 from tinygrad.codegen.opt import kernel as K
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError
 from tinygrad.codegen.opt.kernel import apply_opt, apply_opts, pack_candidates, ranges_of
-from test_typed_ranges import ast_of, run, rand
+from tests.helpers.kernels import ast_of, run, rand
 
 @pytest.fixture
 def small_tiles(monkeypatch):

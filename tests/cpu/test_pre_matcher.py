@@ -3,7 +3,7 @@
 import re
 import numpy as np
 import pytest
-from conftest import DEVICES
+from tests.helpers.devices import DEVICES
 from tinygrad import Tensor
 from tinygrad.device import Device
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, Ops

@@ -1,7 +1,7 @@
 # Reductions, scans and sorts against numpy: values, dtypes, NaN, empty tensors, errors; accurate float sums in one kernel.
 import numpy as np
 import pytest
-from conftest import DEVICES
+from tests.helpers.devices import DEVICES
 from tinygrad import Tensor, dtypes, Context
 from tinygrad.engine.realize import GlobalCounters
 

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from tinygrad import Tensor
 from tinygrad.helpers import Context
-from tinygrad.uop.ops import Ops
+from tinygrad.uop.ops import Ops, AxisType
+from tests.helpers.kernels import kinds
 
 def _chain(n:int, x:Tensor) -> Tensor:
   for _ in range(n): x = x * 1.0001 + 0.5
@@ -27,7 +28,7 @@ def low_recursion_limit():
 
 def test_chain_10000_schedules_into_one_kernel(low_recursion_limit):
   items, _ = _chain(10_000, Tensor(np.ones(16, dtype=np.float32))).schedule()
-  assert len(items) == 1 and items[0].name == "E_16"
+  assert len(items) == 1 and kinds(items[0].ast) == [(AxisType.LOOP, 16)]
   assert sum(1 for u in items[0].ast.toposort() if u.op is Ops.MUL) == 10_000
 
 @pytest.mark.cpu
@@ -57,7 +58,8 @@ def test_mlp_1000_layers_forward_and_backward_shaped(low_recursion_limit):
     dws.append(a_in.T @ grad)
     grad = grad @ w.T
   items, bufs = out.schedule()
-  assert len(items) == 1000 and {si.name for si in items} == {"r_2_8_2_4"}
+  shapes = {tuple(kinds(si.ast)) for si in items}   # one matmul kernel per layer, all alike
+  assert len(items) == 1000 and len(shapes) == 1 and any(k is AxisType.REDUCE for k, _ in next(iter(shapes)))
   items, bufs = dws[-1].schedule(grad.sum(), *dws[:3])
   kernels = [si for si in items if si.ast.op is Ops.SINK]
   assert len(kernels) >= 2000

@@ -3,7 +3,7 @@
 # arithmetic run like Tensor's, and the C is the plain operator (the codegen's render forms), not the spelled-out form.
 import numpy as np
 import pytest
-from conftest import DEVICES
+from tests.helpers.devices import DEVICES
 from tinygrad import Tensor, dtypes
 from tinygrad.dtype import _to_np_dtype
 from tinygrad.engine.realize import get_spec

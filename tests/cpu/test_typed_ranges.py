@@ -2,37 +2,24 @@
 # the ranges, and every optimization applied on its own and run on CPU and PYTHON against numpy.
 import numpy as np
 import pytest
-from conftest import DEVICES
+from tests.helpers.devices import DEVICES
+from tests.helpers.kernels import ast_of, kinds, run, rand
 from tinygrad import Tensor
 from tinygrad.device import Device
 from tinygrad.uop.ops import UOp, Ops, AxisType
 from tinygrad.codegen import lower_ast
 from tinygrad.codegen.opt import heuristic as opt
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError
-from tinygrad.codegen.opt.kernel import apply_opt, shift_to, ranges_of, kernel_name, range_size
+from tinygrad.codegen.opt.kernel import apply_opt, shift_to, ranges_of, kernel_name
 from tinygrad.codegen.opt.heuristic import hand_coded_optimizations
 
 L, R, T, U, N = AxisType.LOOP, AxisType.REDUCE, AxisType.THREAD, AxisType.UPCAST, AxisType.UNROLL
 
-def rand(*shape, seed=0): return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
-
-def ast_of(t:Tensor) -> tuple[UOp, list]:
-  items, _ = t.schedule()
-  assert len(items) == 1
-  return items[0].ast, items[0].bufs
-
-def kinds(ast:UOp) -> list[tuple[AxisType, int]]: return [(r.arg[-1], range_size(r)) for r in ranges_of(ast)]
-
-def run(ast:UOp, bufs:list, device:str) -> np.ndarray:
-  """Lowers an (already optimized) AST with no further optimizations, renders and runs it on the schedule item's buffers."""
-  spec = Device[device].renderer.to_program(lower_ast(ast).uops)
-  Device[device].run(spec, bufs)
-  return bufs[0].numpy()
-
 def test_matmul_ranges():
   a, b = Tensor(rand(64, 64), device="PYTHON").realize(), Tensor(rand(64, 64, seed=1), device="PYTHON").realize()
   ast, _ = ast_of(a @ b)
-  # the scheduler: a LOOP per output dim, the reduce of 64 as 16 REDUCE steps of an UNROLL of 4
+  # the scheduler: a LOOP per output dim, the reduce of 64 as 16 REDUCE steps of an UNROLL of 4 (the names: kernel_name's own test,
+  # the names are read off the ranges as tinygrad 0.14 spells them)
   assert kinds(ast) == [(L, 64), (L, 64), (R, 16), (N, 4)] and ast.arg.name == kernel_name(ast) == "r_64_64_16_4"
   opt = hand_coded_optimizations(ast, threads=4)
   # rows: 4 threads of 4 loop steps of 4 upcast rows; columns: 16 loop steps of 4 upcast columns
@@ -110,7 +97,7 @@ def test_thread_is_special_core_id():
   (sp,) = [u for u in uops if u.op is Ops.SPECIAL]
   assert sp.arg == "core_id" and sp.src[0].arg == 4 and not any(u.op is Ops.RANGE and u.arg[-1] is T for u in uops)
   spec = Device["PYTHON"].renderer.to_program(uops)
-  assert spec.global_size == (4, 1, 1) and spec.core_id == 0 and spec.name == "E_4_4_12"
+  assert spec.global_size == (4, 1, 1) and spec.core_id == 0
 
 def test_name_without_ranges():
   ast, _ = ast_of(Tensor([3.0], device="PYTHON") + 1)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st, HealthCheck
-from conftest import DEVICES
+from tests.helpers.devices import DEVICES
 from tinygrad import Tensor
 from tinygrad.device import Device
 from tinygrad.uop.ops import Ops, AxisType

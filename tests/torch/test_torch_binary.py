@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 torch = pytest.importorskip("torch")
-from torch_compare import compare, Tensor  # noqa: E402
+from tests.helpers.torch_compare import compare, Tensor  # noqa: E402
 
 BINARY = {
   "add": (lambda a, b: a + b, lambda a, b: a + b, -2, 2), "sub": (lambda a, b: a - b, lambda a, b: a - b, -2, 2),

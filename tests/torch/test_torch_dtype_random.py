@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 torch = pytest.importorskip("torch")
-from torch_compare import compare, Tensor, dtypes  # noqa: E402
+from tests.helpers.torch_compare import compare, Tensor, dtypes  # noqa: E402
 
 TO = {"int8": (dtypes.int8, torch.int8), "int32": (dtypes.int32, torch.int32),
       "int64": (dtypes.int64, torch.int64), "uint8": (dtypes.uint8, torch.uint8),

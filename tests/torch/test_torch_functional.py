@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 torch = pytest.importorskip("torch")
-from torch_compare import compare, Tensor  # noqa: E402
+from tests.helpers.torch_compare import compare, Tensor  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 TCONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}

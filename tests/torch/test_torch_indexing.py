@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 torch = pytest.importorskip("torch")
-from torch_compare import compare, Tensor  # noqa: E402
+from tests.helpers.torch_compare import compare, Tensor  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 I1, I2 = np.array([[0, 2], [2, 1]]), np.array([1, 0])

@@ -1,6 +1,6 @@
 import pytest
 torch = pytest.importorskip("torch")
-from torch_compare import compare, Tensor  # noqa: E402
+from tests.helpers.torch_compare import compare, Tensor  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 MOVEMENT = {

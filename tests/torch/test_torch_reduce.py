@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 torch = pytest.importorskip("torch")
-from torch_compare import compare  # noqa: E402
+from tests.helpers.torch_compare import compare  # noqa: E402
 
 REDUCE = {
   "sum": (lambda x: x.sum(1), lambda x: x.sum(1)), "sum_all": (lambda x: x.sum(), lambda x: x.sum()),

@@ -2,7 +2,7 @@ import math
 import numpy as np
 import pytest
 torch = pytest.importorskip("torch")
-from torch_compare import compare  # noqa: E402
+from tests.helpers.torch_compare import compare  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 # name: (ours, torch, low, high); inputs avoid the kinks/singularities where the one-sided derivatives differ

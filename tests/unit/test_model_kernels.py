@@ -1,12 +1,8 @@
 # Kernel counts of the graphs benches/bench_models.py measures (schedule only, on the NULL device): no more kernels than tinygrad 0.14
 # schedules for the same code (issue 10's speed item; 0.14's counts measured with benches/compare.py --script bench_models.py).
-import os
-import sys
 import pytest
 from tinygrad import Tensor, Context, dtypes
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benches"))
-from bench_models import MODELS, COUNTS  # noqa: E402
+from benches.bench_models import MODELS, COUNTS
 
 TINYGRAD_014 = {"mlp": 16, "cnn": 25, "gpt2": 14, "softmax": 3, "layernorm": 3, "matmul_bias_relu": 1, "attention": 4}
 

@@ -139,7 +139,7 @@ def _loop_kernel(trip:int, body_ops:int, math:bool=False, inner_trip:int|None=No
   (4, 1, False, 3, False),         # around a short loop, which clang unrolls away: unrolling both is clang's call
 ])
 def test_clang_unroll_pragma(trip, body_ops, math, inner_trip, disabled):
-  src = ClangRenderer().render(_loop_kernel(trip, body_ops, math, inner_trip))
+  src = ClangRenderer().render(_loop_kernel(trip, body_ops, math, inner_trip))   # the pragma's text is the rule under test
   outer = f"for (int ridx0 = 0; ridx0 < {trip}; ridx0++) {{"
   assert (f"#pragma clang loop unroll(disable)\n  {outer}" in src) == disabled, src
   assert src.count("#pragma") == (1 if disabled else 0)   # never on the inner loop here (a one-op body)

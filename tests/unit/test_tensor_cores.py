@@ -72,7 +72,7 @@ def test_tc_makes_a_warp_and_a_wmma(dt):
   assert [range_size(r) for r in ranges_of(ast, AxisType.UPCAST)] == [2, 2]                 # the 4 C elements of each thread
   assert range_size(m_o) == 64 // 16 and range_size(n_o) == 48 // 8
   assert [range_size(r) for r in ranges_of(ast, AxisType.REDUCE)] == [32 // 16] and not ranges_of(ast, AxisType.UNROLL)
-  assert ast.arg.applied_opts == (Opt(OptOps.TC, 0, (-1, 0, 1)),) and ast.arg.name.startswith("r_32_")
+  assert ast.arg.applied_opts == (Opt(OptOps.TC, 0, (-1, 0, 1)),)
 
 def test_tc_program_launch_and_estimates():
   # a block per 16 x 8 output tile, one warp each; the estimated ops are the matmul's multiply-adds (the accumulation is the instruction's)

@@ -1,4 +1,4 @@
-"""Finite-difference checks of Tensor gradients, for any test file: `from gradcheck import gradcheck`.
+"""Finite-difference checks of Tensor gradients, for any test file: `from tests.helpers.gradcheck import gradcheck`.
 
   gradcheck(fn, *inputs, eps=1e-6, atol=1e-6, rtol=1e-5, device=None) -> list[np.ndarray]
 
