@@ -2,6 +2,7 @@
 # thread and the workers.
 import ctypes
 import os
+import time
 import threading
 import numpy as np
 import pytest
@@ -158,7 +159,10 @@ def test_c_pool_workers_kept_off_the_callers_cpu(scale):
   p = cpu_threads.NativePool(lib, 2)
   try:
     cpu = _on_a_steady_cpu(lambda: _run(p, scale, 1 << 12, 4))
-    assert len(tids := p.thread_ids()) == 2 and all(tids)
+    # a worker records its id once it first runs, which may be after the caller took every chunk itself
+    deadline = time.monotonic() + 10
+    while not all(tids := p.thread_ids()) and time.monotonic() < deadline: time.sleep(0.01)
+    assert len(tids) == 2 and all(tids)
     for tid in tids: assert os.sched_getaffinity(tid) == os.sched_getaffinity(0) - {cpu}
   finally: p.stop()
 

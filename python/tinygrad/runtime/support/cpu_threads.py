@@ -141,6 +141,8 @@ int tg_pool_start(int n, long spin) {
   pthread_mutex_init(&run_mu, 0); pthread_mutex_init(&sleep_mu, 0); pthread_cond_init(&wake, 0);
   atomic_store(&quit, 0); atomic_store(&sleepers, 0);
   spin_ns = spin; placed_cpu = -1;
+  /* a worker writes its id when it starts: until then its slot reads 0, never the id of an earlier pool's (exited) thread */
+  for (int i = 0; i < n && i < MAX_WORKERS; i++) atomic_store(&thread_ids[i], 0);
   for (workers = 0; workers < n && workers < MAX_WORKERS; workers++)
     if (pthread_create(&threads[workers], 0, worker, (void *)(intptr_t)workers) != 0) break;
   return workers;
