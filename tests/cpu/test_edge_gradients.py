@@ -32,6 +32,14 @@ def test_acosh_gradient_at_one_is_inf():
   assert grad[0] == np.inf
   np.testing.assert_allclose(grad[1:], ref[1:], rtol=1e-6)
 
+def test_acosh_gradient_below_minus_one_is_torchs():
+  # torch's acosh'(x) = 1/sqrt(x*x-1) for x <= -1 too, where acosh(x) is NaN; NaN between -1 and 1; 0 at -inf
+  xs = np.array([-1.0, -1.5, -2.0, -300.0, -np.inf, -0.5, 0.0], np.float32)
+  val, grad = value_and_grad(lambda x: x.acosh(), xs)
+  assert np.isnan(val).all()
+  with np.errstate(divide="ignore", invalid="ignore"): ref = 1 / np.sqrt(xs.astype(np.float64) ** 2 - 1)
+  np.testing.assert_allclose(grad, ref, rtol=1e-6)
+
 def test_atanh_gradient_at_plus_minus_one_is_inf():
   xs = np.array([1.0, -1.0, 0.5, -0.25], np.float32)
   val, grad = value_and_grad(lambda x: x.atanh(), xs)
