@@ -9,6 +9,8 @@ one graph_rewrite with that name (so TRACK_MATCH_STATS and the rewrite log show 
   pm_expand       UNROLL and UPCAST ranges -> their lanes (tinygrad/codegen/expander.py): vector loads/stores, per-lane REDUCEs
   group reduces   a REDUCE split over a workgroup (GROUP_REDUCE ranges) -> partials in a local BUFFER, a BARRIER, a final REDUCE
                   (tinygrad/codegen/group_reduce.py); GROUP_REDUCE ranges become LOCAL ones
+  pm_safe_ratio   x * (1/(1+x)) (anywhere in a chain of products, distributed over sums that hold 1/(1+x)) -> 1 - 1/(1+x) where
+                  x > 1, x/(1+x) elsewhere: no inf * 0 when x overflows (codegen/safe_ratio.py: exp(x)/(1+exp(x)) and its gradient)
   pm_render_forms the one spelling the tensor graph has for each op (tinygrad/mixin/mathtraits.py) back to the ops renderers print
                   directly: x*-1 -> NEG, a+NEG(b) -> SUB, a*RECIPROCAL(b) -> FDIV (before constant folding could turn 1/3 into
                   0.333..., so a/3 rounds once, as written), CMPNE(CMPNE(a, b), True) -> CMPEQ, minimum's max of negations -> a
@@ -56,6 +58,7 @@ from tinygrad.codegen.index_dtype import pm_lower_index
 from tinygrad.codegen.split_ranges import split_ranges, pm_fold_gates
 from tinygrad.codegen.opt.kernel import open_ranges
 from tinygrad.codegen.opt.tc import pm_wmma_acc
+from tinygrad.codegen.safe_ratio import pm_safe_ratio
 if TYPE_CHECKING:
   from tinygrad.renderer import Renderer, LinearKernel
 
@@ -413,6 +416,7 @@ PASSES: list[Pass] = [
   ("split ranges", split_ranges, None),
   ("expand upcast and unroll", _expand, None),
   ("group reduces", _group_reduces, None),
+  ("safe ratios", pm_safe_ratio, None),
   ("render forms", pm_render_forms, None),
   ("decompositions", pm_decomp, None),
   ("constant folding", pm_const_fold, None),
