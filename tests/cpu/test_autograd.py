@@ -277,3 +277,14 @@ def test_mean_gradient_of_a_constant_seed():
   x.requires_grad = True
   x.mean().backward()
   np.testing.assert_allclose(x.grad.numpy(), np.full((4, 3), 1 / 12, np.float32), rtol=1e-6)
+
+def test_realized_constant_gradient_stays_a_constant_elsewhere():
+  # the gradient of a 0-d tensor's sum is the constant 1.0 itself; realizing it must not turn every later use of the constant 1.0
+  # into a load of that buffer (the codegen's rules on constants then no longer see it: here exp(x)/(1+exp(x)) at x = 300, whose
+  # overflow-safe form needs the 1 of 1 + exp(x), gave a NaN gradient)
+  x = Tensor(np.float32(0.5), requires_grad=True)
+  (g,) = x.reshape(()).sum().gradient(x)
+  assert g.realize().numpy() == 1.0
+  y = Tensor(np.array([300.0, -300.0, 0.0], np.float32))
+  (gy,) = (y.exp() / (1 + y.exp())).sum().gradient(y)
+  np.testing.assert_allclose(gy.numpy(), [0.0, 0.0, 0.25], atol=1e-7)

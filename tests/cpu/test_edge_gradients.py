@@ -32,6 +32,14 @@ def test_acosh_gradient_at_one_is_inf():
   assert grad[0] == np.inf
   np.testing.assert_allclose(grad[1:], ref[1:], rtol=1e-6)
 
+def test_acosh_gradient_below_minus_one_is_torchs():
+  # torch's acosh'(x) = 1/sqrt(x*x-1) for x <= -1 too, where acosh(x) is NaN; NaN between -1 and 1; 0 at -inf
+  xs = np.array([-1.0, -1.5, -2.0, -300.0, -np.inf, -0.5, 0.0], np.float32)
+  val, grad = value_and_grad(lambda x: x.acosh(), xs)
+  assert np.isnan(val).all()
+  with np.errstate(divide="ignore", invalid="ignore"): ref = 1 / np.sqrt(xs.astype(np.float64) ** 2 - 1)
+  np.testing.assert_allclose(grad, ref, rtol=1e-6)
+
 def test_atanh_gradient_at_plus_minus_one_is_inf():
   xs = np.array([1.0, -1.0, 0.5, -0.25], np.float32)
   val, grad = value_and_grad(lambda x: x.atanh(), xs)
@@ -74,6 +82,26 @@ def test_sigmoid_extreme_inputs():
   assert val[0] == 0.0 and val[1] == 1.0
   np.testing.assert_allclose(val, ref, rtol=1e-5, atol=1e-30)
   np.testing.assert_allclose(grad, ref * (1 - ref), rtol=1e-4, atol=1e-30)
+
+def test_hand_written_sigmoid_extreme_inputs():
+  # exp(x) / (1 + exp(x)) as users write it: exp overflows to inf past 88, and inf/inf (inf * 1/inf) would be NaN in the value and
+  # the gradient; small values keep their precision (1 - 1/(1+e) would round exp(-20)/(1+exp(-20)) to 0)
+  xs = np.array([300.0, -300.0, 100.0, -100.0, 88.0, 20.0, -20.0, 0.5, 0.0, -3.0], np.float32)
+  val, grad = value_and_grad(lambda x: x.exp() / (1 + x.exp()), xs)
+  with np.errstate(over="ignore"): ref = 1 / (1 + np.exp(-xs.astype(np.float64)))
+  np.testing.assert_allclose(val, ref, rtol=1e-6, atol=1e-30)
+  # (the gradient is s - s*s there, as in torch: near s = 1 it cancels, so its error is absolute)
+  np.testing.assert_allclose(grad, ref * (1 - ref), rtol=1e-5, atol=1e-7)
+  assert np.isfinite(grad).all()
+
+def test_ratio_with_infinite_input_is_its_limit():
+  # x * (1/(1+x)) (and x/(1+x)) at x = inf is 1, the limit, not inf * 0; elsewhere as computed in float64
+  xs = np.array([np.inf, 1e30, 3.0, 1.0, 0.5, 1e-30, 0.0, -0.5, -3.0], np.float32)
+  x = Tensor(xs)
+  x64 = xs.astype(np.float64)
+  with np.errstate(invalid="ignore"): ref = np.where(np.isinf(x64), 1.0, x64 / (1 + x64))
+  np.testing.assert_allclose((x * (1 + x).reciprocal()).numpy(), ref, rtol=1e-6, atol=0)
+  np.testing.assert_allclose((x / (x + 1)).numpy(), ref, rtol=1e-6, atol=0)
 
 @pytest.mark.parametrize("e", [2, 3, 0, -1])
 def test_pow_constant_int_exponent_float(e):

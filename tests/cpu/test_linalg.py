@@ -71,6 +71,19 @@ class TestEinsum:
     with pytest.raises(ValueError, match="invalid subscript '1'"): Tensor.einsum("i1->i", a)
     with pytest.raises(TypeError, match="operands must be Tensors"): Tensor.einsum("ij->i", np.ones((2, 3)))
     with pytest.raises(TypeError, match="einsum needs a formula string, got list"): Tensor.einsum([a], a)
+  @pytest.mark.parametrize("formula, msg", [
+    ("...i...,i->", r"operand 0 \('...i...'\) has more than one ellipsis"),
+    ("...i->......", r"the output \('......'\) has more than one ellipsis"),
+    ("..i->i", "invalid subscript '.'"),
+    ("i->i->i", "invalid subscript '-'"),
+    ("i->ii", "output subscripts 'ii' must be distinct"),
+  ])
+  def test_malformed_formula(self, formula, msg):
+    # torch raises RuntimeError for a malformed formula, tinygrad 0.14 mostly ValueError: the error is both
+    x, v = Tensor.ones(2, 3), Tensor.ones(3)
+    ops = (x, v) if "," in formula else (v,)
+    for exc in (RuntimeError, ValueError):
+      with pytest.raises(exc, match=msg): Tensor.einsum(formula, *ops)
 
 class TestFactorisations:
   @pytest.mark.cpu

@@ -13,6 +13,7 @@ lower_ast adds the ordering (a walk: an order is a property of the whole graph) 
   expand          UNROLL and UPCAST ranges -> their lanes (expander.py): vector loads/stores, per-lane REDUCEs
   group reduces   a REDUCE split over a workgroup (GROUP_REDUCE ranges) -> partials in a local BUFFER, a BARRIER, a final REDUCE
                   (group_reduce.py); then GROUP_REDUCE ranges become LOCAL ones
+  safe ratios     x * (1/(1+x)) -> 1 - 1/(1+x) where x > 1, x/(1+x) elsewhere: no inf * 0 when x overflows (safe_ratio.py)
   render forms    the tensor graph's one spelling per op back to the ops renderers print: SUB, NEG, FDIV, CMPEQ, minimum (decomp.py)
   decompositions  THREEFRY -> Threefry-2x32 in uint32 ops; float -> int CAST with one meaning on every device (decomp.py)
   constant fold   ALU/CAST of constants -> the constant (so `full(1) + full(2)` stores 3), and the masks a constant comparison decides
@@ -46,6 +47,7 @@ from tinygrad.codegen.accumulator import pm_reduce, reduce_context
 from tinygrad.codegen.mulacc import pm_fuse_mulacc, FuseContext, fuse_context
 from tinygrad.codegen.linearizer import linearize
 from tinygrad.codegen.opt.tc import pm_wmma_acc
+from tinygrad.codegen.safe_ratio import pm_safe_ratio
 if TYPE_CHECKING:
   from tinygrad.renderer import Renderer, LinearKernel
 
@@ -111,6 +113,7 @@ PASSES: list[Pass] = [
   Pass("expand upcast and unroll", pm_expand, expand_context, walk=True),
   Pass("group reduces", pm_group_reduce, group_context),
   Pass("group ranges to local", pm_group_to_local),
+  Pass("safe ratios", pm_safe_ratio),
   Pass("render forms", pm_render_forms),
   Pass("decompositions", pm_decomp),
   Pass("constant folding", pm_const_fold),

@@ -115,8 +115,11 @@ class MovementMixin:
       if not all(size_ok(p) for pair in pairs for p in pair): raise ValueError(f"symbolic padding {pairs} must be >= 0 for shape {self.shape}")
       x, pos = self, tuple(pairs)
     else:
-      x = self.shrink(tuple((-min(b, 0), s + a if a < 0 else s) for s, (b, a) in zip(self.shape, pairs)))
-      pos = tuple((max(b, 0), max(a, 0)) for b, a in pairs)
+      grow = tuple((max(b, 0), max(a, 0)) for b, a in pairs)
+      def cut(x): return x.shrink(tuple((-min(b, 0), s + a if a < 0 else s) for s, (b, a) in zip(x.shape, pairs)))
+      # reflect and replicate read the edges of the whole input, as torch does: pad first, then cut (circular wraps what is left)
+      if mode in ("reflect", "replicate"): return cut(self._pad_edges(grow, mode) if any(p != (0, 0) for p in grow) else self)
+      x, pos = cut(self), grow
     if all(p == (0, 0) for p in pos): return x
     if mode != "constant": return x._pad_edges(pos, mode)
     ret = x._mop(Ops.PAD, pos)

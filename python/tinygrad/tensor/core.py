@@ -325,6 +325,10 @@ def _stored(tensors:tuple[Tensor, ...]) -> tuple[Tensor, ...]:
   # a tensor of a weak dtype is a constant expression of Python values, with no storage: nothing to schedule (as in 0.14)
   return tuple(t for t in tensors if t.dtype not in dtypes.weaks)
 
+def _is_constant(u:UOp) -> bool:
+  while u.op in GroupOp.Movement or u.op is Ops.CAST: u = u.src[0]
+  return u.op is Ops.CONST
+
 def _bind_buffers(tensors:tuple[Tensor, ...], bufs:dict[UOp, UOp]) -> None:
   """Points each tensor (and every graph holding its old UOp) at the buffer its schedule writes; the writes of Tensor.assign
   (AFTER nodes) the schedule runs are realized too, so that no later schedule runs them again."""
@@ -332,7 +336,9 @@ def _bind_buffers(tensors:tuple[Tensor, ...], bufs:dict[UOp, UOp]) -> None:
     if (b := bufs.get(t.uop)) is None: continue
     view = buffer_view(b, t.shape)
     if view is not t.uop:
-      mark_realized(t.uop, view)
+      # a constant (a CONST under views) is one interned node that every graph using the value shares: marking it would make them all
+      # load it from this buffer (and hide it from the codegen's constant rules); recomputing it is free
+      if not _is_constant(t.uop): mark_realized(t.uop, view)
       t.uop = view
   for u, b in bufs.items():
     # an assign's storage (flat), or a hand-written kernel's argument after it ran (tinygrad/schedule/call.py), seen with its shape

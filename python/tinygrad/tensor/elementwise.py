@@ -118,11 +118,16 @@ class ElementwiseMixin:
     return (x < 0).where(-ret, ret)
   def acosh(self) -> Tensor:
     x = self._to_float()
-    big = x.abs() > x._big()  # (x < -1 gives NaN in either branch)
-    s = big.where(1, x)
+    # computed at |x|: torch's gradient 1/sqrt(x*x-1) holds for every |x| >= 1, x <= -1 included (where the value is NaN)
+    neg = x < 0
+    a = neg.where(-x, x)
+    big = a > a._big()
+    s = big.where(1, a)
     # sqrt(s-1)*sqrt(s+1): at s = 1 the gradient of sqrt((s-1)*(s+1)) would be inf * 0 (NaN), torch gives inf
-    ret = big.where(x.log() + _LN2, ((s - 1) + (s - 1).sqrt() * (s + 1).sqrt())._log1p())
-    return (x < 1).where(math.nan, ret)  # (rounding could make log1p's argument exactly -1 for x < 1)
+    ret = big.where(big.where(a, 1).log() + _LN2, ((s - 1) + (s - 1).sqrt() * (s + 1).sqrt())._log1p())
+    ret = neg.where(ret.detach() * 2 - ret, ret)   # the same value, the gradient's sign undone (d|x|/dx is -1 there)
+    # NaN below 1 (rounding could make log1p's argument exactly -1 there), added so that the gradient still flows
+    return (x < 1).where(ret + math.nan, ret)
   def atanh(self) -> Tensor:
     x = self._to_float()
     # log1p(x) and log1p(-x) have opposite signs: no cancellation, and 1 +- x is exact near +-1

@@ -3,11 +3,12 @@ operators, gather/scatter, masked_select, nonzero, one_hot. Index arithmetic is 
 selection), so the gradient rules over those primitives cover it."""
 from __future__ import annotations
 from typing import TYPE_CHECKING
-from tinygrad.dtype import dtypes
-from tinygrad.helpers import prod
+from tinygrad.dtype import dtypes, _to_np_dtype
+from tinygrad.device import Device
+from tinygrad.helpers import prod, flatten
 from tinygrad.uop.ops import UOp, Ops, ssimplify, srender, smax
 from tinygrad.tensor.common import TensorBase, broadcast_shape
-from tinygrad.schedule.buffers import has_buffer, realized_view
+from tinygrad.schedule.buffers import has_buffer, realized_view, buffer_of
 from tinygrad.tensor.autograd import _tensors
 from tinygrad.tensor.disk import is_disk, assign as disk_assign, setitem as disk_setitem
 
@@ -32,6 +33,49 @@ def _storage_view(u:UOp) -> tuple[list[tuple[Ops, object]], UOp]|None:
     if u.op not in _STORAGE_VIEW_OPS: return None
     chain.append((u.op, u.arg))
     u = u.src[0]
+
+# the most elements an index is read on the host for its bounds check (a numpy pass over them; larger indices are not checked)
+HOST_INDEX_CHECK_MAX = 1 << 24
+
+def _host_index_values(u:UOp):
+  """u's values as a numpy array where they can be read on the host without running a kernel or waiting on a device, else None:
+  views, copies and int casts of a constant or of a realized buffer in host memory (a Tensor from a list or numpy on CPU). A GPU
+  buffer would need a device-to-host copy (a sync) and a computed index a kernel the user did not ask for: those are not read."""
+  import numpy as np
+  chain: list[tuple[Ops, object]] = []   # the ops from u down to the values, outermost first
+  while True:
+    if (v := realized_view(u)) is not None: u = v
+    if u.shape is None or any(not isinstance(s, int) for s in u.shape) or prod(u.shape) > HOST_INDEX_CHECK_MAX: return None
+    if u.op in (Ops.COPY, Ops.DETACH, Ops.CONTIGUOUS): u = u.src[0]
+    elif u.op in _VIEW_OPS or u.op is Ops.EXPAND:
+      if any(isinstance(a, UOp) for a in flatten(a if isinstance(a, tuple) else (a,) for a in u.arg)): return None   # a symbolic view
+      chain.append((u.op, u.arg))
+      u = u.src[0]
+    elif u.op is Ops.CAST and dtypes.is_int(u.dtype) and dtypes.is_int(u.src[0].dtype):
+      chain.append((u.op, u.dtype))
+      u = u.src[0]
+    # Tensor.full's buffer: the AFTER of one store of a value into the whole buffer
+    elif u.op is Ops.AFTER and len(u.src) == 2 and u.src[1].op is Ops.STORE and \
+        ((dst := u.src[1].src[0]) is u.src[0] or (dst.op is Ops.RESHAPE and dst.src[0] is u.src[0])):
+      chain.append((Ops.RESHAPE, u.shape))
+      u = u.src[1].src[1]
+    elif u.op is Ops.CONST and isinstance(u.arg, int):
+      vals = np.array(u.arg)
+      break
+    elif has_buffer(u) and dtypes.is_int(u.dtype) and (buf := buffer_of(u)).base.is_allocated() and \
+        Device[buf.device].allocator.host_memory and hasattr(Device[buf.device].allocator, "_as_buffer"):
+      vals = np.frombuffer(buf.as_buffer(allow_zero_copy=True), dtype=_to_np_dtype(u.dtype))
+      break
+    else: return None
+  for op, arg in reversed(chain):
+    if op is Ops.RESHAPE: vals = vals.reshape(arg)
+    elif op is Ops.EXPAND: vals = np.broadcast_to(vals, arg)
+    elif op is Ops.PERMUTE: vals = vals.transpose(arg)
+    elif op is Ops.SHRINK: vals = vals[tuple(slice(b, e) for b, e in arg)]
+    elif op is Ops.PAD: vals = np.pad(vals, arg)
+    elif op is Ops.FLIP: vals = np.flip(vals, [i for i, f in enumerate(arg) if f])
+    elif op is Ops.CAST: vals = vals.astype(_to_np_dtype(arg))
+  return vals
 
 def _view_of(chain:list[tuple[Ops, object]], base:UOp) -> UOp:
   for op, arg in reversed(chain): base = UOp(op, base.dtype, (base,), arg)
@@ -308,6 +352,9 @@ class IndexingMixin:
     if index.ndim != self.ndim: raise RuntimeError(f"{name}: index {index.shape} needs as many dims as self {self.shape}")
     if any(a > b for i, (a, b) in enumerate(zip(index.shape, self.shape)) if i != d):
       raise RuntimeError(f"{name}: index {index.shape} is larger than self {self.shape} outside dim {d}")
+    # an index past the dim would select (or write) nothing: an error where its values are known without a kernel or a device sync
+    if isinstance(n := self.shape[d], int) and (vals := _host_index_values(index.uop)) is not None and (bad := vals[(vals < 0) | (vals >= n)]).size:
+      raise RuntimeError(f"{name}: index {bad.flat[0]} is out of bounds for dimension {d} with size {n}")
     return d
 
   def _onehot_along(self, d:int, index:Tensor, n:int) -> Tensor:

@@ -9,6 +9,9 @@ from tinygrad.helpers import argfix, argsort
 from tinygrad.tensor.common import TensorBase
 if TYPE_CHECKING: from tinygrad.tensor.core import Tensor
 
+class EinsumFormulaError(RuntimeError, ValueError):
+  """A malformed einsum formula: torch raises RuntimeError for it, tinygrad 0.14 (mostly) ValueError; this is both."""
+
 class LinalgMixin:
   def dot(self, w:Tensor, dtype:DTypeLike|None=None) -> Tensor:
     """Sum product of self's last dim with w's last (1-d w) or second-to-last dim, batch dims broadcast (numpy's matmul). The
@@ -37,14 +40,15 @@ class LinalgMixin:
     if not all(isinstance(x, TensorBase) for x in xs): raise TypeError(f"einsum operands must be Tensors, got {[type(x).__name__ for x in xs]}")
     lhs, arrow, rhs = formula.partition("->")
     inputs = lhs.split(",")
-    if len(inputs) != len(xs): raise ValueError(f"einsum {formula!r} has {len(inputs)} operands, got {len(xs)}")
-    for s in inputs + [rhs]:
+    if len(inputs) != len(xs): raise EinsumFormulaError(f"einsum {formula!r} has {len(inputs)} operands, got {len(xs)}")
+    for what, s in [(f"operand {i}", s) for i, s in enumerate(inputs)] + [("the output", rhs)]:
+      if s.count("...") > 1: raise EinsumFormulaError(f"einsum {formula!r}: {what} ({s!r}) has more than one ellipsis '...'")
       if bad := [c for c in s.replace("...", "") if c not in string.ascii_letters]:
-        raise ValueError(f"einsum {formula!r}: invalid subscript {bad[0]!r}")
+        raise EinsumFormulaError(f"einsum {formula!r}: invalid subscript {bad[0]!r}")
     # '...' becomes fresh letters: as many as the most dims any operand's ellipsis stands for, right-aligned (broadcasting)
     free = [c for c in string.ascii_letters if c not in formula]
     ell_n = [x.ndim - len(s.replace("...", "")) if "..." in s else 0 for s, x in zip(inputs, xs)]
-    if any(n < 0 for n in ell_n): raise ValueError(f"einsum {formula!r}: an operand has fewer dims than its subscripts")
+    if any(n < 0 for n in ell_n): raise EinsumFormulaError(f"einsum {formula!r}: an operand has fewer dims than its subscripts")
     ell = "".join(free[:max(ell_n, default=0)])
     inputs = [s.replace("...", ell[len(ell) - n:]) for s, n in zip(inputs, ell_n)]
     if arrow: rhs = rhs.replace("...", ell)
@@ -52,9 +56,9 @@ class LinalgMixin:
       letters = "".join(inputs)
       rhs = ell + "".join(sorted(c for c in set(letters) if letters.count(c) == 1 and c not in ell))
     for s, x in zip(inputs, xs):
-      if len(s) != x.ndim: raise ValueError(f"einsum {formula!r}: subscripts {s!r} don't match an operand of shape {x.shape}")
+      if len(s) != x.ndim: raise EinsumFormulaError(f"einsum {formula!r}: subscripts {s!r} don't match an operand of shape {x.shape}")
     if len(set(rhs)) != len(rhs) or any(c not in "".join(inputs) for c in rhs):
-      raise ValueError(f"einsum {formula!r}: output subscripts {rhs!r} must be distinct letters of the inputs")
+      raise EinsumFormulaError(f"einsum {formula!r}: output subscripts {rhs!r} must be distinct letters of the inputs")
     # a letter repeated within one operand takes its diagonal
     for i, (s, x) in enumerate(zip(inputs, xs)):
       while (rep := next((c for c in s if s.count(c) > 1), None)) is not None:
