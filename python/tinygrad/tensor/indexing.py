@@ -3,7 +3,7 @@ operators, gather/scatter, masked_select, nonzero, one_hot. Index arithmetic is 
 selection), so the gradient rules over those primitives cover it."""
 from __future__ import annotations
 from typing import TYPE_CHECKING
-from tinygrad.dtype import dtypes, _to_np_dtype
+from tinygrad.dtype import dtypes, to_np_dtype
 from tinygrad.device import Device
 from tinygrad.helpers import prod, flatten
 from tinygrad.uop.ops import UOp, Ops, ssimplify, srender, smax
@@ -64,7 +64,7 @@ def _host_index_values(u:UOp):
       break
     elif has_buffer(u) and dtypes.is_int(u.dtype) and (buf := buffer_of(u)).base.is_allocated() and \
         Device[buf.device].allocator.host_memory and hasattr(Device[buf.device].allocator, "_as_buffer"):
-      vals = np.frombuffer(buf.as_buffer(allow_zero_copy=True), dtype=_to_np_dtype(u.dtype))
+      vals = np.frombuffer(buf.as_buffer(allow_zero_copy=True), dtype=to_np_dtype(u.dtype))
       break
     else: return None
   for op, arg in reversed(chain):
@@ -74,7 +74,7 @@ def _host_index_values(u:UOp):
     elif op is Ops.SHRINK: vals = vals[tuple(slice(b, e) for b, e in arg)]
     elif op is Ops.PAD: vals = np.pad(vals, arg)
     elif op is Ops.FLIP: vals = np.flip(vals, [i for i, f in enumerate(arg) if f])
-    elif op is Ops.CAST: vals = vals.astype(_to_np_dtype(arg))
+    elif op is Ops.CAST: vals = vals.astype(to_np_dtype(arg))
   return vals
 
 def _view_of(chain:list[tuple[Ops, object]], base:UOp) -> UOp:
