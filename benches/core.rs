@@ -11,10 +11,8 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple, PyType};
 
-use uop_core::rewrite::{Engine, Limits};
-use uop_core::toposort::toposort_all;
 use uop_core::toy::{Graph, Rules, ToyHost};
-use uop_core::{graph_rewrite, register, PatternMatcher, UOp, UPat};
+use uop_core::{graph_rewrite, register, toposort_all, Engine, Limits, PatternMatcher, UOp, UPat};
 
 fn toy(c: &mut Criterion) {
   let mut g = Graph::default();

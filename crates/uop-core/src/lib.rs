@@ -1,8 +1,8 @@
 //! The UOp core of tinygrad: interned graph nodes, toposort, UPat/PatternMatcher matching, graph_rewrite and match
 //! statistics, exposed to Python as `tinygrad._core`. Everything above this layer is Python.
 //!
-//! The algorithms are generic and know nothing of Python: [`toposort`], the pattern matcher ([`pattern`]) and the
-//! rewrite engine ([`rewrite`]), each tested on a pure-Rust toy graph. The Python classes (`UOp`, `UPat`,
+//! The algorithms are generic and know nothing of Python: `toposort`, the pattern matcher (`pattern`) and the rewrite
+//! engine (`rewrite`), each tested on a pure-Rust toy graph (`toy`). The Python classes (`UOp`, `UPat`,
 //! `PatternMatcher`) and `graph_rewrite` host them; the shortcuts through CPython internals are all in `cpython`.
 
 mod arg;
@@ -13,17 +13,18 @@ mod intern;
 mod matcher;
 mod node;
 mod opset;
+mod pattern;
 mod pickle;
 mod py_rewrite;
 mod py_uop;
 mod registry;
+mod rewrite;
 mod scratch;
 mod stats;
+mod toposort;
 mod upat;
 
-pub mod pattern;
-pub mod rewrite;
-pub mod toposort;
+/// The toy graph and rule host, for the benchmarks (`--features bench`) and the tests.
 #[cfg(any(test, feature = "bench"))]
 pub mod toy;
 
@@ -31,6 +32,8 @@ pub use matcher::PatternMatcher;
 pub use node::UOp;
 pub use py_rewrite::graph_rewrite;
 pub use registry::register;
+pub use rewrite::{Engine, Limits};
+pub use toposort::toposort_all;
 pub use upat::UPat;
 
 use pyo3::prelude::*;

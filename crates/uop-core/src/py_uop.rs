@@ -7,6 +7,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
 use crate::cpython::prefetch::prefetch;
+use crate::cpython::presized_dict::new_presized;
 use crate::intern;
 use crate::node::UOp;
 use crate::registry::{self, safe_repr, type_name};
@@ -169,7 +170,7 @@ impl UOp {
         g.call1((node,))?.is_truthy()
       })?,
     };
-    let out = PyDict::new(py);
+    let out = new_presized(py, order.len())?;
     let none = py.None();
     for (i, &n) in order.iter().enumerate() {
       // inserting a key writes its reference count: start loading the header of a node a few keys ahead

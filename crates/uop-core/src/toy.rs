@@ -1,5 +1,5 @@
-//! A pure-Rust interned DAG and rule host that drive the generic algorithms ([`crate::toposort`], [`crate::rewrite`],
-//! [`crate::pattern`]) in `cargo test` and the criterion benchmarks, without a Python interpreter.
+//! A pure-Rust interned DAG and rule host that drive the generic algorithms (toposort, the rewrite engine and the pattern
+//! matcher) in `cargo test` and the criterion benchmarks, without a Python interpreter.
 
 use std::collections::HashMap;
 
