@@ -11,13 +11,8 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple, PyType};
 
-use uop_core::matcher::PatternMatcher;
-use uop_core::node::UOp;
-use uop_core::pattern::UPat;
-use uop_core::py_rewrite::graph_rewrite;
-use uop_core::rewrite::{Engine, Limits};
-use uop_core::toposort::toposort_all;
 use uop_core::toy::{Graph, Rules, ToyHost};
+use uop_core::{graph_rewrite, register, toposort_all, Engine, Limits, PatternMatcher, UOp, UPat};
 
 fn toy(c: &mut Criterion) {
   let mut g = Graph::default();
@@ -85,7 +80,7 @@ fn real(c: &mut Criterion) {
     py.run(&CString::new(SETUP).unwrap(), Some(&ns), None).unwrap();
     let get = |k: &str| ns.get_item(k).unwrap().unwrap();
     let hook = get("hook");
-    uop_core::registry::register(
+    register(
       py,
       get("Ops").cast_into::<PyType>().unwrap(),
       get("DType").cast_into::<PyType>().unwrap(),

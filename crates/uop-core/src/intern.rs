@@ -175,7 +175,7 @@ impl Homes {
   #[inline]
   pub fn prefetch(&self, hash: u64) {
     let addr = self.base.wrapping_add((hash as usize & self.mask) * std::mem::size_of::<Slot>());
-    crate::prefetch::prefetch(addr as *const u8);
+    crate::cpython::prefetch::prefetch(addr as *const u8);
   }
 }
 

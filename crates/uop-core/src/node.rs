@@ -1,24 +1,19 @@
-//! `UOp`: the immutable, interned graph node.
+//! `UOp`: the immutable, interned graph node, and its handle for the generic algorithms ([`PyNode`]).
 //!
 //! Constructing a UOp with fields equal to a live one returns that very object, so `is`, `==` and `hash` are identity.
 //! Field equality follows [`crate::arg`] for `arg` and `tag`, pointer identity for `dtype` (DTypes are interned in
-//! Python) and for sources (they are interned UOps already).
+//! Python) and for sources (they are interned UOps already). The Python-facing methods are in `py_uop`.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 
-use pyo3::exceptions::PyTypeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use pyo3::types::PyTuple;
 
-use crate::alloc::{new_object, object_of};
 use crate::arg::{arg_eq, arg_eq_native, arg_hash, finish, mix};
+use crate::cpython::alloc::{new_object, object_of, release_object_slots};
 use crate::hashing::AddrSet;
 use crate::intern;
-use crate::prefetch::prefetch;
-use crate::presized_dict::new_presized;
-use crate::registry::{self, safe_repr, type_name};
 use crate::scratch::Epoch;
 use crate::toposort::toposort;
 
@@ -71,8 +66,9 @@ fn take_serial(_py: Python<'_>) -> u32 {
 impl Drop for UOp {
   fn drop(&mut self) {
     intern::remove(self.hash, object_of(self));
-    // SAFETY: `Drop` runs only from the deallocation of the node's Python object (see `alloc`), with the GIL held.
-    unsafe { crate::alloc::release_object_slots(self) };
+    // SAFETY: `Drop` runs only from the deallocation of the node's Python object (pyo3's `tp_dealloc`, after its
+    // reference count reached zero), attached to the interpreter.
+    unsafe { release_object_slots(self) };
   }
 }
 
@@ -110,11 +106,12 @@ impl UOp {
     // tag right away when that needs no Python code (the usual case); the others are collected, with a reference so
     // they stay alive once the lock is released, and compared afterwards, because `__eq__` may run Python code.
     let dtype_ptr = dtype.as_ptr();
-    let mut found: Option<*mut ffi::PyObject> = None;
-    let mut candidates: Vec<*mut ffi::PyObject> = Vec::new();
+    let mut found: Option<Bound<'py, UOp>> = None;
+    let mut candidates: Vec<Bound<'py, UOp>> = Vec::new();
     intern::probe(h, |obj| {
-      // SAFETY: the table only holds objects whose Drop has not run yet (see `intern`), and we hold the table lock, so
-      // this node cannot be dropped while we read it; only UOps are in the table.
+      // SAFETY: the table only holds live objects (a node removes its entry in Drop, before its memory is freed, and
+      // `probe` skips nodes whose deallocation has begun), and it cannot be freed while we hold the table lock, which its
+      // Drop needs; only UOps are in the table.
       let bound = unsafe { Borrowed::from_ptr(py, obj).cast_unchecked::<UOp>() };
       let node = bound.get();
       if node.op != op || node.dtype.as_ptr() != dtype_ptr || !same_src(node.children(py), src) {
@@ -124,44 +121,26 @@ impl UOp {
         Some(true) => arg_eq_native(node.tag.bind_borrowed(py), tag.as_borrowed()),
         other => other,
       };
+      // taking a reference runs no Python code, as `probe` requires (releasing one could, so none is dropped here)
       match same {
         Some(false) => false,
         Some(true) => {
-          // SAFETY: the object is alive (refcount > 0 was checked by `probe`); taking a new reference is allowed with
-          // the GIL held and runs no Python code.
-          unsafe { ffi::Py_INCREF(obj) };
-          found = Some(obj);
+          found = Some(bound.to_owned());
           true
         }
         None => {
-          // SAFETY: as above.
-          unsafe { ffi::Py_INCREF(obj) };
-          candidates.push(obj);
+          candidates.push(bound.to_owned());
           false
         }
       }
     });
-    // SAFETY: `found` holds a reference taken above and not yet released, to a UOp (only UOps are in the table).
-    let mut found: Option<Bound<'py, UOp>> = found.map(|f| unsafe { Bound::from_owned_ptr(py, f).cast_into_unchecked::<UOp>() });
-    for (i, ptr) in candidates.iter().enumerate() {
-      // SAFETY: as for `found`: each candidate holds a reference taken above and not yet released, to a UOp.
-      let cand = unsafe { Bound::from_owned_ptr(py, *ptr).cast_into_unchecked::<UOp>() };
-      if found.is_none() {
-        let c = cand.get();
-        let same = match (arg_eq(c.arg.bind(py), arg), arg_eq(c.tag.bind(py), tag)) {
-          (Ok(a), Ok(t)) => a && t,
-          (Err(e), _) | (_, Err(e)) => {
-            // release the remaining references before failing
-            for p in &candidates[i + 1..] {
-              // SAFETY: each remaining pointer holds a reference taken above and not yet released.
-              drop(unsafe { Bound::from_owned_ptr(py, *p) });
-            }
-            return Err(e);
-          }
-        };
-        if same {
-          found = Some(cand);
-        }
+    for cand in candidates {
+      if found.is_some() {
+        break;
+      }
+      let c = cand.get();
+      if arg_eq(c.arg.bind(py), arg)? && arg_eq(c.tag.bind(py), tag)? {
+        found = Some(cand);
       }
     }
     if let Some(f) = found {
@@ -227,288 +206,26 @@ impl UOp {
   }
 }
 
-/// How many keys ahead `toposort` prefetches the next node while filling its result dict.
-const DICT_PREFETCH_AHEAD: usize = 8;
+/// A UOp handle for the generic algorithms: the object's address. Copying it takes no reference; whoever makes one
+/// keeps the node alive for as long as the handle is used (typically by holding a root the node is under: UOps are
+/// immutable, so everything under a live node stays alive).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PyNode(pub *mut ffi::PyObject);
 
-/// Converts a constructor/replace `src` argument to a tuple of UOps, with a TypeError naming the bad item.
-fn src_to_tuple<'py>(py: Python<'py>, src: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyTuple>> {
-  let tuple = match src {
-    None => return Ok(PyTuple::empty(py)),
-    Some(s) => {
-      if let Ok(t) = s.cast::<PyTuple>() {
-        t.clone()
-      } else if let Ok(l) = s.cast::<PyList>() {
-        l.to_tuple()
-      } else {
-        return Err(PyTypeError::new_err(format!(
-          "UOp src must be a tuple of UOps, got {} {}",
-          type_name(s),
-          safe_repr(s)
-        )));
-      }
-    }
-  };
-  for (i, item) in tuple.iter_borrowed().enumerate() {
-    if !item.is_instance_of::<UOp>() {
-      return Err(PyTypeError::new_err(format!(
-        "UOp src must be a tuple of UOps, got {} {} at position {i}",
-        type_name(&item),
-        safe_repr(&item)
-      )));
-    }
-  }
-  Ok(tuple)
-}
-
-/// Builds a node from Python-level arguments (validation, dtype derivation, interning, metadata).
-fn construct<'py>(
-  py: Python<'py>,
-  op: &Bound<'py, PyAny>,
-  dtype: Option<&Bound<'py, PyAny>>,
-  src: Option<&Bound<'py, PyAny>>,
-  arg: Option<&Bound<'py, PyAny>>,
-  tag: Option<&Bound<'py, PyAny>>,
-  metadata: Option<&Bound<'py, PyAny>>,
-) -> PyResult<Bound<'py, UOp>> {
-  let reg = registry::get(py)?;
-  let opv = reg.op_value(op, "op")?;
-  let src = src_to_tuple(py, src)?;
-  let none = py.None().into_bound(py);
-  let arg = arg.unwrap_or(&none);
-  let tag = tag.unwrap_or(&none);
-  let dtype = match dtype {
-    Some(d) if !d.is_none() => d.clone(),
-    _ => {
-      let d = reg.dtype_hook.bind(py).call1((op, &src, arg))?;
-      if d.is_none() {
-        reg.void.bind(py).clone()
-      } else {
-        d
-      }
-    }
-  };
-  reg.check_dtype(&dtype, "UOp dtype")?;
-  let node = UOp::intern(py, opv, &dtype, src.as_slice(), Some(&src), arg, tag)?;
-  if let Some(m) = metadata.filter(|m| !m.is_none()) {
-    reg.metadata_hook.bind(py).call1((&node, m))?;
-  }
-  Ok(node)
-}
-
-/// The constructor's parameters, in positional order.
-const PARAMS: [&str; 6] = ["op", "dtype", "src", "arg", "tag", "metadata"];
-
-/// [`PARAMS`] as interned Python strings, to match keyword names by identity.
-static PARAM_NAMES: PyOnceLock<[Py<PyString>; 6]> = PyOnceLock::new();
-
-/// `UOp(...)` through vectorcall: Python passes the arguments as an array, so no argument tuple or keyword dict is built
-/// and `tp_init` is skipped. Same behaviour as `__new__`.
-unsafe extern "C" fn uop_vectorcall(
-  _callable: *mut ffi::PyObject,
-  args: *const *mut ffi::PyObject,
-  nargsf: usize,
-  kwnames: *mut ffi::PyObject,
-) -> *mut ffi::PyObject {
-  // SAFETY: CPython calls a vectorcall function from a thread attached to the interpreter (holding the GIL).
-  let py = unsafe { Python::assume_attached() };
-  // SAFETY: CPython passes `nargsf` positional arguments followed by one value per name in `kwnames`, all valid
-  // borrowed references for the duration of the call.
-  let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe { vectorcall_args(py, args, nargsf, kwnames) }));
-  match result {
-    Ok(Ok(node)) => node.into_ptr(),
-    Ok(Err(e)) => {
-      e.restore(py);
-      std::ptr::null_mut()
-    }
-    Err(_) => {
-      PyTypeError::new_err("internal error (panic) in the UOp constructor").restore(py);
-      std::ptr::null_mut()
-    }
-  }
-}
-
-/// Sorts vectorcall arguments into the constructor's parameters and builds the node.
-///
-/// # Safety
-/// `args` must hold `PyVectorcall_NARGS(nargsf)` positional arguments followed by one value per name of the tuple
-/// `kwnames` (or `kwnames` is NULL), each a valid borrowed reference.
-unsafe fn vectorcall_args<'py>(
-  py: Python<'py>,
-  args: *const *mut ffi::PyObject,
-  nargsf: usize,
-  kwnames: *mut ffi::PyObject,
-) -> PyResult<Bound<'py, UOp>> {
-  let nargs = unsafe { ffi::PyVectorcall_NARGS(nargsf) } as usize;
-  if nargs > PARAMS.len() {
-    return Err(PyTypeError::new_err(format!(
-      "UOp() takes at most {} arguments ({nargs} given)",
-      PARAMS.len()
-    )));
-  }
-  let mut slots: [Option<Borrowed<'_, 'py, PyAny>>; 6] = [None, None, None, None, None, None];
-  for (i, slot) in slots.iter_mut().enumerate().take(nargs) {
-    *slot = Some(unsafe { Borrowed::from_ptr(py, *args.add(i)) });
-  }
-  if !kwnames.is_null() {
-    let names = unsafe { Borrowed::from_ptr(py, kwnames).cast_unchecked::<PyTuple>() };
-    let interned = PARAM_NAMES.get_or_init(py, || PARAMS.map(|p| PyString::intern(py, p).unbind()));
-    for (j, name) in names.iter_borrowed().enumerate() {
-      // keyword names written in source code are interned strings: usually a pointer comparison finds the parameter
-      let k = match interned.iter().position(|p| p.as_ptr() == name.as_ptr()) {
-        Some(k) => Some(k),
-        None => {
-          let name = name.cast::<PyString>()?;
-          let name = name.to_str()?;
-          PARAMS.iter().position(|p| *p == name)
-        }
-      };
-      let Some(k) = k else {
-        let name = name.cast::<PyString>()?;
-        let name = name.to_str()?;
-        return Err(PyTypeError::new_err(format!("UOp() got an unexpected keyword argument '{name}'")));
-      };
-      if slots[k].is_some() {
-        return Err(PyTypeError::new_err(format!("UOp() got multiple values for argument '{}'", PARAMS[k])));
-      }
-      slots[k] = Some(unsafe { Borrowed::from_ptr(py, *args.add(nargs + j)) });
-    }
-  }
-  let Some(op) = slots[0] else {
-    return Err(PyTypeError::new_err("UOp() missing required argument 'op'"));
-  };
-  construct(
-    py,
-    &op,
-    slots[1].as_deref(),
-    slots[2].as_deref(),
-    slots[3].as_deref(),
-    slots[4].as_deref(),
-    slots[5].as_deref(),
-  )
-}
-
-/// Makes `UOp(...)` calls use [`uop_vectorcall`].
-pub fn install_vectorcall(py: Python<'_>) {
-  let ty = py.get_type::<UOp>();
-  // SAFETY: `tp_vectorcall` is the documented PyTypeObject field "vectorcall function to use for calls of this type
-  // object"; we set it once on our own type, before Python code can call it, to a function with the vectorcall
-  // signature that behaves as `tp_new` (the only other path that creates UOps) does.
-  unsafe { (*ty.as_type_ptr()).tp_vectorcall = Some(uop_vectorcall) };
-}
-
-#[pymethods]
-impl UOp {
-  #[new]
-  #[pyo3(signature = (op, dtype=None, src=None, arg=None, tag=None, metadata=None))]
-  fn py_new<'py>(
-    py: Python<'py>,
-    op: &Bound<'py, PyAny>,
-    dtype: Option<&Bound<'py, PyAny>>,
-    src: Option<&Bound<'py, PyAny>>,
-    arg: Option<&Bound<'py, PyAny>>,
-    tag: Option<&Bound<'py, PyAny>>,
-    metadata: Option<&Bound<'py, PyAny>>,
-  ) -> PyResult<Py<UOp>> {
-    Ok(construct(py, op, dtype, src, arg, tag, metadata)?.unbind())
+impl PyNode {
+  /// The handle of a node.
+  #[inline]
+  pub fn of(node: &Bound<'_, UOp>) -> PyNode {
+    PyNode(node.as_ptr())
   }
 
-  /// The op, an `Ops` member.
-  #[getter]
-  fn op<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-    Ok(registry::get(py)?.op(py, self.op).clone())
+  /// The node behind the handle.
+  ///
+  /// # Safety
+  /// The handle must point to a UOp that stays alive for `'a`.
+  #[inline]
+  pub unsafe fn bind<'a, 'py>(self, py: Python<'py>) -> Borrowed<'a, 'py, UOp> {
+    // SAFETY: the caller guarantees a live UOp for 'a; a borrowed reference takes no ownership.
+    unsafe { Borrowed::from_ptr(py, self.0).cast_unchecked::<UOp>() }
   }
-  #[getter]
-  fn dtype(&self, py: Python<'_>) -> Py<PyAny> {
-    self.dtype.clone_ref(py)
-  }
-  #[getter]
-  fn src(&self, py: Python<'_>) -> Py<PyTuple> {
-    self.src.clone_ref(py)
-  }
-  #[getter]
-  fn arg(&self, py: Python<'_>) -> Py<PyAny> {
-    self.arg.clone_ref(py)
-  }
-  #[getter]
-  fn tag(&self, py: Python<'_>) -> Py<PyAny> {
-    self.tag.clone_ref(py)
-  }
-
-  /// A node equal to this one except for the given fields (`op`, `dtype`, `src`, `arg`, `tag`).
-  #[pyo3(signature = (**kwargs))]
-  fn replace<'py>(slf: &Bound<'py, Self>, kwargs: Option<&Bound<'py, PyDict>>) -> PyResult<Bound<'py, UOp>> {
-    let py = slf.py();
-    let me = slf.get();
-    let Some(kw) = kwargs else { return Ok(slf.clone()) };
-    let (mut op, mut dtype, mut src, mut arg, mut tag) = (None, None, None, None, None);
-    for (k, v) in kw.iter() {
-      match k.extract::<&str>()? {
-        "op" => op = Some(v),
-        "dtype" => dtype = Some(v),
-        "src" => src = Some(v),
-        "arg" => arg = Some(v),
-        "tag" => tag = Some(v),
-        other => return Err(PyTypeError::new_err(format!("UOp.replace() got an unexpected field '{other}'"))),
-      }
-    }
-    let reg = registry::get(py)?;
-    let opv = match &op {
-      Some(o) => reg.op_value(o, "op")?,
-      None => me.op,
-    };
-    let dtype = match dtype {
-      Some(d) => {
-        reg.check_dtype(&d, "UOp dtype")?;
-        d
-      }
-      None => me.dtype.bind(py).clone(),
-    };
-    let src = match &src {
-      Some(s) => src_to_tuple(py, Some(s))?,
-      None => me.src.bind(py).clone(),
-    };
-    let arg = arg.unwrap_or_else(|| me.arg.bind(py).clone());
-    let tag = tag.unwrap_or_else(|| me.tag.bind(py).clone());
-    UOp::intern(py, opv, &dtype, src.as_slice(), Some(&src), &arg, &tag)
-  }
-
-  /// All nodes reachable from this one, children before parents, as an ordered dict `{uop: None}`.
-  /// `gate(node)` returning false skips that node and everything only reachable through it.
-  #[pyo3(signature = (gate=None, enter_calls=true))]
-  fn toposort<'py>(slf: &Bound<'py, Self>, gate: Option<&Bound<'py, PyAny>>, enter_calls: bool) -> PyResult<Bound<'py, PyDict>> {
-    let _ = enter_calls;
-    let py = slf.py();
-    let order = match gate {
-      None => UOp::toposort_ptrs(py, slf, |_| Ok(true))?,
-      Some(g) => UOp::toposort_ptrs(py, slf, |n| {
-        // SAFETY: `n` is a live node reachable from `slf`.
-        let node = unsafe { Borrowed::from_ptr(py, n) };
-        g.call1((node,))?.is_truthy()
-      })?,
-    };
-    let out = new_presized(py, order.len())?;
-    let none = py.None();
-    for (i, &n) in order.iter().enumerate() {
-      // inserting a key writes its reference count: start loading the header of a node a few keys ahead
-      if let Some(&ahead) = order.get(i + DICT_PREFETCH_AHEAD) {
-        prefetch(ahead);
-      }
-      // SAFETY: `out` is a dict we own, `n` a live node reachable from `slf` (the caller keeps it alive) and `none` a
-      // live object; PyDict_SetItem takes its own references to both.
-      if unsafe { ffi::PyDict_SetItem(out.as_ptr(), n, none.as_ptr()) } < 0 {
-        return Err(PyErr::fetch(py));
-      }
-    }
-    Ok(out)
-  }
-
-  fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
-    crate::pickle::reduce(slf)
-  }
-}
-
-/// Number of live interned UOps.
-#[pyfunction]
-pub fn live_uops() -> usize {
-  intern::len()
 }

@@ -5,21 +5,20 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 
-use crate::matcher::{MatchScratch, PatternMatcher};
-use crate::node::UOp;
-use crate::registry::{self, safe_repr, type_name};
 use std::sync::atomic::Ordering::Relaxed;
 
+use crate::cpython::prefetch::prefetch;
 use crate::hashing::AddrMap;
+use crate::intern::Homes;
+use crate::matcher::{MatchScratch, PatternMatcher};
+use crate::node::{next_serial, PyNode, UOp};
+use crate::registry::{self, safe_repr, type_name};
 use crate::rewrite::{BottomUp, Engine, Host, Limits, State};
 use crate::scratch::Epoch;
 use crate::stats;
 
-/// A UOp handle: the object's address. Copying it takes no reference; every handle the engine sees is kept alive either
-/// by the graph under the root or by the host's `keep` list (nodes created or returned during the rewrite).
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct PyNode(*mut ffi::PyObject);
-
+/// The host of one graph_rewrite call. Every [`PyNode`] the engine sees is kept alive either by the graph under the
+/// root (which the caller holds) or by the `keep` list (nodes created or returned during the rewrite).
 struct PyHost<'a, 'py> {
   py: Python<'py>,
   pm: Option<&'a PatternMatcher>,
@@ -29,7 +28,7 @@ struct PyHost<'a, 'py> {
   /// The matcher and index of the last rule that fired, described only if an error needs it.
   last_rule: Option<(&'a PatternMatcher, usize)>,
   /// Strong references to every node produced during the rewrite, so their handles stay valid until it ends.
-  keep: Vec<Bound<'py, PyAny>>,
+  keep: Vec<Bound<'py, UOp>>,
   /// This rewrite's epoch: per-node state lives in the nodes' scratch slots (see `scratch`)...
   epoch: Epoch,
   /// ...except for nodes whose slot another running traversal holds.
@@ -37,7 +36,7 @@ struct PyHost<'a, 'py> {
   /// Nodes with a serial from this one up to (not including) the next serial were created during the rewrite.
   first_serial: u32,
   /// The matchers' working memory, kept for the whole rewrite.
-  scratch: MatchScratch<'py>,
+  scratch: MatchScratch,
 }
 
 /// Slot encoding of a node's state: 1 is "in progress", anything else the address of the result.
@@ -46,13 +45,13 @@ const IN_PROGRESS: usize = 1;
 impl<'a, 'py> PyHost<'a, 'py> {
   #[inline]
   fn bound<'b>(&self, n: PyNode) -> Borrowed<'b, 'py, UOp> {
-    // SAFETY: handles are live UOps (see PyNode): graph nodes and sources are checked UOps, rule results are checked in
-    // `apply`, and rebuilt nodes come from the UOp constructor.
-    unsafe { Borrowed::from_ptr(self.py, n.0).cast_unchecked::<UOp>() }
+    // SAFETY: handles are live UOps (see `PyHost`): graph nodes and sources are checked UOps, rule results are checked
+    // in `apply`, and rebuilt nodes come from the UOp constructor.
+    unsafe { n.bind(self.py) }
   }
 
-  fn hold(&mut self, node: Bound<'py, PyAny>) -> PyNode {
-    let n = PyNode(node.as_ptr());
+  fn hold(&mut self, node: Bound<'py, UOp>) -> PyNode {
+    let n = PyNode::of(&node);
     self.keep.push(node);
     n
   }
@@ -62,14 +61,15 @@ impl<'a, 'py> PyHost<'a, 'py> {
     match pm.rewrite_node(&node, &self.ctx, &mut self.scratch)? {
       None => Ok(None),
       Some((r, rule)) => {
-        if !r.is_instance_of::<UOp>() {
-          return Err(PyTypeError::new_err(format!(
+        let r = r.cast_into::<UOp>().map_err(|e| {
+          let r = e.into_inner();
+          PyTypeError::new_err(format!(
             "graph_rewrite: the rule at {} returned {} {}, expected a UOp or None",
             pm.rule_source(self.py, rule),
             type_name(&r),
             safe_repr(&r)
-          )));
-        }
+          ))
+        })?;
         self.last_rule = Some((pm, rule));
         Ok(Some(self.hold(r)))
       }
@@ -88,9 +88,8 @@ impl<'a, 'py> Host for PyHost<'a, 'py> {
     PyNode(self.bound(*n).get().children(self.py)[i].as_ptr())
   }
   fn rebuild(&mut self, n: &PyNode, src: Vec<PyNode>) -> PyResult<PyNode> {
-    // SAFETY: every handle is a live UOp (see PyNode).
-    let src: Vec<Bound<'py, PyAny>> = src.into_iter().map(|s| unsafe { Bound::from_borrowed_ptr(self.py, s.0) }).collect();
-    let node = self.bound(*n).get().with_src(self.py, &src)?.into_any();
+    let src: Vec<Bound<'py, PyAny>> = src.into_iter().map(|s| self.bound(s).to_owned().into_any()).collect();
+    let node = self.bound(*n).get().with_src(self.py, &src)?;
     Ok(self.hold(node))
   }
   fn has_top_down(&self) -> bool {
@@ -116,7 +115,7 @@ impl<'a, 'py> Host for PyHost<'a, 'py> {
   }
   fn is_new(&self, n: &PyNode) -> bool {
     let age = self.bound(*n).get().serial.wrapping_sub(self.first_serial);
-    age < crate::node::next_serial().wrapping_sub(self.first_serial)
+    age < next_serial().wrapping_sub(self.first_serial)
   }
   fn endless(&self, what: &str) -> PyErr {
     let rule = match self.last_rule {
@@ -178,18 +177,16 @@ const RELEASE_AHEAD: usize = 8;
 
 /// Drops the rewrite's strong references in order. Most intermediate nodes die here and remove their interning entry,
 /// one cache miss on the node and one on the table each; requesting both a few nodes ahead overlaps those misses.
-fn release(keep: Vec<Bound<'_, PyAny>>) {
-  let homes = crate::intern::Homes::now();
+fn release(keep: Vec<Bound<'_, UOp>>) {
+  let homes = Homes::now();
   let mut it = keep.into_iter();
   while it.len() > 0 {
     let rest = it.as_slice();
     if let Some(far) = rest.get(2 * RELEASE_AHEAD) {
-      crate::prefetch::prefetch(far.as_ptr());
+      prefetch(far.as_ptr());
     }
     if let (Some(near), Some(h)) = (rest.get(RELEASE_AHEAD), homes) {
-      // SAFETY: every node in `keep` is a UOp (rule results are checked in `apply`, rebuilt nodes come from the UOp
-      // constructor), and it is alive: `keep` holds a reference to it.
-      h.prefetch(unsafe { near.cast_unchecked::<UOp>() }.get().hash);
+      h.prefetch(near.get().hash);
     }
     drop(it.next());
   }
@@ -238,8 +235,8 @@ pub fn graph_rewrite<'py>(
     keep: Vec::new(),
     epoch: Epoch::begin(),
     elsewhere: AddrMap::default(),
-    first_serial: crate::node::next_serial(),
-    scratch: MatchScratch::default(),
+    first_serial: next_serial(),
+    scratch: MatchScratch::take(),
   };
   let mut engine = Engine::new(host, Limits::default());
   let root = PyNode(sink.as_ptr());
@@ -247,6 +244,7 @@ pub fn graph_rewrite<'py>(
   // dropped only after this new reference is taken.
   let result = (if walk { engine.walk(root) } else { engine.unified(root) }).map(|r| unsafe { Bound::from_borrowed_ptr(py, r.0) });
   let keep = std::mem::take(&mut engine.host.keep);
+  std::mem::take(&mut engine.host.scratch).give_back();
   drop(engine);
   release(keep);
   if track {

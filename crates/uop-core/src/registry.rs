@@ -13,8 +13,6 @@ use pyo3::types::{PyList, PyType};
 pub struct Registry {
   /// `Ops` members, indexed by their integer value (index 0 is unused).
   pub ops: Vec<Py<PyAny>>,
-  /// Names of the `Ops` members, indexed by value, for error messages.
-  pub op_names: Vec<String>,
   /// The `Ops` class.
   pub ops_type: Py<PyType>,
   /// The `DType` class: a UOp's dtype must be an instance of it.
@@ -47,11 +45,6 @@ impl Registry {
   #[inline]
   pub fn op<'py>(&self, py: Python<'py>, op: u8) -> &Bound<'py, PyAny> {
     self.ops[op as usize].bind(py)
-  }
-
-  /// Name of an op value (`ADD`), for messages.
-  pub fn op_name(&self, op: u8) -> &str {
-    self.op_names.get(op as usize).map(String::as_str).unwrap_or("?")
   }
 
   /// Converts a Python object to an op value, with a TypeError naming `field` when it is not an `Ops` member.
@@ -123,15 +116,12 @@ pub fn register(
     return Err(PyTypeError::new_err(format!("Ops values must be below 256, got {max}")));
   }
   let mut ops: Vec<Py<PyAny>> = (0..=max).map(|_| py.None()).collect();
-  let mut op_names = vec![String::new(); max + 1];
   for m in members.iter() {
     let v = m.extract::<usize>()?;
-    op_names[v] = m.getattr("name")?.extract::<String>()?;
     ops[v] = m.unbind();
   }
   let reg = Registry {
     ops,
-    op_names,
     ops_type: ops_type.unbind(),
     dtype_type: dtype_type.unbind(),
     void: void.unbind(),

@@ -1,8 +1,9 @@
-//! A pure-Rust interned DAG and rule host that drive the generic algorithms ([`crate::toposort`], [`crate::rewrite`])
-//! in `cargo test` and the criterion benchmarks, without a Python interpreter.
+//! A pure-Rust interned DAG and rule host that drive the generic algorithms (toposort, the rewrite engine and the pattern
+//! matcher) in `cargo test` and the criterion benchmarks, without a Python interpreter.
 
 use std::collections::HashMap;
 
+use crate::pattern::MatchHost;
 use crate::rewrite::{BottomUp, Host, State};
 
 /// A node id in a [`Graph`].
@@ -41,6 +42,16 @@ impl Graph {
     self.nodes.push((kind.clone(), src.clone()));
     self.index.insert((kind, src), id);
     id
+  }
+  /// The op value of a kind (as a pattern's op filter sees it; constants and variables each share one).
+  pub fn op_of(kind: &Kind) -> u8 {
+    match kind {
+      Kind::Const(_) => 1,
+      Kind::Var(_) => 2,
+      Kind::Add => 3,
+      Kind::Mul => 4,
+      Kind::Neg => 5,
+    }
   }
   /// A node's kind.
   pub fn kind(&self, id: Id) -> &Kind {
@@ -208,5 +219,36 @@ impl Host for ToyHost<'_> {
   }
   fn set_state(&mut self, n: &Id, s: State<Id>) {
     self.state.insert(*n, s);
+  }
+}
+
+/// Patterns over a [`Graph`]: the arg of a constant is its value, of a variable its number; nodes have one dtype (0)
+/// and one tag (0).
+impl MatchHost for Graph {
+  type Node = Id;
+  type Arg = i64;
+  type Tag = i64;
+  type Error = String;
+  fn op(&self, n: Id) -> u8 {
+    Graph::op_of(self.kind(n))
+  }
+  fn dtype(&self, _n: Id) -> usize {
+    0
+  }
+  fn n_src(&self, n: Id) -> usize {
+    self.src(n).len()
+  }
+  fn src(&self, n: Id, i: usize) -> Id {
+    Graph::src(self, n)[i]
+  }
+  fn arg_is(&self, n: Id, arg: &i64) -> Result<bool, String> {
+    Ok(match self.kind(n) {
+      Kind::Const(c) => c == arg,
+      Kind::Var(v) => i64::from(*v) == *arg,
+      _ => false,
+    })
+  }
+  fn tag_in(&self, _n: Id, tags: &[i64]) -> Result<bool, String> {
+    Ok(tags.contains(&0))
   }
 }

@@ -12,7 +12,7 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-/// `PyObject *_PyDict_NewPresized(Py_ssize_t minused)`.
+/// `PyObject *_PyDict_NewPresized(Py_ssize_t minused)`; calling it needs the GIL (see [`new_presized`]).
 type NewPresized = unsafe extern "C" fn(ffi::Py_ssize_t) -> *mut ffi::PyObject;
 
 static NEW_PRESIZED: OnceLock<Option<NewPresized>> = OnceLock::new();

@@ -25,6 +25,9 @@ fn type_getattro() -> Option<ffi::getattrofunc> {
 }
 
 /// The installed slot: `type.__getattribute__`, then the original slot if that raised AttributeError.
+///
+/// # Safety
+/// Called by CPython only, as a `tp_getattro` slot: attached to the interpreter, with a live class and name.
 unsafe extern "C" fn enum_class_getattro(cls: *mut ffi::PyObject, name: *mut ffi::PyObject) -> *mut ffi::PyObject {
   // Both functions exist: the slot is only installed after both were found (see `fast_class_getattr`).
   let (Some(lookup), Some(&original)) = (type_getattro(), ORIGINAL.get()) else {
