@@ -50,17 +50,17 @@ def _products(t:UOp) -> list[UOp]|None:
   return out
 
 def _chain(ctx:FuseContext, x:UOp, t:UOp, c:UOp) -> UOp|None:
-  # Opt(CHAIN): the sum's products accumulate one by one, fused. Measured (benches/README.md, session 8 matmul): the 4 x 32 packed
-  # matmul tile with its 4 UNROLL lanes chained ran 5-13% faster than the 8 x 16 tile (and than itself unchained: its tree spills)
+  # Opt(CHAIN): the sum's products accumulate one by one, fused: the chained 4 x 32 packed matmul tile beats the 8 x 16 tile and
+  # itself unchained, whose tree spills (benches/README.md, Design measurements)
   if not ctx.chain or ctx.ren is None or not ctx.ren.fused_mulacc or not _acc_load(c) or (ms := _products(t)) is None: return None
   for m in ms: c = UOp(Ops.MULACC, x.dtype, (*m.src, c))
   return c
 
 def _fuse(ctx:FuseContext, x:UOp, m:UOp, c:UOp) -> UOp|None:
   # Only a dot tile's accumulator updates, acc += a*b with a*b a lane of a dot product (on a vector_alu renderer one vector
-  # multiply-add, elsewhere its lanes: the same updates, so the same bits). Measured on clang 14 / Zen 4 they run 1.3x faster fused;
-  # fusing the register tiles of a @ b and of the conv (a vector times a broadcast, packed by clang's SLP vectorizer) made clang spill
-  # and run 15% slower, elementwise a*b+c gains nothing (Zen 4 adds on separate pipes), and numpy rounds twice. benches/README.md.
+  # multiply-add, elsewhere its lanes: the same updates, so the same bits), which run faster fused; fusing the register tiles of
+  # a @ b and of the conv (a vector times a broadcast, packed by clang's SLP vectorizer) made clang spill and run slower, elementwise
+  # a*b+c gains nothing (adds run on separate pipes), and numpy rounds twice (benches/README.md, Design measurements)
   if ctx.ren is None or not ctx.ren.fused_mulacc or not _acc_load(c) or not _dot_product(*m.src): return None
   return UOp(Ops.MULACC, x.dtype, (*m.src, c))
 
