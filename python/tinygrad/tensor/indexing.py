@@ -233,6 +233,8 @@ class IndexingMixin:
     nb = len(bshape)
     mask = None
     for pos, t, n in adv:
+      if isinstance(n, int) and (vals := _host_index_values(t.uop)) is not None and (bad := vals[(vals < -n) | (vals >= n)]).size:
+        raise IndexError(f"index {bad.flat[0]} is out of bounds for dimension {pos} with size {n}")
       t = t._expand_to(bshape)
       t = (t < 0).where(t + n, t)
       ar = type(self).arange(n, device=self.device).reshape((1,) * (nb + pos) + (n,) + (1,) * (len(shape) - pos - 1))
