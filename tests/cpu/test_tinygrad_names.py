@@ -105,3 +105,11 @@ def test_ggml_iq_grid_matches_the_gguf_package():
     words = tuple(int(w) for w in ref.astype(np.uint8).view("<u8" if shape[1] == 8 else "<u4").reshape(-1))   # ggml's packed words
     np.testing.assert_equal(_ggml_iq_grid(Device.DEFAULT, words, shape).numpy(), ref)
   with pytest.raises(ValueError, match="can't be shaped"): _ggml_iq_grid(Device.DEFAULT, (1, 2, 3), (4, 4))
+
+def test_tensor_module_names():
+  import numpy as np
+  from tinygrad import dtypes
+  from tinygrad.tensor import Tensor, Device, _to_np_dtype, is_numpy_ndarray
+  assert np.dtype(_to_np_dtype(dtypes.float16)) == np.float16 and np.dtype(_to_np_dtype(dtypes.int64)) == np.int64
+  assert is_numpy_ndarray(np.zeros(2)) and not is_numpy_ndarray([0, 0]) and not is_numpy_ndarray(Tensor([0]))
+  assert Device.DEFAULT in ("CPU", "CUDA")
