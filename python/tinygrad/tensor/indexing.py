@@ -46,6 +46,7 @@ def _host_index_values(u:UOp):
   while True:
     if (v := realized_view(u)) is not None: u = v
     if u.shape is None or any(not isinstance(s, int) for s in u.shape) or prod(u.shape) > HOST_INDEX_CHECK_MAX: return None
+    if prod(u.shape) == 0: return np.zeros(u.shape, np.int64)   # no values: none out of range (an empty buffer has no bytes to read)
     if u.op in (Ops.COPY, Ops.DETACH, Ops.CONTIGUOUS): u = u.src[0]
     elif u.op in _VIEW_OPS or u.op is Ops.EXPAND:
       if any(isinstance(a, UOp) for a in flatten(a if isinstance(a, tuple) else (a,) for a in u.arg)): return None   # a symbolic view
