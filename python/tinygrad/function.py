@@ -14,6 +14,8 @@ same kind builds the very same body (UOps are interned): its schedule and kernel
   the explicit ones. A captured tensor whose write has not run yet (a Tensor.zeros KV cache made before the first call) is one as it
   is after that write, which runs once, before the call. A buffer it makes without data (Tensor.empty, zeros/ones/full) is its own:
   a new one each call. Random numbers (Tensor.rand, ...) draw on the host counter, a device use: pass them in as arguments.
+- A function may write into an argument (a.assign(...), a[...] = ..., AFTER(a's storage, STORE(view, x))): the argument's storage
+  is then an argument of the call too (not an implicit one), and the write lands in the caller's tensor.
 - Gradients flow through a call (tinygrad/gradient.py): the gradient of the body with respect to its PARAMs, as a backward call over
   (inputs, output gradients), or grad_fxn(*output gradients, call) returning one gradient (or None) per input when given.
 - The scheduler inlines a body into the caller's graph (it fuses like any other graph). With precompile=True the body is scheduled as
@@ -34,7 +36,7 @@ from tinygrad.uop.ops import UOp, Ops
 from tinygrad.uop.call import graph_device, is_const_graph
 from tinygrad.tensor import Tensor
 from tinygrad.tensor.calls import data_inputs
-from tinygrad.schedule.buffers import realized_view, next_buffer_id, storage_buffer
+from tinygrad.schedule.buffers import realized_view, next_buffer_id, storage_buffer, as_buffer
 from tinygrad.tensor.creation import unallocated
 from tinygrad.nn.state import get_state_dict
 
@@ -88,13 +90,15 @@ class _function(Generic[ReturnType]):
     # then what is left that holds data. A buffer the trace made and never filled (Tensor.empty, and full/zeros/ones, which assign into
     # one) is the body's own scratch, not an input
     rest = [u for u in data_inputs(body) if u not in inputs and not (u.op is Ops.BUFFER and u.arg.slot > first_new and u in unallocated)]
-    implicit = pending + rest
+    # the storage of an explicit argument, there when the function writes into that argument (an assign: AFTER(storage, STORE(view)))
+    storages = {b for x in inputs if x.op is Ops.RESHAPE and (b := as_buffer(x)) is not None}
+    implicit = pending + [u for u in rest if u not in storages]
     if implicit and not self.allow_implicit:
       desc = "\n  ".join(f"{i}: dtype={u.dtype}, size={prod(u.shape)}, device={graph_device(v if (v := realized_view(u)) is not None else u)}"
                           for i, u in enumerate(implicit))
       raise RuntimeError(f"function {name} has {len(implicit)} implicit buffer(s), but allow_implicit=False\n  {desc}")
     body = body.substitute({x: x.param_like(len(inputs) + len(pending) + i) for i, x in enumerate(rest)})
-    fret = body.call(*inputs, *implicit, grad_fxn=self.grad_fxn, name=name, precompile=self.precompile,
+    fret = body.call(*inputs, *pending, *rest, grad_fxn=self.grad_fxn, name=name, precompile=self.precompile,
                      precompile_backward=self.precompile_backward)
     if DEBUG >= 2: print("  " * _function.depth + f"function {(time.perf_counter() - st) * 1000:8.2f} ms: {name}")
     results = tuple(Tensor(fret.gettuple(i), device=t.device) for i, t in enumerate(outs))

@@ -194,6 +194,25 @@ def test_precompile_outputs_follow_their_arguments():
   np.testing.assert_allclose(p2.numpy(), f32(4) * 10 + 1, rtol=1e-6)
   np.testing.assert_allclose(q.numpy(), f32(4) * 20, rtol=1e-6)   # q (lazy) is computed now: from w as it is now, as without function
 
+@pytest.mark.parametrize("precompile", [False, True])
+def test_function_writes_into_an_explicit_argument(precompile):
+  # an assign, a setitem and tinygrad's AFTER(buf, STORE(view, x)) into an argument: its storage is the same argument, not an implicit
+  # buffer, and the write lands in the caller's tensor (both as 0.14)
+  @function(precompile=precompile)
+  def assign(a, b): return a.assign(b + 1)
+  @function(precompile=precompile)
+  def setitem(a, b):
+    a[:, 1:2] = b[:, 1:2] + 5
+    return a
+  @function(precompile=precompile)
+  def store_at(buf, x, sp): return Tensor(buf.uop.after(buf[:, sp:sp+1].uop.store(x.uop)))
+  b, x, v = f32(2, 8), np.array([[1.], [2.]], np.float32), Variable("sp", 0, 7)
+  for fn, args, want in ((assign, (Tensor(b),), b + 1), (setitem, (Tensor(b),), np.where(np.arange(8) == 1, b + 5, 0)),
+                         (store_at, (Tensor(x), v.bind(2)), np.where(np.arange(8) == 2, x, 0))):
+    a = Tensor.zeros(2, 8).contiguous().realize()
+    np.testing.assert_allclose(fn(a, *args).numpy(), want, rtol=1e-6)
+    np.testing.assert_allclose(a.numpy(), want, rtol=1e-6)
+
 # ***** Tensor.call and as_param *****
 
 @pytest.mark.parametrize("precompile", [False, True])
