@@ -1,7 +1,7 @@
 # The TC action without a device: the fragment layouts of mma.m16n8k16 against the PTX ISA's formulas, the emulated instruction against
 # numpy, what Opt(TC) makes of a matmul's AST and when it refuses (KernelOptError), the heuristics and BEAM's actions on a renderer with
-# tensor cores, and the renderer contract's WMMA. Numerics of whole kernels: tests/cpu/test_tensor_cores_emulated.py; CUDA source and NVRTC:
-# tests/cpu/test_cuda_render.py.
+# tensor cores, and the renderer contract's WMMA. Numerics of whole kernels: tests/codegen/test_tensor_cores_emulated.py; CUDA source and NVRTC:
+# tests/renderer/test_cuda_render.py.
 import numpy as np
 import pytest
 from tinygrad import Tensor, dtypes

@@ -1,4 +1,4 @@
-# torch_load against real torch.save files (zip and legacy formats), opt-in: pytest -m torch tests/torch
+# torch_load against real torch.save files (zip and legacy formats), opt-in: pytest -m torch
 import numpy as np
 import pytest
 

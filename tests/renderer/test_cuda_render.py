@@ -1,7 +1,7 @@
 # The CUDA backend without a GPU: CUDARenderer's source for each kind of kernel (launch dims, shared memory and barriers, half/bfloat16,
 # vectors, math), and DEV=NULL:CUDA, which renders every kernel of real Tensor programs with it and compiles each one with NVRTC (the
 # tests that compile skip without cuda-python and the nvrtc wheel: pip install '.[cuda]'). Clear errors for DEV=CUDA without cuda-python
-# or without a GPU. The GPU half lives in tests/gpu/test_cuda.py.
+# or without a GPU. The GPU half lives in tests/runtime/test_cuda.py.
 import os
 import sys
 import numpy as np
@@ -155,7 +155,7 @@ _MMA = {dtypes.half: "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", dtypes
 
 @pytest.mark.parametrize("dt", [dtypes.half, dtypes.bfloat16])
 def test_tc_renders_mma_sync(dt):
-  # Opt(TC): the reduce is one inline-asm mma.sync per K step on the thread's fragments (numerics: tests/cpu/test_tensor_cores_emulated.py)
+  # Opt(TC): the reduce is one inline-asm mma.sync per K step on the thread's fragments (numerics: tests/codegen/test_tensor_cores_emulated.py)
   with Context(DEV="CPU"): t = Tensor.empty(64, 32, dtype=dt).matmul(Tensor.empty(32, 48, dtype=dt), dtype=dtypes.float)
   src = _src(t, [Opt(OptOps.TC, 0, (-1, 0, 1))])
   fn = f"tg_mma_m16n8k16_{dt.name}"

@@ -1,6 +1,6 @@
 # DEV=CUDA on a real GPU: Tensor numerics against numpy, copies both ways and between GPUs, synchronize and timing, BEAM. Every test
-# skips cleanly where cuda-python, the driver or a GPU is missing (CI has none; tests/cpu/test_cuda_render.py and
-# tests/unit/test_cuda_fake_driver.py are the no-GPU half).
+# skips cleanly where cuda-python, the driver or a GPU is missing (CI has none; tests/renderer/test_cuda_render.py and
+# tests/runtime/test_cuda_fake_driver.py are the no-GPU half).
 import numpy as np
 import pytest
 from tinygrad import Tensor, dtypes, Device, nn

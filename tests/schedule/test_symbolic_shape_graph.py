@@ -1,6 +1,6 @@
 # Symbolic shapes without running kernels (the NULL device): shapes that hold bound Variables, the scheduler's unbinding (var_vals,
 # one kernel AST for every value) and the value ranges behind the checks (a hypothesis property test). Kernels run in
-# tests/cpu/test_symbolic_shapes.py.
+# tests/schedule/test_symbolic_shapes.py.
 import pytest
 from hypothesis import given, settings, strategies as st
 from tinygrad import Tensor, Variable, Context

@@ -44,7 +44,7 @@ def test_constructor_uop_and_dtype():
 
 def test_constructor_errors():
   with pytest.raises(TypeError, match="can't make a Tensor from str"): Tensor("abc")
-  assert Tensor(300, dtype=dtypes.uint8).item() == 44   # wraps, as in tinygrad 0.14 and torch (tests/cpu/test_tensor_from_list.py)
+  assert Tensor(300, dtype=dtypes.uint8).item() == 44   # wraps, as in tinygrad 0.14 and torch (tests/tensor/test_tensor_from_list.py)
 
 def test_constructor_path(tmp_path):
   p = tmp_path / "blob.bin"

@@ -276,7 +276,7 @@ class TestThread:
       np.testing.assert_allclose(t.sum(1).numpy(), x.sum(1), rtol=1e-4, atol=1e-3)
       np.testing.assert_allclose(t.max(0).numpy(), x.max(0))
   def test_launch_zero_runs_on_the_calling_thread(self, monkeypatch):
-    # without the C pool (tests/cpu/test_cpu_threads.py), the runtime runs core_id 0 in the thread that launched the kernel and the
+    # without the C pool (tests/runtime/test_cpu_threads.py), the runtime runs core_id 0 in the thread that launched the kernel and the
     # others on its Python pool (one thread fewer to wake)
     import threading
     import tinygrad.codegen.opt.heuristic as opt

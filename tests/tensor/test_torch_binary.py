@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.torch   # the opt-in torch group
 from tests.helpers.torch_compare import compare, Tensor  # noqa: E402
 
 BINARY = {

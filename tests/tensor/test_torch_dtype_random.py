@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.torch   # the opt-in torch group
 from tests.helpers.torch_compare import compare, Tensor, dtypes  # noqa: E402
 
 TO = {"int8": (dtypes.int8, torch.int8), "int32": (dtypes.int32, torch.int32),

@@ -1,4 +1,4 @@
-# Regressions for the differences the opt-in torch group (tests/torch) found, checked here against numpy / math so CI (no torch)
+# Regressions for the differences the opt-in torch group (`pytest -m torch`) found, checked here against numpy / math so CI (no torch)
 # keeps them fixed: erf to 1 ulp, -0.0 kept by cat/sort/pad, the mean of ints in float32 whatever DEFAULT_FLOAT is.
 import math
 import numpy as np

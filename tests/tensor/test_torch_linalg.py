@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.torch   # the opt-in torch group
 from tests.helpers.torch_compare import compare, Tensor  # noqa: E402
 
 @pytest.mark.parametrize("sa,sb", [((3, 4), (4, 5)), ((4,), (4, 2)), ((3, 4), (4,)), ((4,), (4,)), ((2, 1, 3, 4), (5, 4, 2)), ((2, 3, 4), (4, 5))])

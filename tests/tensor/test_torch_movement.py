@@ -1,5 +1,6 @@
 import pytest
 torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.torch   # the opt-in torch group
 from tests.helpers.torch_compare import compare, Tensor  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 

@@ -1,5 +1,5 @@
 # The ALU evaluator (uop/ops.py's exec_alu, which constant folding and the PYTHON device share) at the special values C99's Annex F
-# defines: the values the C device computes (tests/cpu/test_alu_agreement.py compares all three).
+# defines: the values the C device computes (tests/uop/test_alu_agreement.py compares all three).
 import math
 import pytest
 from tinygrad.dtype import dtypes
