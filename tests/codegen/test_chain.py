@@ -38,6 +38,7 @@ def test_chained_tile_matches_numpy(device, m, k, n, small_tiles):
   np.testing.assert_allclose(out.reshape(m, n), a @ b, rtol=1e-4, atol=1e-4)
   if device == "CPU": assert any(u.op is Ops.MULACC for u in uops)   # the chained accumulators are fused multiply-adds
 
+@pytest.mark.cpu
 @pytest.mark.parametrize("chain", [False, True])
 def test_chain_is_a_fused_chain_and_same_bits_on_cpu_and_python(chain, small_tiles):
   a, b = rand(8, 64), rand(64, 64, seed=1)
@@ -57,6 +58,7 @@ def test_chain_is_a_fused_chain_and_same_bits_on_cpu_and_python(chain, small_til
   np.testing.assert_array_equal(outs[0], outs[1])
   np.testing.assert_allclose(outs[0].reshape(8, 64), a @ b, rtol=1e-4, atol=1e-4)
 
+@pytest.mark.cpu
 def test_chain_order():
   # the products accumulate left to right, each rounded once: 1 then seven times 2**-24 (each a tie, rounded to even: stays 1). The
   # tree of the scheduler's 4 UNROLL lanes adds the small ones first, so they count: 1 + 3 * 2**-23

@@ -296,6 +296,7 @@ def test_swap_exchanges_launch_dims_and_loops(gpu):
     loops = [u.src[0].arg for u in lower_ast(apply_opt(ast, Opt(O.SWAP, 0, 1))[0]).uops if u.op is Ops.RANGE]
     assert loops[:2] == [12, 6]
 
+@pytest.mark.cpu
 def test_conv_weight_gradient_tile():
   # tap_tile on a conv's weight gradient (bench_train's CNN conv2: 32 x 16 x 3 x 3 over 64 images of 8 x 8): its inner tap loop upcast,
   # one reduce loop unrolled (the image's x, by the unroll pass; tap_tile adds none), the output channels (the loop no gated input load
@@ -315,6 +316,7 @@ def test_conv_weight_gradient_tile():
   want = np.einsum("nohw,nchwij->ocij", g, np.lib.stride_tricks.sliding_window_view(xp, (3, 3), axis=(2, 3))[:, :, :8, :8])
   np.testing.assert_allclose(w.grad.numpy(), want, rtol=1e-3, atol=1e-3)
 
+@pytest.mark.cpu
 def test_short_outer_loop_upcast_fully():
   # upcast_outer on a Linear's weight gradient of 10 outputs (g.T @ x, 10 x 512 over a batch of 64): two threads leave 5 rows each,
   # which 4 doesn't divide, so the row loop is upcast fully (each vector of x loaded serves the 5 rows); 10 rows (one thread) are more

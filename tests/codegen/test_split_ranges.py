@@ -146,6 +146,7 @@ def test_a_buffer_nothing_reads_stays_an_argument():
 
 def _output_stores(k) -> list[UOp]: return [u for u in k.uops if u.op is Ops.STORE and u.src[0].src[0].op is Ops.PARAM]
 
+@pytest.mark.cpu
 @pytest.mark.parametrize("shape,cout,kw", [((2, 3, 40, 24), 16, dict(padding=1)), ((2, 2, 36, 40), 32, dict(padding=1)),
                                            ((2, 4, 70, 48), 16, dict(padding=1, stride=2)), ((2, 3, 36, 30), 16, dict(padding=2))])
 def test_conv_border_pieces_keep_the_tile(shape, cout, kw, split_reduces):

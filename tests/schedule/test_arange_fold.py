@@ -36,6 +36,7 @@ def test_arange_is_numpys(args, device):
   assert got.dtype == ref.dtype and got.shape == ref.shape
   np.testing.assert_array_equal(got, ref)
 
+@pytest.mark.cpu
 @pytest.mark.parametrize("dt", list(NP), ids=str)
 def test_arange_dtypes(dt):
   for args in [(7,), (1, 9, 2), (6, 0, -1)] + ([(0.5, 3, 0.25), (-1, 1, 0.3)] if dtypes.is_float(dt) else []):
@@ -44,6 +45,7 @@ def test_arange_dtypes(dt):
     assert t.dtype is dt
     np.testing.assert_array_equal(t.numpy(), np.arange(*args, dtype=NP[dt]), err_msg=f"{args} {dt}")
 
+@pytest.mark.cpu
 def test_arange_long_is_elementwise():
   n = 100_000
   t = Tensor.arange(n)
@@ -107,6 +109,7 @@ def test_gather_one_hot_tril_fold(device):
     np.testing.assert_array_equal(t.numpy(), r)
   np.testing.assert_array_equal(Tensor.eye(4, 6, device=device).numpy(), np.eye(4, 6, dtype=np.float32))
 
+@pytest.mark.cpu
 def test_cross_entropy_label_pick_folds():
   rng = np.random.default_rng(2)
   logits_np, y_np = rng.standard_normal((5, 7)).astype(np.float32), np.array([0, 6, 3, 3, 1], dtype=np.int32)
@@ -119,6 +122,7 @@ def test_cross_entropy_label_pick_folds():
   lsm = lsm - np.log(np.exp(lsm).sum(1, keepdims=True))
   np.testing.assert_allclose(loss.item(), -lsm[np.arange(5), y_np].mean(), rtol=1e-5)
 
+@pytest.mark.cpu
 def test_cross_entropy_backward_folds():
   # the backward of the label pick sums -onehot/n over the classes: folded too, so the gradient of the logits is the row max, the row
   # sum of exps and one elementwise kernel
@@ -131,6 +135,7 @@ def test_cross_entropy_backward_folds():
   p /= p.sum(1, keepdims=True)
   np.testing.assert_allclose(logits.grad.numpy(), (p - np.eye(9, dtype=np.float32)[y_np]) / 6, rtol=1e-5, atol=1e-7)
 
+@pytest.mark.cpu
 def test_select_that_does_not_fold_gets_a_buffer():
   # a one-hot against 2*arange is not a pick of one position per row the fold knows: the sum planned to fold where it is used (under an
   # expand) is computed into a buffer of its own instead of a loop in every element of its user

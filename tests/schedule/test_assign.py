@@ -33,6 +33,7 @@ def test_assign_is_lazy_and_in_place(device):
   assert buf(a) is storage
   np.testing.assert_equal(a.numpy(), np.arange(6) + 1)
 
+@pytest.mark.cpu
 def test_chain_before_realize():
   a = Tensor(np.arange(6, dtype=np.float32)).realize()
   a.assign(a + 1)
@@ -40,6 +41,7 @@ def test_chain_before_realize():
   assert kernels(a) == 2
   np.testing.assert_equal(a.numpy(), (np.arange(6) + 1) * 2)
 
+@pytest.mark.cpu
 def test_reads_before_and_after_a_write_in_one_realize():
   # y reads x before both writes, z between them: the writes wait for the reads of what they overwrite
   ref = np.arange(6, dtype=np.float32)
@@ -55,6 +57,7 @@ def test_reads_before_and_after_a_write_in_one_realize():
   np.testing.assert_equal(x.numpy(), (ref + 1) * 2)
   np.testing.assert_equal(w.numpy(), (ref + 1) * 2 - 1)
 
+@pytest.mark.cpu
 def test_realized_later_reads_the_buffer_then():
   # a lazy tensor reads a buffer when it runs (as in tinygrad): after the write ran, that is the new value
   x = Tensor([1.0, 2.0, 3.0]).realize()
@@ -62,6 +65,7 @@ def test_realized_later_reads_the_buffer_then():
   x.assign(x * 10).realize()
   np.testing.assert_equal(y.numpy(), [11.0, 21.0, 31.0])
 
+@pytest.mark.cpu
 def test_not_run_unless_needed():
   a = Tensor([1.0, 2.0]).realize()
   b = Tensor([5.0, 6.0]).realize()
@@ -70,6 +74,7 @@ def test_not_run_unless_needed():
   np.testing.assert_equal(c.numpy(), [6.0, 7.0])
   np.testing.assert_equal(a.numpy(), [10.0, 12.0])
 
+@pytest.mark.cpu
 def test_write_runs_once():
   a = Tensor([1.0, 2.0]).realize()
   a.assign(a + 1)
@@ -78,6 +83,7 @@ def test_write_runs_once():
   np.testing.assert_equal(b.numpy(), [2.0, 3.0])   # the write is realized: b's realize does not run it again
   np.testing.assert_equal(a.numpy(), [2.0, 3.0])
 
+@pytest.mark.cpu
 def test_repeated_steps_hit_the_schedule_cache():
   w, ref = Tensor(np.ones((3, 4), np.float32)).realize(), np.ones((3, 4), np.float32)
   g = Tensor(f32(3, 4)).realize()
@@ -92,6 +98,7 @@ def test_repeated_steps_hit_the_schedule_cache():
   assert kernels(w) == 3
   np.testing.assert_allclose(w.numpy(), ref, rtol=1e-6)
 
+@pytest.mark.cpu
 def test_lazy_target_takes_the_value():
   t = Tensor.arange(4).float() + 1
   t.assign(t * 3)
@@ -102,6 +109,7 @@ def test_lazy_target_takes_the_value():
 
 # ***** hazards: the value reads other elements of the buffer it overwrites *****
 
+@pytest.mark.cpu
 def test_value_reading_other_elements_gets_a_buffer():
   a = Tensor(np.arange(5, dtype=np.float32)).realize()
   a.assign(a.flip(0))
@@ -119,6 +127,7 @@ def test_value_reading_other_elements_gets_a_buffer():
 
 # ***** views: only the viewed elements are written *****
 
+@pytest.mark.cpu
 def test_setitem_writes_only_the_region():
   a, ref = Tensor(f32(6, 5)).realize(), f32(6, 5)
   a[1:4, ::2] = 7.0
@@ -146,6 +155,7 @@ def test_views(device):
   np.testing.assert_equal(p.numpy(), np.pad(ref, ((1, 1), (0, 0))))
   np.testing.assert_equal(s.numpy(), ref.reshape(2, 12)[1, 3::4])
 
+@pytest.mark.cpu
 def test_views_see_a_write_through_another_view():
   ref = f32(3, 4)
   a = Tensor(ref.copy()).realize()
@@ -155,6 +165,7 @@ def test_views_see_a_write_through_another_view():
   np.testing.assert_equal(col.numpy(), ref[:, 2])
   np.testing.assert_equal(a.numpy(), ref)
 
+@pytest.mark.cpu
 def test_inplace_on_view_is_one_kernel():
   a, ref = Tensor(f32(4, 5)).realize(), f32(4, 5)
   a[1] += 100
@@ -164,6 +175,7 @@ def test_inplace_on_view_is_one_kernel():
   assert kernels(a) == 2
   np.testing.assert_allclose(a.numpy(), ref, rtol=1e-6)
 
+@pytest.mark.cpu
 def test_setitem_chain_and_reads():
   ref = np.zeros((4, 4), np.float32)
   a = Tensor(ref.copy()).realize()
@@ -177,6 +189,7 @@ def test_setitem_chain_and_reads():
   np.testing.assert_equal(after.numpy(), ref.sum(0))
   np.testing.assert_equal(a.numpy(), ref)
 
+@pytest.mark.cpu
 def test_advanced_setitem_in_place():
   a, ref = Tensor(f32(5, 3)).realize(), f32(5, 3)
   storage = buf(a)
@@ -185,6 +198,7 @@ def test_advanced_setitem_in_place():
   np.testing.assert_equal(a.numpy(), ref)
   assert buf(a) is storage
 
+@pytest.mark.cpu
 def test_dtypes_and_operators():
   i = Tensor([7, -3, 12], dtype=dtypes.int32).realize()
   i //= 2
@@ -210,6 +224,7 @@ def _mlp():
     if i < 4: h = h.relu()
   return params, h.square().mean()
 
+@pytest.mark.cpu
 def test_sgd_update_is_one_schedule_of_in_place_kernels():
   params, loss = _mlp()
   loss.backward()
@@ -225,6 +240,7 @@ def test_sgd_update_is_one_schedule_of_in_place_kernels():
     np.testing.assert_allclose(p.numpy(), w, rtol=1e-6)
     assert buf(p) is b
 
+@pytest.mark.cpu
 def test_sgd_update_with_lazy_gradients():
   params, loss = _mlp()
   ref_params, ref_loss = _mlp()
@@ -236,6 +252,7 @@ def test_sgd_update_with_lazy_gradients():
   assert kernels(*params) <= 17
   for p, w in zip(params, want): np.testing.assert_allclose(p.numpy(), w, rtol=1e-5, atol=1e-6)
 
+@pytest.mark.cpu
 def test_running_stats_update_with_the_forward_pass():
   # BatchNorm's running statistics: written in place in the same realize as the output that reads the batch statistics
   rm, rv = Tensor.zeros(3).contiguous().realize(), Tensor.ones(3).contiguous().realize()
@@ -256,6 +273,7 @@ def test_running_stats_update_with_the_forward_pass():
 
 # ***** autograd *****
 
+@pytest.mark.cpu
 def test_gradient_flows_to_the_written_value():
   # as in tinygrad 0.14 (and torch): the written value takes the gradient of the tensor it was written into; the old contents none
   w = Tensor([1.0, 2.0, 3.0], requires_grad=True).realize()
@@ -315,12 +333,14 @@ def _random_program(seed:int):
   Tensor.realize(*pending, a)
   return a, ref, reads
 
+@pytest.mark.cpu
 @pytest.mark.parametrize("seed", range(6))
 def test_random_programs(seed):
   a, ref, reads = _random_program(seed)
   np.testing.assert_allclose(a.numpy(), ref, rtol=1e-5, atol=1e-5)
   for t, want in reads: np.testing.assert_allclose(t.numpy(), want, rtol=1e-5, atol=1e-5)
 
+@pytest.mark.cpu
 def test_reading_both_versions_in_one_kernel_raises():
   # one kernel can't read a buffer's contents from before a write and after it (tinygrad 0.14 raises too)
   a = Tensor([1.0, 2.0, 3.0]).realize()
@@ -330,6 +350,7 @@ def test_reading_both_versions_in_one_kernel_raises():
   old.realize()   # the earlier read first: then both are fine
   np.testing.assert_equal((old + a).numpy(), [12.0, 14.0, 16.0])
 
+@pytest.mark.cpu
 def test_writes_whose_values_read_each_other():
   # each new value reads both old values (a weight and a bias updated from gradients that read both): they can't both be computed in
   # place, so one is computed into a buffer first; the result is as if all reads came before all writes
@@ -343,6 +364,7 @@ def test_writes_whose_values_read_each_other():
   np.testing.assert_allclose(w.numpy(), w0 - 0.1 * y0 * b0, rtol=1e-6)
   np.testing.assert_allclose(b.numpy(), b0 - 0.1 * y0 * w0, rtol=1e-6)
 
+@pytest.mark.cpu
 def test_overwritten_values_take_no_gradient():
   # tinygrad's test_set_overlapping_backward: the old contents keep the gradient only where a later write did not overwrite them
   w = f32(6, seed=3)

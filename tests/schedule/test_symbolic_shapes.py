@@ -66,6 +66,7 @@ def _softmax(x:np.ndarray) -> np.ndarray:
   e = np.exp(x - x.max(-1, keepdims=True))
   return e / e.sum(-1, keepdims=True)
 
+@pytest.mark.cpu
 @pytest.mark.parametrize("name,fn,ref,maxes", CASES, ids=[c[0] for c in CASES])
 @pytest.mark.parametrize("device", DEVICES)
 def test_matches_numpy_for_every_value(name, fn, ref, maxes, device):
@@ -87,6 +88,7 @@ def test_shape_holds_the_bound_variable():
   assert Tensor(v).shape == () and Tensor.arange(v).shape[0] is v
   with pytest.raises(RuntimeError, match="symbolic shape"): t.numpy()
 
+@pytest.mark.cpu
 def test_the_kernel_takes_the_variable_as_an_int_argument():
   v = Variable("kv_len", 1, 16).bind(4)
   linear, var_vals = Tensor.rand(2, 16).realize()[:, :v].sum(1).linear_with_vars()
@@ -98,6 +100,7 @@ def test_the_kernel_takes_the_variable_as_an_int_argument():
   assert spec.var_names == ("kv_len",) and spec.var_dtypes == (dtypes.int,)
   assert any(u.op is Ops.RANGE and u.src[0].op is Ops.PARAM and u.src[0].arg.name == "kv_len" for u in spec.uops)   # the loop ends at it
 
+@pytest.mark.cpu
 def test_run_linear_with_var_vals():
   var = Variable("n", 1, MAX)
   a = Tensor(A).realize()
@@ -108,11 +111,13 @@ def test_run_linear_with_var_vals():
     realize.run_linear(linear, var_vals)
     np.testing.assert_allclose(out.numpy(), A[:, :n].sum(1), rtol=1e-5)
 
+@pytest.mark.cpu
 def test_run_linear_needs_the_values():
   linear, var_vals = Tensor(A).realize()[:, :Variable("n", 1, MAX).bind(3)].sum(1).linear_with_vars()
   with pytest.raises(RuntimeError, match=r"needs values for the variable\(s\) \['n'\]"): realize.run_linear(linear)
   with pytest.raises(ValueError, match=r"n=10 is outside its range \[1, 9\]"): realize.run_linear(linear, {"n": 10})
 
+@pytest.mark.cpu
 def test_schedule_cache_reuses_the_schedule():
   var = Variable("n", 1, MAX)
   a = Tensor(A).realize()
@@ -136,6 +141,7 @@ def test_bind_out_of_range_names_the_variable():
   with pytest.raises(ValueError, match=r"11 not in range \[1, 10\] of seq"): v.bind(11)
   with pytest.raises(ValueError, match=r"0 not in range \[1, 10\] of seq"): v.bind(0)
 
+@pytest.mark.cpu
 def test_slice_past_the_dim_raises_before_a_kernel_runs():
   # the Variable's range reaches past the dim: the shape is accepted, a value past it is caught at schedule time
   var = Variable("n", 1, 2 * MAX)
@@ -194,6 +200,7 @@ def test_decode_on_python_device():
 
 def _heads(t:Tensor, toks) -> Tensor: return t[:, :toks].reshape(1, toks, 4, 16).transpose(1, 2)
 
+@pytest.mark.cpu
 def test_same_bound_variable_broadcasts_however_the_size_was_reached():
   # sizes reached by different movements (a shrink to toks+0, a reshape to 2*toks and to toks*2) are the same size: they broadcast
   x = rng.standard_normal((2, MAX)).astype(np.float32)
@@ -205,6 +212,7 @@ def test_same_bound_variable_broadcasts_however_the_size_was_reached():
     np.testing.assert_allclose(_padded(a.reshape(2 * toks) + a.reshape(toks * 2), (2 * MAX,)), _np_padded(2 * x[:, :n].reshape(-1), (2 * MAX,)))
     np.testing.assert_allclose(_padded(a.pad(((0, 0), (0, 0))) * a, (2, MAX)), _np_padded(x[:, :n] ** 2, (2, MAX)))
 
+@pytest.mark.cpu
 def test_cat_with_an_empty_piece_on_a_symbolic_shape():
   x = rng.standard_normal((1, MAX, 64)).astype(np.float32)
   var = Variable("toks", 1, MAX)
@@ -231,6 +239,7 @@ def test_tinyjit_input_of_a_symbolic_shape():
   assert len(jf.captured.jit_cache) == 1
   with pytest.raises(JitError, match="'n' bound to 4, another argument binds it to 3"): jf(a[:, :var.bind(3)], b[:, :var.bind(4)])
 
+@pytest.mark.cpu
 def test_realizing_a_realized_symbolic_tensor_runs_nothing():
   t = (Tensor(A).realize()[:, :Variable("n", 1, MAX).bind(3)] + 1).realize()
   before = GlobalCounters.kernel_count
@@ -247,6 +256,7 @@ def test_nbytes_of_tensors_and_uops():
     with pytest.raises(ValueError, match="not constant"): f()
   assert s.uop.max_numel() == s.max_numel() == A.size and s.uop.max_shape == A.shape
 
+@pytest.mark.cpu
 def test_invalid_symbolic_reshape_is_a_value_error():
   # 30 elements are (3, n) for one value of n only: the sizes must be the same for every value (0.14 raises ValueError)
   a, var = Tensor.rand(30), Variable("n", 1, 10)
@@ -256,6 +266,7 @@ def test_invalid_symbolic_reshape_is_a_value_error():
   np.testing.assert_allclose(_padded(Tensor(A)[:, :var.bind(3)].reshape(4 * var.bind(3), 1).reshape(4, var.bind(3)), (4, 10)),
                              _np_padded(A[:, :3], (4, 10)))
 
+@pytest.mark.cpu
 def test_reshape_none_keeps_a_dim():
   x = Tensor(A)[:, :Variable("n", 1, MAX).bind(6)].reshape(2, 2, -1)
   assert x.reshape(None, None, 1, -1).shape == (2, 2, 1, x.shape[2]) and x.reshape(1, None, None, -1).shape == (1, 2, x.shape[2], 2)
@@ -269,6 +280,7 @@ NEG_SLICES = [
   ("-2", lambda t, v: t[:, -2], lambda a, n: a[:, -2]),
 ]
 
+@pytest.mark.cpu
 @pytest.mark.parametrize("name,fn,ref", NEG_SLICES, ids=[c[0] for c in NEG_SLICES])
 def test_negative_slices_of_a_symbolic_dim(name, fn, ref):
   # negative bounds count from the end of the symbolic size and stop at 0, as Python's slices (0.14 gives wrong elements when the
@@ -288,6 +300,7 @@ def test_symbolic_slice_bound_of_either_sign_is_an_error():
 
 BITS = rng.standard_normal((MAX, 4)).astype(np.float32)
 
+@pytest.mark.cpu
 @pytest.mark.parametrize("dtype", ["uint8", "float16", "uint64", "float64"])
 def test_bitcast_to_another_itemsize(dtype):
   # the bytes of the last dim regroup (little-endian, as numpy's view): int shapes, a symbolic leading dim, a symbolic last dim
@@ -308,6 +321,7 @@ def test_bitcast_that_does_not_divide_the_last_dim():
     Tensor(BITS).T[:, :Variable("n", 1, MAX).bind(3)].bitcast("uint64")
   with pytest.raises(RuntimeError, match="needs the same itemsize"): Tensor(BITS).bitcast("bool")
 
+@pytest.mark.cpu
 def test_conv_over_a_symbolic_length_whose_ceil_division_is_not_constant():
   # (v + 6 - 11) / 6 rounds up to a size that is not one expression of v's floor: the output length and values match the int conv
   v = Variable("v", 11, 100)
@@ -318,6 +332,7 @@ def test_conv_over_a_symbolic_length_whose_ceil_division_is_not_constant():
     assert got.shape[2].sym_infer({"v": val}) == want.shape[2] == (val + 6 - 12) // 6 + 1
     np.testing.assert_allclose(got[:, :, :want.shape[2]].numpy(), want, rtol=1e-4, atol=1e-4, err_msg=f"v={val}")
 
+@pytest.mark.cpu
 def test_arange_with_a_symbolic_step():
   s, b, e, neg = Variable("s", 1, 3), Variable("b", 0, 5), Variable("e", 10, 20), Variable("m", -3, -1)
   for step in (1, 2, 3):
@@ -328,6 +343,7 @@ def test_arange_with_a_symbolic_step():
   with pytest.raises(ValueError, match=r"step that is never 0 and of one sign, got k in \[-1, 1\]"):
     Tensor.arange(0, 10, Variable("k", -1, 1).bind(1))
 
+@pytest.mark.cpu
 def test_empty_of_a_symbolic_shape():
   # the buffer holds the largest size; the tensor sees the bound size
   v = Variable("n", 1, MAX)
@@ -342,6 +358,7 @@ def test_chunk_of_a_symbolic_dim_raises():
   with pytest.raises(AssertionError, match=r"can't chunk the symbolic dim 1 \(size n\) of \(4, n\)"): t.chunk(2, dim=1)
   assert [c.shape for c in t.chunk(2, dim=0)] == [(2, t.shape[1])] * 2
 
+@pytest.mark.cpu
 def test_an_unbound_variable_names_itself_when_a_kernel_needs_it():
   with pytest.raises(RuntimeError, match=r"needs values for the variable\(s\) \['u'\].*unbound"): (Tensor(Variable("u", 1, 10)) + 1).item()
   assert Tensor(Variable("u", 1, 10).bind(2) + 1).item() == 3

@@ -17,6 +17,7 @@ def test_int_outside_64_bits_overflows(data, dtype):
   with pytest.raises(OverflowError, match=str(data)): Tensor(data, dtype=dtype)
   with pytest.raises(OverflowError, match=str(data)): Tensor([1, data], dtype=dtype)
 
+@pytest.mark.cpu
 def test_ints_that_fit():
   assert Tensor(2**40 + 5, dtype=dtypes.int64).item() == 2**40 + 5 and Tensor(-(2**31)).item() == -(2**31)
   # without a dtype, an int past the default int is int64 (uint64 past that), as numpy infers; 0.14 stores int32 garbage
@@ -31,6 +32,7 @@ def test_ints_that_fit():
 def test_bad_sizes_raise(make):
   with pytest.raises(ValueError, match="needs a shape of non-negative ints"): make()
 
+@pytest.mark.cpu
 def test_good_sizes():
   assert Tensor.full((2, 0), 3).shape == (2, 0) and Tensor.zeros(()).shape == () and Tensor.full(3, 1).tolist() == [1, 1, 1]
 
@@ -42,6 +44,7 @@ def test_bool_of_a_tensor_raises():
   t = Tensor([1])
   assert t in [t]   # identity still finds the same tensor, without comparing
 
+@pytest.mark.cpu
 def test_randint_range_must_fit():
   with pytest.raises(OverflowError, match=r"randint range \[0, 1099511627776\) doesn't fit in dtypes.int"): Tensor.randint(3, high=2**40)
   big = Tensor.randint(1000, high=2**40, dtype=dtypes.int64).numpy()
@@ -54,6 +57,7 @@ def test_randint_range_must_fit():
 def test_linspace_steps_must_be_an_int(steps):
   with pytest.raises(TypeError, match="linspace needs an int number of steps"): Tensor.linspace(0, 1, steps)
 
+@pytest.mark.cpu
 @pytest.mark.parametrize("make", [lambda: Tensor.rand(2**40), lambda: Tensor.arange(2**40).realize(),
                                   lambda: Tensor.empty(2**40).realize(),
                                   lambda: Tensor.zeros(2**38, 4).contiguous().realize(), lambda: Tensor.randn(2**40)])
@@ -65,9 +69,11 @@ def test_impossible_sizes_raise_memory_error_before_allocating(make):
 def test_unsupported_index_types_say_so(index):
   with pytest.raises(IndexError, match="not supported"): Tensor([[1, 2, 3]] * 2)[index]
 
+@pytest.mark.cpu
 def test_numpy_array_index_works():
   assert Tensor([[1, 2, 3]] * 2)[np.array([1, 0]), np.array([2])].tolist() == [3, 3]
 
+@pytest.mark.cpu
 def test_basic_indexing_still_works():
   t = Tensor(np.arange(12).reshape(3, 4))
   assert t[..., 1].tolist() == [1, 5, 9] and t[1, ...].tolist() == [4, 5, 6, 7] and t[None, 2, ::2].tolist() == [[8, 10]]

@@ -37,11 +37,13 @@ def test_constructor_numpy(npdt):
   np.testing.assert_equal(t.numpy(), a)
   assert Tensor(np.array(2.5)).shape == ()
 
+@pytest.mark.cpu
 def test_constructor_uop_and_dtype():
   t = Tensor(Tensor([1, 2]).uop, dtype=dtypes.float32)
   assert t.dtype is dtypes.float32 and t.tolist() == [1.0, 2.0]
   assert Tensor([1, 2], dtype="float16").dtype is dtypes.float16
 
+@pytest.mark.cpu
 def test_constructor_errors():
   with pytest.raises(TypeError, match="can't make a Tensor from str"): Tensor("abc")
   assert Tensor(300, dtype=dtypes.uint8).item() == 44   # wraps, as in tinygrad 0.14 and torch (tests/tensor/test_tensor_from_list.py)
@@ -95,6 +97,7 @@ def test_empty_and_invalids():
   i = Tensor.invalids(2, 3)
   assert (i.shape, i.dtype) == ((2, 3), dtypes.bool) and Tensor.invalids(4, dtype=dtypes.float32).realize().shape == (4,)
 
+@pytest.mark.cpu
 def test_like():
   a = Tensor([1, 2, 3])
   assert a.full_like(2.5).dtype is dtypes.int32 and a.full_like(2.5, dtype=dtypes.float32).tolist() == [2.5] * 3
@@ -103,6 +106,7 @@ def test_like():
   assert (c.shape, c.dtype, c.tolist()) == ((3,), dtypes.int32, [5, 5, 5])
   assert a.const_like(1.5, dtypes.float32).tolist() == [1.5] * 3
 
+@pytest.mark.cpu
 def test_const():
   c = Tensor.const(3)
   assert c.dtype is dtypes.weakint and c.shape == ()
@@ -115,6 +119,7 @@ def test_const():
   r = Tensor([1, 2, 3]) * Tensor.const(1.5)
   assert r.dtype is dtypes.float32 and r.tolist() == [1.5, 3.0, 4.5]
 
+@pytest.mark.cpu
 @pytest.mark.parametrize("device", DEVICES)
 def test_arange_linspace_eye(device):
   assert Tensor.arange(5).dtype is dtypes.int32 and Tensor.arange(0, 1, 0.25).dtype is dtypes.float32
@@ -130,6 +135,7 @@ def test_arange_linspace_eye(device):
   with pytest.raises(ValueError, match="steps >= 0"): Tensor.linspace(0, 1, -1)
   with pytest.raises(ValueError, match="non-negative sizes"): Tensor.eye(-1)
 
+@pytest.mark.cpu
 @pytest.mark.parametrize("indexing", ["ij", "xy"])
 def test_meshgrid(indexing):
   x, y, z = [1, 2], [3, 4, 5], [6, 7, 8, 9]
@@ -147,6 +153,7 @@ def test_shape_names():
   with pytest.raises(TypeError, match="len\\(\\) of a 0-d tensor"): len(Tensor(1.0))
   with pytest.raises(RuntimeError, match="concrete dtype"): Tensor.const(1).element_size()
 
+@pytest.mark.cpu
 def test_casting_names():
   a = Tensor([1.5, -2.5])
   for name, dt in [("double", dtypes.float64), ("long", dtypes.int64), ("short", dtypes.int16), ("bfloat16", dtypes.bfloat16),
@@ -155,6 +162,7 @@ def test_casting_names():
   assert a.long().tolist() == [1, -2] and a.short().tolist() == [1, -2] and a.double().tolist() == [1.5, -2.5]
   assert a.is_floating_point() and a.bfloat16().is_floating_point() and not a.int().is_floating_point()
 
+@pytest.mark.cpu
 def test_clone_replace_realize():
   a = Tensor([1, 2, 3]).realize()
   b = a.clone().realize()
@@ -168,6 +176,7 @@ def test_clone_replace_realize():
   assert Tensor.realize(x, y) is x and GlobalCounters.kernel_count >= 1
   assert x.tolist() == [2.0] and y.tolist() == [6.0]
 
+@pytest.mark.cpu
 def test_clones_are_independent():
   # two clones of one tensor (or of one constant) are two buffers: writing one leaves the other (they were one interned node)
   for a in (Tensor([1.0, 2.0, 3.0]).realize(), Tensor([1.0, 2.0, 3.0]) * 2, Tensor.full((3,), 2.0, buffer=False)):
@@ -219,6 +228,7 @@ def test_keccak_matches_hashlib():
   with pytest.raises(ValueError, match="keccak cfg must be one of"): Tensor([1], dtype=dtypes.uint8).keccak("md5")
   with pytest.raises(RuntimeError, match="at least one dimension"): Tensor(1).keccak()
 
+@pytest.mark.cpu
 def test_full_tensors_are_independent():
   # as in tinygrad 0.14, full/zeros/ones (buffer=True, the default) are a buffer of their own each: equal ones are not one node
   a, b = Tensor.zeros(3), Tensor.zeros(3)
@@ -242,6 +252,7 @@ def test_full_tensors_are_independent():
   x, y = Tensor.zeros(2, 2).realize(), Tensor.zeros(2, 2).realize()
   assert as_buffer(x.uop) is not as_buffer(y.uop)
 
+@pytest.mark.cpu
 def test_full_without_buffer_is_a_broadcast_constant():
   # buffer=False: the constant, fused into the kernels that read it (equal ones are one interned node, with no gradient)
   a, b = Tensor.full((4, 4), 2.0, buffer=False), Tensor.full((4, 4), 2.0, buffer=False)

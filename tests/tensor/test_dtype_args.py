@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from tinygrad import Tensor, dtypes
 
+@pytest.mark.cpu
 def test_sum_dtype():
   u8 = Tensor(np.array([200, 200, 7], np.uint8))
   assert u8.sum(dtype=dtypes.float32).dtype == dtypes.float32 and u8.sum(dtype=dtypes.float32).item() == 407.0
@@ -12,6 +13,7 @@ def test_sum_dtype():
   assert Tensor([True, True, False]).sum().dtype == dtypes.int32
   np.testing.assert_array_equal(Tensor(np.ones((2, 3), np.float32)).sum(1, dtype=dtypes.int32).numpy(), [3, 3])
 
+@pytest.mark.cpu
 def test_prod_dtype():
   i8 = Tensor(np.array([100, 3], np.int8))
   assert i8.prod(dtype=dtypes.int32).dtype == dtypes.int32 and i8.prod(dtype=dtypes.int32).item() == 300
@@ -19,6 +21,7 @@ def test_prod_dtype():
   # the cast comes before the product, as torch's
   assert Tensor([1.5, 2.0]).prod(dtype=dtypes.int32).item() == 2
 
+@pytest.mark.cpu
 @pytest.mark.parametrize("dtype", [dtypes.int32, dtypes.int64, dtypes.float16, dtypes.float32, None])
 def test_linspace_dtypes(dtype):
   t = Tensor.linspace(0, 10, 5, dtype=dtype)
@@ -27,6 +30,7 @@ def test_linspace_dtypes(dtype):
   np.testing.assert_array_equal(t.numpy(), ref.astype(np.int64) if dtype in (dtypes.int32, dtypes.int64) else ref)
   np.testing.assert_array_equal(Tensor.linspace(5, 10, 1, dtype=dtype).numpy(), [5])
 
+@pytest.mark.cpu
 @pytest.mark.parametrize("args,dtype", [((5,), dtypes.int32), ((5.0,), dtypes.float32), ((0, 5, 1.0), dtypes.float32), ((1, 5, 2), dtypes.int32),
                                         ((0.5, 3), dtypes.float32), ((3, -2, -1), dtypes.int32)])
 def test_arange_result_dtype(args, dtype):

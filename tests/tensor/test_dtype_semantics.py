@@ -152,6 +152,7 @@ def test_half_and_edge_bounds(device):
   assert c.where(Tensor([1e10, 5.0], device=device), 0.0).cast(dtypes.int32).tolist() == [0, 5]
   assert c.where(Tensor([1e10, 5.0], device=device), 3e9).cast(dtypes.int32).tolist() == [-2 ** 31, 5]
 
+@pytest.mark.cpu
 def test_python_scalar_tensors_are_weak():
   # as in tinygrad 0.14: Tensor(3) is weakint and Tensor(3.0) weakfloat; they take the type of the tensor they meet, stay weak next to
   # each other, and are stored (numpy, item, clone) as the default int/float

@@ -11,6 +11,7 @@ def value_and_grad(fn, xs, *others):
   y.sum().backward()
   return y.numpy(), x.grad.numpy()
 
+@pytest.mark.cpu
 def test_abs_gradient_at_zero_is_zero():
   xs = np.array([0.0, -0.0, -1.5, 2.0], np.float32)
   val, grad = value_and_grad(lambda x: x.abs(), xs)
@@ -18,12 +19,14 @@ def test_abs_gradient_at_zero_is_zero():
   assert not np.signbit(val[1])  # |-0.0| is +0.0
   np.testing.assert_array_equal(grad, np.sign(xs))
 
+@pytest.mark.cpu
 def test_copysign_gradient_at_zero_is_zero():
   xs, ys = np.array([0.0, -1.0, 2.0, -3.0], np.float32), np.array([1.0, -1.0, 1.0, 1.0], np.float32)
   val, grad = value_and_grad(lambda x: x.copysign(Tensor(ys)), xs)
   np.testing.assert_array_equal(val, np.copysign(xs, ys))
   np.testing.assert_array_equal(grad, np.sign(xs) * np.sign(ys))
 
+@pytest.mark.cpu
 def test_acosh_gradient_at_one_is_inf():
   xs = np.array([1.0, 2.0, 10.0], np.float32)
   val, grad = value_and_grad(lambda x: x.acosh(), xs)
@@ -32,6 +35,7 @@ def test_acosh_gradient_at_one_is_inf():
   assert grad[0] == np.inf
   np.testing.assert_allclose(grad[1:], ref[1:], rtol=1e-6)
 
+@pytest.mark.cpu
 def test_acosh_gradient_below_minus_one_is_torchs():
   # torch's acosh'(x) = 1/sqrt(x*x-1) for x <= -1 too, where acosh(x) is NaN; NaN between -1 and 1; 0 at -inf
   xs = np.array([-1.0, -1.5, -2.0, -300.0, -np.inf, -0.5, 0.0], np.float32)
@@ -40,6 +44,7 @@ def test_acosh_gradient_below_minus_one_is_torchs():
   with np.errstate(divide="ignore", invalid="ignore"): ref = 1 / np.sqrt(xs.astype(np.float64) ** 2 - 1)
   np.testing.assert_allclose(grad, ref, rtol=1e-6)
 
+@pytest.mark.cpu
 def test_atanh_gradient_at_plus_minus_one_is_inf():
   xs = np.array([1.0, -1.0, 0.5, -0.25], np.float32)
   val, grad = value_and_grad(lambda x: x.atanh(), xs)
@@ -49,6 +54,7 @@ def test_atanh_gradient_at_plus_minus_one_is_inf():
   assert list(grad[:2]) == [np.inf, np.inf]
   np.testing.assert_allclose(grad[2:], ref[2:], rtol=1e-6)
 
+@pytest.mark.cpu
 def test_logaddexp_gradients_with_infinities_and_equal_inputs():
   inf = np.inf
   a, b = np.array([0.0, 1.0, -inf, 2.0, 3.0], np.float32), np.array([-inf, inf, 0.0, 2.0, -1.0], np.float32)
@@ -62,6 +68,7 @@ def test_logaddexp_gradients_with_infinities_and_equal_inputs():
   np.testing.assert_allclose(ta.grad.numpy(), ga, rtol=1e-6, atol=1e-7)
   np.testing.assert_allclose(tb.grad.numpy(), gb, rtol=1e-6, atol=1e-7)
 
+@pytest.mark.cpu
 @pytest.mark.parametrize("xs", [[1000.0, -np.inf, 2000.0, -1000.0], [-np.inf, -np.inf, 0.0, 1.0], [80.0, 90.0, 100.0, -5.0]])
 def test_logcumsumexp_large_and_minus_inf_entries(xs):
   x64 = np.array(xs, np.float64)
@@ -74,6 +81,7 @@ def test_logcumsumexp_large_and_minus_inf_entries(xs):
   assert np.isfinite(grad).all()
   np.testing.assert_allclose(grad, ref_grad, rtol=1e-5, atol=1e-7)
 
+@pytest.mark.cpu
 def test_sigmoid_extreme_inputs():
   xs = np.array([-1e4, 1e4, -100.0, 100.0, 0.0, -88.0, 88.0], np.float32)
   val, grad = value_and_grad(lambda x: x.sigmoid(), xs)
@@ -83,6 +91,7 @@ def test_sigmoid_extreme_inputs():
   np.testing.assert_allclose(val, ref, rtol=1e-5, atol=1e-30)
   np.testing.assert_allclose(grad, ref * (1 - ref), rtol=1e-4, atol=1e-30)
 
+@pytest.mark.cpu
 def test_hand_written_sigmoid_extreme_inputs():
   # exp(x) / (1 + exp(x)) as users write it: exp overflows to inf past 88, and inf/inf (inf * 1/inf) would be NaN in the value and
   # the gradient; small values keep their precision (1 - 1/(1+e) would round exp(-20)/(1+exp(-20)) to 0)
@@ -94,6 +103,7 @@ def test_hand_written_sigmoid_extreme_inputs():
   np.testing.assert_allclose(grad, ref * (1 - ref), rtol=1e-5, atol=1e-7)
   assert np.isfinite(grad).all()
 
+@pytest.mark.cpu
 def test_ratio_with_infinite_input_is_its_limit():
   # x * (1/(1+x)) (and x/(1+x)) at x = inf is 1, the limit, not inf * 0; elsewhere as computed in float64
   xs = np.array([np.inf, 1e30, 3.0, 1.0, 0.5, 1e-30, 0.0, -0.5, -3.0], np.float32)
@@ -103,6 +113,7 @@ def test_ratio_with_infinite_input_is_its_limit():
   np.testing.assert_allclose((x * (1 + x).reciprocal()).numpy(), ref, rtol=1e-6, atol=0)
   np.testing.assert_allclose((x / (x + 1)).numpy(), ref, rtol=1e-6, atol=0)
 
+@pytest.mark.cpu
 @pytest.mark.parametrize("e", [2, 3, 0, -1])
 def test_pow_constant_int_exponent_float(e):
   xs = np.array([0.0, -2.0, 3.0, 0.5], np.float32)
@@ -113,6 +124,7 @@ def test_pow_constant_int_exponent_float(e):
     ref_grad = np.zeros_like(x64) if e == 0 else e * x64 ** (e - 1)
   np.testing.assert_allclose(grad, ref_grad, rtol=1e-6)
 
+@pytest.mark.cpu
 @pytest.mark.parametrize("e", [2, 3, 0])
 def test_pow_constant_int_exponent_int(e):
   xs = np.array([0, -2, 3, 7], np.int32)
@@ -123,6 +135,7 @@ def test_pow_constant_int_exponent_int(e):
 def test_pow_int_negative_exponent_raises():
   with pytest.raises(RuntimeError, match="negative integer power"): (Tensor([1, 2, 3]) ** -1).numpy()
 
+@pytest.mark.cpu
 @pytest.mark.parametrize("dtype,exps", [(dtypes.int32, (1, 2, 7, 13)), (dtypes.int64, (3, 39)), (dtypes.uint8, (5,))])
 def test_int_pow_constant_exponent_is_exact_and_wraps_as_numpy(dtype, exps):
   # POW through a float rounded past 2**24 (11**7 was 19487172); numpy's integer power wraps in the dtype, and so does ours

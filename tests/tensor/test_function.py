@@ -30,6 +30,7 @@ def test_function_forward(device):
   assert r.shape == (4, 5) and r.dtype is dtypes.float32
   np.testing.assert_allclose(r.numpy(), np.maximum(a * b + 1, 0), rtol=1e-6)
 
+@pytest.mark.cpu
 def test_function_tuple_kwargs_lists_and_constants():
   @function
   def f(x, ys, scale=None): return x + ys[0] * scale, (x * ys[1]).sum(1)
@@ -40,6 +41,7 @@ def test_function_tuple_kwargs_lists_and_constants():
   # the constant stays in the body: only the three tensors are arguments
   assert len(p.uop.src[0].src) == 4
 
+@pytest.mark.cpu
 def test_function_same_tensor_twice_is_one_argument():
   @function
   def f(x, y): return x * y
@@ -48,6 +50,7 @@ def test_function_same_tensor_twice_is_one_argument():
   assert len(r.uop.src[0].src) == 2
   np.testing.assert_allclose(r.numpy(), t.numpy() ** 2, rtol=1e-6)
 
+@pytest.mark.cpu
 def test_function_lazy_inputs():
   @function
   def f(x): return x.exp()
@@ -55,6 +58,7 @@ def test_function_lazy_inputs():
   x = Tensor(a) * 2   # not realized: the whole graph of x is the argument
   np.testing.assert_allclose(f(x).numpy(), np.exp(a * 2), rtol=1e-5)
 
+@pytest.mark.cpu
 def test_function_second_call_reuses_body_schedule_and_kernels():
   traced = []
   @function
@@ -73,6 +77,7 @@ def test_function_second_call_reuses_body_schedule_and_kernels():
   # the second call on other tensors scheduled nothing (a schedule cache hit) and compiled nothing
   assert len(schedule_mod.schedule_cache) == scheduled and len(realize_mod._specs) == compiled
 
+@pytest.mark.cpu
 def test_function_nested():
   @function
   def inner(x): return x * 3
@@ -81,6 +86,7 @@ def test_function_nested():
   a, b = f32(5), f32(5, seed=1)
   np.testing.assert_allclose(outer(Tensor(a), Tensor(b)).numpy(), a * 3 + b * 6, rtol=1e-6)
 
+@pytest.mark.cpu
 def test_function_method():
   class Layer:
     def __init__(self): self.w = Tensor(f32(3, 2)).realize()
@@ -99,6 +105,7 @@ def test_function_implicit_buffer_raises():
   with pytest.raises(RuntimeError, match=msg):
     g(Tensor(f32(4)))
 
+@pytest.mark.cpu
 def test_function_allow_implicit():
   w = Tensor(f32(4)).realize()
   @function(allow_implicit=True)
@@ -122,6 +129,7 @@ def test_function_bad_return_raises():
 
 # ***** function: backward *****
 
+@pytest.mark.cpu
 @pytest.mark.parametrize("precompile", [False, True])
 def test_function_backward(precompile):
   @function(precompile=precompile, precompile_backward=precompile)
@@ -134,6 +142,7 @@ def test_function_backward(precompile):
   np.testing.assert_allclose(w.grad.numpy(), xn.T @ m, rtol=1e-5, atol=1e-6)
   np.testing.assert_allclose(x.grad.numpy(), m @ wn.T + 2, rtol=1e-5, atol=1e-6)
 
+@pytest.mark.cpu
 def test_function_backward_to_implicit_weight():
   w = Tensor(f32(4), requires_grad=True).realize()
   @function(allow_implicit=True)
@@ -142,6 +151,7 @@ def test_function_backward_to_implicit_weight():
   g(Tensor(a)).backward()
   np.testing.assert_allclose(w.grad.numpy(), a.sum(0), rtol=1e-5)
 
+@pytest.mark.cpu
 def test_function_grad_fxn():
   seen = []
   def grad(g, call):
@@ -156,6 +166,7 @@ def test_function_grad_fxn():
 
 # ***** precompile *****
 
+@pytest.mark.cpu
 def test_precompile_is_its_own_unit():
   def body(x): return x + 1
   plain, pre = function(body), function(body, precompile=True)
@@ -167,6 +178,7 @@ def test_precompile_is_its_own_unit():
   np.testing.assert_allclose(r1.numpy(), (a + 1) * 2, rtol=1e-6)
   np.testing.assert_allclose(r2.numpy(), (a + 1) * 2, rtol=1e-6)
 
+@pytest.mark.cpu
 def test_precompile_second_call_schedules_nothing_new():
   @function(precompile=True)
   def f(x, y): return (x * y).sum(0), x - y
@@ -181,6 +193,7 @@ def test_precompile_second_call_schedules_nothing_new():
   run(5)
   assert len(schedule_mod.schedule_cache) == scheduled and len(realize_mod._specs) == compiled
 
+@pytest.mark.cpu
 def test_precompile_outputs_follow_their_arguments():
   # the same call traced again after its argument changed in place is the same graph: it must see the new contents (a training step)
   @function(precompile=True)
@@ -196,6 +209,7 @@ def test_precompile_outputs_follow_their_arguments():
 
 # ***** Tensor.call and as_param *****
 
+@pytest.mark.cpu
 @pytest.mark.parametrize("precompile", [False, True])
 def test_function_write_into_an_unallocated_implicit_buffer_stays(precompile):
   # a KV cache made with Tensor.empty (no memory until first used) that the body writes through a view: the write lands in the
@@ -211,6 +225,7 @@ def test_function_write_into_an_unallocated_implicit_buffer_stays(precompile):
   f(Tensor(a)).realize()
   np.testing.assert_allclose(cache[:, 1].numpy(), a[:64] + 1, rtol=1e-6)
 
+@pytest.mark.cpu
 @pytest.mark.parametrize("precompile", [False, True])
 def test_function_reads_a_pending_write_of_the_caller(precompile):
   # a Tensor.zeros cache (a write that has not run) that the body writes into at a position: the zeros are written once, before the
@@ -231,6 +246,7 @@ def test_as_param():
   t = Tensor.empty(4, 3, dtype=dtypes.int32, device="PYTHON").as_param(2)
   assert t.uop.op is Ops.PARAM and t.uop.arg.slot == 2 and t.shape == (4, 3) and t.dtype is dtypes.int32 and t.device == "PYTHON"
 
+@pytest.mark.cpu
 def test_call():
   x, y = Tensor.empty(4).as_param(0), Tensor.empty(4).as_param(1)
   body = x * y + 1
@@ -252,6 +268,7 @@ def test_call_argument_mismatch():
 
 # ***** callify *****
 
+@pytest.mark.cpu
 def test_callify():
   a = Tensor(f32(4)).realize()
   b, c = a + 1, a * 2
@@ -303,6 +320,7 @@ def test_custom_kernel_row_sum(device):
   assert [si.name for si in items] == ["row_sum"]
   np.testing.assert_allclose(r.numpy(), a.sum(1), rtol=1e-5, atol=1e-5)
 
+@pytest.mark.cpu
 def test_custom_kernel_sum_and_multi_output():
   s = Tensor.empty(1).custom_kernel(Tensor([1.0, 2, 3, 4, 5]), fxn=sum_kernel)[0]
   assert s.item() == 15.0
@@ -313,6 +331,7 @@ def test_custom_kernel_sum_and_multi_output():
   np.testing.assert_allclose(d.numpy(), a * b, rtol=1e-6)
   assert kernels(c) == 0   # its kernel ran once: both outputs are realized
 
+@pytest.mark.cpu
 def test_custom_kernel_grad_fxn():
   def double(B:UOp, A:UOp) -> UOp:
     i = UOp.range(A.shape[0], 0)
@@ -359,6 +378,7 @@ def test_custom_kernel_bad_fxn_and_slot():
   with pytest.raises(TypeError, match="a PARAM's slot is an int, got 'x'"):
     Tensor.empty(4).as_param("x")
 
+@pytest.mark.cpu
 def test_custom_kernel_in_place_write():
   def inc(A:UOp) -> UOp:
     i = UOp.range(A.shape[0], 0)
@@ -377,6 +397,7 @@ def test_custom_kernel_in_place_write():
     Tensor.realize(r, z + 1)
   np.testing.assert_allclose(r.numpy(), a + 1, rtol=1e-6)
 
+@pytest.mark.cpu
 def test_function_makes_its_own_buffers():
   @function
   def f(x): return x + Tensor.ones(4) * Tensor.full((4,), 3.0)
@@ -395,6 +416,7 @@ def gemm_kernel(C:UOp, A:UOp, B:UOp) -> UOp:
   C = C[i, j].set(C.after(k)[i, j] + A[i, k] * B[k, j], end=k)
   return C.end(i, j).sink(arg=KernelInfo("gemm"))   # one END closing both output loops, as 0.14 writes it
 
+@pytest.mark.cpu
 def test_custom_kernel_gemm_with_grad_fxn():
   def grad(g:UOp, call:UOp):
     _, a, b = call.src[1:]
@@ -408,6 +430,7 @@ def test_custom_kernel_gemm_with_grad_fxn():
   np.testing.assert_allclose(a.grad.numpy(), 2 * ref @ bn.T, rtol=1e-4, atol=1e-4)
   np.testing.assert_allclose(b.grad.numpy(), an.T @ (2 * ref), rtol=1e-4, atol=1e-4)
 
+@pytest.mark.cpu
 def test_function_implicit_realized_graph():
   # a captured tensor whose graph was realized (its node is marked, not a BUFFER) is an implicit input too
   w0 = Tensor(f32(4))

@@ -95,6 +95,7 @@ class TestSoftmax:
 
 # ***** linear, sequential *****
 class TestLinear:
+  @pytest.mark.cpu
   @pytest.mark.parametrize("dev", DEVICES)
   def test_linear(self, dev):
     x, w, b = rnd(4, 3), rnd(3, 5, seed=1), rnd(5, seed=2)
@@ -382,6 +383,7 @@ class TestLosses:
     close(Tensor(x).binary_crossentropy_logits(Tensor(y), "none", Tensor(pw)), -(pw * y * ls(x) + (1 - y) * ls(-x)), atol=1e-5)
     # huge logits stay finite
     close(Tensor([200.0, -200.0]).binary_crossentropy_logits(Tensor([0.0, 1.0]), "none"), [200.0, 200.0])
+  @pytest.mark.cpu
   @pytest.mark.parametrize("dev", DEVICES)
   def test_sparse_cce(self, dev):
     x, y = rnd(5, 4), np.array([0, 3, 1, 1, 2], np.int32)
@@ -474,6 +476,7 @@ class TestKernelCounts:
          "binary_crossentropy_logits": lambda: x.binary_crossentropy_logits(x)}[name]()
     assert _kernels(t) <= limit
 
+@pytest.mark.cpu
 @pytest.mark.parametrize("align_corners", [False, True])
 def test_interpolate_bilinear_uint8_no_wraparound(align_corners):
   # torch's mode name; uint8 values are interpolated in float and rounded (0.14 wraps 253 + 25 to 22)

@@ -292,6 +292,7 @@ def test_write_into_numpy_shared_buffer_is_private():
   a[0] = 5.0
   assert before[0] == 0.0 and a[0].item() == 5.0
 
+@pytest.mark.cpu
 @pytest.mark.parametrize("idx", [lambda: Tensor([5]), lambda: [5], lambda: Tensor([0, -4]), lambda: Tensor(np.array([[1], [3]], dtype=np.int32))])
 def test_out_of_range_index_is_an_index_error(idx):
   # as torch raises (0.14 reads 0): the index's values are on the host, so checking them costs no kernel
@@ -300,6 +301,7 @@ def test_out_of_range_index_is_an_index_error(idx):
   y = Tensor.zeros(3).contiguous().realize()
   with pytest.raises(IndexError, match="out of bounds for dimension 0 with size 3"): y[idx()] = 1.0
 
+@pytest.mark.cpu
 def test_in_range_negative_indices_still_index():
   x = np.arange(12, dtype=np.float32).reshape(3, 4)
   np.testing.assert_equal(Tensor(x)[Tensor([-1, 0, -3])].numpy(), x[[-1, 0, -3]])

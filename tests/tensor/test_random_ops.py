@@ -21,6 +21,7 @@ REF_SEED7 = {
   "rand64": (lambda: Tensor.rand(3, dtype=dtypes.float64), [0.03304, 0.324626, 0.819903]),
 }
 
+@pytest.mark.cpu
 @pytest.mark.parametrize("name", list(REF_SEED7))
 def test_same_numbers_as_014(name):
   fn, ref = REF_SEED7[name]
@@ -36,6 +37,7 @@ def test_seed_sequence(device):
   Tensor.manual_seed(7)
   assert Tensor.rand(3, device=device).tolist() == a.tolist()
 
+@pytest.mark.cpu
 def test_random_bits():
   key, counter = Tensor([1, 2], dtype=dtypes.uint32), Tensor([5, 0], dtype=dtypes.uint32)
   assert Tensor.random_bits(key, counter, 5).tolist() == [1031849886, 860212176, 1407182684, 1166257442, 3343204590]  # 0.14's words
@@ -44,6 +46,7 @@ def test_random_bits():
   with pytest.raises(ValueError, match="non-negative int count"): Tensor.random_bits(key, counter, -1)
   with pytest.raises(TypeError, match="random_bits takes Tensors"): Tensor.random_bits([1, 2], counter, 3)
 
+@pytest.mark.cpu
 def test_dropout():
   x = Tensor.ones(10)
   assert x.dropout(0.3) is x   # not training: the identity
@@ -56,6 +59,7 @@ def test_dropout():
     assert set(np.unique(kept).tolist()) <= {0.0, np.float32(1 / 0.75)} and abs((kept == 0).mean() - 0.25) < 0.03
   with pytest.raises(ValueError, match=r"in \[0, 1\], got 1.5"): x.dropout(1.5)
 
+@pytest.mark.cpu
 def test_distributions():
   Tensor.manual_seed(0)
   n = Tensor.randn(20000).numpy()
@@ -82,6 +86,7 @@ def test_random_errors():
 
 # randperm and multinomial sort (argsort, topk) and scan (cumsum) as 0.14 does: those ops come with the reduce/sort work of issue 10
 
+@pytest.mark.cpu
 def test_randperm_multinomial():
   Tensor.manual_seed(42)
   p = Tensor.randperm(8)

@@ -38,6 +38,7 @@ def test_scans(device):
   np.testing.assert_array_equal(Tensor([0, 1, -1, 2, 2, 3, -3], device=device).cummax(0)[1].numpy(), [0, 1, 1, 3, 4, 5, 5])  # ties: later (torch)
   assert Tensor([1, 2], dtype=dtypes.int8).cumsum().dtype is dtypes.int32
 
+@pytest.mark.cpu
 def test_long_cumsum():
   a = np.arange(1300, dtype=np.float32) % 7
   np.testing.assert_allclose(Tensor(a).cumsum().numpy(), a.cumsum())
@@ -54,6 +55,7 @@ def test_sort(device, descending):
   tv, ti = Tensor(a, device=device).topk(3, largest=not descending)
   assert tv.shape == (2, 3) and ti.dtype is dtypes.int32
 
+@pytest.mark.cpu
 def test_sum_accuracy_split():
   # a big sum with one result: the outer level of its staged sum is a kernel of partial sums (threaded), a second kernel adds them;
   # the levels (so the accuracy) are the staged sum's. A smaller sum is still one kernel.
@@ -64,6 +66,7 @@ def test_sum_accuracy_split():
   r = np.random.default_rng(0).random(10**6, dtype=np.float32)
   assert abs(Tensor(r).sum().item() - r.astype(np.float64).sum()) / r.sum() < 5e-7
 
+@pytest.mark.cpu
 def test_sum_of_stored_values_is_one_kernel():
   # summing a buffer only reads memory, which one core does about as fast as all of them: no partials kernel, no second launch
   x = np.random.default_rng(2).standard_normal(1 << 22, dtype=np.float32)
@@ -76,6 +79,7 @@ def test_sum_of_stored_values_is_one_kernel():
   assert len((t * 2).sum().schedule()[0]) == 2   # computed values: partial sums on every core, then their sum
   with Context(NUM_CPU_THREADS=8): assert len(t.reshape(4096, 1024).sum().schedule()[0]) == 2  # more cores than one core's stream keeps busy: split
 
+@pytest.mark.cpu
 def test_empty_and_dtypes():
   np.testing.assert_array_equal(Tensor.zeros(0, 3).sum(0).numpy(), np.zeros(3))
   assert np.isnan(Tensor.zeros(0, 3).mean().item()) and Tensor.zeros(0).all().item() and not Tensor.zeros(0).any().item()
@@ -89,6 +93,7 @@ def test_errors():
   with pytest.raises(IndexError, match="empty"): Tensor.zeros(0).argmax()
   with pytest.raises(ValueError, match="out of range"): Tensor.zeros(4).topk(5)
 
+@pytest.mark.cpu
 def test_split_sum_random_and_axes():
   # the partials kernel over a permuted, padded view (sum over both axes of a transposed matrix whose size is no power of two)
   rng = np.random.default_rng(1)

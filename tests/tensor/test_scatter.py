@@ -18,6 +18,7 @@ def np_scatter_reduce(self_, idx, src, reduce, include_self):
     out[r, c] = {"sum": np.sum, "prod": np.prod, "mean": np.mean, "amax": np.max, "amin": np.min}[reduce](v)
   return out
 
+@pytest.mark.cpu
 def test_scatter_last_writer_and_scalar():
   out = Tensor(SELF).scatter(0, Tensor(IDX[:2]), Tensor(SRC)).numpy()
   ref = SELF.copy()
@@ -29,12 +30,14 @@ def test_scatter_last_writer_and_scalar():
   ref[0, 3] = ref[1, 0] = ref[2, 1] = 7.0
   np.testing.assert_array_equal(out, ref)
 
+@pytest.mark.cpu
 @pytest.mark.parametrize("include_self", [True, False])
 @pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
 def test_scatter_reduce_modes(reduce, include_self):
   out = Tensor(SELF).scatter_reduce(0, Tensor(IDX), Tensor(SRC), reduce=reduce, include_self=include_self).numpy()
   np.testing.assert_allclose(out, np_scatter_reduce(SELF, IDX, SRC, reduce, include_self), rtol=1e-6)
 
+@pytest.mark.cpu
 def test_scatter_reduce_int_mean_floors():
   s, src = np.array([0, 0, 5], np.int32), np.array([3, 4, 1, 2], np.int32)
   out = Tensor(s).scatter_reduce(0, Tensor(np.array([0, 0, 1, 2], np.int32)), Tensor(src), reduce="mean").numpy()
@@ -66,6 +69,7 @@ def test_out_of_bounds_index_is_an_error(op, bad):
   idx[1, 2] = bad
   with pytest.raises(RuntimeError, match=rf"{op.split()[0]}: index {bad} is out of bounds for dimension 0 with size 3"): _oob_calls()[op](Tensor(idx))
 
+@pytest.mark.cpu
 @pytest.mark.parametrize("make", [
   lambda: Tensor(IDX[:2].tolist()).flip(1),                       # a view of a list's buffer
   lambda: Tensor(IDX[:1]).expand(3, 4).contiguous(),              # a broadcast row (through CONTIGUOUS, not yet realized)
@@ -81,6 +85,7 @@ def test_in_bounds_views_are_read_and_computed(make):
     for j in range(iv.shape[1]): ref[iv[i, j], j] = src[i, j]
   np.testing.assert_array_equal(Tensor(SELF).scatter(0, make(), Tensor(SRC)).numpy(), ref)
 
+@pytest.mark.cpu
 @pytest.mark.parametrize("make", [
   lambda: Tensor([[0, 1, 2, 5]]).flip(1),
   lambda: Tensor([[5, 0, 1, 2]]).expand(2, 4),
@@ -93,6 +98,7 @@ def test_out_of_bounds_views_are_errors(make):
   with pytest.raises(RuntimeError, match=r"scatter: index \d is out of bounds for dimension 0 with size 3"):
     Tensor(SELF).scatter(0, make(), Tensor(SRC))
 
+@pytest.mark.cpu
 def test_shrunk_away_values_are_not_checked():
   # a value outside the view the index is does not count
   out = Tensor(SELF).scatter(0, Tensor([[0, 1, 2, 9]])[:, :3], Tensor(SRC)).numpy()

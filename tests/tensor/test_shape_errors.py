@@ -4,11 +4,13 @@ import numpy as np
 import pytest
 from tinygrad import Tensor, dtypes
 
+@pytest.mark.cpu
 def test_stack_errors():
   with pytest.raises(RuntimeError, match=r"one shape, got \[\(2,\), \(3,\)\]"): Tensor.stack(Tensor([1, 2]), Tensor([1, 2, 3]))
   with pytest.raises(IndexError, match=r"dimension 3 is out of range"): Tensor.stack(Tensor([1, 2]), Tensor([1, 2]), dim=3)
   np.testing.assert_array_equal(Tensor.stack(Tensor([1, 2]), Tensor([3, 4]), dim=-1).numpy(), [[1, 3], [2, 4]])
 
+@pytest.mark.cpu
 def test_indexing_errors():
   t = Tensor([1, 2, 3])
   with pytest.raises(IndexError, match=r"dtypes.float is not supported"): t[Tensor([1.0])]
@@ -33,6 +35,7 @@ def test_stack_of_a_sequence_and_more_tensors_is_a_value_error():
 def test_index_tensors_that_do_not_broadcast_are_an_index_error():
   with pytest.raises(IndexError, match=r"\(2,\), \(3,\)"): Tensor.ones(4, 4)[Tensor([0, 1]), Tensor([0, 1, 2])]
 
+@pytest.mark.cpu
 def test_linspace_bool_and_arange_past_its_dtype():
   with pytest.raises(ValueError, match="bool"): Tensor.linspace(0, 1, 5, dtype=dtypes.bool)
   with pytest.raises(OverflowError, match="not representable"): Tensor.arange(0, 300, dtype=dtypes.uint8)

@@ -32,6 +32,7 @@ def test_shift_non_contiguous_and_reverse(dev):
   np.testing.assert_array_equal((256 >> Tensor([0, 1, 5], device=dev)).numpy(), [256, 128, 8])
   assert (Tensor([1, 2], dtype=dtypes.uint8, device=dev) << Tensor([1, 1], dtype=dtypes.int32, device=dev)).dtype is dtypes.int32
 
+@pytest.mark.cpu
 def test_shift_bad_dtype():
   with pytest.raises(RuntimeError, match="int tensors.*float"): Tensor([1.0, 2.0]) << 1
   with pytest.raises(RuntimeError, match="int tensors.*bool"): Tensor([True]) >> Tensor([False])

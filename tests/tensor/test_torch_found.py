@@ -38,6 +38,7 @@ def test_sort_keeps_signed_zeros(device, descending):
   np.testing.assert_array_equal(idx.numpy(), order)
   np.testing.assert_array_equal(np.signbit(vals.numpy()), np.signbit(v[order]))
 
+@pytest.mark.cpu
 @pytest.mark.parametrize("default_float", ["HALF", "FLOAT"])
 def test_mean_of_ints_is_float32(default_float):
   with Context(DEFAULT_FLOAT=default_float):
@@ -52,6 +53,7 @@ def _grad(f, v):
   f(x).sum().backward()
   return x.grad.numpy()
 
+@pytest.mark.cpu
 def test_gradients_far_out_and_near_zero():
   # closed forms: sigmoid' = s(1-s) (0.14 and the 1/(1+exp(-x)) form give NaN at -100), asinh' = 1/sqrt(1+x*x) (log1p's exact branch
   # counted 1/w twice: 2.0 at 1e-8; log(0) in the unused branch made 0 NaN), softplus' = sigmoid, logsigmoid' = sigmoid(-x)
