@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 15 on a lent GPU: one phase per device call (see benches/README.md, "Issue 15 on a lent GPU"). Run from the repository root.
 #   install  wheels from .whl/ into /tmp/site (ours) and /tmp/site-ref (tinygrad 0.14.0), no network (pip --no-index)
-#   test     pytest tests/gpu, then tests/cpu's device-parametrized cases on CUDA (TEST_CUDA=1 -k CUDA) -> $OUT/test_*.txt
+#   test     pytest -m gpu (the GPU's own tests), then the device-parametrized cases on CUDA (TEST_CUDA=1 -m gpu) -> $OUT/test_*.txt
 #   demo     the digits demo on DEV=CUDA                                                   -> $OUT/demo.txt
 #   bench    bench_gpu.py with BEAM=${BEAM:-2}, then the cold compile via compare.py       -> $OUT/bench_gpu*.json
 # Phases run in the order given (`install test`: a fresh machine keeps nothing). Every phase but install first checks that a GPU is usable and fails saying so when not.
@@ -30,11 +30,11 @@ case "$phase" in
     nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1 || true
     # a failing test file does not stop the next one: each rc goes to $OUT/test_rc.txt, and the phase fails at the end if any did
     rc=0
-    ours -m pytest -q -p no:cacheprovider --rootdir=. tests/gpu > "$OUT/test_gpu.txt" 2>&1 || rc=$?
-    echo "tests/gpu rc=$rc" | tee "$OUT/test_rc.txt"; tail -3 "$OUT/test_gpu.txt"
-    rc2=0   # the device-parametrized Tensor tests of tests/cpu, their CUDA cases only
-    TEST_CUDA=1 ours -m pytest -q -p no:cacheprovider -n 8 --rootdir=. -k CUDA tests/cpu > "$OUT/test_tensor_cuda.txt" 2>&1 || rc2=$?
-    echo "tests/cpu -k CUDA rc=$rc2" | tee -a "$OUT/test_rc.txt"; tail -3 "$OUT/test_tensor_cuda.txt"
+    ours -m pytest -q -p no:cacheprovider --rootdir=. -m gpu > "$OUT/test_gpu.txt" 2>&1 || rc=$?
+    echo "-m gpu rc=$rc" | tee "$OUT/test_rc.txt"; tail -3 "$OUT/test_gpu.txt"
+    rc2=0   # the device-parametrized tests (DEVICES), their CUDA cases only: TEST_CUDA=1 adds them, marked gpu
+    TEST_CUDA=1 ours -m pytest -q -p no:cacheprovider -n 8 --rootdir=. -m gpu --ignore=tests/runtime/test_cuda.py > "$OUT/test_tensor_cuda.txt" 2>&1 || rc2=$?
+    echo "TEST_CUDA=1 -m gpu rc=$rc2" | tee -a "$OUT/test_rc.txt"; tail -3 "$OUT/test_tensor_cuda.txt"
     [ "$rc" = 0 ] && [ "$rc2" = 0 ] ;;
   demo)
     need_gpu

@@ -2,7 +2,7 @@
 
 Used as a pytest plugin it records every kernel the tests compile; run it on two checkouts and compare:
 
-  PYTHONPATH=<tree>/python python -m pytest -q -p no:xdist -p benches.index_size tests/cpu --index-size-out /tmp/after.json
+  PYTHONPATH=<tree>/python python -m pytest -q -p no:xdist -p benches.index_size -m cpu --index-size-out /tmp/after.json
   python benches/index_size.py /tmp/before.json /tmp/after.json     # per-kernel and total comparison
 
 A kernel is identified by its test, its name and its position among that test's compiled kernels; the compile cache is cleared

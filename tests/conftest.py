@@ -1,6 +1,23 @@
-# Fixtures every test folder shares: compiled kernels go to a per-session cache database, never the user's.
+# The one conftest. Tests are grouped by pipeline stage (tests/<stage>/ as python/tinygrad/<stage>/); what a test needs beyond Python is
+# a marker, set by its module (`pytestmark`) or its parameter (tests/helpers/devices.py's DEVICES), and acted on here:
+#   cpu    a C compiler: skipped without one
+#   gpu    an NVIDIA GPU: skipped without a usable one (cuda-python, driver and GPU)
+#   torch  compares with torch: deselected unless `-m torch` (pyproject's addopts); its modules skip without torch installed
+# Compiled kernels go to a per-session cache database, never the user's.
 import pytest
 import tinygrad.helpers as helpers
+from tests.helpers.devices import HAVE_CC
+
+def pytest_collection_modifyitems(config, items):
+  no_cc = pytest.mark.skip(reason="no C compiler found (tried CC, clang, gcc)")
+  gpu = [item for item in items if item.get_closest_marker("gpu") is not None]
+  if gpu:
+    from tinygrad.runtime.ops_cuda import cuda_usable
+    if not cuda_usable():
+      for item in gpu: item.add_marker(pytest.mark.skip(reason="no usable NVIDIA GPU (cuda-python, driver and GPU needed)"))
+  if not HAVE_CC:
+    for item in items:
+      if item.get_closest_marker("cpu") is not None: item.add_marker(no_cc)
 
 @pytest.fixture(autouse=True, scope="session")
 def _session_cachedb(tmp_path_factory):

@@ -1,5 +1,5 @@
-# The devices numerics tests run on: CPU needs a C compiler (tests marked `cpu` skip without one, tests/cpu/conftest.py), PYTHON
-# always runs. TEST_CUDA=1 adds the CUDA device (a lent GPU: benches/gpu_session.sh runs these tests' CUDA cases with `-k CUDA`);
+# The devices numerics tests run on: CPU needs a C compiler (tests marked `cpu` skip without one, tests/conftest.py), PYTHON
+# always runs. TEST_CUDA=1 adds the CUDA device, marked `gpu` (a lent GPU: benches/gpu_session.sh runs these cases with `-m gpu`);
 # it is never set in CI.
 import os
 import pytest
