@@ -8,7 +8,7 @@ from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
 import tinygrad.uop.spec as spec
 import tinygrad.schedule as schedule
-import tinygrad.codegen as codegen
+import tinygrad.codegen.lower as codegen_lower
 import tinygrad.engine.realize as realize
 
 pytestmark = pytest.mark.cpu
@@ -114,28 +114,28 @@ class TestCorruptedStagesRaise:
 
   def test_lowered_kernel(self, checked, x, monkeypatch):
     # the REDUCE is never lowered to an accumulator: the pass is left out of the codegen's list
-    monkeypatch.setattr(codegen, "PASSES", [p for p in codegen.PASSES if p.name != "reduce to accumulator"])
+    monkeypatch.setattr(codegen_lower, "PASSES", [p for p in codegen_lower.PASSES if p.name != "reduce to accumulator"])
     # NOOPT: the 6-element reduce would otherwise be unrolled away before lowering
     msg = r"SPEC: the lowered kernel r_\w+ is invalid at UOp \d+: Ops.REDUCE .*matches no rule"
     with Context(SPEC=1, NOOPT=1), pytest.raises(RuntimeError, match=msg):
       Tensor(x).sum(1).realize()
 
   def test_linear_program(self, checked, x, monkeypatch):
-    linearize = codegen.linearize
+    linearize = codegen_lower.linearize
     def swapped(sink):
       uops = linearize(sink)
       i = next(i for i, u in enumerate(uops) if u.op is Ops.LOAD)
       uops[i - 1], uops[i] = uops[i], uops[i - 1]  # a LOAD before its INDEX
       return uops
-    monkeypatch.setattr(codegen, "linearize", swapped)
+    monkeypatch.setattr(codegen_lower, "linearize", swapped)
     with Context(SPEC=1), pytest.raises(RuntimeError, match=r"SPEC: the linear program of E_\w+ is invalid: uop \d+ \(Ops.LOAD"):
       (Tensor(x) * 3).realize()
 
   def test_linear_program_dtypes(self, checked, x, monkeypatch):
-    linearize = codegen.linearize
+    linearize = codegen_lower.linearize
     def retyped(sink):  # the float MUL claims to be an int: only the dtype rules of spec_linear can see that
       muls = [u for u in sink.toposort() if u.op is Ops.MUL and u.dtype is dtypes.float]
       return linearize(sink.substitute({u: u.replace(dtype=dtypes.int32) for u in muls}))
-    monkeypatch.setattr(codegen, "linearize", retyped)
+    monkeypatch.setattr(codegen_lower, "linearize", retyped)
     with Context(SPEC=1), pytest.raises(RuntimeError, match=r"SPEC: the linear program of E_\w+ is invalid at UOp \d+: Ops.MUL dtypes.int"):
       (Tensor(x) * 3).realize()
