@@ -8,6 +8,7 @@ from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
 import tinygrad.uop.spec as spec
 import tinygrad.schedule as schedule
+import tinygrad.renderer as renderer
 import tinygrad.codegen.lower as codegen_lower
 import tinygrad.engine.realize as realize
 
@@ -20,11 +21,15 @@ def checked(monkeypatch):
   """Records the stage of every spec check the pipeline makes (the hooks import the verifiers at call time), with a fresh schedule
   and compile cache so every graph is scheduled and every kernel lowered again (an earlier test may have built the same graph)."""
   seen: list[str] = []
-  tv = spec.type_verify
-  def type_verify(u, s, stage):  # the linear program's check (tinygrad.renderer.verify_linear) ends in type_verify too
+  tv, vl = spec.type_verify, renderer.verify_linear
+  def type_verify(u, s, stage):
     seen.append(stage)
     return tv(u, s, stage)
+  def verify_linear(uops, stage):  # the linear program: the renderer's contract (its walk and spec_linear)
+    seen.append(stage)
+    return vl(uops, stage)
   monkeypatch.setattr(spec, "type_verify", type_verify)
+  monkeypatch.setattr(renderer, "verify_linear", verify_linear)
   monkeypatch.setattr(realize, "_specs", {})
   monkeypatch.setattr(schedule, "schedule_cache", type(schedule.schedule_cache)())
   return seen
@@ -137,5 +142,5 @@ class TestCorruptedStagesRaise:
       muls = [u for u in sink.toposort() if u.op is Ops.MUL and u.dtype is dtypes.float]
       return linearize(sink.substitute({u: u.replace(dtype=dtypes.int32) for u in muls}))
     monkeypatch.setattr(codegen_lower, "linearize", retyped)
-    with Context(SPEC=1), pytest.raises(RuntimeError, match=r"SPEC: the linear program of E_\w+ is invalid at UOp \d+: Ops.MUL dtypes.int"):
+    with Context(SPEC=1), pytest.raises(RuntimeError, match=r"SPEC: the linear program of E_\w+ is invalid: uop \d+ \(Ops.MUL, dtypes.int\)"):
       (Tensor(x) * 3).realize()
