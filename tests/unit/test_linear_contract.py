@@ -168,6 +168,14 @@ def test_render_checks_dtypes_without_spec():
                                       r"its srcs: Ops.LOAD dtypes.float, Ops.CONST dtypes.int 1"):
     ClangRenderer().render(uops)
 
+def test_int_only_ops_name_the_dtype():
+  out, a, r = P(0), P(1), R(4)
+  ld = a.index(r).load()
+  div = UOp(Ops.CDIV, dtypes.float, (ld, ld))
+  st = out.index(r).store(div)
+  with pytest.raises(KernelContractError, match=r"uop 5 \(Ops.CDIV, dtypes.float\): Ops.CDIV is an int op, not for dtypes.float \(FDIV divides"):
+    ClangRenderer().render([out, a, r, a.index(r), ld, div, out.index(r), st, END(st, r)])
+
 def test_src_rules_are_the_spec_tables():
   # the messages of the src rules come from spec_linear itself: type_verify says them as check_linear does
   a, c0 = P(1), UOp.const(0, dtypes.int)

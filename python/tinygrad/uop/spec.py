@@ -404,7 +404,13 @@ def _linear_alu_ok(ctx:dict[UOp, int]|None, x:UOp) -> bool:
   elif op in GroupOp.Binary: need(n == 2, "{} takes two srcs", op)
   if op is Ops.BITCAST and not is_literal(x):
     need(x.dtype.itemsize == x.src[0].dtype.itemsize, "BITCAST between different sizes: {} -> {}", x.src[0].dtype, x.dtype)
-  return (cast_ok(x) if op in (Ops.CAST, Ops.BITCAST) else alu_ok(x)) or _invalid_src(x)
+  return (cast_ok(x) if op in (Ops.CAST, Ops.BITCAST) else alu_ok(x)) or _invalid_src(x) or _wrong_kind(x)
+
+def _wrong_kind(x:UOp) -> bool:
+  """Why an ALU's dtype rule failed when the op is for ints only or floats only: a SpecError; else False (the rule's place says it)."""
+  need(x.op not in _INT_ONLY or is_int(x.dtype), "{} is an int op, not for {}{}", x.op, x.dtype, " (FDIV divides floats)" if x.op is Ops.CDIV else "")
+  need(x.op not in _FLOAT_ONLY or dtypes.is_float(x.dtype), "{} is a float op, not for {}", x.op, x.dtype)
+  return False
 
 # the ints wider than 64 bits dtype.py keeps for exact intermediate math: no renderer has them
 _WIDE_INTS = tuple(dt for dt in vars(dtypes).values() if isinstance(dt, DType) and dt.bitsize > 64 and dt not in dtypes.weaks)
