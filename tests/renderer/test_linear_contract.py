@@ -6,6 +6,8 @@ from tinygrad.renderer.cstyle import ClangRenderer
 from tinygrad.renderer.python import PythonRenderer
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, ParamArg, AxisType
+from tinygrad.uop.spec import spec_linear, type_verify, vector_width
+from tinygrad.helpers import Context
 
 def P(slot, dt=dtypes.float, n=4): return UOp(Ops.PARAM, dt, (UOp.const(n, dtypes.int),), ParamArg(slot, dt))
 def R(n, axis=0): return UOp(Ops.RANGE, dtypes.int, (UOp.const(n, dtypes.int),), (axis, AxisType.LOOP))
@@ -48,7 +50,7 @@ def test_ops_outside_the_contract():
   bad = UOp(Ops.REDUCE, dtypes.float, (a.index(UOp.const(0, dtypes.int)).load(),), (Ops.ADD,))
   with pytest.raises(KernelContractError, match="Ops.REDUCE is not part of the linear-UOp contract"):
     check_linear([out, a, a.index(UOp.const(0, dtypes.int)), bad.src[0], bad])
-  x = a.index(UOp.const(0, dtypes.uint64)).load()
+  x = P(1, dtypes.uint64).index(UOp.const(0, dtypes.uint64)).load()
   tf = UOp(Ops.THREEFRY, dtypes.uint64, (x, x))
   uops = [P(0, dtypes.uint64), x.src[0].src[0], x.src[0], x, tf]
   with pytest.raises(KernelContractError, match="ClangRenderer has no code for Ops.THREEFRY; the codegen must decompose it"):
@@ -152,3 +154,49 @@ def test_spec_checks_specials():
   verify_linear([out, g, st.src[0], st])
   bad = UOp(Ops.SPECIAL, dtypes.float, (UOp.const(4, dtypes.int),), "gidx0")
   with pytest.raises(RuntimeError, match="SPEC: the linear program is invalid"): verify_linear([out, bad])
+
+# ***** one validator: the renderer's check runs uop/spec.py's spec_linear (srcs and dtypes), its walk only order and scopes *****
+
+def test_render_checks_dtypes_without_spec():
+  # an int ADD of a float load: what SPEC's dtype rules say, said by every render too (SPEC=0 renders without the SPEC hooks)
+  out, a, r = P(0), P(1), R(4)
+  ld = a.index(r).load()
+  bad = UOp(Ops.ADD, dtypes.int, (ld, UOp.const(1, dtypes.int)))
+  st = out.index(r).store(bad)
+  uops = [out, a, r, a.index(r), ld, bad, out.index(r), st, END(st, r)]
+  with Context(SPEC=0), pytest.raises(KernelContractError, match=r"uop 5 \(Ops.ADD, dtypes.int\): it breaks the rule at spec.py:\d+; "
+                                      r"its srcs: Ops.LOAD dtypes.float, Ops.CONST dtypes.int 1"):
+    ClangRenderer().render(uops)
+
+def test_int_only_ops_name_the_dtype():
+  out, a, r = P(0), P(1), R(4)
+  ld = a.index(r).load()
+  div = UOp(Ops.CDIV, dtypes.float, (ld, ld))
+  st = out.index(r).store(div)
+  with pytest.raises(KernelContractError, match=r"uop 5 \(Ops.CDIV, dtypes.float\): Ops.CDIV is an int op, not for dtypes.float \(FDIV divides"):
+    ClangRenderer().render([out, a, r, a.index(r), ld, div, out.index(r), st, END(st, r)])
+
+def test_src_rules_are_the_spec_tables():
+  # the messages of the src rules come from spec_linear itself: type_verify says them as check_linear does
+  a, c0 = P(1), UOp.const(0, dtypes.int)
+  sh = UOp(Ops.SHRINK, dtypes.float, (a, c0, UOp.const(4, dtypes.int)))
+  st = UOp(Ops.STORE, dtypes.void, (sh, UOp.const(1.0, dtypes.float)))
+  with pytest.raises(RuntimeError, match=r"SPEC: the linear program is invalid at UOp 2: Ops.STORE .*STORE of a 1-lane value to a 4-lane access"):
+    type_verify([a, sh, st], spec_linear, "linear program")
+  with pytest.raises(KernelContractError, match=r"uop 2 \(Ops.STORE, dtypes.void\): STORE of a 1-lane value to a 4-lane access"):
+    check_linear([a, sh, st])
+  buf = UOp(Ops.BUFFER, dtypes.float, (UOp.const(0, dtypes.int),), ParamArg(0, dtypes.float, addrspace=AddrSpace.REG))
+  with pytest.raises(KernelContractError, match="uop 0 .*a BUFFER needs a literal size > 0"): check_linear([buf])
+
+def test_vector_widths():
+  a, c0 = P(1, n=16), UOp.const(0, dtypes.int)
+  v = UOp(Ops.SHRINK, dtypes.float, (a, c0, UOp.const(4, dtypes.int))).load()
+  acc = v
+  for _ in range(3000): acc = UOp(Ops.ADD, dtypes.float, (acc, v))   # a long chain: followed once, no recursion
+  assert vector_width(acc) == 4 and vector_width(UOp(Ops.INDEX, dtypes.float, (acc, UOp.const(3, dtypes.int)))) == 1
+  out = P(0, n=16)
+  st = UOp(Ops.STORE, dtypes.void, (UOp(Ops.SHRINK, dtypes.float, (out, c0, UOp.const(4, dtypes.int))), acc))
+  k = check_linear([out, a, v.src[0], v, *[u for u in acc.toposort() if u.op is Ops.ADD], st.src[0], st])
+  assert k.lanes[acc] == 4 and k.lanes[st.src[0]] == 4
+  lane = UOp(Ops.INDEX, dtypes.float, (v, UOp.const(4, dtypes.int)))
+  with pytest.raises(KernelContractError, match="lane 4 out of range for a 4-lane vector"): check_linear([a, v.src[0], v, lane])

@@ -5,7 +5,7 @@ from tinygrad.dtype import dtypes, AddrSpace
 from tinygrad.renderer import KernelContractError
 from tinygrad.renderer.cstyle import CStyleLanguage, ClangRenderer, base_rewrite
 from tinygrad.uop import Ops
-from tinygrad.uop.ops import UOp, UPat, PatternMatcher, ParamArg
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher, ParamArg, AxisType
 
 def P(slot, n, dt=dtypes.float): return UOp(Ops.PARAM, dt, (UOp.const(n, dtypes.int),), ParamArg(slot, dt))
 def i(v): return UOp.const(v, dtypes.int)
@@ -112,11 +112,11 @@ def test_estimates_count_every_launch():
 def _loop_kernel(trip:int, body_ops:int, math:bool=False, inner_trip:int|None=None) -> list[UOp]:
   """out[r] = a sum of `body_ops` adds of a[r] (through EXP2 with math), inside a loop of `trip` steps (around a loop of inner_trip)."""
   out, a = P(0, 4096), P(1, 4096)
-  r = UOp(Ops.RANGE, dtypes.int, (i(trip),), (0, None))
+  r = UOp(Ops.RANGE, dtypes.int, (i(trip),), (0, AxisType.LOOP))
   uops = [out, a, r]
   idx = r
   if inner_trip is not None:
-    r2 = UOp(Ops.RANGE, dtypes.int, (i(inner_trip),), (1, None))
+    r2 = UOp(Ops.RANGE, dtypes.int, (i(inner_trip),), (1, AxisType.LOOP))
     idx = alu(Ops.ADD, r, r2)
     uops += [r2, idx]
   v = a.index(idx).load()

@@ -216,9 +216,6 @@ KNOWN_CIRCLES = {
   # module below them, ops.py the module that assembles UOp from them (after the single ALU evaluator lands in ops.py)
   frozenset({"tinygrad.uop.ops", "tinygrad.uop.shape", "tinygrad.uop.call", "tinygrad.uop.symbolic", "tinygrad.uop.divandmod",
              "tinygrad.uop.render"}),
-  # the optimize pass of lower_ast runs BEAM, which lowers each candidate with lower_ast. Way out: lowering with given opts in a module
-  # of its own below both (with the codegen pass tables)
-  frozenset({"tinygrad.codegen.__init__", "tinygrad.codegen.opt.search"}),
 }
 
 def test_no_import_circles():

@@ -8,7 +8,8 @@ from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
 import tinygrad.uop.spec as spec
 import tinygrad.schedule as schedule
-import tinygrad.codegen as codegen
+import tinygrad.renderer as renderer
+import tinygrad.codegen.lower as codegen_lower
 import tinygrad.engine.realize as realize
 
 pytestmark = pytest.mark.cpu
@@ -20,11 +21,15 @@ def checked(monkeypatch):
   """Records the stage of every spec check the pipeline makes (the hooks import the verifiers at call time), with a fresh schedule
   and compile cache so every graph is scheduled and every kernel lowered again (an earlier test may have built the same graph)."""
   seen: list[str] = []
-  tv = spec.type_verify
-  def type_verify(u, s, stage):  # the linear program's check (tinygrad.renderer.verify_linear) ends in type_verify too
+  tv, vl = spec.type_verify, renderer.verify_linear
+  def type_verify(u, s, stage):
     seen.append(stage)
     return tv(u, s, stage)
+  def verify_linear(uops, stage):  # the linear program: the renderer's contract (its walk and spec_linear)
+    seen.append(stage)
+    return vl(uops, stage)
   monkeypatch.setattr(spec, "type_verify", type_verify)
+  monkeypatch.setattr(renderer, "verify_linear", verify_linear)
   monkeypatch.setattr(realize, "_specs", {})
   monkeypatch.setattr(schedule, "schedule_cache", type(schedule.schedule_cache)())
   return seen
@@ -114,28 +119,28 @@ class TestCorruptedStagesRaise:
 
   def test_lowered_kernel(self, checked, x, monkeypatch):
     # the REDUCE is never lowered to an accumulator: the pass is left out of the codegen's list
-    monkeypatch.setattr(codegen, "PASSES", [p for p in codegen.PASSES if p.name != "reduce to accumulator"])
+    monkeypatch.setattr(codegen_lower, "PASSES", [p for p in codegen_lower.PASSES if p.name != "reduce to accumulator"])
     # NOOPT: the 6-element reduce would otherwise be unrolled away before lowering
     msg = r"SPEC: the lowered kernel r_\w+ is invalid at UOp \d+: Ops.REDUCE .*matches no rule"
     with Context(SPEC=1, NOOPT=1), pytest.raises(RuntimeError, match=msg):
       Tensor(x).sum(1).realize()
 
   def test_linear_program(self, checked, x, monkeypatch):
-    linearize = codegen.linearize
+    linearize = codegen_lower.linearize
     def swapped(sink):
       uops = linearize(sink)
       i = next(i for i, u in enumerate(uops) if u.op is Ops.LOAD)
       uops[i - 1], uops[i] = uops[i], uops[i - 1]  # a LOAD before its INDEX
       return uops
-    monkeypatch.setattr(codegen, "linearize", swapped)
+    monkeypatch.setattr(codegen_lower, "linearize", swapped)
     with Context(SPEC=1), pytest.raises(RuntimeError, match=r"SPEC: the linear program of E_\w+ is invalid: uop \d+ \(Ops.LOAD"):
       (Tensor(x) * 3).realize()
 
   def test_linear_program_dtypes(self, checked, x, monkeypatch):
-    linearize = codegen.linearize
+    linearize = codegen_lower.linearize
     def retyped(sink):  # the float MUL claims to be an int: only the dtype rules of spec_linear can see that
       muls = [u for u in sink.toposort() if u.op is Ops.MUL and u.dtype is dtypes.float]
       return linearize(sink.substitute({u: u.replace(dtype=dtypes.int32) for u in muls}))
-    monkeypatch.setattr(codegen, "linearize", retyped)
-    with Context(SPEC=1), pytest.raises(RuntimeError, match=r"SPEC: the linear program of E_\w+ is invalid at UOp \d+: Ops.MUL dtypes.int"):
+    monkeypatch.setattr(codegen_lower, "linearize", retyped)
+    with Context(SPEC=1), pytest.raises(RuntimeError, match=r"SPEC: the linear program of E_\w+ is invalid: uop \d+ \(Ops.MUL, dtypes.int\)"):
       (Tensor(x) * 3).realize()

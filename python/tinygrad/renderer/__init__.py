@@ -5,7 +5,8 @@ The linear-UOp contract
 This is what `Renderer.render` / `Renderer.to_program` accept (the C renderer and the PYTHON device alike). It follows the
 kernel-level IR of tinygrad 0.14 (what its linearizer hands to ClangRenderer). `T` is a scalar DType; vector widths never
 live in a DType (see SHRINK/STACK). Every src of a UOp must appear EARLIER in the list, and a value defined inside a
-RANGE/IF block may only be used inside that block. `check_linear` enforces this and names the offending UOp.
+RANGE/IF block may only be used inside that block. `check_linear` enforces this and names the offending UOp: each UOp's srcs and
+dtypes below are the rules of tinygrad/uop/spec.py's spec_linear, the order and scopes its own walk over the list.
 
 Kernel arguments and storage
   SINK     void  src: anything (ignored)         arg: the kernel name: a str, or an object with `.name` (KernelInfo).
@@ -86,9 +87,10 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence, TYPE_CHECKING
 from tinygrad.helpers import Target, to_function_name, prod
-from tinygrad.dtype import DType, dtypes, AddrSpace
+from tinygrad.dtype import DType, dtypes
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import const_value, is_literal, after_root, CORE_ID, GPU_DIMS, SPECIAL_NAMES  # noqa: F401  (part of the contract's vocabulary)
+from tinygrad.uop.spec import spec_linear, why_invalid, vector_width, mem_root, is_variable, is_buffer_param, addrspace_of  # noqa: F401  (the contract's rules)
 from tinygrad.device import Compiler
 if TYPE_CHECKING:
   from tinygrad.uop.ops import UOp
@@ -104,25 +106,6 @@ class KernelContractError(ValueError):
 
 def _desc(i:int, u:UOp) -> str: return f"uop {i} ({u.op}, {u.dtype}{'' if u.arg is None else f', arg={u.arg!r}'})"
 
-
-def _addrspace(u:UOp) -> AddrSpace|None: return getattr(u.arg, "addrspace", None)
-
-def is_variable(u:UOp) -> bool:
-  """An int argument of the kernel: a PARAM (or unbound Variable BUFFER) in the ALU addrspace."""
-  return u.op in (Ops.PARAM, Ops.BUFFER) and _addrspace(u) is AddrSpace.ALU
-
-def is_buffer_param(u:UOp) -> bool: return u.op is Ops.PARAM and _addrspace(u) is not AddrSpace.ALU
-
-def mem_root(u:UOp) -> UOp|None:
-  """The PARAM/BUFFER that memory UOp u (PARAM, BUFFER or AFTER of one) refers to; None when u is a value."""
-  u = after_root(u)
-  if u.op is Ops.BUFFER and _addrspace(u) in (AddrSpace.REG, AddrSpace.LOCAL): return u
-  return u if is_buffer_param(u) else None
-
-_VECTOR_WIDTHS = (2, 4, 8, 16)
-_VECTOR_ALU = (Ops.ADD, Ops.MUL, Ops.MULACC)
-# what a launch size may be computed from: the host evaluates it before the launch
-_LAUNCH_OPS = frozenset({Ops.CONST, Ops.CAST, Ops.ADD, Ops.SUB, Ops.MUL, Ops.CDIV, Ops.CMOD, Ops.MAX, Ops.SHL, Ops.SHR, Ops.AND, Ops.STACK})
 
 def var_name(v:UOp) -> str|None:
   """The name of a kernel variable: a variable PARAM's, or "core_id" for the SPECIAL."""
@@ -143,66 +126,6 @@ class LinearKernel:
   position: dict[UOp, int] = field(default_factory=dict)
   specials: dict[str, UOp] = field(default_factory=dict)  # SPECIAL name -> UOp (launch dimensions)
 
-def _lanes_of(u:UOp, lanes:dict[UOp, int], i:int) -> int:
-  if u.op is Ops.SHRINK:
-    n = const_value(u.src[2]) if len(u.src) == 3 else None
-    if not isinstance(n, int) or n not in _VECTOR_WIDTHS:
-      raise KernelContractError(f"{_desc(i, u)}: SHRINK width must be a CONST in {_VECTOR_WIDTHS}")
-    return n
-  if u.op is Ops.STACK: return len(u.src)
-  if u.op is Ops.WMMA: return u.arg.elements_per_thread[2]
-  if u.op in (Ops.LOAD, Ops.AFTER) or u.op in _VECTOR_ALU: return lanes.get(u.src[0], 1)
-  return 1  # everything else, a lane extraction (INDEX of a vector) included, is scalar
-
-def _check_srcs(i:int, u:UOp, lanes:dict[UOp, int]) -> None:
-  """Per-op src shape checks; the messages name the uop so a codegen author can find it."""
-  op, n = u.op, len(u.src)
-  def need(ok:bool, what:str, *args):
-    # the message (and the description, with the arg's repr) is formatted only for the error: this runs for every UOp of every kernel
-    if not ok: raise KernelContractError(f"{_desc(i, u)}: {what.format(*args)}")
-  if op in (Ops.INDEX, Ops.SHRINK):
-    need(n == (2 if op is Ops.INDEX else 3), "{} takes {}, got {} srcs", op, "(buf, idx)" if op is Ops.INDEX else "(buf, idx, CONST n)", n)
-    if mem_root(u.src[0]) is None:
-      need(op is Ops.INDEX and lanes.get(u.src[0], 1) > 1 and isinstance(const_value(u.src[1]), int),
-           "INDEX of a value must pick a lane of a vector with a CONST; memory INDEX needs a PARAM/BUFFER (or AFTER of one)")
-      need(0 <= const_value(u.src[1]) < lanes[u.src[0]], "lane {} out of range for a {}-lane vector", const_value(u.src[1]), lanes[u.src[0]])
-    else: need(dtypes.is_int(u.src[1].dtype), "index must be an int, got {}", u.src[1].dtype)
-  elif op is Ops.LOAD:
-    need(n in (1, 3) and u.src[0].op in (Ops.INDEX, Ops.SHRINK) and mem_root(u.src[0].src[0]) is not None,
-         "LOAD takes (INDEX/SHRINK of a buffer,) or (index, alt, gate)")
-    if n == 3: need(u.src[2].dtype is dtypes.bool, "LOAD gate must be bool, got {}", u.src[2].dtype)
-  elif op is Ops.STORE:
-    need(n in (2, 3) and u.src[0].op in (Ops.INDEX, Ops.SHRINK) and mem_root(u.src[0].src[0]) is not None,
-         "STORE takes (INDEX/SHRINK of a buffer, value) or (index, value, gate)")
-    need(lanes.get(u.src[1], 1) == lanes[u.src[0]], "STORE of a {}-lane value to a {}-lane access", lanes.get(u.src[1], 1), lanes[u.src[0]])
-    if n == 3: need(u.src[2].dtype is dtypes.bool, "STORE gate must be bool, got {}", u.src[2].dtype)
-  elif op is Ops.WMMA:
-    need(n == sum(u.arg.elements_per_thread) and all(lanes.get(s, 1) == 1 for s in u.src), "WMMA takes {} scalars (the A, B, C elements), got {}",
-         sum(u.arg.elements_per_thread), n)
-    need(u.dtype is u.arg.dtype_out, "WMMA of {} has dtype {}", u.arg, u.dtype)
-  elif op is Ops.RANGE: need(n >= 1, "RANGE needs its end as src[0]")
-  elif op is Ops.END: need(n in (2, 3) and u.src[1].op is Ops.RANGE, "END takes (body, RANGE) or (body, RANGE, cond)")
-  elif op is Ops.IF: need(n >= 1 and u.src[0].dtype is dtypes.bool, "IF takes (cond:bool, ...)")
-  elif op is Ops.ENDIF: need(n == 1 and u.src[0].op is Ops.IF, "ENDIF takes (IF,)")
-  elif op is Ops.SPECIAL:
-    need(n == 1 and dtypes.is_int(u.src[0].dtype) and dtypes.is_int(u.dtype) and u.dtype is not dtypes.bool, "SPECIAL takes (end:int,)")
-    need(u.arg in SPECIAL_NAMES, "SPECIAL name must be one of {}", sorted(SPECIAL_NAMES))
-    need(all(x.op in _LAUNCH_OPS or is_variable(x) for x in u.src[0].toposort()),
-         "a launch size (SPECIAL end) may only use CONSTs, variable PARAMs and integer arithmetic")
-  elif op is Ops.STACK:
-    need(n in _VECTOR_WIDTHS or (n == 0 and u.dtype is dtypes.void), "STACK must have {} srcs, got {}", _VECTOR_WIDTHS, n)
-    need(all(lanes.get(s, 1) == 1 for s in u.src), "STACK of vectors is not supported")
-  elif op in GroupOp.ALU or op in (Ops.CAST, Ops.BITCAST):
-    # ADD/MUL (and MULACC) may take vectors of one width (vector_alu renderers); every other op takes scalars
-    vec = op in _VECTOR_ALU and len({lanes.get(s, 1) for s in u.src}) == 1
-    need(vec or all(lanes.get(s, 1) == 1 for s in u.src), "vector ALU is not supported: devectorize first (STACK lanes, INDEX(vec, i))")
-    if op is Ops.WHERE: need(n == 3 and u.src[0].dtype is dtypes.bool, "WHERE takes (cond:bool, a, b)")
-    elif op is Ops.MULACC: need(n == 3, "MULACC takes (a, b, c)")
-    elif op in GroupOp.Unary or op in (Ops.CAST, Ops.BITCAST): need(n == 1, "{} takes one src", op)
-    elif op in GroupOp.Binary: need(n == 2, "{} takes two srcs", op)
-    if op is Ops.BITCAST and not is_literal(u):
-      need(u.dtype.itemsize == u.src[0].dtype.itemsize, "BITCAST between different sizes: {} -> {}", u.src[0].dtype, u.dtype)
-
 def value_srcs(u:UOp) -> tuple[UOp, ...]:
   """The srcs whose values the rendered code reads (the others only order u)."""
   if u.op in (Ops.AFTER, Ops.RANGE, Ops.IF): return u.src[:1]
@@ -213,7 +136,10 @@ def value_srcs(u:UOp) -> tuple[UOp, ...]:
 
 def check_linear(uops:Sequence[UOp], supported_ops:set[Ops]|frozenset[Ops]|None=None, name:str|None=None,
                  renderer:str="this renderer") -> LinearKernel:
-  """Checks a linear kernel against the contract (order, scopes, srcs) and collects its arguments. Raises KernelContractError."""
+  """Checks a linear kernel against the contract and collects its arguments. Raises KernelContractError naming the UOp. Each UOp's
+  srcs and dtypes are uop/spec.py's spec_linear (rules on one UOp); this walk checks what those rules can't see, because it is about
+  the list and not the UOp: every src defined earlier, a value used only inside the block that defines it, blocks closed in order,
+  launch dims at the top level and once each, one PARAM per buffer slot."""
   from tinygrad.uop.ops import UOp
   uops = list(uops)
   if not uops: raise KernelContractError("empty kernel: the linear list has no UOps")
@@ -238,19 +164,10 @@ def check_linear(uops:Sequence[UOp], supported_ops:set[Ops]|frozenset[Ops]|None=
         raise KernelContractError(f"{_desc(i, u)} uses {s.op} from uop {position[s]}, defined inside the {blk.op} of uop {position[blk]}"
                                   f" which closed at uop {closed_at[blk]}")
       uses[s] += 1
-    if u.op not in _ACCEPTED and u.op not in GroupOp.ALU: raise KernelContractError(f"{_desc(i, u)}: {u.op} is not part of the linear-UOp contract")
-    if u.dtype in dtypes.weaks and u.op is not Ops.CONST:
-      raise KernelContractError(f"{_desc(i, u)}: weak dtypes must be committed before rendering (tinygrad/codegen/index_dtype.py lowers "
-                                "index math to int32/int64)")
-    if u.op in (Ops.FLOORDIV, Ops.FLOORMOD):
-      raise KernelContractError(f"{_desc(i, u)}: no renderer has floor division; the codegen lowers {u.op} to CDIV/CMOD "
-                                "(tinygrad/codegen/index_dtype.py)")
+    if (why := why_invalid(spec_linear, u, lanes)) is not None: raise KernelContractError(f"{_desc(i, u)}: {why}{_srcs_desc(u)}")
     if u.op in GroupOp.ALU and supported_ops is not None and u.op not in supported_ops:
       raise KernelContractError(f"{_desc(i, u)}: {renderer} has no code for {u.op}; the codegen must decompose it")
-    if u.dtype.bitsize > 64 and u.dtype not in dtypes.weaks:   # the wide ints dtype.py keeps for exact intermediate math
-      raise KernelContractError(f"{_desc(i, u)}: dtype {u.dtype} is not supported by the renderers")
-    _check_srcs(i, u, lanes)
-    lanes[u] = _lanes_of(u, lanes, i)
+    lanes[u] = vector_width(u, lanes)
     position[u] = i
     if u.op is Ops.SINK:
       if u.arg is not None and (n := u.arg if isinstance(u.arg, str) else getattr(u.arg, "name", None)) is not None: kname = n
@@ -260,9 +177,7 @@ def check_linear(uops:Sequence[UOp], supported_ops:set[Ops]|frozenset[Ops]|None=
       if blocks: raise KernelContractError(f"{_desc(i, u)}: a launch dimension must be at the top level, not inside the {blocks[-1].op} "
                                            f"of uop {position[blocks[-1]]}")
       specials[u.arg] = u
-    elif u.op is Ops.PARAM:
-      if not hasattr(u.arg, "slot"): raise KernelContractError(f"{_desc(i, u)}: a buffer PARAM needs a ParamArg(slot, dtype) arg")
-      bufs.append(u)
+    elif u.op is Ops.PARAM: bufs.append(u)
     elif u.op is Ops.STORE and (root := mem_root(u.src[0].src[0])) is not None and root.op is Ops.PARAM: writable.add(root)
     elif u.op in (Ops.RANGE, Ops.IF):
       blocks.append(u)
@@ -288,8 +203,8 @@ def check_linear(uops:Sequence[UOp], supported_ops:set[Ops]|frozenset[Ops]|None=
     vars_.append(specials[CORE_ID])
   return LinearKernel(uops, to_function_name(name if name is not None else kname), bufs, vars_, writable, lanes, uses, position, specials)
 
-_ACCEPTED = {Ops.SINK, Ops.PARAM, Ops.BUFFER, Ops.CONST, Ops.CAST, Ops.BITCAST, Ops.RANGE, Ops.END, Ops.IF, Ops.ENDIF, Ops.AFTER, Ops.INDEX,
-             Ops.SHRINK, Ops.LOAD, Ops.STORE, Ops.STACK, Ops.NOOP, Ops.GROUP, Ops.BARRIER, Ops.SPECIAL, Ops.WMMA}
+def _srcs_desc(u:UOp) -> str: return "; its srcs: " + ", ".join(f"{s.op} {s.dtype}" + ("" if s.arg is None else f" {s.arg!r}") for s in u.src) \
+  if u.src else ""
 
 # ***** evaluating int expressions (range ends, sizes) for estimates *****
 
@@ -334,8 +249,7 @@ class Estimates:
     mem: dict[tuple[UOp, Ops], int] = {}
     mults, stack_m = 1, []
     lanes: dict[UOp, int] = {}  # a vector ADD/MUL (vector_alu) does one op per lane
-    for i, u in enumerate(uops):
-      lanes[u] = _lanes_of(u, lanes, i)
+    for u in uops:
       if u.op is Ops.RANGE:
         stack_m.append(mults)
         if u.dtype is not dtypes.void and (trip := eval_int(u.src[0], vv)) is not None: mults *= max(trip, 0)
@@ -347,7 +261,7 @@ class Estimates:
         size = eval_int(root.src[0], vv) if root.src else None
         acc = mem.get((root, u.op), 0) + width * mults
         mem[(root, u.op)] = min(acc, size * root.dtype.itemsize) if size is not None else acc
-      elif u.op in GroupOp.ALU and u not in indexing: ops += mults * (2 if u.op is Ops.MULACC else 1) * lanes[u]
+      elif u.op in GroupOp.ALU and u not in indexing: ops += mults * (2 if u.op is Ops.MULACC else 1) * vector_width(u, lanes)
       elif u.op is Ops.WMMA: ops += mults * 2 * prod(u.arg.dims) // u.arg.threads  # each thread's share of the warp's multiply-adds
     return Estimates(ops, lds, sum(mem.values()))
 
@@ -525,10 +439,7 @@ def literal_dtype(consumer:UOp, s:UOp) -> DType:
   return ret
 
 def verify_linear(uops:Sequence[UOp], stage:str="linear program") -> LinearKernel:
-  """SPEC check of a linear program: this contract (check_linear: order, scopes, srcs), then the dtype rules of uop/spec.py's
-  spec_linear. Raises RuntimeError naming the stage. Returns the checked kernel (Renderer.check then need not walk it again)."""
-  from tinygrad.uop.spec import type_verify, spec_linear
-  try: k = check_linear(uops)
+  """SPEC check of a linear program: this contract (check_linear: its walk and uop/spec.py's spec_linear). Raises RuntimeError naming
+  the stage. Returns the checked kernel (Renderer.check then need not walk it again)."""
+  try: return check_linear(uops)
   except KernelContractError as e: raise RuntimeError(f"SPEC: the {stage} is invalid: {e}") from e
-  type_verify(uops, spec_linear, stage)
-  return k

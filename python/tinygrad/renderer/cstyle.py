@@ -11,7 +11,7 @@ from tinygrad.dtype import DType, dtypes, truncate, Invalid
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher
 from tinygrad.renderer import Renderer, LinearKernel, KernelContractError, SIDE_EFFECTS, CORE_ID, const_value, is_literal, is_variable, mem_root
-from tinygrad.renderer import buffer_size, literal_dtype, variable_names, operand_dtype, range_name, _addrspace
+from tinygrad.renderer import buffer_size, literal_dtype, variable_names, operand_dtype, range_name, addrspace_of
 from tinygrad.dtype import AddrSpace
 
 _C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum extern float for goto if inline int long register
@@ -131,8 +131,8 @@ def _render_special(ctx:_CWriter, x:UOp) -> str:
   return fxn(x.arg[-1])
 
 def _render_buffer(ctx:_CWriter, x:UOp) -> str:
-  if (size := buffer_size(x)) is None or size <= 0: raise KernelContractError(f"{ctx.where(x)}: a BUFFER needs a literal size > 0")
-  pre = f"{ctx.ren.smem_align}{ctx.ren.smem_prefix}" if _addrspace(x) is AddrSpace.LOCAL else ""
+  size = buffer_size(x)   # a literal > 0 (spec_linear)
+  pre = f"{ctx.ren.smem_align}{ctx.ren.smem_prefix}" if addrspace_of(x) is AddrSpace.LOCAL else ""
   return f"{pre}{ctx.ren.value_type(x.dtype)} {ctx.r[x]}[{size}];"
 
 def _render_alu(ctx:_CWriter, x:UOp) -> str:
@@ -368,7 +368,7 @@ class _CWriter:
       if src in self.reads_mem: self.reads_mem.add(u)
       return
     if op in _STATEMENTS:
-      if op is Ops.BUFFER: self.r[u] = self.fresh("acc" if _addrspace(u) is AddrSpace.REG else "temp")
+      if op is Ops.BUFFER: self.r[u] = self.fresh("acc" if addrspace_of(u) is AddrSpace.REG else "temp")
       elif op is Ops.RANGE:
         # a sibling loop may reuse a name, a nested one may not (it would shadow the outer variable)
         self.r[u] = nm = "" if u.dtype is dtypes.void else range_name(u, set(self.open_names))

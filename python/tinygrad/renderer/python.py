@@ -16,7 +16,7 @@ from tinygrad.helpers import strip_parens, ContextVar
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, python_alu
 from tinygrad.renderer import Renderer, LinearKernel, KernelContractError, CORE_ID, const_value, is_literal, is_variable, mem_root, buffer_size
-from tinygrad.renderer import literal_dtype, variable_names, operand_dtype, range_name, _addrspace
+from tinygrad.renderer import literal_dtype, variable_names, operand_dtype, range_name, addrspace_of
 from tinygrad.dtype import AddrSpace
 from tinygrad.renderer.tc import TENSOR_CORES, cuda_tensor_cores, emulate_wmma
 
@@ -166,7 +166,7 @@ class _PyWriter:
       self.r[v] = nm
       params.append(nm)
     # a GPU kernel gets its thread's indices and its workgroup's local memory from the runtime
-    if any(n != CORE_ID for n in k.specials) or any(u.op is Ops.BARRIER or (u.op is Ops.BUFFER and _addrspace(u) is AddrSpace.LOCAL)
+    if any(n != CORE_ID for n in k.specials) or any(u.op is Ops.BARRIER or (u.op is Ops.BUFFER and addrspace_of(u) is AddrSpace.LOCAL)
                                                    for u in k.uops):
       params += ["*", "_gid=(0, 0, 0)", "_lid=(0, 0, 0)", "_shared=None"]
       pre.append("if _shared is None: _shared = {}")
@@ -188,11 +188,11 @@ class _PyWriter:
       if u.src[0] in self.r: self.r[u] = self.r[u.src[0]]
       return
     if op is Ops.BUFFER:
-      if (size := buffer_size(u)) is None or size <= 0: raise KernelContractError(f"uop {k.position[u]}: a BUFFER needs a literal size > 0")
-      self.r[u] = self.fresh("acc" if _addrspace(u) is AddrSpace.REG else "temp")
+      size = buffer_size(u)   # a literal > 0 (spec_linear)
+      self.r[u] = self.fresh("acc" if addrspace_of(u) is AddrSpace.REG else "temp")
       init = f"[{self.ren.render_literal(0, u.dtype)}] * {size}"
       # local memory is one list per workgroup: the first of its threads to get here makes it
-      self.emit(f"{self.r[u]} = _shared.setdefault({self.r[u]!r}, {init})" if _addrspace(u) is AddrSpace.LOCAL else f"{self.r[u]} = {init}")
+      self.emit(f"{self.r[u]} = _shared.setdefault({self.r[u]!r}, {init})" if addrspace_of(u) is AddrSpace.LOCAL else f"{self.r[u]} = {init}")
       return
     if op is Ops.RANGE:
       if u.dtype is dtypes.void: return self.open_block("while True:")

@@ -1,8 +1,9 @@
 """The written spec of the UOps at each stage of the pipeline, checked with SPEC >= 1 (the default, as in tinygrad 0.14).
 
 Each stage is a module-level PatternMatcher whose rules return True (the UOp is valid), False (it breaks the rule) or None (the
-rule does not decide; the next one is tried). A UOp that no rule accepts is invalid. `type_verify` walks a graph (or a list) and
-raises a RuntimeError naming the stage and the offending UOp: its position, op, dtype, arg and srcs, and the rule it broke.
+rule does not decide; the next one is tried). A UOp that no rule accepts is invalid; a rule that can say what is wrong raises SpecError
+saying it. `type_verify` walks a graph (or a list) and raises a RuntimeError naming the stage and the offending UOp: its position, op,
+dtype, arg and srcs, and what is wrong (or the rule it broke).
 
   spec_tensor   the tensor graph that tinygrad.tensor builds and the scheduler reads (conventions: tinygrad/uop/shape.py):
                 BUFFER, CONST, movement ops, REDUCE(x, arg=(op, axes)), CONTIGUOUS, COPY, DETACH, CONTIGUOUS_BACKWARD, ALU/CAST/BITCAST,
@@ -16,9 +17,9 @@ raises a RuntimeError naming the stage and the offending UOp: its position, op, 
                 local BUFFERs and BARRIERs may appear. An upcast kernel (codegen/opt/) adds SHRINK
                 vector loads/stores, STACK, INDEX of a lane and a GROUP of stores.
   spec_shared   the value rules every stage shares (below); tinygrad 0.14's name.
-  spec_linear   (spec_program, 0.14's name) the per-UOp dtype rules of the linear program; tinygrad.renderer.verify_linear runs
-                them after the renderer's check_linear (order, scopes, src shapes of the linear-UOp contract), so that part is written
-                once, in the renderer.
+  spec_linear   (spec_program, 0.14's name) the linear program: each UOp of the linear-UOp contract (tinygrad/renderer/__init__.py)
+                with its srcs (ops, count, vector widths) and dtypes. The renderer's check_linear runs it on every kernel it renders
+                (SPEC or not), inside its walk over the list that checks what no rule on one UOp can see (order and scopes).
 
 Value rules shared by all stages: every operand of an ALU has the dtype of its result, except comparisons (bool result, equal
 operands), WHERE (bool condition) and shifts (any int count). A weak CONST (a Python number, weakint/weakfloat) fits any
@@ -26,13 +27,25 @@ operand it can be converted to without changing kind.
 """
 from __future__ import annotations
 from typing import Any, Sequence
-from tinygrad.uop.ops import PatternMatcher, UPat, UOp, Ops, GroupOp, ParamArg, AxisType, is_literal, after_root, SPECIAL_NAMES, resolve, sym_le
+from tinygrad.uop.ops import PatternMatcher, UPat, UOp, Ops, GroupOp, ParamArg, AxisType, is_literal, after_root, const_value, SPECIAL_NAMES
+from tinygrad.uop.ops import resolve, sym_le
 from tinygrad.dtype import DType, dtypes, AddrSpace
 from tinygrad.helpers import prod
 
-__all__ = ["spec_shared", "spec_tensor", "spec_kernel", "spec_lowered", "spec_linear", "spec_program", "type_verify"]
+__all__ = ["spec_shared", "spec_tensor", "spec_kernel", "spec_lowered", "spec_linear", "spec_program", "type_verify", "SpecError", "why_invalid",
+           "vector_width", "mem_root", "is_variable", "is_buffer_param", "addrspace_of"]
 
 # ***** helpers *****
+
+class SpecError(ValueError):
+  """Raised by a rule that can say what is wrong with a UOp (which src, which count); type_verify and the renderer's check_linear put
+  the message after their description of the UOp."""
+
+def need(ok:bool, what:str, *args) -> bool:
+  """True, or a SpecError saying `what` (formatted with args only on failure: the linear program's rules run for every UOp of every
+  kernel the renderer checks)."""
+  if not ok: raise SpecError(what.format(*args) if args else what)
+  return True
 
 def fits(x:UOp, dt:DType) -> bool:
   """x can be an operand of dtype dt: the same dtype, or a weak CONST of a compatible kind."""
@@ -177,7 +190,8 @@ def _index_ok(x:UOp, allowed:tuple[Ops, ...]) -> bool:
 
 def _param_ok(x:UOp) -> bool:
   """A kernel argument: a buffer PARAM(CONST size) or an int variable PARAM in the ALU addrspace."""
-  if isinstance(x.arg, ParamArg) and x.arg.addrspace is AddrSpace.ALU:
+  need(isinstance(x.arg, ParamArg), "a PARAM needs a ParamArg(slot, dtype) arg, got {!r}", x.arg)
+  if x.arg.addrspace is AddrSpace.ALU:
     return is_int(x.dtype) and x.arg.dtype is x.dtype and all(s.op is Ops.STACK and not s.src for s in x.src)
   return param_arg_ok(x, (AddrSpace.GLOBAL,)) and len(x.src) <= 1 and all(size_const(s) for s in x.src)
 
@@ -247,30 +261,109 @@ _spec_lowered_scalar = PatternMatcher([
 ])
 
 # ***** the linear program *****
-# order, scopes and the src shapes of every op are the renderer's contract (check_linear); these rules add the dtypes
+# The linear-UOp contract of tinygrad/renderer/__init__.py: these rules check each UOp's srcs (their ops, count, vector widths) and
+# dtypes; the renderer's check_linear walks the list for what no rule on one UOp can see: order and scopes, and the kernel's arguments.
 
-def _linear_index_ok(x:UOp) -> bool:
-  if len(x.src) == 2 and after_root(x.src[0]).op not in (Ops.PARAM, Ops.BUFFER):  # a lane of a vector value
-    return x.src[1].op is Ops.CONST and is_int(x.src[1].dtype) and x.dtype is x.src[0].dtype
-  return _index_ok(x, (Ops.PARAM, Ops.BUFFER))
+def addrspace_of(u:UOp) -> AddrSpace|None:
+  """Where a PARAM/BUFFER lives (its arg's addrspace); None for other UOps."""
+  return getattr(u.arg, "addrspace", None)
+
+def is_variable(u:UOp) -> bool:
+  """An int argument of the kernel: a PARAM (or unbound Variable BUFFER) in the ALU addrspace."""
+  return u.op in (Ops.PARAM, Ops.BUFFER) and addrspace_of(u) is AddrSpace.ALU
+
+def is_buffer_param(u:UOp) -> bool: return u.op is Ops.PARAM and addrspace_of(u) is not AddrSpace.ALU
+
+def mem_root(u:UOp) -> UOp|None:
+  """The PARAM/BUFFER that memory UOp u (PARAM, BUFFER or AFTER of one) refers to; None when u is a value."""
+  u = after_root(u)
+  if u.op is Ops.BUFFER and addrspace_of(u) in (AddrSpace.REG, AddrSpace.LOCAL): return u
+  return u if is_buffer_param(u) else None
+
+VECTOR_WIDTHS = (2, 4, 8, 16)
+VECTOR_ALU = (Ops.ADD, Ops.MUL, Ops.MULACC)   # the ops that may take vectors of one width (vector_alu renderers)
+# what a launch size may be computed from: the host evaluates it before the launch
+LAUNCH_OPS = frozenset({Ops.CONST, Ops.CAST, Ops.ADD, Ops.SUB, Ops.MUL, Ops.CDIV, Ops.CMOD, Ops.MAX, Ops.SHL, Ops.SHR, Ops.AND, Ops.STACK})
+
+def vector_width(u:UOp, known:dict[UOp, int]|None=None) -> int:
+  """The lanes of value u (1: a scalar). A DType is a scalar, so the width is where the vector is made (a SHRINK of n elements, a
+  STACK of n lanes, a WMMA's D elements) and carries through LOAD, AFTER and ADD/MUL/MULACC (their src[0]); an INDEX of a vector is
+  one lane. `known` holds the widths found so far (check_linear's, of the UOps before u), so a chain is followed once."""
+  if known is not None and (w := known.get(u)) is not None: return w
+  chain: list[UOp] = []
+  while True:
+    if u.op is Ops.SHRINK: w = n if len(u.src) == 3 and isinstance(n := const_value(u.src[2]), int) else 1
+    elif u.op is Ops.STACK: w = len(u.src)
+    elif u.op is Ops.WMMA: w = u.arg.elements_per_thread[2]
+    elif u.src and (u.op in (Ops.LOAD, Ops.AFTER) or u.op in VECTOR_ALU):
+      chain.append(u)
+      u = u.src[0]
+      if known is not None and (w := known.get(u)) is not None: break
+      continue
+    else: w = 1
+    chain.append(u)
+    break
+  if known is not None:
+    for c in chain: known[c] = w
+  return w
+
+def _scalars(srcs:tuple[UOp, ...], known:dict[UOp, int]|None) -> bool:
+  for s in srcs:
+    if vector_width(s, known) != 1: return False
+  return True
+
+def _invalid_src(x:UOp) -> bool:
+  """Why a dtype rule failed when one of x's srcs is the Invalid literal (a masked index the codegen left): a SpecError; else False."""
+  return need(not any(s.is_invalid for s in x.src), "an Invalid constant reached the renderer: the codegen must turn it into a gate") and False
+
+def _lane_ok(x:UOp) -> bool:
+  """INDEX(vector, CONST i): lane i of a vector value, of its dtype."""
+  return x.src[1].op is Ops.CONST and is_int(x.src[1].dtype) and x.dtype is x.src[0].dtype
+
+def _linear_index_ok(ctx:dict[UOp, int]|None, x:UOp) -> bool:
+  """INDEX(buf, idx) of memory, or INDEX(vector, CONST i): lane i of a vector value."""
+  need(len(x.src) == 2, "INDEX takes (buf, idx), got {} srcs", len(x.src))
+  if mem_root(x.src[0]) is None:
+    lane, n = const_value(x.src[1]), vector_width(x.src[0], ctx)
+    need(n > 1 and isinstance(lane, int), "INDEX of a value must pick a lane of a vector with a CONST; memory INDEX needs a PARAM/BUFFER "
+         "(or AFTER of one)")
+    need(0 <= lane < n, "lane {} out of range for a {}-lane vector", lane, n)
+    return _lane_ok(x)
+  need(dtypes.is_int(x.src[1].dtype) or _invalid_src(x), "index must be an int, got {}", x.src[1].dtype)
+  return _index_ok(x, (Ops.PARAM, Ops.BUFFER)) or _invalid_src(x)
 
 def _shrink_ok(x:UOp) -> bool:
-  """SHRINK(buf, idx, CONST n): n consecutive elements of a buffer (a vector access)."""
-  return len(x.src) == 3 and after_root(x.src[0]).op in (Ops.PARAM, Ops.BUFFER) and x.dtype is x.src[0].dtype and \
-    (is_int(x.src[1].dtype) or x.src[1].dtype is dtypes.weakint) and is_literal(x.src[2])
+  """SHRINK(buf, idx, CONST n): n consecutive elements of a buffer (a vector access of n = 2, 4, 8 or 16 lanes)."""
+  need(len(x.src) == 3, "SHRINK takes (buf, idx, CONST n), got {} srcs", len(x.src))
+  need(mem_root(x.src[0]) is not None, "SHRINK needs a PARAM/BUFFER (or AFTER of one)")
+  need(isinstance(n := const_value(x.src[2]), int) and n in VECTOR_WIDTHS, "SHRINK width must be a CONST in {}", VECTOR_WIDTHS)
+  need(dtypes.is_int(x.src[1].dtype), "index must be an int, got {}", x.src[1].dtype)
+  return x.dtype is x.src[0].dtype and is_literal(x.src[2])
+
+def _memory_access(x:UOp) -> bool:
+  """src[0] of a LOAD/STORE: an INDEX/SHRINK of a buffer (not a lane of a vector value)."""
+  return x.src[0].op in (Ops.INDEX, Ops.SHRINK) and len(x.src[0].src) >= 1 and mem_root(x.src[0].src[0]) is not None
 
 def _linear_load_ok(x:UOp) -> bool:
-  return len(x.src) in (1, 3) and x.src[0].op in (Ops.INDEX, Ops.SHRINK) and x.dtype is x.src[0].dtype and \
-    (len(x.src) == 1 or (fits(x.src[1], x.dtype) and x.src[2].dtype is dtypes.bool))
+  need(len(x.src) in (1, 3) and _memory_access(x), "LOAD takes (INDEX/SHRINK of a buffer,) or (index, alt, gate)")
+  if len(x.src) == 3: need(x.src[2].dtype is dtypes.bool, "LOAD gate must be bool, got {}", x.src[2].dtype)
+  return (x.dtype is x.src[0].dtype and (len(x.src) == 1 or fits(x.src[1], x.dtype))) or _invalid_src(x)
 
-def _linear_store_ok(x:UOp) -> bool:
-  return x.dtype is dtypes.void and len(x.src) in (2, 3) and x.src[0].op in (Ops.INDEX, Ops.SHRINK) and fits(x.src[1], x.src[0].dtype) and \
-    (len(x.src) == 2 or x.src[2].dtype is dtypes.bool)
+def _linear_store_ok(ctx:dict[UOp, int]|None, x:UOp) -> bool:
+  need(len(x.src) in (2, 3) and _memory_access(x), "STORE takes (INDEX/SHRINK of a buffer, value) or (index, value, gate)")
+  need((v := vector_width(x.src[1], ctx)) == (a := vector_width(x.src[0], ctx)), "STORE of a {}-lane value to a {}-lane access", v, a)
+  if len(x.src) == 3: need(x.src[2].dtype is dtypes.bool, "STORE gate must be bool, got {}", x.src[2].dtype)
+  return (x.dtype is dtypes.void and fits(x.src[1], x.src[0].dtype)) or _invalid_src(x)
 
 def _stack_ok(x:UOp) -> bool:
   """STACK(x0..xn-1): an n-lane vector of its dtype (an empty void STACK marks a Variable)."""
   if not x.src: return x.dtype is dtypes.void
   return x.dtype is not dtypes.void and all(fits(s, x.dtype) for s in x.src)
+
+def _linear_stack_ok(ctx:dict[UOp, int]|None, x:UOp) -> bool:
+  need(len(x.src) in VECTOR_WIDTHS or (not x.src and x.dtype is dtypes.void), "STACK must have {} srcs, got {}", VECTOR_WIDTHS, len(x.src))
+  need(_scalars(x.src, ctx), "STACK of vectors is not supported")
+  return _stack_ok(x)
 
 def _linear_const_ok(x:UOp) -> bool:
   """A literal: a weak CONST takes the dtype of what it feeds."""
@@ -280,11 +373,49 @@ def _linear_const_ok(x:UOp) -> bool:
 
 _void = lambda x: x.dtype is dtypes.void  # noqa: E731
 
-def _wmma_ok(x:UOp) -> bool:
+def _wmma_ok(ctx:dict[UOp, int]|None, x:UOp) -> bool:
   """WMMA(A..., B..., C... elements, arg=TensorCore): a tensor core's multiply-accumulate (codegen/opt/tc.py)."""
   tc, nc = x.arg, x.arg.elements_per_thread[2]
-  return len(x.src) == sum(tc.elements_per_thread) and x.dtype is tc.dtype_out and all(s.dtype is tc.dtype_in for s in x.src[:-nc]) and \
-    all(fits(s, tc.dtype_out) for s in x.src[-nc:])
+  need(len(x.src) == sum(tc.elements_per_thread) and _scalars(x.src, ctx), "WMMA takes {} scalars (the A, B, C elements), got {}",
+       sum(tc.elements_per_thread), len(x.src))
+  need(x.dtype is tc.dtype_out, "WMMA of {} has dtype {}", tc, x.dtype)
+  return all(s.dtype is tc.dtype_in for s in x.src[:-nc]) and all(fits(s, tc.dtype_out) for s in x.src[-nc:])
+
+def _linear_range_ok(x:UOp) -> bool:
+  """RANGE(end, *order deps) counting to end, or RANGE(void) an endless loop left by END(body, range, cond)."""
+  need(len(x.src) >= 1, "RANGE needs its end as src[0]")
+  return x.dtype is dtypes.void or range_ok(x)
+
+def _linear_special_ok(x:UOp) -> bool:
+  need(len(x.src) == 1 and dtypes.is_int(x.src[0].dtype) and is_int(x.dtype), "SPECIAL takes (end:int,)")
+  need(x.arg in SPECIAL_NAMES, "SPECIAL name must be one of {}", sorted(SPECIAL_NAMES))
+  need(all(s.op in LAUNCH_OPS or is_variable(s) for s in x.src[0].toposort()),
+       "a launch size (SPECIAL end) may only use CONSTs, variable PARAMs and integer arithmetic")
+  return _special_ok(x)
+
+def _linear_alu_ok(ctx:dict[UOp, int]|None, x:UOp) -> bool:
+  """An ALU op (or CAST/BITCAST) of scalars, or ADD/MUL/MULACC of vectors of one width; its src count named in the message."""
+  op, n = x.op, len(x.src)
+  need(_scalars(x.src, ctx) or (op in VECTOR_ALU and len({vector_width(s, ctx) for s in x.src}) == 1),
+       "vector ALU is not supported: devectorize first (STACK lanes, INDEX(vec, i))")
+  if op is Ops.WHERE: need(n == 3 and x.src[0].dtype is dtypes.bool, "WHERE takes (cond:bool, a, b)")
+  elif op is Ops.MULACC: need(n == 3, "MULACC takes (a, b, c)")
+  elif op in GroupOp.Unary or op in (Ops.CAST, Ops.BITCAST): need(n == 1, "{} takes one src", op)
+  elif op in GroupOp.Binary: need(n == 2, "{} takes two srcs", op)
+  if op is Ops.BITCAST and not is_literal(x):
+    need(x.dtype.itemsize == x.src[0].dtype.itemsize, "BITCAST between different sizes: {} -> {}", x.src[0].dtype, x.dtype)
+  return (cast_ok(x) if op in (Ops.CAST, Ops.BITCAST) else alu_ok(x)) or _invalid_src(x) or _wrong_kind(x)
+
+def _wrong_kind(x:UOp) -> bool:
+  """Why an ALU's dtype rule failed when the op is for ints only or floats only: a SpecError; else False (the rule's place says it)."""
+  need(x.op not in _INT_ONLY or is_int(x.dtype), "{} is an int op, not for {}{}", x.op, x.dtype, " (FDIV divides floats)" if x.op is Ops.CDIV else "")
+  need(x.op not in _FLOAT_ONLY or dtypes.is_float(x.dtype), "{} is a float op, not for {}", x.op, x.dtype)
+  return False
+
+# the ints wider than 64 bits dtype.py keeps for exact intermediate math: no renderer has them
+_WIDE_INTS = tuple(dt for dt in vars(dtypes).values() if isinstance(dt, DType) and dt.bitsize > 64 and dt not in dtypes.weaks)
+
+def _refuse(what:str): return lambda x: need(False, what, x.op, x.dtype)
 
 # an upcast kernel (tinygrad/codegen/opt/) also has vector accesses: SHRINK loads/stores, STACK of lanes, INDEX of a lane, and a
 # GROUP of the stores of one iteration (and of the loops of a split range's pieces: codegen/split_ranges.py). These rules come first:
@@ -293,7 +424,7 @@ spec_lowered = PatternMatcher([
   (UPat(Ops.SHRINK, name="x"), _shrink_ok),
   (UPat(Ops.STACK, name="x"), _stack_ok),
   # (ADD/MUL: a vector reduce's lanes on a vector_alu renderer, codegen/expander.py)
-  (UPat(Ops.INDEX, src=(UPat((Ops.LOAD, Ops.STACK, Ops.ADD, Ops.MUL, Ops.WMMA)), UPat(Ops.CONST)), name="x"), _linear_index_ok),
+  (UPat(Ops.INDEX, src=(UPat((Ops.LOAD, Ops.STACK, Ops.ADD, Ops.MUL, Ops.WMMA)), UPat(Ops.CONST)), name="x"), _lane_ok),
   (UPat(Ops.WMMA, name="x"), _wmma_ok),
   (UPat(Ops.LOAD, src=(UPat(Ops.SHRINK),), allow_any_len=True, name="x"), _linear_load_ok),
   (UPat(Ops.STORE, src=(UPat(Ops.SHRINK),), allow_any_len=True, name="x"), _linear_store_ok),
@@ -301,25 +432,32 @@ spec_lowered = PatternMatcher([
 ]) + _spec_lowered_scalar
 
 spec_linear = PatternMatcher([
-  (UPat(Ops.SINK, dtypes.void), lambda: True),
   (UPat(Ops.CONST, src=(), name="x"), _linear_const_ok),
+  (UPat(dtype=dtypes.weaks, name="x"),
+   _refuse("weak dtypes must be committed before rendering (tinygrad/codegen/index_dtype.py lowers index math to int32/int64)")),
+  (UPat(dtype=_WIDE_INTS, name="x"), _refuse("dtype {1} is not supported by the renderers")),
+  (UPat((Ops.FLOORDIV, Ops.FLOORMOD), name="x"),
+   _refuse("no renderer has floor division; the codegen lowers {0} to CDIV/CMOD (tinygrad/codegen/index_dtype.py)")),
+  (UPat(Ops.SINK, dtypes.void), lambda: True),
   (UPat(Ops.PARAM, name="x"), _param_ok),
-  (UPat(Ops.BUFFER, name="x"), _local_buffer_ok),
-  (UPat(Ops.SPECIAL, name="x"), _special_ok),
-  (UPat(Ops.RANGE, dtypes.void, name="x"), lambda x: len(x.src) >= 1),  # an endless loop, left by END(body, range, cond)
-  (UPat(Ops.RANGE, name="x"), range_ok),
-  (UPat(Ops.END, name="x"), lambda x: x.dtype is dtypes.void and len(x.src) in (2, 3) and (len(x.src) == 2 or x.src[2].dtype is dtypes.bool)),
-  (UPat(Ops.IF, name="x"), lambda x: x.dtype is dtypes.void and len(x.src) >= 1 and x.src[0].dtype is dtypes.bool),
-  (UPat(Ops.ENDIF, name="x"), _void),
+  (UPat(Ops.BUFFER, name="x"), lambda x: need(len(x.src) == 1 and size_const(x.src[0]) and x.src[0].arg > 0, "a BUFFER needs a literal size > 0")
+   and _local_buffer_ok(x)),
+  (UPat(Ops.SPECIAL, name="x"), _linear_special_ok),
+  (UPat(Ops.RANGE, name="x"), _linear_range_ok),
+  (UPat(Ops.END, name="x"), lambda x: need(len(x.src) in (2, 3) and x.src[1].op is Ops.RANGE, "END takes (body, RANGE) or (body, RANGE, cond)")
+   and x.dtype is dtypes.void and (len(x.src) == 2 or x.src[2].dtype is dtypes.bool)),
+  (UPat(Ops.IF, name="x"), lambda x: need(len(x.src) >= 1 and x.src[0].dtype is dtypes.bool, "IF takes (cond:bool, ...)") and _void(x)),
+  (UPat(Ops.ENDIF, name="x"), lambda x: need(len(x.src) == 1 and x.src[0].op is Ops.IF, "ENDIF takes (IF,)") and _void(x)),
   (UPat((Ops.NOOP, Ops.GROUP, Ops.BARRIER), name="x"), _void),
   (UPat(Ops.AFTER, name="x"), _after_ok),
   (UPat(Ops.INDEX, name="x"), _linear_index_ok),
   (UPat(Ops.SHRINK, name="x"), _shrink_ok),
   (UPat(Ops.LOAD, name="x"), _linear_load_ok),
   (UPat(Ops.STORE, name="x"), _linear_store_ok),
-  (UPat(Ops.STACK, name="x"), _stack_ok),
+  (UPat(Ops.STACK, name="x"), _linear_stack_ok),
   (UPat(Ops.WMMA, name="x"), _wmma_ok),
-  *_values,
+  (UPat((*GroupOp.ALU, Ops.CAST, Ops.BITCAST), name="x"), _linear_alu_ok),
+  (UPat(name="x"), _refuse("{0} is not part of the linear-UOp contract")),
 ])
 
 # tinygrad 0.14's name for the spec of the linearized program
@@ -331,21 +469,30 @@ def _describe(i:int, u:UOp) -> str:
   srcs = ", ".join(f"{s.op} {s.dtype}" + ("" if s.arg is None else f" {s.arg!r}") for s in u.src)
   return f"UOp {i}: {u.op} {u.dtype} arg={u.arg!r} with {len(u.src)} src{'s' if len(u.src) != 1 else ''} ({srcs})"
 
-def _broken_rule(spec:PatternMatcher, u:UOp) -> str:
+def _broken_rule(spec:PatternMatcher, u:UOp, ctx:Any=None) -> str:
   """Which rule of spec rejected u (only called on a failure)."""
   for pat, fxn in spec.patterns:
-    try: ret = PatternMatcher([(pat, fxn)]).rewrite(u)
-    except Exception as e: return f"the rule at {pat.location[0].split('/')[-1]}:{pat.location[1]} raised {type(e).__name__}: {e}"
-    if ret is False: return f"it breaks the rule at {pat.location[0].split('/')[-1]}:{pat.location[1]}"
+    where = f"{pat.location[0].split('/')[-1]}:{pat.location[1]}"
+    try: ret = PatternMatcher([(pat, fxn)]).rewrite(u, ctx)
+    except SpecError as e: return str(e)
+    except Exception as e: return f"the rule at {where} raised {type(e).__name__}: {e}"
+    if ret is False: return f"it breaks the rule at {where}"
     if ret is True: break
   return "it matches no rule"
 
+def why_invalid(spec:PatternMatcher, u:UOp, ctx:Any=None) -> str|None:
+  """None when spec accepts u, else why not: what the rule that refused it says (SpecError), or where that rule is."""
+  try:
+    if spec.rewrite(u, ctx) is True: return None
+  except SpecError as e: return str(e)
+  except Exception: pass
+  return _broken_rule(spec, u, ctx)
+
 def type_verify(uops_or_sink:UOp|Sequence[UOp], spec:PatternMatcher, stage:str="graph") -> None:
   """Checks every UOp of a graph (children first) or of a list against spec. Raises RuntimeError naming the stage and the first
-  UOp that no rule accepts: its position (in the list, or in the toposort of the graph), op, dtype, arg and srcs. (tinygrad 0.14's
-  type_verify(ast, spec) without a stage: the message says "graph".)"""
+  UOp that no rule accepts: its position (in the list, or in the toposort of the graph), op, dtype, arg and srcs, and why. (tinygrad
+  0.14's type_verify(ast, spec) without a stage: the message says "graph".)"""
   lst = list(uops_or_sink.toposort()) if isinstance(uops_or_sink, UOp) else list(uops_or_sink)
+  widths: dict[UOp, int] = {}   # the vector widths the linear program's rules find, shared along the list
   for i, u in enumerate(lst):
-    try: ok = spec.rewrite(u)
-    except Exception: ok = False
-    if ok is not True: raise RuntimeError(f"SPEC: the {stage} is invalid at {_describe(i, u)}: {_broken_rule(spec, u)}")
+    if (why := why_invalid(spec, u, widths)) is not None: raise RuntimeError(f"SPEC: the {stage} is invalid at {_describe(i, u)}: {why}")

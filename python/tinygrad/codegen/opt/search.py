@@ -43,6 +43,7 @@ from tinygrad.uop.ops import UOp, Ops, AxisType
 from tinygrad.renderer import Renderer, ProgramSpec, Estimates, buffer_size
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError
 from tinygrad.codegen.opt.kernel import apply_opts, ranges_of, range_size
+from tinygrad.codegen.lower import lower_kernel
 
 # ***** the action space (tinygrad 0.14's list; axis and amount checks are apply_opt's) *****
 
@@ -97,8 +98,7 @@ def kernel_actions(ast:UOp, ren:Renderer|None=None) -> dict[Opt, UOp]:
 
 def lower_candidate(ast:UOp, opts:Sequence[Opt], ren:Renderer) -> ProgramSpec:
   """The kernel ast with opts applied, lowered and rendered."""
-  from tinygrad.codegen import lower_ast
-  k = lower_ast(ast, ren, opts=tuple(opts))
+  k = lower_kernel(ast, ren, tuple(opts))
   if UOPS_MAX > 0 and len(k.uops) > UOPS_MAX: raise RuntimeError(f"{len(k.uops)} UOps, more than BEAM_UOPS_MAX={UOPS_MAX}")
   return ren.to_program(k.program_input)
 
