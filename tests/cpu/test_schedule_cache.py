@@ -97,11 +97,11 @@ def test_each_thread_count_gets_its_own_plan():
 
 def test_every_setting_the_scheduler_reads_is_in_the_key():
   # the ContextVars the scheduler's modules import either change the plan (then they are in the cache key) or only check it / switch
-  # the cache (SPEC, SCACHE)
+  # the cache / print it (SPEC, SCACHE, DEBUG)
   import ast
   import pathlib
   from tinygrad import helpers
-  neutral = {"SPEC", "SCACHE"}
+  neutral = {"SPEC", "SCACHE", "DEBUG"}
   read = set()
   for path in (pathlib.Path(sched.__file__).parent).glob("*.py"):
     for node in ast.walk(ast.parse(path.read_text())):
