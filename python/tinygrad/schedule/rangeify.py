@@ -26,8 +26,10 @@
    the version it overwrites, and after every kernel reading that version (write after read).
 
 Loops: the output dims become one loop (and a reduce's dims one loop) when the index arithmetic then costs no more divisions than
-nested loops do; NOOPT=1 keeps one loop per dim. A reduce of 4k elements (k >= 2) runs k iterations of UNROLL=4 elements, combined
+nested loops do; NOOPT=1 keeps one loop per dim. A reduce of 4k elements (k >= 2) runs k iterations of REDUCE_UNROLL=4 elements, combined
 as a tree.
+
+The numbers these steps compare against (MAX_FUSED_READS, REDUCE_STAGE, ...) are tuning knobs, documented in schedule/knobs.py.
 """
 from __future__ import annotations
 from dataclasses import dataclass, field
@@ -41,15 +43,10 @@ from tinygrad.dtype import dtypes, strong_dtype
 from tinygrad.helpers import prod, strides_for_shape, NOOPT, NUM_CPU_THREADS, DEBUG
 from tinygrad.schedule.buffers import new_buffer, as_buffer
 from tinygrad.schedule.reduce_fold import fold_reduces
+from tinygrad.schedule.knobs import MAX_INDEX_USES, REDUCE_UNROLL, REDUCE_STAGE, STAGE_BITS, STAGE_LANES, SPLIT_MIN, SPLIT_MAX_OUT, STREAM_CORES
+from tinygrad.schedule.knobs import MAX_FUSED_READS, MAX_FUSED_OPS, MIN_RECOMPUTE, MAX_RECOMPUTED_OPS, MIN_RECOMPUTED_SIZE, MANY_RECOMPUTES
+from tinygrad.schedule.knobs import MIN_SHARED_REDUCE
 
-MAX_INDEX_USES = 16  # distinct indices of one value in a kernel before it gets a buffer (an UNROLL range's lanes count once)
-UNROLL = 4           # reduce elements per loop iteration (a power of two)
-REDUCE_STAGE = 1 << 14  # a float sum over more elements is nested reduces in its kernel (see _staged_reduce) ...
-STAGE_BITS = 9          # ... each over at most 2**STAGE_BITS elements (or the fewest levels of about equal size)
-STAGE_LANES = 16        # accumulators of a staged sum's innermost level (a power of two <= 2**STAGE_BITS)
-SPLIT_MIN = 1 << 20     # a float sum over this many elements or more with at most SPLIT_MAX_OUT results: its outer stage is a kernel
-SPLIT_MAX_OUT = 4       # of its own, whose partial sums (one output loop) run on every core (see _split_reduce)
-STREAM_CORES = 2        # up to this many cores, one core streams memory about as fast as all of them (see _stored_values)
 AT = "at"            # the arg of INDEX(x, valid, *idx): the value of tensor-graph node x at index idx
 
 # ***** index arithmetic *****
@@ -139,20 +136,6 @@ def _index_compare(u:UOp, reads:dict[UOp, frozenset[UOp]]) -> bool:
   X[idx] with X (60000, 784) and 128 indices would otherwise write a 128 x 60000 mask and sum over all 60000 rows for every output."""
   if u.op is Ops.CMPNE and (t := _const(u.src[1])) is not None and t.arg is True: u = u.src[0]
   return u.op is Ops.CMPNE and any(not reads[s] for s in u.src)
-
-MAX_FUSED_READS = 4  # buffers an elementwise value may read and still be computed again for every element of an EXPAND ...
-MAX_FUSED_OPS = 32   # ... and ALU ops it may take (gelu takes 59: recomputed inside the matmul it feeds, for every output column) ...
-MIN_RECOMPUTE = 8    # ... of at least this many elements per element
-# ... and whose recomputed ALU ops in all (ops x elements x recomputations) stay below this: a relu's gradient (a compare, a select,
-# ~6 ops) feeding a conv's weight gradient is computed again for every input channel and tap (144 times at 16 channels, 200M ops for
-# a 64x32x8x8 activation): the conv's backward cost several times its forward. A buffer of its own is an elementwise kernel more, or none
-# when the value sits on a reduce that then becomes its kernel (a matmul's gradient). Values of fewer than MIN_RECOMPUTED_SIZE
-# elements (a batchnorm's per-channel statistics) stay recomputed: each would be a kernel of its own
-MAX_RECOMPUTED_OPS = 1 << 24
-MIN_RECOMPUTED_SIZE = 1 << 12
-MANY_RECOMPUTES = 128   # (and only values recomputed this often: attention's probabilities, 64 times in p @ v, stay fused there)
-MIN_SHARED_REDUCE = 16  # a reduce over this many elements per output that two kernels would each compute gets a buffer (AdamW's m and v
-                        # updates both need the weight gradient: the matmul ran twice)
 
 def buffers_read(topo:list[UOp], is_realized) -> tuple[dict[UOp, frozenset[UOp]], dict[UOp, frozenset[UOp]]]:
   """({node: the buffers it reads}, {node: the reduces it owns}), in one pass, children first. Buffers are inputs, realized nodes,
@@ -507,9 +490,9 @@ def _reduce(ctx:KernelContext, x:UOp, u:UOp) -> UOp:
     if rop is Ops.ADD and dtypes.is_float(u.dtype) and total > REDUCE_STAGE and not _one_hot_sum(src):
       if _splits(u, total) and not _stored_values(ctx, src): return _split_reduce(ctx, u, src, valid, idx, red)
       return _staged_reduce(ctx, u, src, valid, idx, red, sub)
-    # UNROLL consecutive elements per iteration: an inner UNROLL range the codegen expands into lanes combined as a tree before they
+    # REDUCE_UNROLL consecutive elements per iteration: an inner UNROLL range the codegen expands into lanes combined as a tree before they
     # meet the accumulator (more ILP, and the C compiler can vectorize the loads)
-    unroll = UNROLL if not NOOPT and total % UNROLL == 0 and total >= 2 * UNROLL else 1
+    unroll = REDUCE_UNROLL if not NOOPT and total % REDUCE_UNROLL == 0 and total >= 2 * REDUCE_UNROLL else 1
     r = UOp.range(total // unroll, next(ctx.axis), AxisType.REDUCE)
     ctx.reduce_of[r] = u
     ranges = [r] if unroll == 1 else [r, UOp.range(unroll, next(ctx.axis), AxisType.UNROLL)]
@@ -529,7 +512,7 @@ def _reduce(ctx:KernelContext, x:UOp, u:UOp) -> UOp:
 
 def _splits(u:UOp, total) -> bool:
   """Whether a float sum of total elements into u is big enough, with few enough results, for _split_reduce."""
-  return not _sym(total) and total >= SPLIT_MIN and max_size(u.shape) <= SPLIT_MAX_OUT and not NOOPT
+  return not _sym(total) and total >= SPLIT_MIN.value and max_size(u.shape) <= SPLIT_MAX_OUT and not NOOPT
 
 def _stored_values(ctx:KernelContext, src:UOp) -> bool:
   """Whether src is a buffer's elements as they are (through movement ops and casts). Summing those only reads memory, which one core
@@ -559,7 +542,7 @@ def _split_reduce(ctx:KernelContext, u:UOp, src:UOp, valid:UOp, idx:list, red:li
   # one buffer per schedule for the partials, shared by the loop structures best_kernel tries
   if (b := ctx.memo.get(key := ("split reduce", part))) is None: b = ctx.memo[key] = new_buffer(ctx.out.arg.device, prod(part.shape), part.dtype)
   ctx.extra[part] = b
-  unroll = UNROLL if parts % UNROLL == 0 and parts >= 2 * UNROLL else 1
+  unroll = REDUCE_UNROLL if parts % REDUCE_UNROLL == 0 and parts >= 2 * REDUCE_UNROLL else 1
   ranges = [UOp.range(parts // unroll, next(ctx.axis), AxisType.REDUCE)]
   ctx.reduce_of[ranges[0]] = u
   if unroll > 1: ranges.append(UOp.range(unroll, next(ctx.axis), AxisType.UNROLL))
