@@ -95,17 +95,35 @@ def test_each_thread_count_gets_its_own_plan():
     plans.setdefault(threads, len(items))
   assert plans[8] != plans[1], plans
 
+def test_each_split_threshold_gets_its_own_plan():
+  # REDUCEOP_SPLIT_THRESHOLD (schedule/knobs.py SPLIT_MIN) decides whether a big sum is split into partial sums: a plan made under one
+  # threshold must not be replayed under another
+  x = Tensor.empty(1 << 22, device="NULL")
+  plans = {}
+  for threshold in (1 << 20, 1 << 23, 1 << 20, 1 << 23):
+    with Context(NUM_CPU_THREADS=8, REDUCEOP_SPLIT_THRESHOLD=threshold):
+      items, _ = x.sum().schedule()
+      with Context(SCACHE=0): fresh, _ = x.sum().schedule()
+    assert [si.ast for si in items] == [si.ast for si in fresh], f"under REDUCEOP_SPLIT_THRESHOLD={threshold} the cache gave another plan"
+    plans.setdefault(threshold, len(items))
+  assert plans[1 << 20] > plans[1 << 23], plans
+
 def test_every_setting_the_scheduler_reads_is_in_the_key():
   # the ContextVars the scheduler's modules import either change the plan (then they are in the cache key) or only check it / switch
-  # the cache (SPEC, SCACHE)
+  # the cache / print it (SPEC, SCACHE, DEBUG)
   import ast
+  import importlib
   import pathlib
+  import pkgutil
   from tinygrad import helpers
-  neutral = {"SPEC", "SCACHE"}
+  neutral = {"SPEC", "SCACHE", "DEBUG"}
   read = set()
   for path in (pathlib.Path(sched.__file__).parent).glob("*.py"):
     for node in ast.walk(ast.parse(path.read_text())):
       if isinstance(node, ast.ImportFrom) and node.module == "tinygrad.helpers":
         read |= {a.name for a in node.names if isinstance(getattr(helpers, a.name), helpers.ContextVar)}
       if isinstance(node, ast.Call) and ast.unparse(node.func) in ("getenv", "os.getenv", "os.environ.get"): read.add(ast.unparse(node))
+  # and the knobs the environment may set (schedule/knobs.py: ContextVars defined in the scheduler's package)
+  for m in pkgutil.iter_modules(sched.__path__):
+    read |= {v.key for v in vars(importlib.import_module(f"tinygrad.schedule.{m.name}")).values() if isinstance(v, helpers.ContextVar)}
   assert read - neutral == {v.key for v in sched.PLAN_SETTINGS}, read

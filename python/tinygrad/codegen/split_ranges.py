@@ -28,9 +28,8 @@ from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, Axis
 from tinygrad.uop.symbolic import symbolic, pm_fold_values
 from tinygrad.dtype import dtypes
 from tinygrad.codegen.end_loops import pm_flatten_stores
+from tinygrad.schedule.knobs import MAX_STORES, SPLIT_REDUCE_MIN_WORK
 
-MAX_STORES = 32    # a kernel is split into at most this many stores (a cat of many tensors stays one loop past that)
-SPLIT_REDUCE_MIN_WORK = 1 << 29   # iterations (all ranges) of a reduce kernel before it is split (the CPU heuristic's tile threshold)
 _INTS = frozenset(dtypes.ints + (dtypes.weakint,))
 
 def _drop_neg_zero(x:UOp, z:UOp) -> UOp|None: return x if dtypes.is_float(x.dtype) and z.arg == 0 and math.copysign(1.0, z.arg) < 0 else None

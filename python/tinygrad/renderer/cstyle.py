@@ -13,6 +13,7 @@ from tinygrad.uop.ops import UOp, UPat, PatternMatcher
 from tinygrad.renderer import Renderer, LinearKernel, KernelContractError, SIDE_EFFECTS, CORE_ID, const_value, is_literal, is_variable, mem_root
 from tinygrad.renderer import buffer_size, literal_dtype, variable_names, operand_dtype, range_name, addrspace_of
 from tinygrad.dtype import AddrSpace
+from tinygrad.schedule.knobs import MAX_INLINE_DEPTH
 
 _C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum extern float for goto if inline int long register
 restrict return short signed sizeof static struct switch typedef union unsigned void volatile while _Bool _Complex _Imaginary""".split())
@@ -80,9 +81,6 @@ static inline float tg_exp2f(float x) {
 #endif"""
 
 _INLINE_OPS = frozenset(GroupOp.ALU - {Ops.WHERE}) | {Ops.CAST, Ops.BITCAST, Ops.STACK, Ops.INDEX}
-# an expression nested deeper gets a name even when used once: a chain of thousands of single-use ops would otherwise be one
-# expression nested past the C compiler's limits, and every prefix of it a string of its own (memory quadratic in the chain)
-MAX_INLINE_DEPTH = 64
 # name prefixes of the values a kernel declares
 _PREFIX = {Ops.LOAD: "val", Ops.STACK: "vec", Ops.CAST: "cast", Ops.BITCAST: "cast"}
 # ops that are statements: their rule's string is emitted as lines (RANGE/IF open a block, END/ENDIF close one)

@@ -43,6 +43,7 @@ from tinygrad.schedule.buffers import new_buffer, buffer_of, has_buffer, as_buff
   pending_write
 from tinygrad.schedule.item import ScheduleItem, schedule_to_linear
 from tinygrad.schedule.call import has_calls, schedule_calls
+from tinygrad.schedule.knobs import SCHEDULE_CACHE_SIZE, SPLIT_MIN
 from tinygrad.schedule.rangeify import kernel_name, plan_buffers, best_kernel, order_items, WriteCycle, max_size
 
 __all__ = ["ScheduleItem", "create_schedule", "create_schedule_with_vars", "schedule_to_linear", "kernel_name", "max_size"]
@@ -183,8 +184,8 @@ def _dependencies(items:dict[UOp, ScheduleItem], reads:dict[UOp, list[UOp]], buf
 # The plan also depends on the settings the scheduler reads: each one is part of the key (PLAN_SETTINGS). SPEC only checks the plan
 # and SCACHE only decides whether the cache is used; neither changes what is planned.
 
-SCHEDULE_CACHE_SIZE = 1024
-PLAN_SETTINGS = (NOOPT, NUM_CPU_THREADS)   # NOOPT: no reduce splitting; NUM_CPU_THREADS: whether a sum of stored values splits
+# NOOPT: no reduce splitting; NUM_CPU_THREADS: whether a sum of stored values splits; SPLIT_MIN (REDUCEOP_SPLIT_THRESHOLD): which sums split
+PLAN_SETTINGS = (NOOPT, NUM_CPU_THREADS, SPLIT_MIN)
 schedule_cache: OrderedDict[UOp, _CachedSchedule] = OrderedDict()
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@
    and an elementwise value of two or more reduces nothing else uses, needed under an EXPAND or in another reduce (one kernel runs
    them all). A reduce that counts a condition on the index (arange) or selects one element of a one-hot (a gather) gets no buffer:
    it folds into a closed form where it is used (reduce_fold.py); one of the latter that does not fold gets its buffer after all.
+   Each reason is a named rule of BUFFER_RULES; DEBUG=5 prints every root and the rule that placed it (on a schedule cache miss).
 2. One kernel per root (`build_kernel`): its value at the output ranges is the node INDEX(root, valid, *idx, arg="at"), "root at
    index idx, where valid holds", and `pm_index` (run bottom up, so a node is rewritten before anything below it is visited) pushes
    that node down the graph: movement ops become index arithmetic (a PAD adds to valid and a WHERE), ALU ops and casts distribute,
@@ -25,28 +26,27 @@
    the version it overwrites, and after every kernel reading that version (write after read).
 
 Loops: the output dims become one loop (and a reduce's dims one loop) when the index arithmetic then costs no more divisions than
-nested loops do; NOOPT=1 keeps one loop per dim. A reduce of 4k elements (k >= 2) runs k iterations of UNROLL=4 elements, combined
+nested loops do; NOOPT=1 keeps one loop per dim. A reduce of 4k elements (k >= 2) runs k iterations of REDUCE_UNROLL=4 elements, combined
 as a tree.
+
+The numbers these steps compare against (MAX_FUSED_READS, REDUCE_STAGE, ...) are tuning knobs, documented in schedule/knobs.py.
 """
 from __future__ import annotations
 from dataclasses import dataclass, field
+from enum import Enum, auto
+from typing import Callable, NamedTuple
 import itertools
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, GroupOp, ParamArg, AxisType, KernelInfo, BottomUpGate, ssimplify
 from tinygrad.uop.ops import identity_element
 from tinygrad.uop.symbolic import symbolic
 from tinygrad.dtype import dtypes, strong_dtype
-from tinygrad.helpers import prod, strides_for_shape, NOOPT, NUM_CPU_THREADS
+from tinygrad.helpers import prod, strides_for_shape, NOOPT, NUM_CPU_THREADS, DEBUG
 from tinygrad.schedule.buffers import new_buffer, as_buffer
 from tinygrad.schedule.reduce_fold import fold_reduces
+from tinygrad.schedule.knobs import MAX_INDEX_USES, REDUCE_UNROLL, REDUCE_STAGE, STAGE_BITS, STAGE_LANES, SPLIT_MIN, SPLIT_MAX_OUT, STREAM_CORES
+from tinygrad.schedule.knobs import MAX_FUSED_READS, MAX_FUSED_OPS, MIN_RECOMPUTE, MAX_RECOMPUTED_OPS, MIN_RECOMPUTED_SIZE, MANY_RECOMPUTES
+from tinygrad.schedule.knobs import MIN_SHARED_REDUCE
 
-MAX_INDEX_USES = 16  # distinct indices of one value in a kernel before it gets a buffer (an UNROLL range's lanes count once)
-UNROLL = 4           # reduce elements per loop iteration (a power of two)
-REDUCE_STAGE = 1 << 14  # a float sum over more elements is nested reduces in its kernel (see _staged_reduce) ...
-STAGE_BITS = 9          # ... each over at most 2**STAGE_BITS elements (or the fewest levels of about equal size)
-STAGE_LANES = 16        # accumulators of a staged sum's innermost level (a power of two <= 2**STAGE_BITS)
-SPLIT_MIN = 1 << 20     # a float sum over this many elements or more with at most SPLIT_MAX_OUT results: its outer stage is a kernel
-SPLIT_MAX_OUT = 4       # of its own, whose partial sums (one output loop) run on every core (see _split_reduce)
-STREAM_CORES = 2        # up to this many cores, one core streams memory about as fast as all of them (see _stored_values)
 AT = "at"            # the arg of INDEX(x, valid, *idx): the value of tensor-graph node x at index idx
 
 # ***** index arithmetic *****
@@ -137,20 +137,6 @@ def _index_compare(u:UOp, reads:dict[UOp, frozenset[UOp]]) -> bool:
   if u.op is Ops.CMPNE and (t := _const(u.src[1])) is not None and t.arg is True: u = u.src[0]
   return u.op is Ops.CMPNE and any(not reads[s] for s in u.src)
 
-MAX_FUSED_READS = 4  # buffers an elementwise value may read and still be computed again for every element of an EXPAND ...
-MAX_FUSED_OPS = 32   # ... and ALU ops it may take (gelu takes 59: recomputed inside the matmul it feeds, for every output column) ...
-MIN_RECOMPUTE = 8    # ... of at least this many elements per element
-# ... and whose recomputed ALU ops in all (ops x elements x recomputations) stay below this: a relu's gradient (a compare, a select,
-# ~6 ops) feeding a conv's weight gradient is computed again for every input channel and tap (144 times at 16 channels, 200M ops for
-# a 64x32x8x8 activation): the conv's backward cost several times its forward. A buffer of its own is an elementwise kernel more, or none
-# when the value sits on a reduce that then becomes its kernel (a matmul's gradient). Values of fewer than MIN_RECOMPUTED_SIZE
-# elements (a batchnorm's per-channel statistics) stay recomputed: each would be a kernel of its own
-MAX_RECOMPUTED_OPS = 1 << 24
-MIN_RECOMPUTED_SIZE = 1 << 12
-MANY_RECOMPUTES = 128   # (and only values recomputed this often: attention's probabilities, 64 times in p @ v, stay fused there)
-MIN_SHARED_REDUCE = 16  # a reduce over this many elements per output that two kernels would each compute gets a buffer (AdamW's m and v
-                        # updates both need the weight gradient: the matmul ran twice)
-
 def buffers_read(topo:list[UOp], is_realized) -> tuple[dict[UOp, frozenset[UOp]], dict[UOp, frozenset[UOp]]]:
   """({node: the buffers it reads}, {node: the reduces it owns}), in one pass, children first. Buffers are inputs, realized nodes,
   reduces, CONTIGUOUS/COPY/AFTER (nodes with a buffer of their own), counted up to MAX_FUSED_READS + 1. The reduces a node owns (up to
@@ -210,56 +196,141 @@ class BufferPlan:
   roots: dict[UOp, str]   # {kernel root: device of its buffer}
   inline: frozenset[UOp]  # reduces computed where they are used on the assumption that they fold (see _selects); a kernel gives one
                           # that does not fold a buffer of its own
+  why: dict[UOp, str] = field(default_factory=dict)   # {root or inline reduce: the rule that placed it} ("target", "copy_source" or a
+                                                      # BUFFER_RULES name)
+
+class Decision(Enum):
+  ROOT = auto()    # the node gets a buffer: it is the root of a kernel
+  INLINE = auto()  # the node is computed where it is used (BufferPlan.inline)
+
+@dataclass
+class PlanContext:
+  """What the placement rules read. reads, ops, tops and users are facts of the graph, known before the walk; top, expanded and home
+  describe a node's users, filled in by the walk before it reaches the node (users first)."""
+  reads: dict[UOp, frozenset[UOp]]   # the buffers each node reads (buffers_read)
+  ops: dict[UOp, frozenset[UOp]]     # the ALU ops each node computes itself (alu_ops)
+  tops: dict[UOp, frozenset[UOp]]    # the reduces each node owns (buffers_read)
+  users: dict[UOp, list[UOp]]
+  top: dict[UOp, bool] = field(default_factory=dict)            # reached from its kernel's root only through elementwise/movement ops
+                                                                # without an EXPAND (absent: True)
+  expanded: dict[UOp, int] = field(default_factory=dict)        # times a node is computed per element of its kernel (the EXPANDs
+                                                                # between it and the root; the most over its users; absent: 1)
+  home: dict[UOp, UOp|None] = field(default_factory=dict)       # the root of the kernel computing a top node (None: the kernels of two
+                                                                # or more roots compute it)
+  def is_top(self, u:UOp) -> bool: return self.top.get(u, True)
+  def times(self, u:UOp) -> int: return self.expanded.get(u, 1)
+  def reads_memory(self, u:UOp) -> bool: return any(self.reads[s] for s in u.src)
+
+# The placement rules, one per reason a node gets a buffer (or is inlined), each a predicate over a node that no earlier decision made a
+# root. A rule applies to the ops it names; the first rule that holds decides.
+
+def inline_gather(ctx:PlanContext, u:UOp) -> bool:
+  """A reduce off its kernel's elementwise path (under an EXPAND, or inside another reduce) that selects one element of a one-hot (a
+  gather, see _selects) is computed where it is used: its sum folds into a load there (reduce_fold.py). A kernel gives one that does not
+  fold a buffer of its own after all."""
+  return not ctx.is_top(u) and ctx.reads_memory(u) and u not in ctx.tops
+
+def explicit_buffer(ctx:PlanContext, u:UOp) -> bool:
+  """CONTIGUOUS asks for a buffer, a COPY is a copy item into one, and an AFTER (Tensor.assign) writes into its storage's."""
+  return True
+
+def nested_reduce(ctx:PlanContext, u:UOp) -> bool:
+  """A reduce off its kernel's elementwise path (reached through an EXPAND, or inside another reduce) would be recomputed for every
+  element that uses it: it is computed once, into a buffer. Not a reduce that counts a condition on the index alone (Tensor.arange): it
+  folds into a closed form where it is used."""
+  return not ctx.is_top(u) and (ctx.reads_memory(u) or not _counts(u))
+
+def shared_big_reduce(ctx:PlanContext, u:UOp) -> bool:
+  """A reduce on the elementwise path of two or more kernels would run in each of them: one over MIN_SHARED_REDUCE elements per output
+  or more is computed once, into a buffer (AdamW's m and v updates both need the weight gradient: the matmul ran twice)."""
+  return ctx.home.get(u, u) is None and ctx.reads_memory(u) and max_size(u.src[0].shape) >= MIN_SHARED_REDUCE * max_size(u.shape)
+
+def _recomputed(ctx:PlanContext, u:UOp) -> bool:
+  """u, an elementwise value, is computed again for at least MIN_RECOMPUTE elements per element of its kernel (under a large EXPAND),
+  and is not part of a one-hot mask (which folds where it is summed, see _index_compare)."""
+  return ctx.times(u) >= MIN_RECOMPUTE and not _index_compare(u, ctx.reads)
+
+def recomputed_many_reads(ctx:PlanContext, u:UOp) -> bool:
+  """A recomputed value reading more than MAX_FUSED_READS buffers gets one of its own: a batchnorm feeding a conv reads five, and
+  recomputed for every tap and output channel it cost more than the conv."""
+  return len(ctx.reads[u]) > MAX_FUSED_READS and _recomputed(ctx, u)
+
+def recomputed_many_ops(ctx:PlanContext, u:UOp) -> bool:
+  """A recomputed value of more than MAX_FUSED_OPS ALU ops gets a buffer (gelu feeding a matmul; on top of a reduce, as after a linear
+  layer, it becomes that reduce's kernel: no kernel more)."""
+  return len(ctx.ops[u]) > MAX_FUSED_OPS and _recomputed(ctx, u)
+
+def recomputed_often(ctx:PlanContext, u:UOp) -> bool:
+  """A value of MIN_RECOMPUTED_SIZE elements or more that reads memory, recomputed MANY_RECOMPUTES times or more per element, whose
+  recomputed ALU ops in all reach MAX_RECOMPUTED_OPS, gets a buffer: a relu's gradient feeding a conv's weight gradient is computed
+  again for every input channel and tap. Smaller values (a batchnorm's per-channel statistics) and values recomputed less often
+  (attention's probabilities in p @ v) stay fused."""
+  n = ctx.times(u)
+  return _recomputed(ctx, u) and bool(ctx.reads[u]) and max_size(u.shape) >= MIN_RECOMPUTED_SIZE and n >= MANY_RECOMPUTES and \
+    n * len(ctx.ops[u]) * max_size(u.shape) >= MAX_RECOMPUTED_OPS
+
+def owns_reduce_in_loop(ctx:PlanContext, u:UOp) -> bool:
+  """A recomputed value inside a reduce's loop that reads two buffers or more, takes two ALU ops or more and owns a reduce (see
+  _owns_a_reduce) gets a buffer: the kernel of the reduce it owns computes it, no kernel more (relu's backward in the weight gradient's
+  matmul: its compares and loads ran once per multiply-add)."""
+  return _recomputed(ctx, u) and not ctx.is_top(u) and len(ctx.reads[u]) >= 2 and len(ctx.ops[u]) >= 2 and \
+    _owns_a_reduce(u, ctx.reads[u], ctx.ops[u], ctx.users)
+
+def reduces_joined(ctx:PlanContext, u:UOp) -> bool:
+  """An elementwise value of two or more reduces that nothing else uses, needed under an EXPAND or in another reduce, is one kernel
+  running those reduces (each would have a buffer of its own otherwise): batchnorm's backward adds two sums for the gradient of the
+  mean."""
+  return not ctx.is_top(u) and len(ctx.tops.get(u, ())) >= 2
+
+class BufferRule(NamedTuple):
+  name: str
+  ops: frozenset[Ops]   # the ops it applies to
+  holds: Callable[[PlanContext, UOp], bool]
+  decision: Decision
+
+BUFFER_RULES: tuple[BufferRule, ...] = tuple(BufferRule(f.__name__, frozenset(o), f, d) for f, o, d in (
+  (inline_gather, {Ops.REDUCE}, Decision.INLINE),
+  (explicit_buffer, {Ops.CONTIGUOUS, Ops.COPY, Ops.AFTER}, Decision.ROOT),
+  (nested_reduce, {Ops.REDUCE}, Decision.ROOT),
+  (shared_big_reduce, {Ops.REDUCE}, Decision.ROOT),
+  (recomputed_many_reads, GroupOp.Elementwise, Decision.ROOT),
+  (recomputed_many_ops, GroupOp.Elementwise, Decision.ROOT),
+  (recomputed_often, GroupOp.Elementwise, Decision.ROOT),
+  (owns_reduce_in_loop, GroupOp.Elementwise, Decision.ROOT),
+  (reduces_joined, GroupOp.Elementwise, Decision.ROOT),
+))
+_RULES_BY_OP: dict[Ops, tuple[BufferRule, ...]] = {op: tuple(r for r in BUFFER_RULES if op in r.ops) for op in Ops}
 
 def plan_buffers(targets:dict[UOp, str], is_realized) -> BufferPlan:
   """The kernel roots for the graph under the targets ({target: device}, the targets without a buffer yet).
   is_realized(u): u already has a buffer (the walk stops there)."""
   roots = dict(targets)
+  why = dict.fromkeys(targets, "target")
   inline: set[UOp] = set()
-  top: dict[UOp, bool] = {}     # reached from its kernel's root only through elementwise/movement ops without an EXPAND
-  expanded: dict[UOp, int] = {}  # times a node is computed per element in its kernel (the EXPANDs between it and the root; the most)
-  home: dict[UOp, UOp|None] = {}  # the root of the kernel computing a top node (None: the kernels of two or more roots compute it)
   dev: dict[UOp, str] = {}
   reached = set(roots)
   topo = UOp(Ops.SINK, dtypes.void, tuple(roots)).toposort(gate=lambda n: not is_realized(n))
   reads, tops = buffers_read(topo, is_realized)
-  ops = alu_ops(topo, reads)
   users: dict[UOp, list[UOp]] = {}
   for u in topo:
     for s in dict.fromkeys(u.src): users.setdefault(s, []).append(u)
+  ctx = PlanContext(reads, alu_ops(topo, reads), tops, users)
+  top, expanded, home = ctx.top, ctx.expanded, ctx.home
+  # The rules decide each node; the walk (users first) carries what they read down from the roots: whether a node is on its kernel's
+  # elementwise path, how often it is recomputed, which kernel computes it and on which device. That depends on the decisions already
+  # made above the node, which a table of rules per node cannot express.
   for u in reversed(topo):
     if u not in reached or u.op is Ops.BUFFER: continue
-    is_top = top.get(u, True)
-    # a reduce of values that read no buffer (functions of the index alone, as Tensor.arange) that counts a condition, or one that
-    # selects an element (a gather), is recomputed where it is used, as its sum folds into a closed form there (reduce_fold.py)
-    if u not in roots and u.op is Ops.REDUCE and not is_top and any(reads[s] for s in u.src) and u not in tops: inline.add(u)
-    elif u not in roots and (u.op in (Ops.CONTIGUOUS, Ops.COPY, Ops.AFTER) or
-                             (u.op is Ops.REDUCE and not is_top and (any(reads[s] for s in u.src) or not _counts(u)))):
-      roots[u] = dev[u]
-    # a reduce on the elementwise path of several kernels would run in each of them: a big one is computed once, into a buffer
-    elif u not in roots and u.op is Ops.REDUCE and home.get(u, u) is None and any(reads[s] for s in u.src) and \
-        max_size(u.src[0].shape) >= MIN_SHARED_REDUCE * max_size(u.shape):
-      roots[u] = dev[u]
-    # an elementwise value computed again for every element of a large expand gets a buffer when it reads many buffers (a batchnorm
-    # feeding a conv reads five: recomputed for every tap and output channel, it cost more than the conv) or takes many ops (gelu
-    # feeding a matmul; on top of a reduce, as after a linear layer, it becomes that reduce's kernel: no kernel more), or is recomputed
-    # very often (MAX_RECOMPUTED_OPS), or, inside a reduce's loop, reads two and takes two when it owns a reduce (relu's backward in the
-    # weight gradient's matmul: its compares and loads ran once per multiply-add; the kernel of the reduce it owns computes it instead)
-    elif u not in roots and expanded.get(u, 1) >= MIN_RECOMPUTE and u.op in GroupOp.Elementwise and not _index_compare(u, reads) and \
-        (len(reads[u]) > MAX_FUSED_READS or len(ops[u]) > MAX_FUSED_OPS or
-         (reads[u] and max_size(u.shape) >= MIN_RECOMPUTED_SIZE and expanded.get(u, 1) >= MANY_RECOMPUTES and
-          expanded.get(u, 1) * len(ops[u]) * max_size(u.shape) >= MAX_RECOMPUTED_OPS) or
-         (not is_top and len(reads[u]) >= 2 and len(ops[u]) >= 2 and _owns_a_reduce(u, reads[u], ops[u], users))):
-      roots[u] = dev[u]
-    # an elementwise value of two or more reduces that nothing else uses, needed under an EXPAND or in another reduce, is one kernel
-    # running those reduces (each would have a buffer of its own otherwise): batchnorm's backward adds two sums for the gradient of the
-    # mean
-    elif u not in roots and not is_top and u.op in GroupOp.Elementwise and len(tops.get(u, ())) >= 2:
-      roots[u] = dev[u]
+    if u not in roots and (rule := next((r for r in _RULES_BY_OP[u.op] if r.holds(ctx, u)), None)) is not None:
+      if rule.decision is Decision.INLINE: inline.add(u)
+      else: roots[u] = dev[u]
+      why[u] = rule.name
     if u in roots and prod(u.shape) == 0: continue   # an empty buffer: nothing to compute
     if u.op is Ops.REDUCE and any(u.src[0].shape[a] == 0 for a in u.arg[1]): continue  # a reduce of nothing is a constant
-    if u.op is Ops.COPY:
-      if (b := as_buffer(u.src[0])) is None or b.src[0].arg != prod(u.shape): roots.setdefault(u.src[0], u.arg[0])
+    # the source of a COPY gets a buffer unless it is a whole buffer already (a decision about the COPY's source, made at the COPY)
+    if u.op is Ops.COPY and ((b := as_buffer(u.src[0])) is None or b.src[0].arg != prod(u.shape)) and u.src[0] not in roots:
+      roots[u.src[0]], why[u.src[0]] = u.arg[0], "copy_source"
+    is_top = top.get(u, True)
     child_top = (u in roots or is_top) and u.op not in (Ops.EXPAND, Ops.REDUCE)
     child_expanded = (1 if u in roots else expanded.get(u, 1)) * (max_size(u.shape) // max(1, max_size(u.src[0].shape)) if u.op is Ops.EXPAND else 1)
     child_dev = u.arg[0] if u.op is Ops.COPY else roots.get(u) or dev[u]
@@ -270,7 +341,9 @@ def plan_buffers(targets:dict[UOp, str], is_realized) -> BufferPlan:
       if child_top: home[s] = child_home if home.get(s, child_home) is child_home else None
       expanded[s] = max(expanded.get(s, 1), child_expanded)
       dev.setdefault(s, child_dev)
-  return BufferPlan(roots, frozenset(inline))
+  if DEBUG >= 5:
+    for u, reason in why.items(): print(f"buffer plan: {reason:22s} {u.op} {u.shape} {roots.get(u, 'inline')}")
+  return BufferPlan(roots, frozenset(inline), why)
 
 # ***** 2. one kernel: pushing "the value at an index" down the graph *****
 
@@ -417,9 +490,9 @@ def _reduce(ctx:KernelContext, x:UOp, u:UOp) -> UOp:
     if rop is Ops.ADD and dtypes.is_float(u.dtype) and total > REDUCE_STAGE and not _one_hot_sum(src):
       if _splits(u, total) and not _stored_values(ctx, src): return _split_reduce(ctx, u, src, valid, idx, red)
       return _staged_reduce(ctx, u, src, valid, idx, red, sub)
-    # UNROLL consecutive elements per iteration: an inner UNROLL range the codegen expands into lanes combined as a tree before they
+    # REDUCE_UNROLL consecutive elements per iteration: an inner UNROLL range the codegen expands into lanes combined as a tree before they
     # meet the accumulator (more ILP, and the C compiler can vectorize the loads)
-    unroll = UNROLL if not NOOPT and total % UNROLL == 0 and total >= 2 * UNROLL else 1
+    unroll = REDUCE_UNROLL if not NOOPT and total % REDUCE_UNROLL == 0 and total >= 2 * REDUCE_UNROLL else 1
     r = UOp.range(total // unroll, next(ctx.axis), AxisType.REDUCE)
     ctx.reduce_of[r] = u
     ranges = [r] if unroll == 1 else [r, UOp.range(unroll, next(ctx.axis), AxisType.UNROLL)]
@@ -439,7 +512,7 @@ def _reduce(ctx:KernelContext, x:UOp, u:UOp) -> UOp:
 
 def _splits(u:UOp, total) -> bool:
   """Whether a float sum of total elements into u is big enough, with few enough results, for _split_reduce."""
-  return not _sym(total) and total >= SPLIT_MIN and max_size(u.shape) <= SPLIT_MAX_OUT and not NOOPT
+  return not _sym(total) and total >= SPLIT_MIN.value and max_size(u.shape) <= SPLIT_MAX_OUT and not NOOPT
 
 def _stored_values(ctx:KernelContext, src:UOp) -> bool:
   """Whether src is a buffer's elements as they are (through movement ops and casts). Summing those only reads memory, which one core
@@ -469,7 +542,7 @@ def _split_reduce(ctx:KernelContext, u:UOp, src:UOp, valid:UOp, idx:list, red:li
   # one buffer per schedule for the partials, shared by the loop structures best_kernel tries
   if (b := ctx.memo.get(key := ("split reduce", part))) is None: b = ctx.memo[key] = new_buffer(ctx.out.arg.device, prod(part.shape), part.dtype)
   ctx.extra[part] = b
-  unroll = UNROLL if parts % UNROLL == 0 and parts >= 2 * UNROLL else 1
+  unroll = REDUCE_UNROLL if parts % REDUCE_UNROLL == 0 and parts >= 2 * REDUCE_UNROLL else 1
   ranges = [UOp.range(parts // unroll, next(ctx.axis), AxisType.REDUCE)]
   ctx.reduce_of[ranges[0]] = u
   if unroll > 1: ranges.append(UOp.range(unroll, next(ctx.axis), AxisType.UNROLL))

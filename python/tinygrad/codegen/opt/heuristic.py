@@ -38,35 +38,11 @@ from tinygrad.codegen.opt import Opt, OptOps, KernelOptError
 from tinygrad.codegen.split_ranges import peels
 from tinygrad.codegen.opt.kernel import apply_opt, ranges_of, range_size, rtype, vector_loads, opt_axis, globalize, GPU_GLOBAL_DIMS
 from tinygrad.codegen.opt.kernel import range_key, pack_candidates, apply_opts, _consecutive
-
-THREAD_MIN_WORK = 1 << 16     # elements of work (output elements times reduce trip count) before a kernel is threaded
-THREAD_MAX = 32               # at most this many launches
-UPCAST = 4
-OUTER_FULL_MAX = 8            # upcast_outer: an outer loop this short that UPCAST doesn't divide is upcast fully
-TILE_LANES = (16, 8)          # register_tile: lanes of the innermost output loop (16, else 8)
-TILE_ROWS = 8                 # and rows of the loop sharing its loads
-GATHER_MIN_WORK = 1 << 22     # gather_tile: multiply-adds (all ranges) before a kernel with gated loads gets its tile
-PEEL_LANES = 128              # peeled_tile: lanes of its tile (j's times i's)
-PEEL_J_LANES = (16, 8, 4)     # and j's lanes (a 28-wide image: 4, float4 loads, x 16 channels, instead of its 4x4 upcast)
-PEEL_MAX_ROWS = 16            # i's lanes at most (64 float4 accumulators; 32 rows spill, which is slower)
-GATHER_J_LANES = (8, 4, 2)    # gather_tile: j's lanes; 4 or 2 only for rows image_tile doesn't take (a stride-2 conv to a 28-wide output:
-                              # 4, instead of its 4x4 upcast; 14x14, 10x10 and 6x6 images: 2, instead of scalar code; see
-                              # benches/README.md, Design measurements)
-# multiply-adds (all ranges) before a kernel gets that tile, else the 4x4 upcast. The tile's code is several times longer (its lanes
-# are scalars until clang vectorizes them), so it costs lowering and compile time that only a kernel this big pays back within a few
-# runs (benches/README.md, Design measurements); smaller kernels (every matmul of bench_models' MLP and GPT-2 block) keep their cold compile time
-TILE_MIN_WORK = 1 << 29
-TILE_PANEL_BYTES = 8 << 20    # B (reduce x j elements) bigger than this: 32 lanes and the j blocks outside the i blocks
-DOT_TILE = (4,)               # dot_tile: rows and columns (4 x 4 with 4 reduce lanes: 16 float4 accumulators, the expander's vector
-                              # reduce on a vector_alu renderer; on x @ w.T it beats 8 x 4 and 8 x 8, whose 64 float4 accumulators
-                              # spill, and an 8 x 8 tile of scalar accumulators with far more C: benches/README.md, Design measurements)
-MAX_IMAGE_ROW = 16            # image_tile: the longest image row upcast fully
-IMAGE_ROWS = (8, 4)           # and its output channels per tile (conv 16->32 on 8x8: benches/README.md, Design measurements)
-MAX_UNPADDED_TAPS = 7          # (an unpadded conv's taps, see _unpadded_tap_tile)
-MAX_TAPS, MAX_TAP_UNROLL = 4, 8  # tap_tile: the longest tap loop, the longest reduce loop unrolled (a conv's weight gradient)
-TAP_ROWS = (8, 16)            # and the image rows upcast with the taps (the input gradient's per-tap products)
-TAP_IN_CHANNELS = 2           # and the input channels of a weight gradient (see tap_tile)
-UNROLL_MAX_LOADS = 32         # a reduce loop is unrolled when its trip count times the loads in its body is at most this
+from tinygrad.schedule.knobs import THREAD_MIN_WORK, THREAD_MAX, UPCAST, OUTER_FULL_MAX, TILE_LANES, TILE_ROWS, GATHER_MIN_WORK, PEEL_LANES
+from tinygrad.schedule.knobs import PEEL_J_LANES, PEEL_MAX_ROWS, GATHER_J_LANES, TILE_MIN_WORK, TILE_PANEL_BYTES, DOT_TILE, MAX_IMAGE_ROW, IMAGE_ROWS
+from tinygrad.schedule.knobs import MAX_UNPADDED_TAPS, MAX_TAPS, MAX_TAP_UNROLL, TAP_ROWS, TAP_IN_CHANNELS, UNROLL_MAX_LOADS, TILE_FAMILY_ROWS
+from tinygrad.schedule.knobs import TILE_FAMILY_CHAINED, GPU_GROUP_MAX_OUTPUTS, GPU_GROUP_MIN_REDUCE, GPU_GROUP, GPU_LOCAL_MAX, GPU_LOCALS
+from tinygrad.schedule.knobs import TC_UPCASTS, TC_LOCALS
 
 def _within_budget(tile, ast:UOp, *args) -> UOp|None:
   """tile(ast, *args), or None where one of its opts is refused (apply_opt's limits: the code-size budget on a kernel with a long body)."""
@@ -135,12 +111,6 @@ def hand_coded_optimizations(ast:UOp, threads:int, upcast:bool=True, tile_rows:i
 
 # ***** the GPU flavour: renderers with has_local (GPU dims, workgroups) *****
 
-GPU_GROUP_MAX_OUTPUTS = 2048  # a reduce kernel with at most this many outputs splits its reduce over a workgroup (GROUPTOP): too few
-GPU_GROUP_MIN_REDUCE = 256    # outputs to fill the device otherwise; only for reduces of at least this many elements
-GPU_GROUP = 16                # at most this many threads share one reduce (the largest count that divides it)
-GPU_LOCAL_MAX = 128           # threads per workgroup the LOCAL splits aim for
-GPU_LOCALS = (32, 16, 8, 4, 3, 2)
-
 def _try(ast:UOp, op:OptOps, rng:UOp, arg:int, ren:Renderer) -> UOp|None:
   try: return apply_opt(ast, Opt(op, opt_axis(ast, op, rng), arg), ren)[0]
   except KernelOptError: return None
@@ -170,9 +140,6 @@ def hand_coded_gpu(ast:UOp, ren:Renderer) -> UOp:
         ast, threads = ret, threads * amt
         break
   return ast
-
-TC_UPCASTS = (4, 2)     # after TC: the M and N blocks one warp computes (each of the instruction's output elements this many times)
-TC_LOCALS = (4, 2)      # and the warps of a workgroup along N
 
 def tensor_core_opts(ast:UOp, ren:Renderer) -> UOp|None:
   """As tinygrad 0.14, tensor cores first (TC=0: off; TC_SELECT, TC_OPT pick which and how, tinygrad/codegen/opt/tc.py): the first
@@ -311,11 +278,6 @@ def _packed_panels(up:UOp, j_out:UOp|None, i_out:UOp|None, vload:UOp, chain:bool
   except (KernelOptError, StopIteration): return None
 
 def _threads(ren:Renderer) -> int: return min(ren.global_max[0], THREAD_MAX) if ren.has_threads and ren.global_max else 1
-
-TILE_FAMILY_ROWS = (4, 16)    # the other row counts of a matmul tile a BEAM search starts from
-# and a 4 x 32 tile whose 4 UNROLL lanes accumulate as a chain of fused multiply-adds (Opt CHAIN; its tree of 4 products spills, the
-# 8 x 16 tile chained is latency-bound); on one core it beats the 8 x 16 tile at 1024 (benches/README.md, Design measurements)
-TILE_FAMILY_CHAINED = (4, 32)
 
 def tile_family(ast:UOp, ren:Renderer) -> list[UOp]:
   """Where to start a search (codegen/opt/search.py) besides the heuristics' kernel: its packed register tile with other row counts, the

@@ -42,6 +42,7 @@ from tinygrad.codegen.opt import Opt, OptOps, KernelOptError
 from tinygrad.codegen.opt.ranges import rtype, range_key, ranges_of, range_size, opt_ranges, is_warp, range_desc, padto
 from tinygrad.codegen.opt.tc import apply_tc
 from tinygrad.schedule import kernel_name
+from tinygrad.schedule.knobs import MAX_UPCAST, MAX_UNROLL, MAX_UPCAST_LANES, MAX_UNROLL_LANES, MAX_EXPANDED_OPS, PACK_MAX_BYTES
 
 def _fix_reduce(red:UOp) -> UOp|None:
   # a split range inside REDUCE's range list becomes its parts (a part of size 1 is a constant: gone)
@@ -82,16 +83,7 @@ def opt_axis(ast:UOp, op:OptOps, rng:UOp) -> int:
   """The axis that names range rng in an Opt of op (axes_for)."""
   return axes_for(ast, op).index(rng)
 
-# Caps on upcasting: the expander copies a kernel's body once per UPCAST and UNROLL lane, so code size, compile time and register
-# pressure grow with them. One UPCAST is at most 16 lanes (the widest vector access), one UNROLL at most 32 (as tinygrad 0.14). All
-# UPCAST lanes together (the outputs, each with its accumulator, one thread computes) at most 256: the largest CPU vector register file
-# holds 512 floats (32 AVX-512 registers x 16 lanes), so a 16x16 register tile already spills. The UNROLL lanes of one reduce (values
-# combined per loop step) at most 128: the scheduler's unroll of 4 times one full unroll of 32.
-MAX_UPCAST, MAX_UNROLL, MAX_UPCAST_LANES, MAX_UNROLL_LANES = 16, 32, 256, 128
-# The caps above are per range kind; lanes also multiply across nested reduces (a sum over three axes as three nested reduces, each with
-# its own full unroll, is one straight-line body of 24*24*32 copies). MAX_EXPANDED_OPS bounds the whole body as the renderer will write
-# it out: expanded_ops counts each operation once per combination of the lanes it depends on.
-MAX_EXPANDED_OPS = 4096
+# the caps on UPCAST and UNROLL lanes and on the expanded body: schedule/knobs.py
 _LANE_KINDS = (AxisType.UPCAST, AxisType.UNROLL)
 _NOT_STATEMENTS = {Ops.CONST, Ops.RANGE, Ops.PARAM, Ops.SINK, Ops.NOOP, Ops.GROUP}
 
@@ -199,7 +191,6 @@ def _swap(ast:UOp, opt:Opt, rng:UOp, cands:list[UOp], need) -> UOp:
   ret = ast.substitute({rng: a, other: b}, name="swap")
   return ret.substitute({a: a.replace(tag=None), b: b.replace(tag=None)}, name="swap untag")
 
-PACK_MAX_BYTES = 256 << 10   # a packed panel is an array on the stack of the launch's thread
 _PANEL_KINDS = (AxisType.REDUCE, AxisType.UNROLL, AxisType.UPCAST)
 
 def pack_candidates(ast:UOp, rng:UOp) -> list[UOp]:

@@ -1,0 +1,71 @@
+# The scheduler's buffer-placement rules (schedule/rangeify.py BUFFER_RULES): each fires on a program built for it, and every root of a
+# plan names the rule that made it. Schedules only, on the NULL device.
+import pytest
+from tinygrad import Tensor, Context, dtypes
+from tinygrad import schedule
+from tinygrad.uop.ops import Ops, GroupOp
+from tinygrad.schedule.rangeify import BUFFER_RULES, Decision
+
+E = Tensor.empty
+
+def _plans(monkeypatch, *targets:Tensor) -> list:
+  plans = []
+  plan_buffers = schedule.plan_buffers
+  def record(todo, is_realized):
+    plans.append(plan := plan_buffers(todo, is_realized))
+    return plan
+  monkeypatch.setattr(schedule, "plan_buffers", record)
+  with Context(SCACHE=0): Tensor.schedule(*targets)
+  return plans
+
+def _adamw_moments():
+  a, b, m, v = E(64, 32), E(32, 48), E(64, 48).realize(), E(64, 48).realize()
+  g = a @ b
+  return m.assign(m * 0.9 + g), v.assign(v * 0.99 + g * g)
+
+def _two_sums_joined():
+  x, y = E(16, 32), E(16, 32)
+  return (E(16, 32) * (x.sum(1, keepdim=True) + y.sum(1, keepdim=True)).expand(16, 32).sum(0, keepdim=True),)
+
+# rule -> (a program it decides, the op kinds of the nodes it decides there)
+PROGRAMS = {
+  "inline_gather": (lambda: (E(8, 100).sparse_categorical_crossentropy(E(8, dtype=dtypes.int32)),), {Ops.REDUCE}),
+  "explicit_buffer": (lambda: ((E(16) + 1).contiguous() * 2,), {Ops.CONTIGUOUS}),
+  "nested_reduce": (lambda: (E(16, 16).sum(1, keepdim=True) + E(16, 16),), {Ops.REDUCE}),
+  "shared_big_reduce": (_adamw_moments, {Ops.REDUCE}),
+  "recomputed_many_reads": (lambda: ((E(64, 64) * E(64, 64) + E(64, 64) * E(64, 64) + E(64, 64)) @ E(64, 64),), GroupOp.Elementwise),
+  "recomputed_many_ops": (lambda: (E(64, 64).gelu() @ E(64, 64),), GroupOp.Elementwise),
+  "recomputed_often": (lambda: ((((E(128, 128) * 2 + 1) * 3) + 4) @ E(128, 256),), GroupOp.Elementwise),
+  "owns_reduce_in_loop": (lambda: (((E(32, 32) @ E(32, 32)) * E(32, 32) + E(32, 32)) @ E(32, 32),), GroupOp.Elementwise),
+  "reduces_joined": (_two_sums_joined, GroupOp.Elementwise),
+}
+
+def test_rule_names_list_the_table_in_order():
+  assert [r.name for r in BUFFER_RULES] == ["inline_gather", "explicit_buffer", "nested_reduce", "shared_big_reduce", "recomputed_many_reads",
+                                            "recomputed_many_ops", "recomputed_often", "owns_reduce_in_loop", "reduces_joined"]
+  assert all(r.holds.__doc__ for r in BUFFER_RULES), "each rule says why"
+  assert [r.name for r in BUFFER_RULES if r.decision is Decision.INLINE] == ["inline_gather"]
+
+@pytest.mark.parametrize("rule", list(PROGRAMS))
+def test_each_rule_fires_on_its_program(monkeypatch, rule):
+  build, kinds = PROGRAMS[rule]
+  with Context(DEV="NULL"): plans = _plans(monkeypatch, *build())
+  decided = [u for p in plans for u, why in p.why.items() if why == rule]
+  assert decided, f"{rule} placed nothing: {[sorted(set(p.why.values())) for p in plans]}"
+  assert all(u.op in kinds for u in decided), [u.op for u in decided]
+  for p in plans:
+    inline_rule = next(r for r in BUFFER_RULES if r.name == rule).decision is Decision.INLINE
+    assert all((u in p.inline) == inline_rule for u, why in p.why.items() if why == rule)
+
+def test_every_root_says_why(monkeypatch):
+  with Context(DEV="NULL"):
+    x, w = E(8, 3, 16, 16), E(4, 3, 3, 3)
+    w.requires_grad = True
+    loss = x.conv2d(w, padding=1).relu().mean()
+    loss.backward()
+    plans = _plans(monkeypatch, loss, w.grad, (E(16) + 1).to("PYTHON"))
+  names = {r.name for r in BUFFER_RULES} | {"target", "copy_source"}
+  for p in plans:
+    assert set(p.why) == set(p.roots) | p.inline
+    assert set(p.why.values()) <= names
+  assert "copy_source" in {why for p in plans for why in p.why.values()}
