@@ -24,13 +24,15 @@
 # This is the only pool that runs kernels. Where it can't be built (the pool's C fails to compile or load) a threaded kernel's chunks
 # run one after another on the calling thread, and where no worker thread starts (pthread_create fails) the calling thread takes every
 # chunk itself. The other pools on the CPU path run no kernels: the compile pool (helpers.map_on_threads, used by the C compiler's
-# compile_many) is one short-lived thread per translation unit, each waiting on a compiler process; BEAM's pool (codegen/opt/search.py
-# _Pool) is worker processes that lower, render and compile candidates, which are then timed here, on this pool.
+# compile_many, which device.ProgramLoader's one background thread starts early) is one short-lived thread per translation unit, each
+# waiting on a compiler process; BEAM's pool (codegen/opt/search.py _Pool) is worker processes that lower, render and compile
+# candidates, which are then timed in the searching process, on this pool.
 from __future__ import annotations
 import ctypes
 import os
 import threading
 from typing import Callable
+from tinygrad.helpers import DEBUG
 
 SPIN_NS = 200_000            # a worker waits this long for the next job before it sleeps (a replayed step launches kernels µs apart)
 MAX_JOB_CHUNKS = 0xffff      # the ticket's 16-bit chunk fields: a launch of more chunks is run as several jobs
@@ -215,7 +217,9 @@ def native_pool(load:Callable[[str], ctypes.CDLL], workers:int) -> NativePool|No
   with _lock:
     if _pool is None and not _failed:
       try: _pool = NativePool(load(pool_source()), workers)
-      except Exception: _failed = True   # not tried again: each try would start the compiler
+      except Exception as e:
+        _failed = True   # not tried again: each try would start the compiler
+        if DEBUG >= 1: print(f"no CPU thread pool ({type(e).__name__}: {e}): threaded kernels run their launches in turn on the caller")
     return _pool
 
 def _after_fork() -> None:
