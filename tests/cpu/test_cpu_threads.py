@@ -231,3 +231,14 @@ def test_c_pool_workers_kept_off_the_callers_cpu(scale):
     assert len(tids) == 2 and all(tids)
     for tid in tids: assert os.sched_getaffinity(tid) == os.sched_getaffinity(0) - {cpu}
   finally: p.stop()
+
+def test_a_pool_that_fails_to_build_is_not_tried_again(monkeypatch):
+  # (the process's pool set aside: a fresh process whose compiler can't build the pool's C)
+  from tinygrad.device import CompileError
+  monkeypatch.setattr(cpu_threads, "_pool", None)
+  monkeypatch.setattr(cpu_threads, "_failed", False)
+  tries: list[str] = []
+  def load(src:str):
+    tries.append(src)
+    raise CompileError("no pthread.h")
+  assert cpu_threads.native_pool(load, 1) is None and cpu_threads.native_pool(load, 1) is None and len(tries) == 1
