@@ -1,6 +1,7 @@
 # The CPU device's C thread pool (runtime/support/cpu_threads.py): threaded kernels' chunks taken from a shared counter by the calling
 # thread and the workers.
 import ctypes
+import functools
 import os
 import time
 import threading
@@ -15,7 +16,8 @@ from tinygrad.runtime.support import cpu_threads
 pytestmark = pytest.mark.cpu   # kernels compiled by the C compiler
 
 # chunk core_id of n (an int variable) of out[i] = in[i] * 3 + i; each chunk records the thread that ran it, and a chunk that runs on
-# another thread than `caller` (a worker) sleeps *slow_us first
+# another thread than `caller` (a worker) sleeps *slow_us first. The pool calls it through an entry point written as the C renderer
+# writes them (renderer/cstyle.py render_thread_entry)
 KERNELS = r"""
 #include <pthread.h>
 #include <stdint.h>
@@ -27,27 +29,31 @@ void scale(float *out, const float *in, uint64_t *who, const uint64_t *caller, c
   int per = (size + n - 1) / n;
   for (int i = core_id * per; i < size && i < (core_id + 1) * per; i++) out[i] = in[i] * 3.0f + (float)i;
 }
+void scale__entry(const unsigned long long *a, int core_id) {
+  scale((void*)a[0], (void*)a[1], (void*)a[2], (void*)a[3], (void*)a[4], (int)a[5], (int)a[6], core_id);
+}
 """
 
 @pytest.fixture(scope="module")
 def pool():
   dev = Device["CPU"]
-  if (p := dev.native_pool(build=True)) is None: pytest.skip("no C thread pool here")
+  if (p := dev.native_pool()) is None: pytest.skip("no C thread pool here")
   return p
 
 @pytest.fixture(scope="module")
 def scale():
-  return ctypes.cast(load_library(Device["CPU"].compiler.compile_cached(KERNELS)).scale, ctypes.c_void_p).value
+  return ctypes.cast(load_library(Device["CPU"].compiler.compile_cached(KERNELS)).scale__entry, ctypes.c_void_p).value
 
 def _run(pool, scale, size:int, n:int, slow_us:int=0) -> tuple[np.ndarray, np.ndarray]:
   x = np.random.default_rng(n).standard_normal(size).astype(np.float32)
   out, who = np.zeros(size, np.float32), np.zeros(n, np.uint64)
   caller, slow = np.array([threading.get_ident()], np.uint64), np.array([slow_us], np.int32)
-  pool.runner(scale, 5, 2, n)(out.ctypes.data, x.ctypes.data, who.ctypes.data, caller.ctypes.data, slow.ctypes.data, size, n, 0)
+  pool.runner(scale, 8, n)(out.ctypes.data, x.ctypes.data, who.ctypes.data, caller.ctypes.data, slow.ctypes.data, size, n, 0)
   np.testing.assert_array_equal(out, x * np.float32(3) + np.arange(size, dtype=np.float32))
   return out, who
 
-@pytest.mark.parametrize("n", [1, 2, 3, 7, 16, 64, 1000])
+# (past 65535 chunks a launch is run as several jobs: the ticket's chunk fields are 16 bits)
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 16, 64, 1000, 70_000])
 def test_any_number_of_chunks(pool, scale, n):
   _, who = _run(pool, scale, 4099, n)
   assert (who != 0).all()   # every chunk ran exactly where its output says
@@ -96,57 +102,117 @@ def test_forked_child_gets_workers(pool, scale):
       os._exit(2)
   assert os.waitpid(pid, 0)[1] == 0
 
-def test_threaded_kernel_with_a_variable(pool, monkeypatch):
-  # a kernel of a static shape with a bound Variable in its math: an int32 argument before core_id, through the pool
+def _threaded_spec(expr:Tensor, threads:int):
+  from tinygrad.engine.realize import get_spec
+  items, _ = expr.schedule()
+  spec = get_spec(items[-1], "CPU")
+  assert spec.core_id is not None and spec.global_size == (threads, 1, 1), spec.src
+  return items[-1], spec
+
+@pytest.fixture
+def two_threads(monkeypatch):
   import tinygrad.renderer.cstyle as cstyle
   import tinygrad.engine.realize as realize
-  from tinygrad import Variable
-  from tinygrad.engine.realize import get_spec
   monkeypatch.setattr(realize, "_specs", {})
   monkeypatch.setattr(cstyle, "cpu_count", lambda: 2)
+  with Context(NUM_CPU_THREADS=2): yield
+
+def test_threaded_kernel_with_a_variable(pool, two_threads):
+  # a kernel of a static shape with a bound Variable in its math: an int32 argument before core_id, through the pool
+  from tinygrad import Variable
   x = np.random.default_rng(0).standard_normal(1 << 18).astype(np.float32)
   t = Tensor(x).realize()
-  with Context(NUM_CPU_THREADS=2):
-    spec = get_spec((t * Variable("k", 1, 100).bind(3)).schedule()[0][0], "CPU")
-    assert spec.core_id == 1 and spec.global_size == (2, 1, 1)
-    before = sum(pool.chunks_run())
-    for k in (1, 7, 100):
-      np.testing.assert_array_equal((t * Variable("k", 1, 100).bind(k)).numpy(), x * np.float32(k))
+  _, spec = _threaded_spec(t * Variable("k", 1, 100).bind(3), 2)
+  assert spec.core_id == 1
+  before = sum(pool.chunks_run())
+  for k in (1, 7, 100):
+    np.testing.assert_array_equal((t * Variable("k", 1, 100).bind(k)).numpy(), x * np.float32(k))
   assert sum(pool.chunks_run()) - before == 3 * 2
 
-def test_python_fallback_launcher_runs_launch_zero_on_the_caller(monkeypatch):
-  # without the C pool a replayed threaded kernel (launcher) runs like a plain launch: core_id 0 on the calling thread, the rest on the
-  # Python pool
-  import tinygrad.renderer.cstyle as cstyle
-  import tinygrad.engine.realize as realize
-  from tinygrad.engine.realize import get_spec
-  monkeypatch.setattr(realize, "_specs", {})
-  monkeypatch.setattr(cstyle, "cpu_count", lambda: 2)
-  monkeypatch.setattr(Device["CPU"], "native_pool", lambda build: None)
+def test_kernel_of_many_buffers_runs_on_the_pool(pool, two_threads):
+  # 24 inputs and the output: more buffers than any fixed table of call signatures would cover
+  xs = [np.random.default_rng(i).standard_normal(1 << 16).astype(np.float32) for i in range(24)]
+  ts = [Tensor(x).realize() for x in xs]
+  total = ts[0]
+  for t in ts[1:]: total = total + t
+  _, spec = _threaded_spec(total, 2)
+  assert len(spec.globals) == 25
+  before = sum(pool.chunks_run())
+  want = xs[0].copy()
+  for x in xs[1:]: want = want + x
+  np.testing.assert_array_equal(total.numpy(), want)
+  assert sum(pool.chunks_run()) - before == 2
+
+def test_kernel_with_an_int64_variable_runs_on_the_pool(pool, two_threads):
+  # a Variable whose range passes int32's is an int64 argument (`long` in C) before core_id
+  from tinygrad import Variable
+  from tinygrad.dtype import dtypes
+  x = np.random.default_rng(0).standard_normal(1 << 18).astype(np.float32)
+  t = Tensor(x).realize()
+  k = Variable("k", -2**40, 2**40)
+  _, spec = _threaded_spec(t * k.bind(3), 2)
+  assert dtypes.int64 in spec.var_dtypes
+  before = sum(pool.chunks_run())
+  for v in (3, -7, 2**31 - 1):
+    np.testing.assert_array_equal((t * k.bind(v)).numpy(), x * np.float32(v))
+  assert sum(pool.chunks_run()) - before == 3 * 2
+
+def test_threaded_kernels_of_one_name_compiled_together(pool, two_threads, monkeypatch):
+  # kernels of one name share a compiler unit, where all but one are renamed (compiler_cpu.unit_symbol): each one's entry point is
+  # renamed with it and calls its own kernel
+  import tinygrad.runtime.support.compiler_cpu as compiler_cpu
+  monkeypatch.setattr(compiler_cpu, "cpu_count", lambda: 1)   # one unit for the schedule
+  x = np.random.default_rng(1).standard_normal(1 << 18).astype(np.float32)
+  a = Tensor(x).realize()
+  outs = (a + 1.3671875, a * 2.3671875, a - 3.3671875)   # constants no other test uses: compiled here
+  names = {_threaded_spec(o, 2)[1].name for o in outs}
+  assert len(names) == 1
+  compiled: list[str] = []
+  real = Device["CPU"].compiler.compile
+  monkeypatch.setattr(Device["CPU"].compiler, "compile", lambda src: compiled.append(src) or real(src))
+  before = sum(pool.chunks_run())
+  with Context(CACHELEVEL=0): Tensor.realize(*outs)
+  assert len(compiled) == 1   # one unit (a unit that fails to compile is compiled again kernel by kernel)
+  for got, want in zip(outs, (x + np.float32(1.3671875), x * np.float32(2.3671875), x - np.float32(3.3671875))):
+    np.testing.assert_array_equal(got.numpy(), want)
+  assert sum(pool.chunks_run()) - before == 3 * 2
+
+def test_without_a_pool_the_caller_runs_every_launch_in_order(two_threads, monkeypatch):
+  # where the pool can't be built (its C doesn't compile or load), a threaded kernel's launches run one after another on the calling
+  # thread, as a plain launch and as a replayed one (launcher)
   x = np.random.default_rng(0).standard_normal(1 << 17).astype(np.float32)
   t = Tensor(x).realize()
-  with Context(NUM_CPU_THREADS=2):
-    items, _ = (t * 2).schedule()
-    spec = get_spec(items[0], "CPU")
-    prg = Device["CPU"].get_program(spec)
-    ran: list[tuple[int, int]] = []
-    real = prg.fxn
-    def record(*args):
-      ran.append((args[len(spec.globals) + spec.core_id], threading.get_ident()))
-      real(*args)
-    monkeypatch.setattr(prg, "fxn", record)
-    argf, launch = prg.launcher(*spec.launch_dims())
-    launch(*[argf(b.ensure_allocated()._buf) for b in items[0].bufs], *spec.vals())
-  assert sorted(c for c, _ in ran) == [0, 1] and dict(ran)[0] == threading.get_ident() and dict(ran)[1] != threading.get_ident()
-  np.testing.assert_array_equal(items[0].bufs[0].numpy(), x * 2)
+  item, spec = _threaded_spec(t * 2, 2)
+  prg = Device["CPU"].get_program(spec)
+  monkeypatch.setattr(Device["CPU"], "native_pool", lambda: None)
+  ran: list[tuple[int, int]] = []
+  real = prg.fxn
+  def record(*args):
+    ran.append((args[len(spec.globals) + spec.core_id], threading.get_ident()))
+    real(*args)
+  monkeypatch.setattr(prg, "fxn", record)
+  monkeypatch.setattr(prg, "_runners", {})
+  bufs = [b.ensure_allocated() for b in item.bufs]
+  prg(*[b._buf for b in bufs], global_size=spec.global_size, vals=spec.vals())
+  argf, launch = prg.launcher(*spec.launch_dims())
+  launch(*[argf(b._buf) for b in bufs], *spec.vals())
+  assert ran == [(0, threading.get_ident()), (1, threading.get_ident())] * 2
+  np.testing.assert_array_equal(bufs[0].numpy(), x * 2)
+
+@functools.cache
+def _sched_getcpu():
+  try: fn = ctypes.CDLL(None).sched_getcpu
+  except (AttributeError, OSError): return None   # not glibc/musl
+  fn.argtypes, fn.restype = [], ctypes.c_int
+  return fn
 
 # Workers kept off the launching thread's CPU (the module's comment: a worker woken onto the caller's CPU shares it for milliseconds)
-needs_two_cpus = pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or cpu_threads._sched_getcpu() is None
+needs_two_cpus = pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or _sched_getcpu() is None
                                     or len(os.sched_getaffinity(0)) < 2, reason="needs Linux's affinity calls and two CPUs")
 
 def _on_a_steady_cpu(launch) -> int:
   # launches until the calling thread is on the same CPU before and after (the scheduler may move it meanwhile); returns that CPU
-  getcpu = cpu_threads._sched_getcpu()
+  getcpu = _sched_getcpu()
   for _ in range(200):
     cpu = getcpu()
     launch()
@@ -166,23 +232,13 @@ def test_c_pool_workers_kept_off_the_callers_cpu(scale):
     for tid in tids: assert os.sched_getaffinity(tid) == os.sched_getaffinity(0) - {cpu}
   finally: p.stop()
 
-@needs_two_cpus
-def test_python_pool_threads_kept_off_the_callers_cpu():
-  from concurrent.futures import ThreadPoolExecutor
-  placement = cpu_threads.ThreadPlacement()
-  with ThreadPoolExecutor(2, initializer=placement.register) as ex:
-    started = threading.Barrier(3)
-    for _ in range(2): ex.submit(started.wait)   # both threads up (each registers as it starts)
-    started.wait()
-    assert len(placement.threads) == 2
-    cpu = _on_a_steady_cpu(placement.place)
-    for tid in placement.threads: assert os.sched_getaffinity(tid) == os.sched_getaffinity(0) - {cpu}
-    # a launching thread allowed on one CPU only leaves the threads where they are (there is no other CPU to keep them on)
-    before = {tid: os.sched_getaffinity(tid) for tid in placement.threads}
-    def pinned_launcher():
-      os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
-      placement.cpu = -1
-      placement.place()
-    t = threading.Thread(target=pinned_launcher)
-    t.start(); t.join()
-    assert {tid: os.sched_getaffinity(tid) for tid in placement.threads} == before
+def test_a_pool_that_fails_to_build_is_not_tried_again(monkeypatch):
+  # (the process's pool set aside: a fresh process whose compiler can't build the pool's C)
+  from tinygrad.device import CompileError
+  monkeypatch.setattr(cpu_threads, "_pool", None)
+  monkeypatch.setattr(cpu_threads, "_failed", False)
+  tries: list[str] = []
+  def load(src:str):
+    tries.append(src)
+    raise CompileError("no pthread.h")
+  assert cpu_threads.native_pool(load, 1) is None and cpu_threads.native_pool(load, 1) is None and len(tries) == 1

@@ -275,35 +275,6 @@ class TestThread:
       assert get_spec(items[0], "CPU").global_size == (3, 1, 1)
       np.testing.assert_allclose(t.sum(1).numpy(), x.sum(1), rtol=1e-4, atol=1e-3)
       np.testing.assert_allclose(t.max(0).numpy(), x.max(0))
-  def test_launch_zero_runs_on_the_calling_thread(self, monkeypatch):
-    # without the C pool (tests/runtime/test_cpu_threads.py), the runtime runs core_id 0 in the thread that launched the kernel and the
-    # others on its Python pool (one thread fewer to wake)
-    import threading
-    import tinygrad.codegen.opt.heuristic as opt
-    import tinygrad.renderer.cstyle as cstyle
-    import tinygrad.engine.realize as realize
-    from tinygrad.device import Device
-    monkeypatch.setattr(realize, "_specs", {})
-    monkeypatch.setattr(opt, "THREAD_MAX", 3)
-    monkeypatch.setattr(cstyle, "cpu_count", lambda: 3)
-    with Context(NUM_CPU_THREADS=3):
-      x = np.random.default_rng(0).standard_normal(3 << 16).astype(np.float32)
-      t = Tensor(x).realize()
-      items, _ = (t * 2).schedule()
-      spec = get_spec(items[0], "CPU")
-      assert spec.global_size == (3, 1, 1)
-      monkeypatch.setattr(Device["CPU"], "native_pool", lambda build: None)
-      prg = Device["CPU"].get_program(spec)
-      ran: list[tuple[int, str]] = []
-      real = prg.fxn
-      def record(*args):
-        ran.append((args[spec.core_id + len(spec.globals)], threading.current_thread().name))
-        real(*args)
-      monkeypatch.setattr(prg, "fxn", record)
-      Device["CPU"].run(spec, items[0].bufs)
-      assert sorted(c for c, _ in ran) == [0, 1, 2] and dict(ran)[0] == threading.current_thread().name
-      assert all(name.startswith("tinygrad-cpu") for c, name in ran if c != 0)
-      np.testing.assert_array_equal(items[0].bufs[0].numpy(), x * 2)
   def test_small_or_noopt_not_threaded(self):
     t = Tensor(np.ones((256, 256), np.float32)).realize()
     assert get_spec((t + 1).schedule()[0][0], "CPU").core_id is not None or (__import__("os").cpu_count() or 1) < 2

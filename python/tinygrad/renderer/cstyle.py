@@ -168,6 +168,10 @@ base_rewrite = PatternMatcher([
   (UPat(tuple(GroupOp.ALU), name="x"), _render_alu),
 ])
 
+def thread_entry_name(name:str) -> str:
+  """The symbol of the entry point the C renderers write after a threaded kernel (one with a SPECIAL core_id) called `name`."""
+  return f"{name}__entry"
+
 class CStyleLanguage(Renderer):
   """The C family. What a dialect changes is in the class attributes and `string_rewrite` (per-op rules, see base_rewrite); a CUDA or
   OpenCL renderer is a subclass that overrides a few of them."""
@@ -277,6 +281,13 @@ class CStyleLanguage(Renderer):
   def render_kernel(self, function_name:str, body:list[str], params:list[str], prefix:list[str]) -> str:
     sig = f"{self.kernel_typedef} {function_name}({', '.join(params)}) {{"
     return "\n".join(prefix + [sig] + body + ["}"]) + "\n"
+  def render_thread_entry(self, k:LinearKernel) -> str:
+    """A threaded kernel's entry point (thread_entry_name): every argument but core_id from an array of 64-bit words in call order
+    (core_id's word unused), so the CPU thread pool calls any threaded kernel the same way, whatever its buffers and variables."""
+    core, nbufs = k.specials[CORE_ID], len(k.bufs)
+    args = [f"(void*)args[{i}]" for i in range(nbufs)]   # void* converts to the parameter's pointer type
+    args += ["core_id" if v is core else f"({self.value_type(v.dtype)})args[{nbufs + i}]" for i, v in enumerate(k.vars)]
+    return f"void {thread_entry_name(k.name)}(const unsigned long long *args, int core_id) {{ {k.name}({', '.join(args)}); }}\n"
 
 class _CWriter:
   """One rendering: walks the linear list once, asks the renderer's rules for each UOp's text, names values and inlines single-use
@@ -336,7 +347,8 @@ class _CWriter:
     for u in k.uops: self.step(u)
     prefix = [ren.render_vector_prefix(dt, n) for dt, n in self.vectors]
     prefix += [ren.emulated_helpers[dt] for dt in _EMULATED if dt in self.emulated]
-    return ren.render_kernel(k.name, self.lines, params, prefix)
+    src = ren.render_kernel(k.name, self.lines, params, prefix)
+    return src + ren.render_thread_entry(k) if CORE_ID in k.specials else src
 
   def inline(self, u:UOp, reads_mem:bool) -> bool:
     """Whether a single-use expression is written where it's used. Loads of global memory always get a name (readability), and an

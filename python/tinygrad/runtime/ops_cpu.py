@@ -14,13 +14,12 @@ import threading
 import time
 import weakref
 from typing import Callable
-from concurrent.futures import ThreadPoolExecutor
 from tinygrad.device import Compiled, LRUAllocator, BufferSpec, Program
 from tinygrad.dtype import DType, dtypes
 from tinygrad.helpers import to_mv, mv_address, round_up, cache_dir, NUM_CPU_THREADS
-from tinygrad.renderer.cstyle import ClangRenderer
+from tinygrad.renderer.cstyle import ClangRenderer, thread_entry_name
 from tinygrad.runtime.support.compiler_cpu import ClangCompiler, unit_symbol
-from tinygrad.runtime.support.cpu_threads import NativePool, ThreadPlacement, native_pool, pool_fits
+from tinygrad.runtime.support.cpu_threads import NativePool, native_pool
 
 class CPUBuffer:
   """A span of host memory: `mv` is a byte view of it, `addr` its address. Views keep their base alive through `base`. `fd` is the
@@ -206,7 +205,12 @@ class CPUProgram(Program['CPUDevice']):
       except AttributeError: pass
     else: raise RuntimeError(f"the compiled library has no function {name!r}")
     self.fxn.restype = None
-    self._runners: dict[int, Callable[..., None]|None|bool] = {}   # chunks -> the C pool's launch; 0: False if it never fits
+    # a threaded kernel's entry point (renderer/cstyle.py), which the thread pool calls; None: a library without one (hand-written C)
+    self.entry: int|None = None
+    if spec is not None and spec.core_id is not None:
+      try: self.entry = ctypes.cast(self.so[thread_entry_name(sym)], ctypes.c_void_p).value
+      except AttributeError: pass
+    self._runners: dict[int, Callable[..., None]] = {}   # chunks -> the pool's launch
     if spec is not None:
       if bad := [dt for dt in spec.var_dtypes if dt not in _CTYPES]: raise TypeError(f"kernel {name}: variables of dtype {bad} can't be passed")
       self.fxn.argtypes = [ctypes.c_void_p] * len(spec.globals) + [_CTYPES[dt] for dt in spec.var_dtypes]
@@ -216,68 +220,34 @@ class CPUProgram(Program['CPUDevice']):
     # without a spec the argument types are unknown: pointers, and variables as C ints
     args = [b.addr for b in bufs] + list(vals) if self.spec is not None else [ctypes.c_void_p(b.addr) for b in bufs] + [ctypes.c_int(v) for v in vals]
     st = time.perf_counter()
-    if self.spec is None or (core := self.spec.core_id) is None or global_size[0] <= 1: self.fxn(*args)
-    elif (run := self._pooled(global_size[0], build=False)) is not None: run(*args)
-    else: self._on_python_threads(args, len(bufs) + core, global_size[0])
+    if self.spec is None or self.spec.core_id is None or global_size[0] <= 1: self.fxn(*args)
+    else: self._threaded(global_size[0])(*args)
     return time.perf_counter() - st if wait else None
-  def _on_python_threads(self, args, slot:int, n:int) -> None:
-    # one launch per core_id (at args[slot]); ctypes drops the GIL during the call, so the threads really run in parallel. The calling
-    # thread runs launch 0 itself (it would only wait): one pool thread fewer to wake per kernel
-    self.dev.placement.place()
-    futures = [self.dev.pool.submit(self.fxn, *args[:slot], tid, *args[slot+1:]) for tid in range(1, n)]
-    try: self.fxn(*args[:slot], 0, *args[slot+1:])
-    finally:
-      for f in futures: f.result()
-  def _pooled(self, n:int, build:bool) -> Callable[..., None]|None:
-    """The C thread pool's launch of this threaded kernel's n chunks (runtime/support/cpu_threads.py), taking the kernel's arguments
-    (core_id's slot ignored), or None: variables other than int32, too many buffers, or no pool (yet: see CPUDevice.native_pool)."""
-    if (run := self._runners.get(n)) is not None or self._runners.get(0) is False: return run
-    assert self.spec is not None
-    nv = len(self.spec.vars) - 1
-    if not pool_fits(len(self.spec.globals), nv, n) or self.spec.core_id != nv or any(dt is not dtypes.int32 for dt in self.spec.var_dtypes):
-      self._runners[0] = False   # never fits
-      return None
-    if (pool := self.dev.native_pool(build)) is None: return None
-    run = self._runners[n] = pool.runner(ctypes.cast(self.fxn, ctypes.c_void_p).value, len(self.spec.globals), nv, n)
+  def _threaded(self, n:int) -> Callable[..., None]:
+    """A function of this threaded kernel's arguments (core_id's a placeholder) that runs its n launches: on the thread pool
+    (runtime/support/cpu_threads.py), or one after another on the calling thread where there is no pool or no entry point."""
+    if (run := self._runners.get(n)) is not None: return run
+    assert self.spec is not None and (core := self.spec.core_id) is not None
+    if self.entry is not None and (pool := self.dev.native_pool()) is not None:
+      run = pool.runner(self.entry, len(self.spec.globals) + len(self.spec.vars), n)
+    else:
+      fxn, slot = self.fxn, len(self.spec.globals) + core
+      def run(*args):
+        for i in range(n): fxn(*args[:slot], i, *args[slot+1:])
+    self._runners[n] = run
     return run
   def launcher(self, global_size:tuple[int, ...], local_size:tuple[int, ...]|None):
     if self.spec is None: return super().launcher(global_size, local_size)
-    if (core := self.spec.core_id) is None or global_size[0] <= 1: return _addr, self.fxn   # the C function itself: no Python frame
-    if (run := self._pooled(global_size[0], build=True)) is not None: return _addr, run
-    slot, n = len(self.spec.globals) + core, global_size[0]
-    return _addr, lambda *args: self._on_python_threads(args, slot, n)
+    if self.spec.core_id is None or global_size[0] <= 1: return _addr, self.fxn   # the C function itself: no Python frame
+    return _addr, self._threaded(global_size[0])
 
 def _addr(buf:CPUBuffer) -> int: return buf.addr
-
-POOL_AFTER_LAUNCHES = 256   # threaded launches before a process builds the C pool (see CPUDevice.native_pool)
 
 class CPUDevice(Compiled):
   def __init__(self, device:str="CPU"):
     super().__init__(device, CPUAllocator(self), [(ClangRenderer, ClangCompiler)], CPUProgram)
-    self.threaded_launches, self.placement = 0, ThreadPlacement()
-    _cpu_devices.add(self)
-  def _after_fork_in_child(self) -> None:
-    # the child has a copy of the executor but none of its threads (a submit would wait forever), and the thread ids placement holds
-    # are the parent's threads: both start over
-    self.__dict__.pop("pool", None)
-    self.placement = ThreadPlacement()
-  @functools.cached_property
-  def pool(self) -> ThreadPoolExecutor:
-    """The kernel pool's Python stand-in: runs a threaded kernel's launches until the C pool (native_pool) is built, and those the C
-    pool's trampolines can't call (more than MAX_PTRS buffers, variables other than int32), or all of them where it can't be built."""
-    return ThreadPoolExecutor(max_workers=NUM_CPU_THREADS.value, thread_name_prefix="tinygrad-cpu", initializer=self.placement.register)
-  def native_pool(self, build:bool) -> NativePool|None:
-    """The C thread pool threaded kernels run on, or None: where it can't be built, and until it is built they use `pool`. Building it
-    runs the C compiler once (then the disk cache): a program pays it when it captures a TinyJit (build) or has launched
-    POOL_AFTER_LAUNCHES threaded kernels, not a script that runs a few."""
-    if (pool := native_pool(None, 0)) is not None: return pool
-    self.threaded_launches += 1
-    if not build and self.threaded_launches < POOL_AFTER_LAUNCHES: return None
+  def native_pool(self) -> NativePool|None:
+    """The thread pool every threaded kernel runs on (runtime/support/cpu_threads.py), built at the first threaded launch: its C is
+    compiled once (then it comes from the disk cache); None where it can't be built."""
     return native_pool(lambda src: load_library(self.compiler.compile_cached(src)), max(1, NUM_CPU_THREADS.value - 1))
-  def finalize(self):
-    if "pool" in self.__dict__: self.pool.shutdown(wait=True)
 
-_cpu_devices: weakref.WeakSet[CPUDevice] = weakref.WeakSet()
-def _after_fork_in_child() -> None:
-  for dev in list(_cpu_devices): dev._after_fork_in_child()
-if hasattr(os, "register_at_fork"): os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -12,6 +12,7 @@ import tempfile
 from typing import Sequence
 from tinygrad.device import Compiler, CompileError, CompilerNotFoundError, numbered_source
 from tinygrad.helpers import cpu_objdump, cpu_count, map_on_threads
+from tinygrad.renderer.cstyle import thread_entry_name
 
 class CompileTimeoutError(CompileError):
   """The C compiler ran past ClangCompiler.timeout_s."""
@@ -45,6 +46,11 @@ def unit_symbol(name:str, src:str) -> str:
   """The symbol of kernel `name` (source src) in a unit that already holds another kernel of that name (kernels of one shape share
   their name: a backward pass has several). The runtime looks it up first, then the name itself."""
   return f"{name}__{hashlib.sha256(src.encode()).hexdigest()[:16]}"
+
+def _renamed(src:str, name:str, symbol:str) -> str:
+  """The kernel `name` of src defined as `symbol` instead, with its thread entry point (which calls it) renamed to match."""
+  names = {name: symbol, thread_entry_name(name): thread_entry_name(symbol)}
+  return re.sub(r"\b(" + "|".join(map(re.escape, names)) + r")\b", lambda m: names[m.group(1)], src)
 
 class ClangCompiler(Compiler):
   """Compiles a kernel's C into a shared object (returned as bytes). Ints wrap (-fwrapv) and the compiler fuses nothing into FMAs
@@ -113,7 +119,7 @@ class ClangCompiler(Compiler):
     for src in srcs:
       if src in unit: continue
       m = _KERNEL_NAME.search(src)
-      if m is not None and m.group(1) in names: unit[src] = src[:m.start(1)] + unit_symbol(m.group(1), src) + src[m.end(1):]
+      if m is not None and m.group(1) in names: unit[src] = _renamed(src, m.group(1), unit_symbol(m.group(1), src))
       else: unit[src] = src
       if m is not None: names.add(m.group(1))
     try: lib = self.compile("\n".join(unit.values()))

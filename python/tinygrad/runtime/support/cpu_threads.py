@@ -17,35 +17,28 @@
 # is the caller's minus that CPU, set again only when the caller has moved), on Linux. Chunk stealing still covers a worker that
 # starts late on a busy CPU.
 #
-# Kernels are C functions of several pointers, then int32 variables, then core_id (renderer/__init__.py's call order). A job gives the
-# kernel's address and its arguments as 64-bit words; a trampoline per (pointers, variables) count calls it. Kernels outside that
-# (more buffers, variables of other dtypes) take the Python pool (ops_cpu.py).
+# A threaded kernel is called through the entry point the C renderer writes after it (renderer/cstyle.py thread_entry_name): one C
+# signature, `void (const uint64_t *args, int core_id)`, for every kernel, whatever its buffers and the dtypes of its variables. A job
+# is that entry's address and the kernel's arguments as 64-bit words.
+#
+# This is the only pool that runs kernels. Where it can't be built (the pool's C fails to compile or load) a threaded kernel's chunks
+# run one after another on the calling thread, and where no worker thread starts (pthread_create fails) the calling thread takes every
+# chunk itself. The other pools on the CPU path run no kernels: the compile pool (helpers.map_on_threads, used by the C compiler's
+# compile_many, which device.ProgramLoader's one background thread starts early) is one short-lived thread per translation unit, each
+# waiting on a compiler process; BEAM's pool (codegen/opt/search.py _Pool) is worker processes that lower, render and compile
+# candidates, which are then timed in the searching process, on this pool.
 from __future__ import annotations
-import contextlib
 import ctypes
-import functools
 import os
 import threading
 from typing import Callable
+from tinygrad.helpers import DEBUG
 
-MAX_PTRS, MAX_VARS = 16, 2   # the trampolines cover kernels of up to this many buffers and int32 variables
 SPIN_NS = 200_000            # a worker waits this long for the next job before it sleeps (a replayed step launches kernels µs apart)
-
-def _trampolines() -> str:
-  lines, table = [], []
-  for k in range(MAX_PTRS + 1):
-    row = []
-    for m in range(MAX_VARS + 1):
-      proto = ", ".join(["void*"] * k + ["int"] * (m + 1))
-      call = ", ".join([f"(void*)a[{i}]" for i in range(k)] + [f"(int)a[{k + j}]" for j in range(m)] + ["tid"])
-      # the kernel's buffer parameters are typed pointers (float*, ...): every data pointer has void*'s representation on the ABIs we run
-      lines.append(f"static void t{k}_{m}(void *f, const uint64_t *a, int tid) {{ ((void (*)({proto}))f)({call}); }}")
-      row.append(f"t{k}_{m}")
-    table.append("{" + ", ".join(row) + "}")
-  return "\n".join(lines) + f"\nstatic const tramp_t tramps[{MAX_PTRS + 1}][{MAX_VARS + 1}] = {{" + ",\n".join(table) + "};\n"
+MAX_JOB_CHUNKS = 0xffff      # the ticket's 16-bit chunk fields: a launch of more chunks is run as several jobs
 
 def pool_source() -> str:
-  """The C of the pool and its trampolines."""
+  """The C of the pool."""
   return r"""
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -57,15 +50,15 @@ def pool_source() -> str:
 #include <sys/syscall.h>
 #include <unistd.h>
 #endif
-typedef void (*tramp_t)(void *f, const uint64_t *a, int tid);
-""" + _trampolines() + f"#define MAX_PTRS {MAX_PTRS}\n#define MAX_VARS {MAX_VARS}\n" + r"""
+typedef void (*entry_t)(const uint64_t *args, int core_id);
+""" + f"#define MAX_JOB_CHUNKS {MAX_JOB_CHUNKS}\n" + r"""
 #define MAX_WORKERS 255
 static _Atomic uint64_t ticket;              /* generation << 32 | chunks << 16 | next chunk */
 static _Atomic int done, sleepers, quit;
 static _Atomic uint64_t chunks_run[2];          /* chunks run by calling threads, by workers (tests and DEBUG read them) */
-static void *job_fn;
-static tramp_t job_tramp;
+static entry_t job_fn;
 static const uint64_t *job_args;
+static long job_base;                        /* core_id of the job's chunk 0 */
 static pthread_mutex_t run_mu, sleep_mu;
 static pthread_cond_t wake;
 static pthread_t threads[MAX_WORKERS];
@@ -77,7 +70,7 @@ static int has_work(uint64_t t) { return (t & 0xffff) < ((t >> 16) & 0xffff); }
 static long now_ns(void) { struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts); return ts.tv_sec * 1000000000L + ts.tv_nsec; }
 
 static void run_chunk(int i, int by_worker) {
-  job_tramp(job_fn, job_args, i);
+  job_fn(job_args, (int)(job_base + i));
   atomic_fetch_add(&chunks_run[by_worker], 1);
   atomic_fetch_add(&done, 1);
 }
@@ -158,49 +151,43 @@ void tg_pool_stop(void) {
 void tg_pool_stats(uint64_t *out) { out[0] = atomic_load(&chunks_run[0]); out[1] = atomic_load(&chunks_run[1]); }
 int tg_pool_thread_ids(long *out) { for (int i = 0; i < workers; i++) out[i] = atomic_load(&thread_ids[i]); return workers; }
 
-/* runs f's chunks 0..n-1 (k pointers then m int32 variables in args, core_id appended), the calling thread taking part; returns
-   0, or -1 for a signature it has no trampoline for (nothing ran) */
-int tg_pool_run(void *f, int k, int m, const uint64_t *args, int n) {
-  if (k < 0 || k > MAX_PTRS || m < 0 || m > MAX_VARS || n < 1 || n > 0xffff) return -1;
+/* runs f(args, core_id) for core_id 0..n-1, the calling thread taking part */
+void tg_pool_run(entry_t f, const uint64_t *args, long n) {
   pthread_mutex_lock(&run_mu);
   if (n > 1) place_workers();
-  job_fn = f; job_tramp = tramps[k][m]; job_args = args;
-  atomic_store(&done, 0);
-  /* published with chunk 0 taken: the calling thread runs it even if a woken worker takes its core for a while */
-  atomic_store(&ticket, (((atomic_load(&ticket) >> 32) + 1) << 32) | ((uint64_t)n << 16) | 1);
-  wake_all();
-  run_chunk(0, 0);
-  work(0);
-  while (atomic_load(&done) < n) sched_yield();   /* the workers' last chunks */
+  for (long base = 0; base < n; base += MAX_JOB_CHUNKS) {
+    uint64_t chunks = n - base < MAX_JOB_CHUNKS ? (uint64_t)(n - base) : MAX_JOB_CHUNKS;
+    job_fn = f; job_args = args; job_base = base;
+    atomic_store(&done, 0);
+    /* published with chunk 0 taken: the calling thread runs it even if a woken worker takes its core for a while */
+    atomic_store(&ticket, (((atomic_load(&ticket) >> 32) + 1) << 32) | (chunks << 16) | 1);
+    wake_all();
+    run_chunk(0, 0);
+    work(0);
+    while ((uint64_t)atomic_load(&done) < chunks) sched_yield();   /* the workers' last chunks */
+  }
   pthread_mutex_unlock(&run_mu);
-  return 0;
 }
 """
-
-def pool_fits(k:int, m:int, n:int) -> bool:
-  """Whether the pool can run a kernel of k buffers and m int32 variables (then core_id) in n chunks."""
-  return 0 <= k <= MAX_PTRS and 0 <= m <= MAX_VARS and 1 <= n <= 0xffff
 
 class NativePool:
   """The C pool of a loaded library of pool_source(), started with `workers` threads (beside the calling thread)."""
   def __init__(self, lib:ctypes.CDLL, workers:int, spin_ns:int|None=None):
     self.lib, self.workers, self.spin_ns = lib, workers, SPIN_NS if spin_ns is None else spin_ns
     lib.tg_pool_start.argtypes, lib.tg_pool_start.restype = [ctypes.c_int, ctypes.c_long], ctypes.c_int
-    lib.tg_pool_run.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_int]
-    lib.tg_pool_run.restype = ctypes.c_int
+    lib.tg_pool_run.argtypes, lib.tg_pool_run.restype = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long], None
     lib.tg_pool_stop.argtypes, lib.tg_pool_stop.restype = [], None
     lib.tg_pool_stats.argtypes, lib.tg_pool_stats.restype = [ctypes.c_void_p], None
     self._run = lib.tg_pool_run
     self.started = lib.tg_pool_start(workers, self.spin_ns)
 
-  def runner(self, fn_addr:int, k:int, m:int, n:int) -> Callable[..., None]:
-    """A function of the kernel's arguments (k buffer addresses, m int32 variable values, a placeholder for core_id) that runs its n
-    chunks."""
-    if not pool_fits(k, m, n): raise ValueError(f"no trampoline for {k} buffers and {m} variables in {n} chunks")
-    run, words = self._run, ctypes.c_uint64 * (k + m + 1)
-    # (a negative variable wraps to its two's complement word, which the trampoline's (int) cast undoes)
-    def launch(*args):
-      if run(fn_addr, k, m, words(*args), n) != 0: raise RuntimeError("the C thread pool refused a job")
+  def runner(self, entry_addr:int, nargs:int, n:int) -> Callable[..., None]:
+    """A function of a threaded kernel's nargs arguments in call order (buffer addresses, then variable values, core_id's a placeholder)
+    that runs its n chunks through the kernel's entry point (see the module's comment) at entry_addr."""
+    if n < 1: raise ValueError(f"a threaded launch needs at least one chunk, got {n}")
+    run, words = self._run, ctypes.c_uint64 * nargs
+    # (a negative variable becomes its two's complement word, which the entry's cast to the variable's C type undoes)
+    def launch(*args): run(entry_addr, words(*args), n)
     return launch
 
   def chunks_run(self) -> tuple[int, int]:
@@ -218,40 +205,21 @@ class NativePool:
     """Ends the workers (jobs after it run on the calling thread alone)."""
     self.lib.tg_pool_stop()
 
-@functools.cache
-def _sched_getcpu() -> Callable[[], int]|None:
-  try: fn = ctypes.CDLL(None).sched_getcpu
-  except (AttributeError, OSError): return None   # not glibc/musl
-  fn.argtypes, fn.restype = [], ctypes.c_int
-  return fn
-
-class ThreadPlacement:
-  """Keeps the threads of a Python pool off the CPU of the thread that hands them work, as the C pool does with its workers (see the
-  module's comment): each pool thread calls register() as it starts; the launching thread calls place() before it wakes them."""
-  def __init__(self): self.threads, self.cpu = [], -1
-  def register(self) -> None:
-    self.threads.append(threading.get_native_id())
-    self.cpu = -1   # a new thread has the launching thread's affinity: placed at the next launch
-  def place(self) -> None:
-    if not hasattr(os, "sched_setaffinity") or (getcpu := _sched_getcpu()) is None or (cpu := getcpu()) < 0 or cpu == self.cpu: return
-    if not (cpus := os.sched_getaffinity(0) - {cpu}): return   # the launching thread may run on that CPU only
-    for tid in self.threads:
-      with contextlib.suppress(OSError): os.sched_setaffinity(tid, cpus)   # (a thread that has exited)
-    self.cpu = cpu
-
 _pool: NativePool|None = None
 _failed = False
 _lock = threading.Lock()
 
-def native_pool(load:Callable[[str], ctypes.CDLL]|None, workers:int) -> NativePool|None:
-  """The process's C pool, built on first use (`load` compiles and loads a source; None: only a pool already built), with `workers`
-  threads beside the caller; None where it can't be built (no pthreads, a compiler error): the caller then uses Python threads."""
+def native_pool(load:Callable[[str], ctypes.CDLL], workers:int) -> NativePool|None:
+  """The process's pool, built on first use (`load` compiles and loads a source) with `workers` threads beside the caller; None where
+  it can't be built (the pool's C fails to compile or load): the caller then runs a launch's chunks itself, one after another."""
   global _pool, _failed
-  if _pool is not None or load is None: return _pool
+  if _pool is not None: return _pool
   with _lock:
     if _pool is None and not _failed:
       try: _pool = NativePool(load(pool_source()), workers)
-      except Exception: _failed = True   # not tried again: each try would start the compiler
+      except Exception as e:
+        _failed = True   # not tried again: each try would start the compiler
+        if DEBUG >= 1: print(f"no CPU thread pool ({type(e).__name__}: {e}): threaded kernels run their launches in turn on the caller")
     return _pool
 
 def _after_fork() -> None:
