@@ -60,7 +60,8 @@ Values (all scalar unless noted)
   ALU      T     the ops in `Renderer.code_for_op` (the codegen decomposes the others): NEG RECIPROCAL SQRT EXP2 LOG2 SIN
                  TRUNC, ADD SUB MUL FDIV CDIV CMOD MAX POW AND OR XOR SHL SHR, CMPLT CMPNE CMPEQ (-> bool), WHERE
                  (cond, a, b), MULACC (a*b+c: one rounding for float32/float64 where Renderer.fused_mulacc).
-                 ADD, MUL and MULACC may take vectors of one width (vector_alu renderers).
+                 ADD, SUB, MUL, FDIV, NEG and MULACC may take vectors of one width (vector_alu renderers), and scalars with
+                 them: a scalar operand of a vector op is that value in every lane (C's vector extensions broadcast it).
   CAST     T     src: (x,) arg: T                value conversion (float->int truncates toward zero, x->bool is x != 0).
   BITCAST  T     src: (x,) arg: T                same bits, same itemsize.
   STACK    T     src: (x0, ..., xn-1)            an n-lane vector of scalars (n = 2,4,8,16), consumed by a SHRINK STORE.
@@ -120,7 +121,7 @@ def mem_root(u:UOp) -> UOp|None:
   return u if is_buffer_param(u) else None
 
 _VECTOR_WIDTHS = (2, 4, 8, 16)
-_VECTOR_ALU = (Ops.ADD, Ops.MUL, Ops.MULACC)
+_VECTOR_ALU = (Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.NEG, Ops.MULACC)
 # what a launch size may be computed from: the host evaluates it before the launch
 _LAUNCH_OPS = frozenset({Ops.CONST, Ops.CAST, Ops.ADD, Ops.SUB, Ops.MUL, Ops.CDIV, Ops.CMOD, Ops.MAX, Ops.SHL, Ops.SHR, Ops.AND, Ops.STACK})
 
@@ -151,7 +152,8 @@ def _lanes_of(u:UOp, lanes:dict[UOp, int], i:int) -> int:
     return n
   if u.op is Ops.STACK: return len(u.src)
   if u.op is Ops.WMMA: return u.arg.elements_per_thread[2]
-  if u.op in (Ops.LOAD, Ops.AFTER) or u.op in _VECTOR_ALU: return lanes.get(u.src[0], 1)
+  if u.op in (Ops.LOAD, Ops.AFTER): return lanes.get(u.src[0], 1)
+  if u.op in _VECTOR_ALU: return max(lanes.get(s, 1) for s in u.src)   # a scalar operand is broadcast
   return 1  # everything else, a lane extraction (INDEX of a vector) included, is scalar
 
 def _check_srcs(i:int, u:UOp, lanes:dict[UOp, int]) -> None:
@@ -193,8 +195,9 @@ def _check_srcs(i:int, u:UOp, lanes:dict[UOp, int]) -> None:
     need(n in _VECTOR_WIDTHS or (n == 0 and u.dtype is dtypes.void), "STACK must have {} srcs, got {}", _VECTOR_WIDTHS, n)
     need(all(lanes.get(s, 1) == 1 for s in u.src), "STACK of vectors is not supported")
   elif op in GroupOp.ALU or op in (Ops.CAST, Ops.BITCAST):
-    # ADD/MUL (and MULACC) may take vectors of one width (vector_alu renderers); every other op takes scalars
-    vec = op in _VECTOR_ALU and len({lanes.get(s, 1) for s in u.src}) == 1
+    # ADD/SUB/MUL/FDIV/NEG/MULACC may take vectors of one width, and scalars (broadcast) with them (vector_alu renderers); every
+    # other op takes scalars
+    vec = op in _VECTOR_ALU and len({lanes.get(s, 1) for s in u.src} - {1}) <= 1
     need(vec or all(lanes.get(s, 1) == 1 for s in u.src), "vector ALU is not supported: devectorize first (STACK lanes, INDEX(vec, i))")
     if op is Ops.WHERE: need(n == 3 and u.src[0].dtype is dtypes.bool, "WHERE takes (cond:bool, a, b)")
     elif op is Ops.MULACC: need(n == 3, "MULACC takes (a, b, c)")
@@ -419,7 +422,8 @@ class Renderer:
   has_local: bool = True                          # GPU dims: the optimizer may make GLOBAL/LOCAL ranges (SPECIAL gidx/lidx)
   has_threads: bool = False                       # CPU threads: the optimizer may make a THREAD range (SPECIAL core_id)
   has_shared: bool = True                         # local (workgroup-shared) BUFFERs and BARRIERs
-  vector_alu: bool = False                        # ADD/MUL of two vectors of the same width (a dot product's lanes kept as one vector)
+  vector_alu: bool = False                        # ADD/SUB/MUL/FDIV/NEG/MULACC of vectors of one width and scalars (lane-wise code
+                                                  # kept as vector expressions: codegen/expander.py)
   fused_mulacc: bool = False                      # MULACC of float32/float64 renders as a fused multiply-add (a*b+c rounded once), so the
                                                   # codegen fuses a dot tile's acc + a*b into MULACC (codegen/mulacc.py, pm_fuse_mulacc)
   global_max: tuple[int, ...]|None = (0x8FFFFFFF,) * 3  # largest launch size per dim (with has_threads: [0] is the thread count)

@@ -5,7 +5,8 @@ The heuristics (`hand_coded_optimizations`), in order:
   unroll   a small reduce loop (trip count times the loads of its body at most UNROLL_MAX_LOADS) becomes an UNROLL range: straight-line
            code, its lanes combined as a tree (a REDUCE left with no range is just that value).
   upcast   the innermost output loop of size N, N % 4 == 0, gets an UPCAST range of 4: E_100 -> E_25_4. A reduce kernel keeps it only
-           when a load inside its reduce becomes a vector load (a matmul's B row; not x.sum(axis=1), whose lanes read 4 rows).
+           when a load inside its reduce becomes a vector load (a matmul's B row; not x.sum(axis=1), whose lanes read 4 rows), an
+           elementwise kernel only when its body is short (UPCAST_MAX_BODY_OPS: not a threefry hash).
   upcast_outer  then, in an upcast reduce kernel, the next output loop too when a load in the reduce does not depend on it (a matmul's
            B vector load serves 4 rows: 16 accumulators, r_64_16_4_16_4 -> r_16_4_16_4_16_4); with a single output loop
            (x.sum(axis=0)) that loop again: 16 consecutive outputs, each reduce step reads a 64-byte line of a row. A loop of at most
@@ -37,7 +38,7 @@ from tinygrad.renderer import Renderer
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError
 from tinygrad.codegen.split_ranges import peels
 from tinygrad.codegen.opt.kernel import apply_opt, ranges_of, range_size, rtype, vector_loads, opt_axis, globalize, GPU_GLOBAL_DIMS
-from tinygrad.codegen.opt.kernel import range_key, pack_candidates, apply_opts, _consecutive
+from tinygrad.codegen.opt.kernel import range_key, pack_candidates, apply_opts, _consecutive, expanded_ops
 
 THREAD_MIN_WORK = 1 << 16     # elements of work (output elements times reduce trip count) before a kernel is threaded
 THREAD_MAX = 32               # at most this many launches
@@ -67,6 +68,9 @@ MAX_TAPS, MAX_TAP_UNROLL = 4, 8  # tap_tile: the longest tap loop, the longest r
 TAP_ROWS = (8, 16)            # and the image rows upcast with the taps (the input gradient's per-tap products)
 TAP_IN_CHANNELS = 2           # and the input channels of a weight gradient (see tap_tile)
 UNROLL_MAX_LOADS = 32         # a reduce loop is unrolled when its trip count times the loads in its body is at most this
+UPCAST_MAX_BODY_OPS = 100     # a kernel without reduces is upcast only when its body is at most this many operations (expanded_ops): the
+                              # lanes are copies of the body that share nothing but the vector accesses, a long body (a threefry hash,
+                              # ~130 operations) gains nothing from them and is 4 times the code
 
 def _within_budget(tile, ast:UOp, *args) -> UOp|None:
   """tile(ast, *args), or None where one of its opts is refused (apply_opt's limits: the code-size budget on a kernel with a long body)."""
@@ -107,6 +111,7 @@ def hand_coded_optimizations(ast:UOp, threads:int, upcast:bool=True, tile_rows:i
   tiles = has_reduce and all(range_size(r) is not None for r in ranges_of(ast, AxisType.LOOP))
   if tiles and (loops := ranges_of(ast, AxisType.LOOP)) and (tiled := _within_budget(tap_tile, ast, loops)) is not None: return tiled
   if not (loops := ranges_of(ast, AxisType.LOOP)) or (n := range_size(inner_loop := loops[-1])) is None or n % UPCAST != 0: return ast
+  if not any(u.op is Ops.REDUCE for u in ast.toposort()) and expanded_ops(ast) > UPCAST_MAX_BODY_OPS: return ast
   if tiles and (tiled := _within_budget(register_tile, ast, loops, tile_rows, tile_cols, chain)) is not None: return tiled
   if tiles and (tiled := _within_budget(dot_tile, ast, loops)) is not None: return tiled
   if tiles and (tiled := _within_budget(image_tile, ast, loops)) is not None: return tiled
