@@ -25,6 +25,7 @@ def _vector_width(x:UOp) -> int:
   stack, seen = [x], set()
   while stack:
     if (u := stack.pop()).op is Ops.LOAD and u.src[0].op is Ops.SHRINK: return u.src[0].src[2].arg
+    if u.op is Ops.STACK: return len(u.src)
     if u.op in _LANE_WISE and u not in seen:
       seen.add(u)
       stack.extend(u.src[:1] if u.op is Ops.REDUCE else u.src)

@@ -67,11 +67,12 @@ def _expand_unroll(root:UOp, u:UOp, vector_alu:bool) -> UOp:
 # what a vector expression is made of: float sums and products, lane-wise, and sums over loops (one vector accumulator)
 _LANE_WISE_DTYPES = (dtypes.float32, dtypes.float64)
 
-def _lane_wise(x:UOp, u:UOp, vectors:dict[UOp, UOp]) -> UOp|None:
+def _lane_wise(x:UOp, u:UOp, vectors:dict[UOp, UOp], lanes:list[dict[UOp, UOp]]) -> UOp|None:
   """x, a value in which the UPCAST range u is free, as one vector expression over u's lanes: the loads in `vectors` as those vector
-  loads, what doesn't move with u as scalars (broadcast to every lane), float ADD/MUL lane-wise and ADD REDUCEs of such values as
-  vector reduces. None where anything else moves with u (index arithmetic, a gated load, a transcendental...): that value is
-  written lane by lane. Each lane computes what it computed as a scalar, in the same order: the same bits."""
+  loads, other float loads that move with u (strided, gated) as a STACK of their lanes (`lanes`: each lane's vector-load
+  substitutions), what doesn't move with u as scalars (broadcast to every lane), float ADD/MUL lane-wise and ADD REDUCEs of such
+  values as vector reduces. None where anything else moves with u (a transcendental, a comparison...): that value is written lane by
+  lane. Each lane computes what it computed as a scalar, in the same order: the same bits."""
   moves = {u}
   for v in x.toposort():
     if v not in moves and any(s in moves for s in v.src): moves.add(v)
@@ -82,18 +83,23 @@ def _lane_wise(x:UOp, u:UOp, vectors:dict[UOp, UOp]) -> UOp|None:
     if v in done: stack.pop()
     elif v not in moves: done[stack.pop()] = v
     elif v in vectors: done[stack.pop()] = vectors[v]
+    elif v.op is Ops.LOAD and v.dtype in _LANE_WISE_DTYPES:
+      done[stack.pop()] = UOp(Ops.STACK, v.dtype, tuple(_lane(v, u, j).substitute(r, name="vector loads") if r else _lane(v, u, j)
+                                                        for j, r in enumerate(lanes)))
     elif v.dtype not in _LANE_WISE_DTYPES or not (v.op in (Ops.ADD, Ops.MUL) or (v.op is Ops.REDUCE and v.arg[0] is Ops.ADD)): return None
     elif todo := [s for s in v.src if s not in done]: stack.extend(todo)
     else: done[stack.pop()] = v.replace(src=tuple(done[s] for s in v.src))
   return done[x]
 
-def _as_vector(st:UOp, u:UOp, n:int, vectors:dict[UOp, UOp]) -> list[UOp]|None:
-  """A store whose value moves with u only through vector loads along u (a conv's or a matmul's register tile: a row of inputs
-  times a weight), with that value computed as one vector expression (_lane_wise): one vector store where the lanes' addresses are
-  consecutive, else one store of each lane of the vector. None for any other store. The code of the lanes is written once: a tile of
-  8 x 8 outputs is 8 vector updates per step instead of 64 scalar ones (and their lane extractions)."""
-  if not vectors or len(st.src) != 2 or st.src[0].op is not Ops.INDEX or any(v.op is Ops.SHRINK for v in st.src[1].toposort()): return None
-  if (val := _lane_wise(st.src[1], u, vectors)) is None or val is st.src[1]: return None
+def _as_vector(st:UOp, u:UOp, n:int, vectors:dict[UOp, UOp], lanes:list[dict[UOp, UOp]]) -> list[UOp]|None:
+  """A store whose value is a register tile's (a sum of products: a row of inputs times a weight, vector loads along u, or a sum over
+  a loop, whose accumulators become one vector) as one vector expression (_lane_wise): one vector store where the lanes' addresses
+  are consecutive, else one store of each lane of the vector. None for any other store. The code of the lanes is written once: a tile
+  of 8 x 8 outputs is 8 vector updates per step instead of 64 scalar ones (and their lane extractions)."""
+  if n not in (2, 4, 8, 16) or len(st.src) != 2 or st.src[0].op is not Ops.INDEX: return None
+  topo = st.src[1].toposort()
+  if any(v.op is Ops.SHRINK for v in topo) or not (vectors or any(v.op is Ops.REDUCE for v in topo)): return None
+  if (val := _lane_wise(st.src[1], u, vectors, lanes)) is None or val is st.src[1]: return None
   buf, idx = st.src[0].src
   if _vector_ok(buf.dtype) and _consecutive([idx], u)[0]:
     return [UOp(Ops.STORE, dtypes.void, (UOp(Ops.SHRINK, buf.dtype, (buf, _lane(idx, u, 0), UOp.const(n, dtypes.int))), val))]
@@ -104,13 +110,12 @@ def _expand_upcast(stores:list[UOp], u:UOp, vector_alu:bool) -> list[UOp]:
   be: _as_vector)."""
   n, group = range_size(u) or 0, UOp(Ops.SINK, dtypes.void, tuple(stores))
   repl, vectors = _vector_lanes(group, u, vector_loads(group, u))
-  if not vector_alu: vectors = {}
   out: list[UOp] = []
   for st in stores:
     if u not in st.toposort():
       out.append(st)
       continue
-    if (vec := _as_vector(st, u, n, vectors)) is not None:
+    if vector_alu and (vec := _as_vector(st, u, n, vectors, repl)) is not None:
       out.extend(vec)
       continue
     lanes = [_lane(st, u, j) for j in range(n)]
