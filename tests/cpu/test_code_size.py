@@ -103,3 +103,10 @@ def test_gather_of_rows_is_a_load_per_element():
   assert GlobalCounters.kernel_count <= 2
   np.testing.assert_equal(a.numpy(), xn[idx])
   np.testing.assert_equal(b.numpy(), yn[idx])
+
+def test_vector_lanes_of_a_centered_sum():
+  # a column variance: the upcast columns' lanes are one vector expression (x - mean)*(x - mean) summed into vector accumulators
+  xn = np.random.default_rng(4).standard_normal((4096, 8), dtype=np.float32) * 3 + 1
+  x = Tensor(xn)
+  mu = x.mean(axis=0)
+  np.testing.assert_allclose(((x - mu) * (x - mu)).mean(axis=0).numpy(), xn.astype(np.float64).var(axis=0), rtol=1e-4)

@@ -11,7 +11,8 @@ from tinygrad.dtype import dtypes, AddrSpace
 from tinygrad.codegen.opt.kernel import open_ranges
 from tinygrad.codegen.end_loops import loop_ranges
 
-_LANE_WISE = (Ops.ADD, Ops.MUL, Ops.REDUCE)   # the ops of a vector expression at this stage (codegen/expander.py)
+# the ops of a vector expression at this stage (codegen/expander.py's, after the render forms: SUB, NEG, FDIV)
+_LANE_WISE = (Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.NEG, Ops.MULACC, Ops.REDUCE)
 
 def iconst(v:int) -> UOp: return UOp.const(v)   # weakint: pm_lower_index gives it a width
 
