@@ -11,6 +11,9 @@ from tinygrad.dtype import dtypes, AddrSpace
 from tinygrad.codegen.opt.kernel import open_ranges
 from tinygrad.codegen.end_loops import loop_ranges
 
+# the ops of a vector expression at this stage (codegen/expander.py's, after the render forms: SUB, NEG, FDIV)
+_LANE_WISE = (Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.NEG, Ops.MULACC, Ops.REDUCE)
+
 def iconst(v:int) -> UOp: return UOp.const(v)   # weakint: pm_lower_index gives it a width
 
 def combine(op:Ops, a:UOp, b:UOp) -> UOp:
@@ -18,9 +21,16 @@ def combine(op:Ops, a:UOp, b:UOp) -> UOp:
   return UOp(op, a.dtype, (a, b))
 
 def _vector_width(x:UOp) -> int:
-  """The lanes of a reduce's value: a vector reduce (codegen/expander.py, vector_alu) sums ADD/MULs of vector (SHRINK) loads."""
-  while x.op in (Ops.ADD, Ops.MUL): x = x.src[0]
-  return x.src[0].src[2].arg if x.op is Ops.LOAD and x.src[0].op is Ops.SHRINK else 1
+  """The lanes of a reduce's value: a vector reduce (codegen/expander.py, vector_alu) sums a vector expression, ADD/MULs of vector
+  (SHRINK) loads (or of the vector accumulators of reduces inside it) and of scalars, which are broadcast."""
+  stack, seen = [x], set()
+  while stack:
+    if (u := stack.pop()).op is Ops.LOAD and u.src[0].op is Ops.SHRINK: return u.src[0].src[2].arg
+    if u.op is Ops.STACK: return len(u.src)
+    if u.op in _LANE_WISE and u not in seen:
+      seen.add(u)
+      stack.extend(u.src[:1] if u.op is Ops.REDUCE else u.src)
+  return 1
 
 def _acc_slot(red:UOp, acc:UOp, i:int) -> UOp:
   """The accumulator element (or, for a vector reduce, the lanes) that `red` sums into."""

@@ -26,18 +26,19 @@ def _tree(op:Ops, xs:list[UOp]) -> UOp:
 
 def _lane(x:UOp, u:UOp, j:int) -> UOp: return x.substitute({u: UOp.const(j, u.dtype)}, name="expand")
 
-def _vector_lanes(x:UOp, u:UOp, loads:list[UOp]) -> list[dict[UOp, UOp]]:
+def _vector_lanes(x:UOp, u:UOp, loads:list[UOp]) -> tuple[list[dict[UOp, UOp]], dict[UOp, UOp]]:
   """For each lane j of range u: {the lane's load: lane j of one vector load}, for `loads` (in x), whose lane addresses are
-  consecutive (vector_loads)."""
+  consecutive (vector_loads); and {each of `loads`: its vector load}."""
   n = range_size(u) or 0
   # every vectorizable load's lanes from one substitution per lane (not one per load and lane: compile time)
   lane_loads = [_lane(UOp(Ops.SINK, dtypes.void, tuple(loads)), u, j).src for j in range(n)] if loads else []
   repl: list[dict[UOp, UOp]] = [{} for _ in range(n)]
+  vectors: dict[UOp, UOp] = {}
   for i, ld in enumerate(loads):
     idx0 = lane_loads[0][i].src[0].src[1]
-    vec = UOp(Ops.LOAD, ld.dtype, (UOp(Ops.SHRINK, ld.dtype, (ld.src[0].src[0], idx0, UOp.const(n, dtypes.int))),))
+    vectors[ld] = vec = UOp(Ops.LOAD, ld.dtype, (UOp(Ops.SHRINK, ld.dtype, (ld.src[0].src[0], idx0, UOp.const(n, dtypes.int))),))
     for j in range(n): repl[j][lane_loads[j][i]] = UOp(Ops.INDEX, ld.dtype, (vec, UOp.const(j, dtypes.int)))
-  return repl
+  return repl, vectors
 
 def _expand_unroll(root:UOp, u:UOp, vector_alu:bool) -> UOp:
   """root with every REDUCE over the UNROLL range u in it as its lanes."""
@@ -45,7 +46,7 @@ def _expand_unroll(root:UOp, u:UOp, vector_alu:bool) -> UOp:
   n = range_size(u) or 0
   for red in [r for r in root.toposort() if r.op is Ops.REDUCE and u in r.src[1:]]:
     rest = tuple(r for r in red.src[1:] if r is not u)
-    vec = _vector_lanes(red.src[0], u, loads := vector_loads(red.src[0], u))
+    vec, _ = _vector_lanes(red.src[0], u, loads := vector_loads(red.src[0], u))
     lanes = [_lane(red.src[0], u, j) for j in range(n)]
     lanes = [x.substitute(v, name="vector loads") if v else x for x, v in zip(lanes, vec)]
     # lanes whose every load reads consecutive elements, two or more of them (vector loads: a dot product), keep one accumulator each,
@@ -63,14 +64,59 @@ def _expand_unroll(root:UOp, u:UOp, vector_alu:bool) -> UOp:
     else: repl[red] = red.replace(src=(_tree(red.arg[0], lanes), *rest)) if rest else _tree(red.arg[0], lanes)
   return root.substitute(repl, name="expand unroll")
 
-def _expand_upcast(stores:list[UOp], u:UOp) -> list[UOp]:
-  """The stores, each that depends on the UPCAST range u as its lanes."""
+# what a vector expression is made of: float sums and products, lane-wise, and sums over loops (one vector accumulator)
+_LANE_WISE_DTYPES = (dtypes.float32, dtypes.float64)
+
+def _lane_wise(x:UOp, u:UOp, vectors:dict[UOp, UOp], lanes:list[dict[UOp, UOp]]) -> UOp|None:
+  """x, a value in which the UPCAST range u is free, as one vector expression over u's lanes: the loads in `vectors` as those vector
+  loads, other float loads that move with u (strided, gated) as a STACK of their lanes (`lanes`: each lane's vector-load
+  substitutions), what doesn't move with u as scalars (broadcast to every lane), float ADD/MUL lane-wise and ADD REDUCEs of such
+  values as vector reduces. None where anything else moves with u (a transcendental, a comparison...): that value is written lane by
+  lane. Each lane computes what it computed as a scalar, in the same order: the same bits."""
+  moves = {u}
+  for v in x.toposort():
+    if v not in moves and any(s in moves for s in v.src): moves.add(v)
+  done: dict[UOp, UOp] = {}
+  stack = [x]
+  while stack:   # children first, iteratively (a long sum is a deep graph)
+    v = stack[-1]
+    if v in done: stack.pop()
+    elif v not in moves: done[stack.pop()] = v
+    elif v in vectors: done[stack.pop()] = vectors[v]
+    elif v.op is Ops.LOAD and v.dtype in _LANE_WISE_DTYPES:
+      done[stack.pop()] = UOp(Ops.STACK, v.dtype, tuple(_lane(v, u, j).substitute(r, name="vector loads") if r else _lane(v, u, j)
+                                                        for j, r in enumerate(lanes)))
+    elif v.dtype not in _LANE_WISE_DTYPES or not (v.op in (Ops.ADD, Ops.MUL) or (v.op is Ops.REDUCE and v.arg[0] is Ops.ADD)): return None
+    elif todo := [s for s in v.src if s not in done]: stack.extend(todo)
+    else: done[stack.pop()] = v.replace(src=tuple(done[s] for s in v.src))
+  return done[x]
+
+def _as_vector(st:UOp, u:UOp, n:int, vectors:dict[UOp, UOp], lanes:list[dict[UOp, UOp]]) -> list[UOp]|None:
+  """A store whose value is a register tile's (a sum of products: a row of inputs times a weight, vector loads along u, or a sum over
+  a loop, whose accumulators become one vector) as one vector expression (_lane_wise): one vector store where the lanes' addresses
+  are consecutive, else one store of each lane of the vector. None for any other store. The code of the lanes is written once: a tile
+  of 8 x 8 outputs is 8 vector updates per step instead of 64 scalar ones (and their lane extractions)."""
+  if n not in (2, 4, 8, 16) or len(st.src) != 2 or st.src[0].op is not Ops.INDEX: return None
+  topo = st.src[1].toposort()
+  if any(v.op is Ops.SHRINK for v in topo) or not (vectors or any(v.op is Ops.REDUCE for v in topo)): return None
+  if (val := _lane_wise(st.src[1], u, vectors, lanes)) is None or val is st.src[1]: return None
+  buf, idx = st.src[0].src
+  if _vector_ok(buf.dtype) and _consecutive([idx], u)[0]:
+    return [UOp(Ops.STORE, dtypes.void, (UOp(Ops.SHRINK, buf.dtype, (buf, _lane(idx, u, 0), UOp.const(n, dtypes.int))), val))]
+  return [UOp(Ops.STORE, dtypes.void, (_lane(st.src[0], u, j), UOp(Ops.INDEX, val.dtype, (val, UOp.const(j, dtypes.int))))) for j in range(n)]
+
+def _expand_upcast(stores:list[UOp], u:UOp, vector_alu:bool) -> list[UOp]:
+  """The stores, each that depends on the UPCAST range u as its lanes (on a vector_alu renderer as one vector expression where it can
+  be: _as_vector)."""
   n, group = range_size(u) or 0, UOp(Ops.SINK, dtypes.void, tuple(stores))
-  repl = _vector_lanes(group, u, vector_loads(group, u))
+  repl, vectors = _vector_lanes(group, u, vector_loads(group, u))
   out: list[UOp] = []
   for st in stores:
     if u not in st.toposort():
       out.append(st)
+      continue
+    if vector_alu and (vec := _as_vector(st, u, n, vectors, repl)) is not None:
+      out.extend(vec)
       continue
     lanes = [_lane(st, u, j) for j in range(n)]
     lanes = [s.substitute(r, name="vector loads") if r else s for s, r in zip(lanes, repl)]
@@ -106,7 +152,7 @@ def _unroll(ctx:ExpandContext, red:UOp) -> UOp|None:
 def _upcast(ctx:ExpandContext, st:UOp) -> UOp|None:
   if not ctx.lanes: return None
   stores = [st]
-  for u in reversed(ranges_of(st, AxisType.UPCAST)): stores = _expand_upcast(stores, u)
+  for u in reversed(ranges_of(st, AxisType.UPCAST)): stores = _expand_upcast(stores, u, ctx.vector_alu)
   stores = _simplify_indices(stores)
   return None if stores == [st] else stores[0] if len(stores) == 1 else UOp(Ops.GROUP, dtypes.void, tuple(stores))
 

@@ -61,7 +61,8 @@ Values (all scalar unless noted)
   ALU      T     the ops in `Renderer.code_for_op` (the codegen decomposes the others): NEG RECIPROCAL SQRT EXP2 LOG2 SIN
                  TRUNC, ADD SUB MUL FDIV CDIV CMOD MAX POW AND OR XOR SHL SHR, CMPLT CMPNE CMPEQ (-> bool), WHERE
                  (cond, a, b), MULACC (a*b+c: one rounding for float32/float64 where Renderer.fused_mulacc).
-                 ADD, MUL and MULACC may take vectors of one width (vector_alu renderers).
+                 ADD, SUB, MUL, FDIV, NEG and MULACC may take vectors of one width (vector_alu renderers), and scalars with
+                 them: a scalar operand of a vector op is that value in every lane (C's vector extensions broadcast it).
   CAST     T     src: (x,) arg: T                value conversion (float->int truncates toward zero, x->bool is x != 0).
   BITCAST  T     src: (x,) arg: T                same bits, same itemsize.
   STACK    T     src: (x0, ..., xn-1)            an n-lane vector of scalars (n = 2,4,8,16), consumed by a SHRINK STORE.
@@ -333,7 +334,8 @@ class Renderer:
   has_local: bool = True                          # GPU dims: the optimizer may make GLOBAL/LOCAL ranges (SPECIAL gidx/lidx)
   has_threads: bool = False                       # CPU threads: the optimizer may make a THREAD range (SPECIAL core_id)
   has_shared: bool = True                         # local (workgroup-shared) BUFFERs and BARRIERs
-  vector_alu: bool = False                        # ADD/MUL of two vectors of the same width (a dot product's lanes kept as one vector)
+  vector_alu: bool = False                        # ADD/SUB/MUL/FDIV/NEG/MULACC of vectors of one width and scalars (lane-wise code
+                                                  # kept as vector expressions: codegen/expander.py)
   fused_mulacc: bool = False                      # MULACC of float32/float64 renders as a fused multiply-add (a*b+c rounded once), so the
                                                   # codegen fuses a dot tile's acc + a*b into MULACC (codegen/mulacc.py, pm_fuse_mulacc)
   global_max: tuple[int, ...]|None = (0x8FFFFFFF,) * 3  # largest launch size per dim (with has_threads: [0] is the thread count)

@@ -447,7 +447,10 @@ def _no_unroll_loops(k:LinearKernel) -> set[UOp]:
 def _render_vector_fma(ctx:_CWriter, x:UOp) -> str|None:
   """A vector MULACC (vector_alu) as a call of its helper (_fma_helper); scalars render with code_for_op."""
   if (n := ctx.k.lanes[x]) == 1 or x.dtype in _EMULATED: return None
-  return f"tg_fma_{ctx.vector(x.dtype, n)}({', '.join(strip_parens(ctx.opnd(x, s)) for s in x.src)})"
+  vt = ctx.vector(x.dtype, n)
+  # the helper takes vectors: a scalar operand (broadcast) is written out as one
+  args = [strip_parens(ctx.opnd(x, s)) if ctx.k.lanes.get(s, 1) > 1 else f"({vt}){{{','.join([strip_parens(ctx.opnd(x, s))] * n)}}}" for s in x.src]
+  return f"tg_fma_{vt}({', '.join(args)})"
 
 _FMA_CALL = re.compile(r"\btg_fma_((float|double)(\d+))\(")
 
@@ -487,7 +490,7 @@ class ClangRenderer(CStyleLanguage):
   has_local = False
   has_shared = False
   has_threads = True   # the CPU runtime runs a core_id kernel's launches on a thread pool
-  vector_alu = True    # GCC/clang vector extensions: a float4 + float4 is one vector add
+  vector_alu = True    # GCC/clang vector extensions: a float4 + float4 is one vector add, a float4 * float broadcasts the float
   # the kernels compile with -ffp-contract=off (nothing fuses behind the codegen's back): a MULACC is an explicit fmaf/fma, which
   # -fno-math-errno and -march=native make one vfmadd where the CPU has FMA (a correctly rounded libm call where it has none)
   fused_mulacc = True

@@ -82,6 +82,9 @@ MAX_TAPS, MAX_TAP_UNROLL = 4, 8  # tap_tile: the longest tap loop, the longest r
 TAP_ROWS = (8, 16)              # and the image rows upcast with the taps (the input gradient's per-tap products)
 TAP_IN_CHANNELS = 2             # and the input channels of a weight gradient (see tap_tile)
 UNROLL_MAX_LOADS = 32           # a reduce loop is unrolled when its trip count times the loads in its body is at most this
+UPCAST_MAX_BODY_OPS = 100       # a kernel without reduces is upcast only when its body is at most this many operations (expanded_ops):
+                                # the lanes are copies of the body that share only the vector accesses, so a long body (a threefry hash,
+                                # ~130 operations) gains nothing from them and is 4 times the code
 TILE_FAMILY_ROWS = (4, 16)      # the other row counts of a matmul tile a BEAM search starts from (candidates vs search time)
 # and a 4 x 32 tile whose 4 UNROLL lanes accumulate as a chain of fused multiply-adds (Opt CHAIN; its tree of 4 products spills, the
 # 8 x 16 tile chained is latency-bound); on one core it beats the 8 x 16 tile at 1024 (benches/README.md, Design measurements)

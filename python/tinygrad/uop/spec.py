@@ -281,31 +281,39 @@ def mem_root(u:UOp) -> UOp|None:
   return u if is_buffer_param(u) else None
 
 VECTOR_WIDTHS = (2, 4, 8, 16)
-VECTOR_ALU = (Ops.ADD, Ops.MUL, Ops.MULACC)   # the ops that may take vectors of one width (vector_alu renderers)
+# the ops that may take vectors of one width, and scalars with them (broadcast to every lane), on vector_alu renderers
+VECTOR_ALU = (Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.NEG, Ops.MULACC)
 # what a launch size may be computed from: the host evaluates it before the launch
 LAUNCH_OPS = frozenset({Ops.CONST, Ops.CAST, Ops.ADD, Ops.SUB, Ops.MUL, Ops.CDIV, Ops.CMOD, Ops.MAX, Ops.SHL, Ops.SHR, Ops.AND, Ops.STACK})
 
 def vector_width(u:UOp, known:dict[UOp, int]|None=None) -> int:
   """The lanes of value u (1: a scalar). A DType is a scalar, so the width is where the vector is made (a SHRINK of n elements, a
-  STACK of n lanes, a WMMA's D elements) and carries through LOAD, AFTER and ADD/MUL/MULACC (their src[0]); an INDEX of a vector is
-  one lane. `known` holds the widths found so far (check_linear's, of the UOps before u), so a chain is followed once."""
-  if known is not None and (w := known.get(u)) is not None: return w
-  chain: list[UOp] = []
-  while True:
-    if u.op is Ops.SHRINK: w = n if len(u.src) == 3 and isinstance(n := const_value(u.src[2]), int) else 1
-    elif u.op is Ops.STACK: w = len(u.src)
-    elif u.op is Ops.WMMA: w = u.arg.elements_per_thread[2]
-    elif u.src and (u.op in (Ops.LOAD, Ops.AFTER) or u.op in VECTOR_ALU):
-      chain.append(u)
-      u = u.src[0]
-      if known is not None and (w := known.get(u)) is not None: break
+  STACK of n lanes, a WMMA's D elements) and carries through LOAD and AFTER (their src[0]) and the VECTOR_ALU ops (their widest src: a
+  scalar operand is broadcast); an INDEX of a vector is one lane. `known` holds the widths found so far (check_linear's, of the UOps
+  before u), so each UOp is looked at once."""
+  known = {} if known is None else known
+  # an explicit stack, not recursion: a vector accumulator's chain of ADDs is as long as its loop is unrolled
+  stack = [u]
+  while stack:
+    x = stack[-1]
+    if x in known:
+      stack.pop()
       continue
+    deps: tuple[UOp, ...] = ()
+    if x.op is Ops.SHRINK: w = n if len(x.src) == 3 and isinstance(n := const_value(x.src[2]), int) else 1
+    elif x.op is Ops.STACK: w = len(x.src)
+    elif x.op is Ops.WMMA: w = x.arg.elements_per_thread[2]
+    elif x.src and x.op in (Ops.LOAD, Ops.AFTER): deps = x.src[:1]
+    elif x.src and x.op in VECTOR_ALU: deps = x.src
     else: w = 1
-    chain.append(u)
-    break
-  if known is not None:
-    for c in chain: known[c] = w
-  return w
+    if deps:
+      if missing := [d for d in deps if d not in known]:
+        stack.extend(missing)
+        continue
+      w = max(known[d] for d in deps)
+    known[x] = w
+    stack.pop()
+  return known[u]
 
 def _scalars(srcs:tuple[UOp, ...], known:dict[UOp, int]|None) -> bool:
   for s in srcs:
@@ -394,9 +402,9 @@ def _linear_special_ok(x:UOp) -> bool:
   return _special_ok(x)
 
 def _linear_alu_ok(ctx:dict[UOp, int]|None, x:UOp) -> bool:
-  """An ALU op (or CAST/BITCAST) of scalars, or ADD/MUL/MULACC of vectors of one width; its src count named in the message."""
+  """An ALU op (or CAST/BITCAST) of scalars, or a VECTOR_ALU op of vectors of one width (and scalars); its src count named in the message."""
   op, n = x.op, len(x.src)
-  need(_scalars(x.src, ctx) or (op in VECTOR_ALU and len({vector_width(s, ctx) for s in x.src}) == 1),
+  need(_scalars(x.src, ctx) or (op in VECTOR_ALU and len({vector_width(s, ctx) for s in x.src} - {1}) == 1),
        "vector ALU is not supported: devectorize first (STACK lanes, INDEX(vec, i))")
   if op is Ops.WHERE: need(n == 3 and x.src[0].dtype is dtypes.bool, "WHERE takes (cond:bool, a, b)")
   elif op is Ops.MULACC: need(n == 3, "MULACC takes (a, b, c)")
@@ -423,8 +431,8 @@ def _refuse(what:str): return lambda x: need(False, what, x.op, x.dtype)
 spec_lowered = PatternMatcher([
   (UPat(Ops.SHRINK, name="x"), _shrink_ok),
   (UPat(Ops.STACK, name="x"), _stack_ok),
-  # (ADD/MUL: a vector reduce's lanes on a vector_alu renderer, codegen/expander.py)
-  (UPat(Ops.INDEX, src=(UPat((Ops.LOAD, Ops.STACK, Ops.ADD, Ops.MUL, Ops.WMMA)), UPat(Ops.CONST)), name="x"), _lane_ok),
+  # (VECTOR_ALU: lane-wise code kept as vectors on a vector_alu renderer, codegen/expander.py)
+  (UPat(Ops.INDEX, src=(UPat((Ops.LOAD, Ops.STACK, Ops.WMMA) + VECTOR_ALU), UPat(Ops.CONST)), name="x"), _lane_ok),
   (UPat(Ops.WMMA, name="x"), _wmma_ok),
   (UPat(Ops.LOAD, src=(UPat(Ops.SHRINK),), allow_any_len=True, name="x"), _linear_load_ok),
   (UPat(Ops.STORE, src=(UPat(Ops.SHRINK),), allow_any_len=True, name="x"), _linear_store_ok),

@@ -5,7 +5,8 @@ The heuristics (`hand_coded_optimizations`), in order:
   unroll   a small reduce loop (trip count times the loads of its body at most UNROLL_MAX_LOADS) becomes an UNROLL range: straight-line
            code, its lanes combined as a tree (a REDUCE left with no range is just that value).
   upcast   the innermost output loop of size N, N % 4 == 0, gets an UPCAST range of 4: E_100 -> E_25_4. A reduce kernel keeps it only
-           when a load inside its reduce becomes a vector load (a matmul's B row; not x.sum(axis=1), whose lanes read 4 rows).
+           when a load inside its reduce becomes a vector load (a matmul's B row; not x.sum(axis=1), whose lanes read 4 rows), an
+           elementwise kernel only when its body is short (UPCAST_MAX_BODY_OPS: not a threefry hash).
   upcast_outer  then, in an upcast reduce kernel, the next output loop too when a load in the reduce does not depend on it (a matmul's
            B vector load serves 4 rows: 16 accumulators, r_64_16_4_16_4 -> r_16_4_16_4_16_4); with a single output loop
            (x.sum(axis=0)) that loop again: 16 consecutive outputs, each reduce step reads a 64-byte line of a row. A loop of at most
@@ -37,12 +38,12 @@ from tinygrad.renderer import Renderer
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError
 from tinygrad.codegen.split_ranges import peels
 from tinygrad.codegen.opt.kernel import apply_opt, ranges_of, range_size, rtype, vector_loads, opt_axis, globalize, GPU_GLOBAL_DIMS
-from tinygrad.codegen.opt.kernel import range_key, pack_candidates, apply_opts, _consecutive
+from tinygrad.codegen.opt.kernel import range_key, pack_candidates, apply_opts, _consecutive, expanded_ops
 from tinygrad.schedule.knobs import THREAD_MIN_WORK, THREAD_MAX, UPCAST, OUTER_FULL_MAX, TILE_LANES, TILE_ROWS, GATHER_MIN_WORK, PEEL_LANES
 from tinygrad.schedule.knobs import PEEL_J_LANES, PEEL_MAX_ROWS, GATHER_J_LANES, TILE_MIN_WORK, TILE_PANEL_BYTES, DOT_TILE, MAX_IMAGE_ROW, IMAGE_ROWS
 from tinygrad.schedule.knobs import MAX_UNPADDED_TAPS, MAX_TAPS, MAX_TAP_UNROLL, TAP_ROWS, TAP_IN_CHANNELS, UNROLL_MAX_LOADS, TILE_FAMILY_ROWS
 from tinygrad.schedule.knobs import TILE_FAMILY_CHAINED, GPU_GROUP_MAX_OUTPUTS, GPU_GROUP_MIN_REDUCE, GPU_GROUP, GPU_LOCAL_MAX, GPU_LOCALS
-from tinygrad.schedule.knobs import TC_UPCASTS, TC_LOCALS
+from tinygrad.schedule.knobs import TC_UPCASTS, TC_LOCALS, UPCAST_MAX_BODY_OPS
 
 def _within_budget(tile, ast:UOp, *args) -> UOp|None:
   """tile(ast, *args), or None where one of its opts is refused (apply_opt's limits: the code-size budget on a kernel with a long body)."""
@@ -83,6 +84,7 @@ def hand_coded_optimizations(ast:UOp, threads:int, upcast:bool=True, tile_rows:i
   tiles = has_reduce and all(range_size(r) is not None for r in ranges_of(ast, AxisType.LOOP))
   if tiles and (loops := ranges_of(ast, AxisType.LOOP)) and (tiled := _within_budget(tap_tile, ast, loops)) is not None: return tiled
   if not (loops := ranges_of(ast, AxisType.LOOP)) or (n := range_size(inner_loop := loops[-1])) is None or n % UPCAST != 0: return ast
+  if not any(u.op is Ops.REDUCE for u in ast.toposort()) and expanded_ops(ast) > UPCAST_MAX_BODY_OPS: return ast
   if tiles and (tiled := _within_budget(register_tile, ast, loops, tile_rows, tile_cols, chain)) is not None: return tiled
   if tiles and (tiled := _within_budget(dot_tile, ast, loops)) is not None: return tiled
   if tiles and (tiled := _within_budget(image_tile, ast, loops)) is not None: return tiled

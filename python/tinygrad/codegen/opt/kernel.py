@@ -32,6 +32,7 @@ The ops (the renderer's capabilities decide which its device can run: has_thread
            product (not the tree's order: other bits than without it, the same on every fused_mulacc device; codegen pm_fuse_mulacc).
 """
 from __future__ import annotations
+import functools
 from collections import Counter
 from dataclasses import replace
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, AxisType, ParamArg, KernelInfo
@@ -87,15 +88,25 @@ def opt_axis(ast:UOp, op:OptOps, rng:UOp) -> int:
 _LANE_KINDS = (AxisType.UPCAST, AxisType.UNROLL)
 _NOT_STATEMENTS = {Ops.CONST, Ops.RANGE, Ops.PARAM, Ops.SINK, Ops.NOOP, Ops.GROUP}
 
+@functools.cache
+def _decomposed_ops(op:Ops) -> int:
+  """The operations the codegen writes for one op of the AST: THREEFRY becomes its 20 rounds of uint32 ops (codegen/decomp.py), every
+  other op is one."""
+  if op is not Ops.THREEFRY: return 1
+  from tinygrad.codegen.decomp import pm_decomp
+  x, key = UOp(Ops.NOOP, dtypes.uint64, arg=0), UOp(Ops.NOOP, dtypes.uint64, arg=1)
+  return sum(1 for u in graph_rewrite(UOp(op, dtypes.uint64, (x, key)), pm_decomp).toposort() if u.op not in (Ops.CONST, Ops.NOOP))
+
 def expanded_ops(ast:UOp) -> int:
   """How many operations the kernel's body has once its UPCAST and UNROLL ranges are expanded into lanes: each node counts once per
-  combination of the lane ranges in its backward slice (an estimate of the rendered statements; constants and ranges are free)."""
+  combination of the lane ranges in its backward slice (an estimate of the rendered statements; constants and ranges are free, an op the
+  codegen decomposes counts its decomposition)."""
   lanes: dict[UOp, frozenset[UOp]] = {}
   total = 0
   for u in ast.toposort():
     mine = frozenset().union(*(lanes[x] for x in u.src))
     if u.op is Ops.RANGE and rtype(u) in _LANE_KINDS: mine = mine | {u}
-    if u.op not in _NOT_STATEMENTS: total += prod(range_size(r) or 1 for r in mine)
+    if u.op not in _NOT_STATEMENTS: total += prod(range_size(r) or 1 for r in mine) * _decomposed_ops(u.op)
     # a reduce combines its own lanes: what uses its result is copied once per lane left open
     lanes[u] = mine - set(u.src[1:]) if u.op is Ops.REDUCE else mine
   return total
