@@ -12,7 +12,7 @@ INT_DTYPES = [dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16, dtypes.int
 FLOAT_DTYPES = [dtypes.half, dtypes.bfloat16, dtypes.float32, dtypes.float64]
 INT_OPS = [Ops.ADD, Ops.SUB, Ops.MUL, Ops.MAX, Ops.CDIV, Ops.CMOD, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR, Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ,
            Ops.NEG, Ops.WHERE, Ops.MULACC]
-# (CDIV is an int op: FDIV divides floats, and the renderers' check rejects a float CDIV: tests/unit/test_linear_contract.py)
+# (CDIV is an int op: FDIV divides floats, and the renderers' check rejects a float CDIV: tests/renderer/test_linear_contract.py)
 FLOAT_OPS = [Ops.ADD, Ops.SUB, Ops.MUL, Ops.MAX, Ops.FDIV, Ops.CMOD, Ops.POW, Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ, Ops.NEG, Ops.RECIPROCAL,
              Ops.SQRT, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.TRUNC, Ops.WHERE, Ops.MULACC]
 N = 64

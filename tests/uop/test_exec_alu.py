@@ -1,4 +1,4 @@
-# The ALU evaluator (uop/ops.py's exec_alu, which constant folding and the PYTHON device share) at the special values C99's Annex F
+# The ALU evaluator (uop/alu.py's exec_alu, which constant folding and the PYTHON device share) at the special values C99's Annex F
 # defines: the values the C device computes (tests/uop/test_alu_agreement.py compares all three).
 import math
 import pytest

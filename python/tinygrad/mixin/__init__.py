@@ -1,1 +1,1 @@
-# Operator mixins attached to UOp and UPat (see tinygrad/uop/ops.py).
+# Operator mixins attached to UOp and UPat (see tinygrad/uop/base.py).

@@ -5,9 +5,9 @@
   _broadcasted(y, reverse, match_dtype)  self and y (a Python value or the same class) as two operands: one dtype (unless
                                       match_dtype=False) and, for Tensor, one shape
   cast(dtype), dtype                  and, for UPat's `where`, ufix(x)
-`UOpMathTrait` implements them for UOp (a tensor-level constant also needs `_full`, see ops.py), `UPatMathTrait` for UPat (a
+`UOpMathTrait` implements them for UOp (a tensor-level constant also needs `_full`, see uop/base.py), `UPatMathTrait` for UPat (a
 Python value becomes a CONST pattern, nothing is promoted, so `UPat.var("x") * 1` matches exactly the nodes `x * 1` builds in index
-arithmetic); Tensor implements them in tensor.py by calling UOp's. ops.py attaches the UOp and UPat classes to the Rust classes.
+arithmetic); Tensor implements them in tensor.py by calling UOp's. uop/base.py attaches the UOp and UPat classes to the Rust classes.
 
 One spelling per operation, so a rule over UOps (an autograd rule, a rewrite) sees one form whoever built the graph:
   a - b      ADD(a, MUL(b, -1)): there is no SUB; -x is MUL(x, -1) (logical_not for bools)

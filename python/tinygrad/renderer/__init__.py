@@ -211,7 +211,7 @@ def _srcs_desc(u:UOp) -> str: return "; its srcs: " + ", ".join(f"{s.op} {s.dtyp
 
 def eval_int(u:UOp, var_vals:dict[str, int], strict:bool=False) -> int|None:
   """The value of an int expression over CONSTs and Variables; None when it depends on anything else (a load, a loop). A Variable
-  without a value counts as its upper bound, or raises (strict: a launch size must be exact). Ops are evaluated by uop/ops.py's
+  without a value counts as its upper bound, or raises (strict: a launch size must be exact). Ops are evaluated by uop/alu.py's
   exec_alu, the one ALU evaluator, over the graph in order (no recursion)."""
   from tinygrad.uop.ops import exec_alu, python_alu
   vals: dict[UOp, Any] = {}

@@ -50,7 +50,7 @@ def _render_alu(op:Ops) -> Callable[..., str]:
 def _oob(kernel:str, buf:str, i, n):
   raise IndexError(f"kernel {kernel}: index {i} is out of bounds for {buf} ({n} elements)")
 
-# the ALU ops the generated code calls are uop/ops.py's evaluator, the one constant folding uses (see _render_alu)
+# the ALU ops the generated code calls are uop/alu.py's evaluator, the one constant folding uses (see _render_alu)
 HELPERS: dict[str, object] = {"_r32": _r32, "_rh": float_to_fp16, "_rbf": float_to_bf16, "_f2i": _f2i, "_h2f": _h2f, "_f2h": _f2h,
                               "_bf2f": _bf2f, "_f2bf": _f2bf, "_oob": _oob, "_bitcast": bitcast, "_inf": math.inf, "_nan": math.nan,
                               "dtypes": dtypes, "_wmma": _wmma, "_fma": fma, **{_alu_name(op): fn for op, fn in python_alu.items()}}
@@ -92,7 +92,7 @@ class PythonRenderer(Renderer):
   def has_shared(self) -> bool: return self.gpu  # type: ignore[override]
   @property
   def local_max(self) -> tuple[int, ...]|None: return (256, 256, 64) if self.gpu else None  # type: ignore[override]
-  # every ALU op as uop/ops.py's evaluator computes it: a Python operator where that is the evaluator's function, else a call of it
+  # every ALU op as uop/alu.py's evaluator computes it: a Python operator where that is the evaluator's function, else a call of it
   # (FLOORDIV/FLOORMOD are lowered to CDIV/CMOD before rendering, as for the C renderer)
   code_for_op: dict[Ops, Callable] = {**{op: _render_alu(op) for op in python_alu if op not in (Ops.FLOORDIV, Ops.FLOORMOD, Ops.MULACC)},
                                       Ops.MULACC: lambda a, b, c, dtype: f"_fma({a}, {b}, {c}, {dtype!r})"}

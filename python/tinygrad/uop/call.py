@@ -14,7 +14,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 from tinygrad.uop import Ops
-from tinygrad.uop.ops import UOp, ParamArg, AxisType, graph_rewrite, PatternMatcher, UPat, BottomUpGate, sint
+from tinygrad.uop.base import UOp, ParamArg, AxisType, graph_rewrite, PatternMatcher, BottomUpGate
+from tinygrad.uop.upat import UPat
+from tinygrad.uop.sint import sint
 from tinygrad.dtype import DType, dtypes, AddrSpace, PyConst
 from tinygrad.helpers import argfix, prod
 

@@ -21,7 +21,8 @@ import itertools
 import math
 from typing import Callable
 from tinygrad.uop import Ops
-from tinygrad.uop.ops import PatternMatcher, UPat, UOp, ParamArg
+from tinygrad.uop.base import PatternMatcher, UOp, ParamArg
+from tinygrad.uop.upat import UPat
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import unwrap
 # a module global is read faster than Ops.X (see uop/__init__.py): the hottest code uses these aliases

@@ -8,7 +8,9 @@
 from __future__ import annotations
 from typing import Callable
 from tinygrad.uop import Ops
-from tinygrad.uop.ops import UOp, UPat, PatternMatcher, ParamArg, range_str, python_alu
+from tinygrad.uop.base import UOp, PatternMatcher, ParamArg, range_str
+from tinygrad.uop.upat import UPat
+from tinygrad.uop.alu import python_alu
 from tinygrad.dtype import dtypes, Invalid
 from tinygrad.helpers import strip_parens
 
@@ -62,7 +64,7 @@ renderer = PatternMatcher([
 _py_binary = {Ops.ADD: "{}+{}", Ops.SUB: "{}-{}", Ops.MUL: "{}*{}", Ops.CMPLT: "{}<{}", Ops.CMPNE: "{}!={}", Ops.CMPEQ: "{}=={}",
               Ops.AND: "{}&{}", Ops.OR: "{}|{}", Ops.XOR: "{}^{}", Ops.SHL: "{}<<{}", Ops.SHR: "{}>>{}", Ops.MAX: "max({}, {})",
               Ops.FLOORDIV: "floordiv({}, {})", Ops.FLOORMOD: "floormod({}, {})", Ops.CDIV: "cdiv({}, {})", Ops.CMOD: "cmod({}, {})"}
-# the calls are the ALU evaluator's functions (uop/ops.py python_alu), the ones constant folding uses
+# the calls are the ALU evaluator's functions (uop/alu.py python_alu), the ones constant folding uses
 _py_globals = {"max": python_alu[Ops.MAX], "floordiv": python_alu[Ops.FLOORDIV], "floormod": python_alu[Ops.FLOORMOD],
                "cdiv": python_alu[Ops.CDIV], "cmod": python_alu[Ops.CMOD]}
 

@@ -22,7 +22,9 @@ shape of a deep graph costs one pass over the nodes not seen before.
 """
 from __future__ import annotations
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, UPat, PatternMatcher, _fill_children_first, resolve, ssimplify, sym_le, _is_var
+from tinygrad.uop.base import UOp, PatternMatcher, _fill_children_first, _is_var
+from tinygrad.uop.upat import UPat
+from tinygrad.uop.sint import resolve, ssimplify, sym_le
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import prod
 from tinygrad.mixin.movement import same_sizes

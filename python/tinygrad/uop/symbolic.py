@@ -12,7 +12,9 @@ UOp.simplify() runs `symbolic` to a fixed point. The rules only need the node th
 from __future__ import annotations
 import math
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, UPat, PatternMatcher, exec_alu, const_value
+from tinygrad.uop.base import UOp, PatternMatcher, const_value
+from tinygrad.uop.upat import UPat
+from tinygrad.uop.alu import exec_alu
 from tinygrad.uop.divandmod import div_and_mod_symbolic
 from tinygrad.dtype import dtypes, can_lossless_cast, Invalid, bitcast, truncate
 from tinygrad.helpers import dedup, flatten, unwrap
