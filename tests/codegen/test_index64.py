@@ -1,6 +1,7 @@
 # Indices wider than 32 bits through the whole pipeline: the rendered types (NULL and PYTHON render without running, so no memory is
 # needed) and, on CPU, the values of uint8 tensors just past 2**31 elements (2 GB each: marked slow, deselect with -m 'not slow').
 import re
+import numpy as np
 import pytest
 from tests.helpers.devices import DEVICES
 from tinygrad import Tensor, dtypes, Device
@@ -100,6 +101,15 @@ class TestCPUValues:
     t = Tensor.ones(65540, 32772, dtype=dtypes.uint8).contiguous()
     assert t[-1, -1].item() == 1 and t[0, 0].item() == 1
     assert Tensor.ones(65539, 32773, dtype=dtypes.uint8)[-1, -1].item() == 1   # the example (it segfaulted)
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_tensor_math_with_a_variable_past_int32(device):
+  # a bound Variable declared past int32 enters tensor math at its full value (it was cast to int32 first: 2**40 became 0)
+  from tinygrad import Variable
+  v = Variable("k", -2**40, 2**40)
+  for val in (2**40, -2**33 - 3, 7):
+    assert (Tensor.ones(4, device=device) * v.bind(val)).numpy().tolist() == [float(np.float32(val))] * 4
+    assert (Tensor.ones(2, dtype=dtypes.int64, device=device) * (v.bind(val) + 1)).numpy().tolist() == [val + 1] * 2
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_variable_wider_than_int32(device):

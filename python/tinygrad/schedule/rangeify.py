@@ -39,7 +39,7 @@ import itertools
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, Ops, GroupOp, ParamArg, AxisType, KernelInfo, BottomUpGate, ssimplify
 from tinygrad.uop.ops import identity_element
 from tinygrad.uop.symbolic import symbolic
-from tinygrad.dtype import dtypes, strong_dtype
+from tinygrad.dtype import dtypes, strong_dtype, DType
 from tinygrad.helpers import prod, strides_for_shape, NOOPT, NUM_CPU_THREADS, DEBUG
 from tinygrad.schedule.buffers import new_buffer, as_buffer
 from tinygrad.schedule.reduce_fold import fold_reduces
@@ -582,18 +582,27 @@ def _staged_reduce(ctx:KernelContext, u:UOp, src:UOp, valid:UOp, idx:list, red:l
   if unroll > 1: x = UOp(Ops.REDUCE, u.dtype, (x, inner[1]), (Ops.ADD,))
   return x
 
+def _value_dtype(u:UOp) -> DType:
+  """The dtype a weak value computes in: the default int/float it is stored as, int64 for an int whose range the default int can't
+  hold (a Variable declared past int32, as Tensor(2**40) is int64)."""
+  dt = strong_dtype(u.dtype)
+  if u.dtype is dtypes.weakint and not (dt.min <= u.vmin and u.vmax <= dt.max): return dtypes.int64
+  return dt
+
 def _commit_weak(x:UOp, u:UOp) -> UOp:
   # a weak node (an expression of Python values, Tensor(3) + 0.5) computes in the default int/float, the dtype it is stored as
-  dt = strong_dtype(u.dtype)
+  dt = _value_dtype(u)
   arg = dt if u.op is Ops.CAST else dt.const(u.arg) if u.op is Ops.CONST else u.arg
-  return at(UOp(u.op, dt, u.src, arg), x.src[1], x.src[2:])
+  # an int64 op's weak int operands that fit the default int (the 1 of v + 1) are committed on their own: widen them
+  src = tuple(s.cast(dt) if u.op in GroupOp.ALU and s.dtype is dtypes.weakint and _value_dtype(s) is not dt else s for s in u.src)
+  return at(UOp(u.op, dt, src, arg), x.src[1], x.src[2:])
 
 def _at(ops) -> UPat: return UPat(Ops.INDEX, arg=AT, src=(UPat(ops, name="u"),), allow_any_len=True, name="x")
 
 pm_index = PatternMatcher([
   # a Variable (t * v): its value, the same at every index (the kernel's int argument; committed to int by the codegen)
   (UPat(Ops.INDEX, arg=AT, src=(UPat(Ops.BUFFER, name="u"),), allow_any_len=True),
-   lambda u: u.cast(strong_dtype(u.dtype)) if u.is_variable else None),
+   lambda u: u.cast(_value_dtype(u)) if u.is_variable else None),
   (UPat(Ops.INDEX, arg=AT, name="x"), _from_buffer),      # first: input BUFFERs, realized nodes and other kernels' roots are loaded
   (UPat(Ops.INDEX, arg=AT, src=(UPat(dtype=tuple(dtypes.weaks), name="u"),), allow_any_len=True, name="x"), _commit_weak),
   (_at(Ops.CONST), lambda x, u: u),
