@@ -127,11 +127,18 @@ def _expand_upcast(stores:list[UOp], u:UOp, vector_alu:bool) -> list[UOp]:
     else: out.extend(lanes)
   return out
 
+def _index_math(x:UOp) -> bool: return all(not dtypes.is_float(v.dtype) and v.op is not Ops.LOAD for v in x.toposort())
+
+def _gates(topo) -> list[UOp]:
+  return [u.src[2] for u in topo if u.op is Ops.LOAD and len(u.src) == 3] + [u.src[0] for u in topo if u.op is Ops.WHERE]
+
 def _simplify_indices(stores:list[UOp]) -> list[UOp]:
-  """The stores with their memory indices summed up again (the substitutions leave terms like (r*64)+(0*4)+1): one graph_rewrite over
-  all of them."""
+  """The stores with their memory indices and the gates of their loads summed up again (the substitutions leave terms like
+  (r*64)+(0*4)+1, and a lane's gate or WHERE condition (0*8)+r < 27 that its range decides): one graph_rewrite over all of them."""
   group = UOp(Ops.SINK, dtypes.void, tuple(stores))
-  idxs = list(dict.fromkeys(u.src[1] for u in group.toposort() if u.op in (Ops.INDEX, Ops.SHRINK) and mem_root(u.src[0]) is not None))
+  topo = group.toposort()
+  idxs = list(dict.fromkeys([u.src[1] for u in topo if u.op in (Ops.INDEX, Ops.SHRINK) and mem_root(u.src[0]) is not None] +
+                            [g for g in _gates(topo) if _index_math(g)]))
   simple = graph_rewrite(UOp(Ops.SINK, dtypes.void, tuple(idxs)), symbolic, name="simplify indices").src
   return list(group.substitute({a: b for a, b in zip(idxs, simple) if a is not b}, name="simplified indices").src)
 
