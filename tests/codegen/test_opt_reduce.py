@@ -158,6 +158,8 @@ class TestLoweredKernel:
     acc = accesses(spec.uops)
     assert acc[("LOAD", "reg", 4)] == 16 and acc[("STORE", "reg", 4)] == 32   # the 16 accumulators: set, then updated in the loop
     assert acc[("LOAD", "reg", 1)] == 64                                      # and each lane read once after it
+    # an update reads its accumulator where it adds to it, never through a named copy of the vector
+    assert not [ln for ln in spec.src.splitlines() if ln.strip().startswith("float4 ") and "*((float4*)(acc" in ln]
     assert spec.estimates.ops == 2 * 32 * 48 * 64 + 3 * 32 * 48  # and 3 adds of each output's lanes
     np.testing.assert_allclose((x @ w.T).numpy(), x.numpy() @ w.numpy().T, rtol=1e-5, atol=1e-4)
 
