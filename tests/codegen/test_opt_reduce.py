@@ -6,7 +6,7 @@ from tinygrad import Tensor, dtypes
 from tinygrad.uop.ops import Ops
 from tinygrad.helpers import Context
 from tinygrad.engine.realize import get_spec
-from tests.helpers.kernels import loop_sizes, register_sizes, vector_accesses
+from tests.helpers.kernels import loop_sizes, register_sizes, vector_accesses, accesses
 
 pytestmark = pytest.mark.cpu
 
@@ -150,13 +150,16 @@ class TestLoweredKernel:
 
   def test_dot_tile_vector_accumulators(self, single_core):
     # x @ w.T: both operands read along the reduce's 4 lanes. A 4x4 tile of dot products, each one 4-lane accumulator (16 vector
-    # multiply-adds a step, no scalar lanes for clang to pair up: set to 0, loaded and stored in the loop, read after it), its lanes
-    # summed once after the loop; the op count counts every lane of a vector op
+    # multiply-adds a step, no scalar lanes for clang to pair up: set to 0, loaded and stored in the loop), its lanes summed once after
+    # the loop, read as the accumulator's elements; the op count counts every lane of a vector op
     x, w = Tensor(rand((32, 64))).realize(), Tensor(rand((48, 64), seed=1)).realize()
     spec = spec_of(x @ w.T)
     assert loop_sizes(spec.uops) == [8, 12, 16] and register_sizes(spec.uops) == [64]
-    acc = vector_accesses(spec.uops)
-    assert acc[("LOAD", "reg", 4)] == acc[("STORE", "reg", 4)] == 32   # the 16 accumulators: in the loop and once after it
+    acc = accesses(spec.uops)
+    assert acc[("LOAD", "reg", 4)] == 16 and acc[("STORE", "reg", 4)] == 32   # the 16 accumulators: set, then updated in the loop
+    assert acc[("LOAD", "reg", 1)] == 64                                      # and each lane read once after it
+    # an update reads its accumulator where it adds to it, never through a named copy of the vector
+    assert not [ln for ln in spec.src.splitlines() if ln.strip().startswith("float4 ") and "*((float4*)(acc" in ln]
     assert spec.estimates.ops == 2 * 32 * 48 * 64 + 3 * 32 * 48  # and 3 adds of each output's lanes
     np.testing.assert_allclose((x @ w.T).numpy(), x.numpy() @ w.numpy().T, rtol=1e-5, atol=1e-4)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, Ops, ParamArg, identity_element
 from tinygrad.dtype import dtypes, AddrSpace
+from tinygrad.uop.spec import mem_root, addrspace_of
 from tinygrad.codegen.opt.kernel import open_ranges
 from tinygrad.codegen.end_loops import loop_ranges
 
@@ -95,5 +96,14 @@ def _reduce_to_acc(ctx:ReduceContext, red:UOp) -> UOp|None:
   if red not in ctx.lowered and red.src[1:] in ctx.groups: _lower_group(ctx, red.src[1:])
   return ctx.lowered.get(red)
 
-# bottom up: a REDUCE is met as the kernel has it (a nested REDUCE is lowered inside the loop body its outer one was built with)
-pm_reduce = PatternMatcher([(UPat(Ops.REDUCE, name="red"), _reduce_to_acc)])
+def _lane_of_acc(sh:UOp, j:UOp) -> UOp|None:
+  if addrspace_of(mem_root(sh.src[0])) is not AddrSpace.REG: return None
+  return UOp(Ops.LOAD, sh.dtype, (UOp(Ops.INDEX, sh.dtype, (sh.src[0], iconst(sh.src[1].arg + j.arg))),))
+
+# bottom up: a REDUCE is met as the kernel has it (a nested REDUCE is lowered inside the loop body its outer one was built with). A lane of
+# a vector accumulator after its loop (its lanes summed) is read as that element of the accumulator: acc0[4], not a named copy of the
+# vector and v[0]
+pm_reduce = PatternMatcher([
+  (UPat(Ops.REDUCE, name="red"), _reduce_to_acc),
+  (UPat(Ops.INDEX, src=(UPat(Ops.LOAD, src=(UPat(Ops.SHRINK, src=(UPat(), UPat.cvar(), UPat()), name="sh"),)), UPat.cvar("j"))), _lane_of_acc),
+])

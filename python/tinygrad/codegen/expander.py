@@ -8,7 +8,8 @@
           lane addresses are consecutive the stores are one SHRINK store of a STACK of the lanes. Ungated loads whose lane addresses
           are consecutive become one SHRINK (vector) load, lane j read as INDEX(vector, j). A REDUCE in a stored value becomes one
           REDUCE per lane (codegen runs REDUCEs over the same ranges in one loop: one accumulator per lane).
-Last, every memory index of a kernel with lanes is simplified by uop/symbolic.py: the substitutions leave terms like (r*64)+(0*4)+1.
+Last, every memory index of a kernel with lanes, and every gate and WHERE condition of index math, is simplified by uop/symbolic.py:
+the substitutions leave terms like (r*64)+(0*4)+1, and comparisons that a lane's range decides.
 """
 from __future__ import annotations
 from dataclasses import dataclass
@@ -127,11 +128,19 @@ def _expand_upcast(stores:list[UOp], u:UOp, vector_alu:bool) -> list[UOp]:
     else: out.extend(lanes)
   return out
 
+# index math only: symbolic's rules assume unbounded ints, which the kernel's int32/uint32 values (a hash, loaded ints) are not
+def _index_math(x:UOp) -> bool: return all(v.dtype in (dtypes.weakint, dtypes.bool) and v.op is not Ops.LOAD for v in x.toposort())
+
+def _gates(topo) -> list[UOp]:
+  return [u.src[2] for u in topo if u.op is Ops.LOAD and len(u.src) == 3] + [u.src[0] for u in topo if u.op is Ops.WHERE]
+
 def _simplify_indices(stores:list[UOp]) -> list[UOp]:
-  """The stores with their memory indices summed up again (the substitutions leave terms like (r*64)+(0*4)+1): one graph_rewrite over
-  all of them."""
+  """The stores with their memory indices and the gates of their loads summed up again (the substitutions leave terms like
+  (r*64)+(0*4)+1, and a lane's gate or WHERE condition (0*8)+r < 27 that its range decides): one graph_rewrite over all of them."""
   group = UOp(Ops.SINK, dtypes.void, tuple(stores))
-  idxs = list(dict.fromkeys(u.src[1] for u in group.toposort() if u.op in (Ops.INDEX, Ops.SHRINK) and mem_root(u.src[0]) is not None))
+  topo = group.toposort()
+  idxs = list(dict.fromkeys([u.src[1] for u in topo if u.op in (Ops.INDEX, Ops.SHRINK) and mem_root(u.src[0]) is not None] +
+                            [g for g in _gates(topo) if _index_math(g)]))
   simple = graph_rewrite(UOp(Ops.SINK, dtypes.void, tuple(idxs)), symbolic, name="simplify indices").src
   return list(group.substitute({a: b for a, b in zip(idxs, simple) if a is not b}, name="simplified indices").src)
 

@@ -357,7 +357,9 @@ class _CWriter:
     consumer = self.k.uops[self.first_use[u]]
     if consumer.op in self.ren.code_for_op and any(consumer.src[i] is u for i in self.ren.duplicated_operands(consumer.op)): return False
     if u.op is Ops.LOAD:
-      if self.k.lanes[u] != 1 or mem_root(u.src[0].src[0]).op is not Ops.BUFFER: return False
+      # a kernel-local buffer's element is written where it's used; a vector of one only from registers (an accumulator's update)
+      if (root := mem_root(u.src[0].src[0])).op is not Ops.BUFFER or (self.k.lanes[u] != 1 and addrspace_of(root) is not AddrSpace.REG):
+        return False
     elif u.op not in _INLINE_OPS: return False
     if not reads_mem: return True
     pos, use = self.k.position[u], self.first_use[u]

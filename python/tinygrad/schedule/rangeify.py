@@ -505,9 +505,14 @@ def _reduce(ctx:KernelContext, x:UOp, u:UOp) -> UOp:
     idx[a] = r
   if not (rop is Ops.ADD and dtypes.is_float(u.dtype) and max_size(tuple(in_shape[a] for a in red)) > REDUCE_STAGE):
     return UOp(Ops.REDUCE, u.dtype, (at(src, valid, idx), *ranges), (rop,))
-  # a large float sum over separate dims: one nested REDUCE per dim, the last innermost (accuracy, as _staged_reduce)
+  # a large float sum over separate dims: nested REDUCEs, the last dims innermost, each level over at most 2**STAGE_BITS elements as
+  # _staged_reduce's (accuracy): inner dims whose product fits share a level (one accumulator for a conv's 20 x 20 taps, not two)
+  levels: list[list[int]] = []   # positions in red, innermost level first
+  for i in reversed(range(len(red))):
+    if levels and max_size(tuple(in_shape[red[j]] for j in [i] + levels[-1])) <= 1 << STAGE_BITS: levels[-1].insert(0, i)
+    else: levels.append([i])
   ret = at(src, valid, idx)
-  for r in reversed(ranges): ret = UOp(Ops.REDUCE, u.dtype, (ret, r), (rop,))
+  for level in levels: ret = UOp(Ops.REDUCE, u.dtype, (ret, *(ranges[i] for i in level)), (rop,))
   return ret
 
 def _splits(u:UOp, total) -> bool:
