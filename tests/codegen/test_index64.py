@@ -110,6 +110,9 @@ def test_tensor_math_with_a_variable_past_int32(device):
   for val in (2**40, -2**33 - 3, 7):
     assert (Tensor.ones(4, device=device) * v.bind(val)).numpy().tolist() == [float(np.float32(val))] * 4
     assert (Tensor.ones(2, dtype=dtypes.int64, device=device) * (v.bind(val) + 1)).numpy().tolist() == [val + 1] * 2
+    # computed from it: the value fits int32, the Variable it is computed from does not
+    assert (Tensor.ones(2, dtype=dtypes.int64, device=device) * (v.bind(val) // 2**20)).numpy().tolist() == [val // 2**20] * 2
+    assert (Tensor.ones(2, dtype=dtypes.int64, device=device) * (v.bind(val) % 7 + 3)).numpy().tolist() == [val % 7 + 3] * 2
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_variable_wider_than_int32(device):

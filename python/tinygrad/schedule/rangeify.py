@@ -589,16 +589,18 @@ def _staged_reduce(ctx:KernelContext, u:UOp, src:UOp, valid:UOp, idx:list, red:l
 
 def _value_dtype(u:UOp) -> DType:
   """The dtype a weak value computes in: the default int/float it is stored as, int64 for an int whose range the default int can't
-  hold (a Variable declared past int32, as Tensor(2**40) is int64)."""
+  hold (a Variable declared past int32, as Tensor(2**40) is int64) or that is computed from such an int (v // 2**20: its value fits,
+  but v must not be cut before the division)."""
   dt = strong_dtype(u.dtype)
-  if u.dtype is dtypes.weakint and not (dt.min <= u.vmin and u.vmax <= dt.max): return dtypes.int64
+  if u.dtype is dtypes.weakint and (not (dt.min <= u.vmin and u.vmax <= dt.max) or
+                                    any(s.dtype is dtypes.weakint and _value_dtype(s) is dtypes.int64 for s in u.src)): return dtypes.int64
   return dt
 
 def _commit_weak(x:UOp, u:UOp) -> UOp:
   # a weak node (an expression of Python values, Tensor(3) + 0.5) computes in the default int/float, the dtype it is stored as
   dt = _value_dtype(u)
   arg = dt if u.op is Ops.CAST else dt.const(u.arg) if u.op is Ops.CONST else u.arg
-  # an int64 op's weak int operands that fit the default int (the 1 of v + 1) are committed on their own: widen them
+  # an int64 op's weak int operands that compute in the default int (the 1 of v + 1) are committed on their own: widen them
   src = tuple(s.cast(dt) if u.op in GroupOp.ALU and s.dtype is dtypes.weakint and _value_dtype(s) is not dt else s for s in u.src)
   return at(UOp(u.op, dt, src, arg), x.src[1], x.src[2:])
 
