@@ -8,12 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, Ops, ParamArg, identity_element
 from tinygrad.dtype import dtypes, AddrSpace
-from tinygrad.uop.spec import mem_root, addrspace_of
+from tinygrad.uop.spec import mem_root, addrspace_of, vector_width
 from tinygrad.codegen.opt.kernel import open_ranges
 from tinygrad.codegen.end_loops import loop_ranges
-
-# the ops of a vector expression at this stage (codegen/expander.py's, after the render forms: SUB, NEG, FDIV)
-_LANE_WISE = (Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.NEG, Ops.MULACC, Ops.REDUCE)
 
 def iconst(v:int) -> UOp: return UOp.const(v)   # weakint: pm_lower_index gives it a width
 
@@ -21,26 +18,14 @@ def combine(op:Ops, a:UOp, b:UOp) -> UOp:
   if a.dtype is dtypes.bool: op = {Ops.ADD: Ops.OR, Ops.MUL: Ops.AND}.get(op, Ops.OR)
   return UOp(op, a.dtype, (a, b))
 
-def _vector_width(x:UOp) -> int:
-  """The lanes of a reduce's value: a vector reduce (codegen/expander.py, vector_alu) sums a vector expression, ADD/MULs of vector
-  (SHRINK) loads (or of the vector accumulators of reduces inside it) and of scalars, which are broadcast."""
-  stack, seen = [x], set()
-  while stack:
-    if (u := stack.pop()).op is Ops.LOAD and u.src[0].op is Ops.SHRINK: return u.src[0].src[2].arg
-    if u.op is Ops.STACK: return len(u.src)
-    if u.op in _LANE_WISE and u not in seen:
-      seen.add(u)
-      stack.extend(u.src[:1] if u.op is Ops.REDUCE else u.src)
-  return 1
-
 def _acc_slot(red:UOp, acc:UOp, i:int) -> UOp:
   """The accumulator element (or, for a vector reduce, the lanes) that `red` sums into."""
-  if (n := _vector_width(red.src[0])) == 1: return UOp(Ops.INDEX, red.dtype, (acc, iconst(i)))
+  if (n := vector_width(red.src[0])) == 1: return UOp(Ops.INDEX, red.dtype, (acc, iconst(i)))
   return UOp(Ops.SHRINK, red.dtype, (acc, iconst(i), UOp.const(n, dtypes.int)))
 
 def _acc_init(red:UOp) -> UOp:
   init = UOp.const(identity_element(red.arg[0], red.dtype), red.dtype)
-  return init if (n := _vector_width(red.src[0])) == 1 else UOp(Ops.STACK, red.dtype, (init,) * n)
+  return init if (n := vector_width(red.src[0])) == 1 else UOp(Ops.STACK, red.dtype, (init,) * n)
 
 @dataclass
 class ReduceContext:
@@ -74,7 +59,7 @@ def _lower_group(ctx:ReduceContext, ranges:tuple[UOp, ...]) -> None:
   slots: dict[UOp, tuple[UOp, int]] = {}
   for n, (dt, rs) in enumerate(accs.items(), start=ctx.first_acc[ranges]):
     offs = [0]
-    for red in rs: offs.append(offs[-1] + _vector_width(red.src[0]))
+    for red in rs: offs.append(offs[-1] + vector_width(red.src[0]))
     acc = UOp(Ops.BUFFER, dt, (iconst(offs[-1]),), ParamArg(n, dt, addrspace=AddrSpace.REG))
     for i, red in zip(offs, rs): slots[red] = (acc, i)
   # a reduce nested in another's loop (a staged sum: tinygrad/schedule/rangeify.py) starts again in each iteration of the outer one

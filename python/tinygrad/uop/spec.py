@@ -288,8 +288,9 @@ LAUNCH_OPS = frozenset({Ops.CONST, Ops.CAST, Ops.ADD, Ops.SUB, Ops.MUL, Ops.CDIV
 
 def vector_width(u:UOp, known:dict[UOp, int]|None=None) -> int:
   """The lanes of value u (1: a scalar). A DType is a scalar, so the width is where the vector is made (a SHRINK of n elements, a
-  STACK of n lanes, a WMMA's D elements) and carries through LOAD and AFTER (their src[0]) and the VECTOR_ALU ops (their widest src: a
-  scalar operand is broadcast); an INDEX of a vector is one lane. `known` holds the widths found so far (check_linear's, of the UOps
+  STACK of n lanes, a WMMA's D elements) and carries through LOAD, AFTER and REDUCE (their src[0]: a vector reduce before the
+  accumulators are made, codegen/accumulator.py) and the VECTOR_ALU ops (their widest src: a scalar operand is broadcast); an INDEX of a
+  vector is one lane. `known` holds the widths found so far (check_linear's, of the UOps
   before u), so each UOp is looked at once."""
   known = {} if known is None else known
   # an explicit stack, not recursion: a vector accumulator's chain of ADDs is as long as its loop is unrolled
@@ -303,7 +304,7 @@ def vector_width(u:UOp, known:dict[UOp, int]|None=None) -> int:
     if x.op is Ops.SHRINK: w = n if len(x.src) == 3 and isinstance(n := const_value(x.src[2]), int) else 1
     elif x.op is Ops.STACK: w = len(x.src)
     elif x.op is Ops.WMMA: w = x.arg.elements_per_thread[2]
-    elif x.src and x.op in (Ops.LOAD, Ops.AFTER): deps = x.src[:1]
+    elif x.src and x.op in (Ops.LOAD, Ops.AFTER, Ops.REDUCE): deps = x.src[:1]
     elif x.src and x.op in VECTOR_ALU: deps = x.src
     else: w = 1
     if deps:

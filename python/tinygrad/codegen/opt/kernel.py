@@ -42,6 +42,7 @@ from tinygrad.helpers import prod
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError
 from tinygrad.codegen.opt.ranges import rtype, range_key, ranges_of, range_size, opt_ranges, is_warp, range_desc, padto
 from tinygrad.codegen.opt.tc import apply_tc
+from tinygrad.codegen.decomp import pm_decomp
 from tinygrad.schedule import kernel_name
 from tinygrad.schedule.knobs import MAX_UPCAST, MAX_UNROLL, MAX_UPCAST_LANES, MAX_UNROLL_LANES, MAX_EXPANDED_OPS, PACK_MAX_BYTES
 
@@ -93,7 +94,6 @@ def _decomposed_ops(op:Ops) -> int:
   """The operations the codegen writes for one op of the AST: THREEFRY becomes its 20 rounds of uint32 ops (codegen/decomp.py), every
   other op is one."""
   if op is not Ops.THREEFRY: return 1
-  from tinygrad.codegen.decomp import pm_decomp
   x, key = UOp(Ops.NOOP, dtypes.uint64, arg=0), UOp(Ops.NOOP, dtypes.uint64, arg=1)
   return sum(1 for u in graph_rewrite(UOp(op, dtypes.uint64, (x, key)), pm_decomp).toposort() if u.op not in (Ops.CONST, Ops.NOOP))
 
