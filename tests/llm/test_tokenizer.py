@@ -201,3 +201,19 @@ def test_bpe_matches_hf_tokenizers(bpe_kv, pre):
   assert len(text.encode()) > 2000
   assert tok.encode(text) == ref.encode(text, add_special_tokens=False).ids
   for t in MIXED: assert tok.encode(t) == ref.encode(t, add_special_tokens=False).ids, t
+
+def test_spm_matches_hf_tokenizers():
+  # Hugging Face runs a SentencePiece vocabulary as BPE over merges made from the scores (every split of a piece into two pieces, ranked
+  # by the piece's score), with byte fallback and a "▁" prepended to each stretch of text between special tokens
+  hf = pytest.importorskip("tokenizers")
+  kv = sentencepiece_vocab(PARAGRAPH, 150)
+  toks, types, scores = kv["tokenizer.ggml.tokens"], kv["tokenizer.ggml.token_type"], kv["tokenizer.ggml.scores"]
+  pieces = {t: i for i, (t, ty) in enumerate(zip(toks, types)) if ty == 1}
+  merges = sorted(((a, t[k:]) for t in pieces for k in range(1, len(t)) if (a := t[:k]) in pieces and t[k:] in pieces),
+                  key=lambda m: (-scores[pieces[m[0] + m[1]]], pieces[m[0]], pieces[m[1]]))
+  ref = hf.Tokenizer(hf.models.BPE(vocab={t: i for i, t in enumerate(toks)}, merges=merges, byte_fallback=True, unk_token="<unk>", fuse_unk=True))
+  ref.normalizer = hf.normalizers.Sequence([hf.normalizers.Prepend("\u2581"), hf.normalizers.Replace(" ", "\u2581")])
+  ref.add_special_tokens([hf.AddedToken(t, special=True, normalized=False) for t, ty in zip(toks, types) if ty == 3])
+  tok = SimpleTokenizer.from_gguf_kv(kv)
+  for text in [t for t in MIXED if t] + ["a<s>b</s> c</s>", PARAGRAPH * 3]:
+    assert tok.encode(text) == ref.encode(text, add_special_tokens=False).ids, text
