@@ -123,6 +123,20 @@ def test_decode_bad_ids(bpe_kv):
     with pytest.raises(ValueError, match="not in the vocabulary"): tok.decode([1, bad])
     with pytest.raises(ValueError, match="not in the vocabulary"): tok.stream_decoder()(bad if bad is not None else -1)
 
+def test_ids_of_any_integer_type(bpe_kv):
+  np = pytest.importorskip("numpy")
+  tok = SimpleTokenizer.from_gguf_kv(bpe_kv)
+  ids = tok.encode("numpy ids")
+  assert tok.decode(np.array(ids)) == tok.decode([np.int32(i) for i in ids]) == "numpy ids"
+  assert tok.is_end(np.int64(tok.eos_id)) and tok.stream_decoder()(np.int64(ids[0])) == tok.decode(ids[:1])
+
+def test_duplicate_token_texts():
+  # a vocabulary that lists a text twice: the first id encodes it, both ids decode to it
+  kv = {"tokenizer.ggml.model": "gpt2", "tokenizer.ggml.pre": "default", "tokenizer.ggml.tokens": gpt2_alphabet() + ["ab", "ab", "<|e|>", "<|e|>"],
+        "tokenizer.ggml.token_type": [1] * 258 + [3, 3], "tokenizer.ggml.merges": ["a b"], "tokenizer.ggml.eos_token_id": 259}
+  tok = SimpleTokenizer.from_gguf_kv(kv)
+  assert tok.encode("ab<|e|>") == [256, 258] and tok.decode([256, 257, 258, 259]) == "abab<|e|><|e|>" and tok.vocab_size == 260
+
 def test_bad_metadata(bpe_kv):
   with pytest.raises(ValueError, match="'bert'.*gpt2, llama"): SimpleTokenizer.from_gguf_kv({**bpe_kv, "tokenizer.ggml.model": "bert"})
   with pytest.raises(ValueError, match="'deepseek-coder'.*llama-bpe.*qwen2"):

@@ -6,6 +6,7 @@ import codecs
 import functools
 import heapq
 import itertools
+import operator
 import re
 import unicodedata
 from typing import Callable, Sequence
@@ -80,7 +81,7 @@ class SimpleTokenizer:
   SentencePiece. encode adds no BOS (the chat template or the caller does); decode renders special tokens as their text."""
   def __init__(self, normal_tokens:dict[str, int], special_tokens:dict[str, int], preset:str="llama3", bos_id:int|None=None, eos_id:int=0,
                eot_id:int|None=None, *, model:str="gpt2", merges:Sequence[str]|None=None, scores:Sequence[float]|None=None,
-               other_tokens:dict[str, int]|None=None, add_space_prefix:bool=True):
+               other_tokens:dict[str, int]|None=None, add_space_prefix:bool=True, duplicates:dict[int, int]|None=None):
     if model not in TOKENIZER_MODELS: raise ValueError(f"unsupported tokenizer.ggml.model {model!r} (supported: {', '.join(TOKENIZER_MODELS)})")
     if model == "gpt2" and preset not in PRETOKENIZERS:
       raise ValueError(f"unsupported tokenizer.ggml.pre {preset!r} (supported: {', '.join(PRETOKENIZERS)})")
@@ -88,7 +89,9 @@ class SimpleTokenizer:
     self.special_tokens = dict(special_tokens)
     self._special_ids = frozenset(self.special_tokens.values())
     every = {**(other_tokens or {}), **normal_tokens, **self.special_tokens}
-    self.vocab_size = max(every.values(), default=-1) + 1
+    # duplicates: {id: the id of the same text and kind} for vocabularies that list a text twice (one id encodes it, both decode)
+    duplicates = duplicates or {}
+    self.vocab_size = max([*every.values(), *duplicates], default=-1) + 1
     for name, tid in (("bos", bos_id), ("eos", eos_id), ("eot", eot_id)):
       if tid is not None and not 0 <= tid < self.vocab_size: raise ValueError(f"{name} token id {tid} is not in the vocabulary of {self.vocab_size}")
     self.bos_id, self.eos_id, self.eot_id = bos_id, eos_id, eot_id
@@ -128,6 +131,7 @@ class SimpleTokenizer:
       for text, tid in normal_tokens.items(): self._id_bytes[tid] = text.replace(SPM_SPACE, " ").encode()
       for b, tid in enumerate(self._byte_ids):
         if tid is not None: self._id_bytes[tid] = bytes([b])
+    for dup, same in duplicates.items(): self._id_bytes[dup] = self._id_bytes[same]
 
   @staticmethod
   def from_gguf_kv(kv:dict) -> SimpleTokenizer:
@@ -137,9 +141,10 @@ class SimpleTokenizer:
     model, tokens = need("tokenizer.ggml.model"), list(need("tokenizer.ggml.tokens"))
     types = list(kv.get("tokenizer.ggml.token_type", [NORMAL] * len(tokens)))
     if len(types) != len(tokens): raise ValueError(f"tokenizer.ggml.token_type has {len(types)} entries for {len(tokens)} tokens")
-    normal, special, other = {}, {}, {}
+    normal, special, other, duplicates = {}, {}, {}, {}
     for tid, (tok, typ) in enumerate(zip(tokens, types)):
-      (normal if typ == NORMAL else special if typ in (CONTROL, USER_DEFINED) else other).setdefault(tok, tid)
+      if (first := (normal if typ == NORMAL else special if typ in (CONTROL, USER_DEFINED) else other).setdefault(tok, tid)) != tid:
+        duplicates[tid] = first
     eos = kv.get("tokenizer.ggml.eos_token_id")
     if eos is None and (eos := next((special[t] for t in END_TOKEN_TEXTS if t in special), None)) is None:
       raise ValueError("the GGUF metadata has no tokenizer.ggml.eos_token_id and the vocabulary has no end token")
@@ -151,7 +156,7 @@ class SimpleTokenizer:
       raise ValueError(f"tokenizer.ggml.scores has {len(kv['tokenizer.ggml.scores'])} entries for {len(tokens)} tokens")
     return SimpleTokenizer(normal, special, pre, bos_id=kv.get("tokenizer.ggml.bos_token_id") if add_bos else None, eos_id=eos, eot_id=eot,
                            model=model, merges=kv.get("tokenizer.ggml.merges"), scores=kv.get("tokenizer.ggml.scores"), other_tokens=other,
-                           add_space_prefix=kv.get("tokenizer.ggml.add_space_prefix", True))
+                           add_space_prefix=kv.get("tokenizer.ggml.add_space_prefix", True), duplicates=duplicates)
 
   # ***** encoding *****
 
@@ -204,9 +209,10 @@ class SimpleTokenizer:
   # ***** decoding *****
 
   def _bytes_of(self, tid:int) -> bytes:
-    if not isinstance(tid, int) or isinstance(tid, bool) or not 0 <= tid < self.vocab_size:
-      raise ValueError(f"token id {tid!r} is not in the vocabulary (ids 0..{self.vocab_size - 1})")
-    return self._id_bytes[tid]
+    try: i = -1 if isinstance(tid, bool) else operator.index(tid)  # any integer (numpy's too), but no bool, float or str
+    except TypeError: i = -1
+    if not 0 <= i < self.vocab_size: raise ValueError(f"token id {tid!r} is not in the vocabulary (ids 0..{self.vocab_size - 1})")
+    return self._id_bytes[i]
 
   def _strips_space(self, tid:int) -> bool:
     # SentencePiece prefixed the text with a space when encoding it: the first token's leading space is that prefix
