@@ -12,7 +12,8 @@ Tokenizers split text into words, then merge bytes into tokens; the merges are l
 MIXED = ["", "hello", "Hello, world!", "naïve café résumé", "中文字符和日本語のテキスト", "Ελληνικά и кириллица", "emoji 👍🏽 👨‍👩‍👧 🇩🇪!",
          "digits 1234567890 and 3.14159", "   leading and trailing   ", "tabs\tand\t\ttabs", "new\nlines\n\n\nand\r\nCRLF\n",
          "multiple     spaces  between", "It's they're we've I'd you'll SHE'S", "symbols !@#$%^&*()_+-=[]{}|;':\",./<>?`~",
-         "\u00a0nbsp\u2003em space", "mixed\u0085next line", "x" * 300, " " * 50 + "\n"]
+         "\u00a0nbsp\u2003em space", "mixed\u0085next line", "combining e\u0301 marks: हिन्दी ภาษาไทย العربية",
+         "x" * 300, " " * 50 + "\n"]
 
 @pytest.fixture(scope="module")
 def bpe_kv():
@@ -129,6 +130,14 @@ def test_ids_of_any_integer_type(bpe_kv):
   ids = tok.encode("numpy ids")
   assert tok.decode(np.array(ids)) == tok.decode([np.int32(i) for i in ids]) == "numpy ids"
   assert tok.is_end(np.int64(tok.eos_id)) and tok.stream_decoder()(np.int64(ids[0])) == tok.decode(ids[:1])
+
+def test_constructor_as_in_tinygrad(bpe_kv):
+  # tinygrad 0.14's SimpleTokenizer(normal_tokens, special_tokens, preset, bos_id, eos_id, eot_id) still builds one (no merges given: token-id order)
+  toks, types = bpe_kv["tokenizer.ggml.tokens"], bpe_kv["tokenizer.ggml.token_type"]
+  normal = {t: i for i, (t, ty) in enumerate(zip(toks, types)) if ty == 1}
+  special = {t: i for i, (t, ty) in enumerate(zip(toks, types)) if ty != 1}
+  tok = SimpleTokenizer(normal, special, "llama3", bos_id=special["<|begin_of_text|>"], eos_id=special["<|eot_id|>"])
+  assert tok.decode(tok.encode(PARAGRAPH + "<|eot_id|>")) == PARAGRAPH + "<|eot_id|>" and tok.is_end(special["<|eot_id|>"])
 
 def test_duplicate_token_texts():
   # a vocabulary that lists a text twice: the first id encodes it, both ids decode to it
