@@ -76,15 +76,17 @@ def _merge_pairs(parts:list, rank:Callable) -> list:
     push(i)
   return [p for p in parts if p is not None]
 
+def _check_supported(model:str, pre:str) -> None:
+  if model not in TOKENIZER_MODELS: raise ValueError(f"unsupported tokenizer.ggml.model {model!r} (supported: {', '.join(TOKENIZER_MODELS)})")
+  if model == "gpt2" and pre not in PRETOKENIZERS: raise ValueError(f"unsupported tokenizer.ggml.pre {pre!r} (supported: {', '.join(PRETOKENIZERS)})")
+
 class SimpleTokenizer:
   """Text <-> token ids. `preset` is the canonical pre-tokenizer name (gpt2, llama3, qwen2, olmo) for byte-level BPE, "spm" for
   SentencePiece. encode adds no BOS (the chat template or the caller does); decode renders special tokens as their text."""
   def __init__(self, normal_tokens:dict[str, int], special_tokens:dict[str, int], preset:str="llama3", bos_id:int|None=None, eos_id:int=0,
                eot_id:int|None=None, *, model:str="gpt2", merges:Sequence[str]|None=None, scores:Sequence[float]|None=None,
                other_tokens:dict[str, int]|None=None, add_space_prefix:bool=True, duplicates:dict[int, int]|None=None):
-    if model not in TOKENIZER_MODELS: raise ValueError(f"unsupported tokenizer.ggml.model {model!r} (supported: {', '.join(TOKENIZER_MODELS)})")
-    if model == "gpt2" and preset not in PRETOKENIZERS:
-      raise ValueError(f"unsupported tokenizer.ggml.pre {preset!r} (supported: {', '.join(PRETOKENIZERS)})")
+    _check_supported(model, preset)
     self.model, self.preset = model, ("spm" if model == "llama" else PRETOKENIZERS[preset][0])
     self.special_tokens = dict(special_tokens)
     self._special_ids = frozenset(self.special_tokens.values())
@@ -138,7 +140,9 @@ class SimpleTokenizer:
     def need(key:str):
       if key not in kv: raise ValueError(f"the GGUF metadata has no {key}")
       return kv[key]
-    model, tokens = need("tokenizer.ggml.model"), list(need("tokenizer.ggml.tokens"))
+    model, pre = need("tokenizer.ggml.model"), kv.get("tokenizer.ggml.pre", "default")
+    _check_supported(model, pre)
+    tokens = list(need("tokenizer.ggml.tokens"))
     types = list(kv.get("tokenizer.ggml.token_type", [NORMAL] * len(tokens)))
     if len(types) != len(tokens): raise ValueError(f"tokenizer.ggml.token_type has {len(types)} entries for {len(tokens)} tokens")
     normal, special, other, duplicates = {}, {}, {}, {}
@@ -150,7 +154,6 @@ class SimpleTokenizer:
       raise ValueError("the GGUF metadata has no tokenizer.ggml.eos_token_id and the vocabulary has no end token")
     eot = kv.get("tokenizer.ggml.eot_token_id", next((special[t] for t in ("<|eot_id|>", "<|im_end|>") if t in special), None))
     # llama.cpp's defaults: SentencePiece and Llama 3 add a BOS, the other byte-level BPE families don't
-    pre = kv.get("tokenizer.ggml.pre", "default")
     add_bos = kv.get("tokenizer.ggml.add_bos_token", model == "llama" or PRETOKENIZERS.get(pre, ("",))[0] == "llama3")
     if "tokenizer.ggml.scores" in kv and len(kv["tokenizer.ggml.scores"]) != len(tokens):
       raise ValueError(f"tokenizer.ggml.scores has {len(kv['tokenizer.ggml.scores'])} entries for {len(tokens)} tokens")
@@ -167,11 +170,9 @@ class SimpleTokenizer:
       if (tid := self._tokens.get(part)) is None:
         if len(part) == 1: raise ValueError(f"cannot encode byte 0x{part[0]:02X}: the vocabulary has no token for it")
         # a merge whose result is not in the vocabulary: spell it with the tokens of its bytes
-        ids.extend(self._encode_bpe_bytes(part))
+        for i in range(len(part)): ids.extend(self._encode_bpe(part[i:i+1]))
       else: ids.append(tid)
     return ids
-  def _encode_bpe_bytes(self, part:bytes) -> list[int]:
-    return [tid for i in range(len(part)) for tid in self._encode_bpe(part[i:i+1])]
 
   def _encode_spm(self, piece:str) -> list[int]:
     ids = []
