@@ -116,6 +116,7 @@ def _selects(u:UOp, reads:dict[UOp, frozenset[UOp]]) -> bool:
   elif x.op is Ops.MUL and (m := next((s for s in x.src if s.op is Ops.CAST and s.src[0].dtype is dtypes.bool), None)) is not None:
     eq = m.src[0]
   else: return False
+  while eq.op in (Ops.RESHAPE, Ops.EXPAND): eq = eq.src[0]   # the mask broadcast over the gathered rows' elements (x @ w[idx])
   if eq.op is not Ops.CMPNE or (t := _const(eq.src[1])) is None or t.arg is not True: return False
   return _index_compare(eq.src[0], reads)
 
