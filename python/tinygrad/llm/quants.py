@@ -32,7 +32,7 @@ def _nibbles(x:Tensor) -> Tensor:
 def _f32(x:Tensor) -> Tensor: return x.cast(dtypes.float32)
 def _lookup(table:tuple[int, ...], idx:Tensor) -> Tensor:
   """table[idx] elementwise for a small table of ints: a chain of selects (folds into the consumer's kernel, unlike a gather)."""
-  out = Tensor.full(idx.shape, table[0], dtype=dtypes.int8, device=idx.device)
+  out = Tensor.full(idx.shape, table[0], dtype=dtypes.int8, device=idx.device, buffer=False)
   for i, v in enumerate(table[1:], 1):
     if v != table[0]: out = (idx == i).where(v, out)
   return out
@@ -134,9 +134,9 @@ def _iq2_s(b):
   signs = _signs(_fields(b[:, 34:66].reshape(-1, 8, 4), 1).transpose(-1, -2)).reshape(-1, 8, 2, 2, 8)
   return (db * _grid("IQ2S_GRID", b.device)[idx].reshape(-1, 8, 2, 2, 8) * signs).flatten(-4)
 def _iq4_xs(b):
-  sh = b[:, 2:4].bitcast(dtypes.uint16)                                                 # (n, 1)
-  sl = _nibbles(b[:, 4:8]).reshape(-1, 2, 4).transpose(-1, -2).flatten(-2)             # group g: nibble g%2 of byte g//2
-  high = Tensor.cat(*[(sh >> (2 * g)) & 3 for g in range(8)], dim=-1).cast(dtypes.uint8)
+  # group g's 6-bit scale: nibble g%2 of byte 4 + g//2, over bits 2g, 2g+1 of the little-endian 16-bit word at byte 2
+  sl = _nibbles(b[:, 4:8]).reshape(-1, 2, 4).transpose(-1, -2).flatten(-2)
+  high = _fields(b[:, 2:4], 2).transpose(-1, -2).flatten(-2)
   dl = _f16(b, 0) * _f32((sl | (high << 4)).cast(dtypes.int8) - 32)                    # (n, 8)
   q = _lookup(_tables.KVALUES_IQ4NL, _fields(b[:, 8:].reshape(-1, 8, 16), 4).flatten(-2))
   return (dl.unsqueeze(-1) * _f32(q)).flatten(-2)
