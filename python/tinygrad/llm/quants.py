@@ -108,8 +108,6 @@ def _grid(name:str, device:str) -> Tensor:
   shape = getattr(_tables, name + "_SHAPE")
   words = tuple(int.from_bytes(raw[i:i+shape[1]], "little") for i in range(0, len(raw), shape[1]))
   return _ggml_iq_grid(device, words, shape)
-# sign byte of IQ2/IQ3: 7 stored bits, the eighth makes the number of set bits even
-_KSIGNS = tuple(i | (0x80 if bin(i).count("1") % 2 else 0) for i in range(128))
 def _signs(bits:Tensor) -> Tensor: return (bits == 0).where(1.0, -1.0)
 
 def _iq3_xxs(b):
@@ -117,7 +115,10 @@ def _iq3_xxs(b):
   aux = b[:, 66:98].bitcast(dtypes.uint32)                                              # (n, 8)
   db = (_f16(b, 0) * (0.5 + _f32(aux >> 28)) * 0.5).reshape(-1, 8, 1, 1)
   seven = Tensor.stack(*[(aux >> s) & 127 for s in (0, 7, 14, 21)], dim=-1)             # (n, 8, 4)
-  signs = _signs(_fields(Tensor(list(_KSIGNS), dtype=dtypes.uint8, device=b.device)[seven.cast(dtypes.int32)], 1).transpose(-1, -2))
+  # the eighth sign bit makes the number of set bits even: it is the parity of the seven stored ones
+  parity = seven ^ (seven >> 4)
+  parity = parity ^ (parity >> 2)
+  signs = _signs(_fields((seven | (((parity ^ (parity >> 1)) & 1) << 7)).cast(dtypes.uint8), 1).transpose(-1, -2))
   grid = _grid("IQ3XXS_GRID", b.device)[b[:, 2:66].cast(dtypes.int32)].reshape(-1, 8, 4, 8)
   return (db * grid * signs).flatten(-3)
 def _iq3_s(b):
