@@ -25,7 +25,8 @@ def _f16(b:Tensor, off:int) -> Tensor:
   return b[:, off:off+2].bitcast(dtypes.float16).cast(dtypes.float32)
 def _fields(x:Tensor, width:int) -> Tensor:
   """(..., k) bytes -> (..., 8 // width, k): the width-bit fields of every byte, the lowest bits first (field i of byte j at [i, j])."""
-  return Tensor.stack(*[(x >> s) & ((1 << width) - 1) for s in range(0, 8, width)], dim=-2)
+  shifts = Tensor.arange(0, 8, width, dtype=x.dtype, device=x.device).reshape(8 // width, 1)
+  return (x.unsqueeze(-2) >> shifts) & ((1 << width) - 1)
 def _nibbles(x:Tensor) -> Tensor:
   """(blocks, k) bytes -> (blocks, 2k): the low nibbles of all k bytes, then their high nibbles (ggml's order within a block)."""
   return _fields(x, 4).flatten(-2)
