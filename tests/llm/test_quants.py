@@ -14,8 +14,6 @@ from gguf import GGMLQuantizationType as Q, quants  # noqa: E402
 # every type the oracle dequantizes (Q1_0 it does not: see test_q1_0)
 ORACLE_TYPES = ["F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "MXFP4", "IQ2_S",
                 "IQ3_S", "IQ4_XS", "IQ3_XXS"]
-# the types whose matmul is one kernel (IQ3_XXS: its sign words get a small buffer of their own, see test_iq3_xxs_matmul)
-ONE_KERNEL_TYPES = [n for n in ORACLE_TYPES if n != "IQ3_XXS"]
 
 def _oracle(blocks:np.ndarray, name:str) -> np.ndarray:
   return quants.dequantize(blocks.reshape(-1), Q(TYPE_IDS[name])).reshape(-1).astype(np.float32)
@@ -70,7 +68,7 @@ def _one_kernel(fn) -> Tensor:
   assert GlobalCounters.kernel_count == 1, f"{GlobalCounters.kernel_count} kernels"
   return out
 
-@pytest.mark.parametrize("name", ONE_KERNEL_TYPES)
+@pytest.mark.parametrize("name", ORACLE_TYPES)
 def test_matmul_reads_packed_blocks_in_one_kernel(name):
   rows, cols = 16, 512
   w, ref = _weight(name, rows, cols)
@@ -80,11 +78,6 @@ def test_matmul_reads_packed_blocks_in_one_kernel(name):
   # the kernel reads the stored bytes (and x), never the floats of a dequantized copy
   stored = rows * cols // GGML_TYPES[TYPE_IDS[name]].block_elems * GGML_TYPES[TYPE_IDS[name]].block_bytes
   assert GlobalCounters.global_mem <= stored + x.nbytes() + out.nbytes() + 32 * 1024   # the IQ grids are the slack
-
-def test_iq3_xxs_matmul():
-  w, ref = _weight("IQ3_XXS", 8, 256)
-  x = Tensor(np.random.default_rng(1).standard_normal((2, 256)).astype(np.float32))
-  _close((x @ w.T).numpy(), x.numpy(), ref, "bk,nk->bn")
 
 @pytest.mark.parametrize("name", ["F16", "Q8_0", "Q4_K", "Q6_K", "MXFP4"])
 def test_embedding_rows_in_one_kernel(name):

@@ -115,7 +115,7 @@ def _iq3_xxs(b):
   # per 32 elements, one little-endian word: 4x7 sign bits (made even) and a 4-bit scale on top
   aux = b[:, 66:98].bitcast(dtypes.uint32)                                              # (n, 8)
   db = (_f16(b, 0) * (0.5 + _f32(aux >> 28)) * 0.5).reshape(-1, 8, 1, 1)
-  seven = Tensor.stack(*[(aux >> s) & 127 for s in (0, 7, 14, 21)], dim=-1)             # (n, 8, 4)
+  seven = (aux.unsqueeze(-1) >> Tensor.arange(0, 28, 7, dtype=dtypes.uint32, device=b.device)) & 127   # (n, 8, 4)
   # the eighth sign bit makes the number of set bits even: it is the parity of the seven stored ones
   parity = seven ^ (seven >> 4)
   parity = parity ^ (parity >> 2)
