@@ -101,6 +101,12 @@ def test_gguf_load_copies_the_stored_bytes(tmp_path):
     assert sd["f32"].device == Device.DEFAULT and sd["q8"].device == Device.DEFAULT
     np.testing.assert_array_equal(sd["f32"].numpy(), f32)
     np.testing.assert_array_equal(sd["q8"].numpy(), quants.dequantize(q8.reshape(-1), Q.Q8_0).reshape(1, 64))
+  # the file's bytes already in a tensor on the device: quantized blocks are read where they are (no copy at load)
+  GlobalCounters.reset()
+  _, sd = gguf_load(Tensor(before).realize())
+  assert GlobalCounters.kernel_count == 1 and GlobalCounters.global_mem == 2 * f32.nbytes   # the one native tensor's copy
+  np.testing.assert_array_equal(sd["q8"].numpy(), quants.dequantize(q8.reshape(-1), Q.Q8_0).reshape(1, 64))
+  np.testing.assert_array_equal(sd["f32"].numpy(), f32)
   t = Tensor(fn)
   np.testing.assert_array_equal(ggml_data_to_tensor(t[before.index(f32.tobytes()):], 15, 0).to("CPU").numpy(), f32.reshape(-1))
   assert fn.read_bytes() == before

@@ -134,6 +134,7 @@ def gguf_load(fn:Tensor|str|pathlib.Path, device:str|None=None) -> tuple[dict, d
     if isinstance(fn, Tensor): raise ValueError("a multi-part GGUF must be loaded by path (got a Tensor)")
     parts += [(s, _gguf_parse(s)[1]) for s in map(WeightSource, _gguf_split_paths(pathlib.Path(fn), kv)[1:])]
   packed = {st.name: (st, st.packed(s, whole, device)) for s, sts in parts for st in sts}
-  # the copies run now, once: the dequantization ops then read realized packed buffers
-  Tensor.realize(*[p for _, p in packed.values()])
+  # the copies run now, once, so the dequantization ops read realized buffers; quantized blocks of a tensor already on the device are
+  # read where they are (realizing those views would copy them)
+  if copies := [p for st, p in packed.values() if whole is None or st.type.native is not None or whole.device != device]: Tensor.realize(*copies)
   return kv, {name: _values(p, st.type, st.shape) for name, (st, p) in packed.items()}
