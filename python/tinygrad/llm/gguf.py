@@ -6,6 +6,7 @@ from __future__ import annotations
 import pathlib
 import re
 import struct
+from dataclasses import dataclass
 from typing import Any
 from tinygrad.tensor import Tensor
 from tinygrad.dtype import dtypes
@@ -100,10 +101,14 @@ def _gguf_parse(src:WeightSource) -> tuple[dict[str, Any], list[_Stored]]:
     if b1 < e0 and e1 > b1: raise ValueError(f"{src.name}: the data of tensors {n0!r} and {n1!r} overlap (corrupt header)")
   return kv, tensors
 
+@dataclass(frozen=True)
 class _Stored:
   """A tensor's place in the file: its type, shape (ggml's dims reversed) and bytes [start, start + nbytes)."""
-  def __init__(self, name:str, t:GGMLType, shape:tuple[int, ...], start:int, nbytes:int):
-    self.name, self.type, self.shape, self.start, self.nbytes = name, t, shape, start, nbytes
+  name: str
+  type: GGMLType
+  shape: tuple[int, ...]
+  start: int
+  nbytes: int
   def packed(self, src:WeightSource, whole:Tensor|None, device:str) -> Tensor:
     """The stored bytes on device: native values as their dtype, quantized blocks as a (blocks, bytes per block) uint8 tensor."""
     t = self.type
