@@ -31,12 +31,10 @@ def _nibbles(x:Tensor) -> Tensor:
   """(blocks, k) bytes -> (blocks, 2k): the low nibbles of all k bytes, then their high nibbles (ggml's order within a block)."""
   return _fields(x, 4).flatten(-2)
 def _f32(x:Tensor) -> Tensor: return x.cast(dtypes.float32)
-def _lookup(table:tuple[int, ...], idx:Tensor) -> Tensor:
-  """table[idx] elementwise for a small table of ints: a chain of selects (folds into the consumer's kernel, unlike a gather)."""
-  out = Tensor.full(idx.shape, table[0], dtype=dtypes.int8, device=idx.device, buffer=False)
-  for i, v in enumerate(table[1:], 1):
-    if v != table[0]: out = (idx == i).where(v, out)
-  return out
+@functools.lru_cache(None)
+def _table(device:str, values:tuple[int, ...]) -> Tensor:
+  """A small table of values as a float32 tensor on device, one per device (indexing it by a code tensor folds into a load)."""
+  return Tensor(list(values), dtype=dtypes.float32, device=device).realize()
 
 # ***** the 32-element block types *****
 
@@ -53,7 +51,7 @@ def _mxfp4(b):
   # the e8m0 exponent as half its power of two, since the e2m1 codes below are doubled to integers: e < 2 is a subnormal float32
   e = b[:, 0:1].cast(dtypes.uint32)
   d = (e < 2).where((e == 0).where(0x00200000, 0x00400000).cast(dtypes.uint32), (e - 1) << 23).bitcast(dtypes.float32)
-  return _f32(_lookup(_tables.KVALUES_MXFP4, _nibbles(b[:, 1:17]))) * d
+  return _table(b.device, _tables.KVALUES_MXFP4)[_nibbles(b[:, 1:17]).cast(dtypes.int32)] * d
 
 # ***** the 256-element k-quants *****
 
@@ -140,8 +138,8 @@ def _iq4_xs(b):
   sl = _nibbles(b[:, 4:8]).reshape(-1, 2, 4).transpose(-1, -2).flatten(-2)
   high = _fields(b[:, 2:4], 2).transpose(-1, -2).flatten(-2)
   dl = _f16(b, 0) * _f32((sl | (high << 4)).cast(dtypes.int8) - 32)                    # (n, 8)
-  q = _lookup(_tables.KVALUES_IQ4NL, _fields(b[:, 8:].reshape(-1, 8, 16), 4).flatten(-2))
-  return (dl.unsqueeze(-1) * _f32(q)).flatten(-2)
+  q = _table(b.device, _tables.KVALUES_IQ4NL)[_fields(b[:, 8:].reshape(-1, 8, 16), 4).flatten(-2).cast(dtypes.int32)]
+  return (dl.unsqueeze(-1) * q).flatten(-2)
 def _q1_0(b):
   # one bit per element (least significant first): +d for 1, -d for 0; float16 as llama.cpp computes it
   bits = _fields(b[:, 2:18], 1).transpose(-1, -2).flatten(-2)
