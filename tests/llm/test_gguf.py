@@ -1,47 +1,30 @@
-# tinygrad.llm.gguf against the gguf package: files it writes are read by gguf_load, and every quantized type is dequantized to the same
-# float32 bits as its reference dequantize (llama.cpp's formulas). Quantized blocks are random bytes with sane float16 scales.
+# tinygrad.llm.gguf against the gguf package: files it writes (GGUFWriter, raw quantized bytes) are read by gguf_load, with ggml's dims
+# reversed, each tensor's stored bytes copied to the device and quantized ones dequantized lazily to the oracle's values (quants.py's
+# own tests check every type in detail); bad files are clear errors.
 import struct
 import numpy as np
 import pytest
-from tinygrad import Tensor, Device, dtypes
+from tinygrad import Tensor, Device, dtypes, GlobalCounters
 from tinygrad.llm.gguf import gguf_load, ggml_data_to_tensor
+from tinygrad.llm.quants import GGML_TYPES
+from tests.helpers.ggml_blocks import TYPE_IDS, random_blocks
 
 pytestmark = pytest.mark.cpu
 gguf = pytest.importorskip("gguf")
 from gguf import GGMLQuantizationType as Q, quants  # noqa: E402
 
-# {type: (elements per block, bytes per block, byte offsets of float16 scales)}
-QUANT = {Q.Q4_0: (32, 18, [0]), Q.Q4_1: (32, 20, [0, 2]), Q.Q5_0: (32, 22, [0]), Q.Q5_1: (32, 24, [0, 2]), Q.Q8_0: (32, 34, [0]),
-         Q.Q4_K: (256, 144, [0, 2]), Q.Q5_K: (256, 176, [0, 2]), Q.Q6_K: (256, 210, [208]), Q.IQ3_XXS: (256, 98, [0]), Q.IQ3_S: (256, 110, [0]),
-         Q.IQ2_S: (256, 82, [0]), Q.IQ4_XS: (256, 136, [0]), Q.MXFP4: (32, 17, [])}
+def _blocks(qtype:Q, nblocks:int, seed:int=0) -> np.ndarray: return random_blocks(qtype.name, nblocks, seed)
 
-def _blocks(qtype, nblocks, seed=0):
-  epb, bpb, scales = QUANT[qtype]
-  rng = np.random.default_rng(seed)
-  b = rng.integers(0, 256, size=(nblocks, bpb), dtype=np.uint8)
-  for o in scales: b[:, o:o+2] = rng.uniform(-3, 3, nblocks).astype(np.float16).view(np.uint8).reshape(nblocks, 2)
-  if qtype == Q.MXFP4: b[:, 0] = rng.integers(0, 256, nblocks)   # every e8m0 exponent, the two subnormal-like ones included
-  return b
-
-@pytest.mark.parametrize("qtype", list(QUANT), ids=lambda q: q.name)
-def test_dequantize_matches_gguf(qtype):
-  epb = QUANT[qtype][0]
-  b = _blocks(qtype, 6, seed=int(qtype))
-  ref = quants.dequantize(b.reshape(-1), qtype).reshape(-1).astype(np.float32)
-  out = ggml_data_to_tensor(Tensor(b.reshape(-1)), 6 * epb, int(qtype))
-  assert out.shape == (6 * epb,) and out.dtype == dtypes.float32
+def test_ggml_data_to_tensor():
+  # tinygrad 0.14's entry point: the values of n elements of a type whose bytes start a 1-d uint8 tensor (on a device or a file's DISK)
+  b = _blocks(Q.Q4_K, 3)
+  ref = quants.dequantize(b.reshape(-1), Q.Q4_K)
+  out = ggml_data_to_tensor(Tensor(np.concatenate([b.reshape(-1), np.zeros(5, np.uint8)])), 768, int(Q.Q4_K))
+  assert out.shape == (768,) and out.dtype == dtypes.float32
   np.testing.assert_array_equal(out.numpy(), ref)
-
-def test_q1_0():
-  # 128 elements per block: a float16 scale, then one bit per element (least significant first): +d for 1, -d for 0
-  b = np.zeros((2, 18), np.uint8)
-  b[:, 0:2] = np.array([0.5, -2.0], np.float16).view(np.uint8).reshape(2, 2)
-  b[0, 2], b[1, 17] = 0b101, 0x80
-  out = ggml_data_to_tensor(Tensor(b.reshape(-1)), 256, 41).numpy()
-  exp = np.concatenate([np.full(128, -0.5), np.full(128, 2.0)]).astype(np.float16)
-  exp[0], exp[2], exp[255] = 0.5, 0.5, -2.0
-  assert out.dtype == np.float16
-  np.testing.assert_array_equal(out, exp)
+  q1 = np.zeros(18, np.uint8)
+  q1[0:2], q1[2] = np.array([0.5], np.float16).view(np.uint8), 1
+  assert ggml_data_to_tensor(Tensor(q1), 128, 41).dtype == dtypes.float16
 
 def _write(path, tensors, kv=None):
   w = gguf.GGUFWriter(str(path), "llama")
@@ -51,7 +34,7 @@ def _write(path, tensors, kv=None):
     else: w.add_uint32(k, v)
   for name, (arr, qtype, shape) in tensors.items():
     if qtype is None: w.add_tensor(name, arr)
-    else: w.add_tensor(name, arr.reshape(shape[0], -1), raw_dtype=qtype)   # rows of quantized bytes
+    else: w.add_tensor(name, arr.reshape(*shape[:-1], -1), raw_dtype=qtype)   # rows of stored bytes
   w.write_header_to_file()
   w.write_kv_data_to_file()
   w.write_tensors_to_file()
@@ -80,17 +63,50 @@ def test_gguf_load_file(tmp_path):
   r = gguf.GGUFReader(str(fn))
   assert {t.name: tuple(int(x) for x in reversed(t.shape)) for t in r.tensors} == {k: v.shape for k, v in sd.items()}
 
-def test_gguf_load_views_the_file(tmp_path):
-  # native tensors are views of the file on its DISK device (read when realized); quantized ones are dequantized to the default device,
-  # also when the file is given as a DISK tensor (as tinygrad 0.14 takes it), and the file is never written
+# every type the writer stores: (rows, cols) weights, and one (experts, rows, cols) tensor as mixture-of-experts models have
+FILE_TYPES = ["F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "MXFP4", "IQ2_S",
+              "IQ3_S", "IQ4_XS", "IQ3_XXS"]
+
+def test_gguf_load_every_type(tmp_path):
+  rows, cols, tensors, refs = 4, 512, {}, {}
+  for i, name in enumerate(FILE_TYPES):
+    t = GGML_TYPES[TYPE_IDS[name]]
+    b = random_blocks(name, rows * cols // t.block_elems, seed=i)
+    refs[f"w.{name}"] = quants.dequantize(b.reshape(-1), Q[name]).reshape(rows, cols)
+    tensors[f"w.{name}"] = (b, Q[name], (rows, cols))
+  b = random_blocks("Q4_K", 3 * rows * cols // 256, seed=99)
+  refs["experts"] = quants.dequantize(b.reshape(-1), Q.Q4_K).reshape(3, rows, cols)
+  tensors["experts"] = (b, Q.Q4_K, (3, rows, cols))
+  fn = _write(tmp_path / "all.gguf", tensors)
+  _, sd = gguf_load(fn)
+  r = gguf.GGUFReader(str(fn))
+  assert {t.name: tuple(int(x) for x in reversed(t.shape)) for t in r.tensors} == {k: v.shape for k, v in sd.items()}
+  for k, ref in refs.items():
+    assert sd[k].device == Device.DEFAULT and sd[k].shape == ref.shape
+    np.testing.assert_array_equal(sd[k].cast(dtypes.float32).numpy(), ref.astype(np.float32), err_msg=k)
+  # a loaded weight is read packed: its matmul is one kernel
+  x = Tensor.ones(1, cols).contiguous().realize()
+  GlobalCounters.reset()
+  (x @ sd["w.Q4_K"].T).realize()
+  assert GlobalCounters.kernel_count == 1
+
+def test_gguf_load_copies_the_stored_bytes(tmp_path):
+  # every tensor's stored bytes go to the device as they are (also when the file is given as a DISK tensor, as tinygrad 0.14 takes
+  # it): native ones as their values, quantized ones as packed blocks under lazy dequantization ops; the file is never written
   f32, q8 = np.arange(15, dtype=np.float32).reshape(3, 5), _blocks(Q.Q8_0, 2)
   fn = _write(tmp_path / "v.gguf", {"f32": (f32, None, None), "q8": (q8, Q.Q8_0, (1, 64))})
   before = fn.read_bytes()
   for src in (fn, Tensor(fn)):
     _, sd = gguf_load(src)
-    assert sd["f32"].device == f"DISK:{fn.resolve()}" and sd["q8"].device == Device.DEFAULT
-    np.testing.assert_array_equal(sd["f32"].to("CPU").numpy(), f32)
+    assert sd["f32"].device == Device.DEFAULT and sd["q8"].device == Device.DEFAULT
+    np.testing.assert_array_equal(sd["f32"].numpy(), f32)
     np.testing.assert_array_equal(sd["q8"].numpy(), quants.dequantize(q8.reshape(-1), Q.Q8_0).reshape(1, 64))
+  # the file's bytes already in a tensor on the device: quantized blocks are read where they are (no copy at load)
+  GlobalCounters.reset()
+  _, sd = gguf_load(Tensor(before).realize())
+  assert GlobalCounters.kernel_count == 1 and GlobalCounters.global_mem == 2 * f32.nbytes   # the one native tensor's copy
+  np.testing.assert_array_equal(sd["q8"].numpy(), quants.dequantize(q8.reshape(-1), Q.Q8_0).reshape(1, 64))
+  np.testing.assert_array_equal(sd["f32"].numpy(), f32)
   t = Tensor(fn)
   np.testing.assert_array_equal(ggml_data_to_tensor(t[before.index(f32.tobytes()):], 15, 0).to("CPU").numpy(), f32.reshape(-1))
   assert fn.read_bytes() == before
@@ -108,7 +124,13 @@ def test_gguf_bad_files(tmp_path):
   pos = data.index(b"w", 24) + 1 + 4 + 2 * 8
   assert struct.unpack("<i", data[pos:pos+4])[0] == 0
   (bad := tmp_path / "type.gguf").write_bytes(data[:pos] + struct.pack("<i", 99) + data[pos+4:])
-  with pytest.raises(ValueError, match=r"type\.gguf: tensor 'w'.*type 99"): gguf_load(bad)
+  with pytest.raises(ValueError, match=r"type\.gguf: tensor 'w': GGML type 99 is not supported \(supported: F32 \(0\), .*Q4_K \(12\)"):
+    gguf_load(bad)
+  # a quantized tensor cut short names itself and its type
+  fn = _write(tmp_path / "q.gguf", {"blk.0.w": (_blocks(Q.Q4_K, 4), Q.Q4_K, (2, 512))})
+  (bad := tmp_path / "qtrunc.gguf").write_bytes(fn.read_bytes()[:-100])
+  with pytest.raises(ValueError, match=r"qtrunc\.gguf: tensor 'blk\.0\.w' \(Q4_K, dims \(512, 2\)\) claims bytes .*\(truncated or corrupt\)"):
+    gguf_load(bad)
   # an array claiming more items than the file has bytes
   hdr = b"GGUF" + struct.pack("<iqq", 3, 0, 1) + struct.pack("<Q", 1) + b"k" + struct.pack("<iiQ", 9, 4, 1 << 40)
   (bad := tmp_path / "arr.gguf").write_bytes(hdr)

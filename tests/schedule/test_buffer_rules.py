@@ -69,3 +69,12 @@ def test_every_root_says_why(monkeypatch):
     assert set(p.why) == set(p.roots) | p.inline
     assert set(p.why.values()) <= names
   assert "copy_source" in {why for p in plans for why in p.why.values()}
+
+@pytest.mark.parametrize("dtype", [dtypes.float32, dtypes.float16])
+def test_rows_gathered_under_a_matmul_are_inlined(monkeypatch, dtype):
+  # experts' weights picked per token (w[idx]) inside the matmul that uses them: the one-hot mask is broadcast over each row's elements
+  # (and a half tensor's selection is summed in float), and the gather still folds into loads there: no copy of the picked rows
+  with Context(DEV="NULL"):
+    x, w, idx = E(2, 1, 64, dtype=dtype), E(8, 32, 64, dtype=dtype), E(2, dtype=dtypes.int32)
+    plans = _plans(monkeypatch, x @ w[idx].transpose(-1, -2))
+  assert [sorted(p.why.values()) for p in plans] == [["inline_gather", "target"]]

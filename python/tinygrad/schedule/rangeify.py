@@ -112,10 +112,12 @@ def _selects(u:UOp, reads:dict[UOp, frozenset[UOp]]) -> bool:
   if u.arg[0] is not Ops.ADD: return False
   x = u.src[0]
   while x.op is Ops.MUL and (rest := [s for s in x.src if not _invariant(s, u.arg[1])]) and len(rest) == 1: x = rest[0]
+  if x.op is Ops.CAST and x.src[0].dtype is not dtypes.bool: x = x.src[0]   # summed in a wider dtype (a half tensor's sum is in float)
   if x.op is Ops.WHERE and (z := _const(x.src[2])) is not None and z.arg == 0: eq = x.src[0]
   elif x.op is Ops.MUL and (m := next((s for s in x.src if s.op is Ops.CAST and s.src[0].dtype is dtypes.bool), None)) is not None:
     eq = m.src[0]
   else: return False
+  while eq.op in (Ops.RESHAPE, Ops.EXPAND): eq = eq.src[0]   # the mask broadcast over the gathered rows' elements (x @ w[idx])
   if eq.op is not Ops.CMPNE or (t := _const(eq.src[1])) is None or t.arg is not True: return False
   return _index_compare(eq.src[0], reads)
 

@@ -113,6 +113,10 @@ def _select(red:UOp, ne:UOp, v:UOp, z:UOp) -> UOp|None:
   if gated: new = new.substitute(gated)
   return UOp(Ops.WHERE, red.dtype, (valid, new, z))
 
+def _select_cast(red:UOp, ne:UOp, v:UOp, z:UOp) -> UOp|None:
+  """sum_k cast(where(k == e, v(k), 0)) -> cast(v(e)): a selection summed in a wider dtype (a half tensor's sum is in float)."""
+  return None if z.arg != 0 else _select(red, ne, v.cast(red.dtype), UOp.const(red.dtype.const(0), red.dtype))
+
 _ZERO = UPat(Ops.CONST, name="z")
 _EQ = UPat(Ops.CMPNE, src=(UPat(Ops.CMPNE, name="ne"), UPat(Ops.CONST, arg=True)))
 
@@ -128,6 +132,8 @@ pm_reduce_fold = PatternMatcher([
   (UPat(Ops.REDUCE, arg=(Ops.ADD,), src=(UPat(Ops.CAST, src=(UPat(dtype=dtypes.bool, name="cond"),)),), allow_any_len=True, name="red"),
    _count_cast),
   (UPat(Ops.REDUCE, arg=(Ops.ADD,), src=(UPat(Ops.WHERE, src=(_EQ, UPat.var("v"), _ZERO)),), allow_any_len=True, name="red"), _select),
+  (UPat(Ops.REDUCE, arg=(Ops.ADD,), src=(UPat(Ops.CAST, src=(UPat(Ops.WHERE, src=(_EQ, UPat.var("v"), _ZERO)),)),), allow_any_len=True,
+        name="red"), _select_cast),
   # the mask multiplied in (tinygrad's Embedding spelling): a NaN or inf away from the selected position no longer reaches the sum
   (UPat(Ops.REDUCE, arg=(Ops.ADD,), src=(UPat(Ops.MUL, src=[UPat(Ops.CAST, src=(_EQ,)), UPat.var("v")]),), allow_any_len=True, name="red"),
    lambda red, ne, v: _select(red, ne, v, UOp.const(red.dtype.const(0), red.dtype))),

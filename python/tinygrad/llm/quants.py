@@ -1,0 +1,176 @@
+"""The ggml tensor types as lazy Tensor ops: each type's dequantization turns a uint8 tensor of its packed blocks, shape (blocks, bytes
+per block), into the values, shape (blocks, elements per block), with the formulas of llama.cpp's dequantize_row_* (the `gguf` package's
+gguf.quants.dequantize computes the same). Being lazy, the ops fuse into the kernel that consumes the weight: `x @ w.T` is one kernel
+reading the packed bytes, and no float copy of the weight is ever written."""
+from __future__ import annotations
+import functools
+from dataclasses import dataclass
+from typing import Callable
+from tinygrad.tensor import Tensor
+from tinygrad.dtype import DType, dtypes
+from tinygrad.llm import ggml_tables as _tables
+
+@dataclass(frozen=True)
+class GGMLType:
+  name: str
+  block_elems: int
+  block_bytes: int
+  dequantize: Callable[[Tensor], Tensor]   # (blocks, block_bytes) uint8 -> (blocks, block_elems)
+  native: DType|None = None                # the dtype of a type stored as plain values (its blocks are one element each)
+
+# ***** field readers: b is a (blocks, bytes per block) uint8 tensor *****
+
+def _f16(b:Tensor, off:int) -> Tensor:
+  """The float16 at byte off of each block, as a (blocks, 1) float32 column."""
+  return b[:, off:off+2].bitcast(dtypes.float16).cast(dtypes.float32)
+def _fields(x:Tensor, width:int) -> Tensor:
+  """(..., k) bytes -> (..., 8 // width, k): the width-bit fields of every byte, the lowest bits first (field i of byte j at [i, j])."""
+  shifts = Tensor.arange(0, 8, width, dtype=x.dtype, device=x.device).reshape(8 // width, 1)
+  return (x.unsqueeze(-2) >> shifts) & ((1 << width) - 1)
+def _nibbles(x:Tensor) -> Tensor:
+  """(blocks, k) bytes -> (blocks, 2k): the low nibbles of all k bytes, then their high nibbles (ggml's order within a block)."""
+  return _fields(x, 4).flatten(-2)
+def _f32(x:Tensor) -> Tensor: return x.cast(dtypes.float32)
+@functools.lru_cache(None)
+def _table(device:str, values:tuple[int, ...]) -> Tensor:
+  """A small table of values as a float32 tensor on device, one per device (indexing it by a code tensor folds into a load)."""
+  return Tensor(list(values), dtype=dtypes.float32, device=device).realize()
+
+# ***** the 32-element block types *****
+
+def _q4_0(b): return _f32(_nibbles(b[:, 2:]).cast(dtypes.int8) - 8) * _f16(b, 0)
+def _q4_1(b): return _f32(_nibbles(b[:, 4:])) * _f16(b, 0) + _f16(b, 2)
+def _q5(b:Tensor, off:int) -> Tensor:
+  # bit j of the little-endian 32-bit word at off is the fifth bit of element j
+  high = _fields(b[:, off:off+4], 1).transpose(-1, -2).flatten(-2)
+  return _nibbles(b[:, off+4:]) | (high << 4)
+def _q5_0(b): return _f32(_q5(b, 2).cast(dtypes.int8) - 16) * _f16(b, 0)
+def _q5_1(b): return _f32(_q5(b, 4)) * _f16(b, 0) + _f16(b, 2)
+def _q8_0(b): return _f32(b[:, 2:].bitcast(dtypes.int8)) * _f16(b, 0)
+def _mxfp4(b):
+  # the e8m0 exponent as half its power of two, since the e2m1 codes below are doubled to integers: e < 2 is a subnormal float32
+  e = b[:, 0:1].cast(dtypes.uint32)
+  d = (e < 2).where((e == 0).where(0x00200000, 0x00400000).cast(dtypes.uint32), (e - 1) << 23).bitcast(dtypes.float32)
+  return _table(b.device, _tables.KVALUES_MXFP4)[_nibbles(b[:, 1:17]).cast(dtypes.int32)] * d
+
+# ***** the 256-element k-quants *****
+
+def _q2_k(b):
+  # 16 runs of 16 elements: a 4-bit scale and a 4-bit min each; 2-bit values, byte l of a 32-byte half holds runs' elements at 32j + l
+  scales = b[:, 0:16]
+  dl, ml = _f16(b, 80) * _f32(scales & 0xF), _f16(b, 82) * _f32(scales >> 4)
+  q = _fields(b[:, 16:80].reshape(-1, 2, 32), 2).reshape(-1, 16, 16)
+  return (dl.unsqueeze(-1) * _f32(q) - ml.unsqueeze(-1)).flatten(-2)
+def _q3_k(b):
+  # 16 six-bit signed scales: low nibbles of bytes 96..103 (then their high nibbles), top two bits from bytes 104..107
+  low, high = _nibbles(b[:, 96:104]), _fields(b[:, 104:108], 2).flatten(-2)
+  scales = _f32((low | (high << 4)).cast(dtypes.int8) - 32)
+  dl = (_f16(b, 108) * scales).unsqueeze(-1)
+  ql = _fields(b[:, 32:96].reshape(-1, 2, 32), 2).reshape(-1, 16, 16)
+  # bit c of hmask byte l is set when element 32c + l has no -4 offset
+  hm = _fields(b[:, 0:32], 1).reshape(-1, 16, 16)
+  return (dl * _f32(ql.cast(dtypes.int8) - ((hm ^ 1) << 2).cast(dtypes.int8))).flatten(-2)
+def _k_scales(s:Tensor) -> tuple[Tensor, Tensor]:
+  """The 8 six-bit scales and mins packed in the 12 bytes of a Q4_K/Q5_K block, as float32."""
+  lo, mid, hi = s[:, 0:4], s[:, 4:8], s[:, 8:12]
+  sc = (lo & 63).cat((hi & 0xF) | ((lo >> 6) << 4), dim=-1)
+  mn = (mid & 63).cat((hi >> 4) | ((mid >> 6) << 4), dim=-1)
+  return _f32(sc), _f32(mn)
+def _qk(b:Tensor, q:Tensor) -> Tensor:
+  """Q4_K/Q5_K: 8 runs of 32 values q (blocks, 8, 32), each with its scale and min."""
+  sc, mn = _k_scales(b[:, 4:16])
+  return ((_f16(b, 0) * sc).unsqueeze(-1) * _f32(q) - (_f16(b, 2) * mn).unsqueeze(-1)).flatten(-2)
+def _q4_k_values(b:Tensor, off:int) -> Tensor:
+  # 4 chunks of 32 bytes: their low nibbles are elements [64c, 64c+32), high nibbles [64c+32, 64c+64)
+  return _fields(b[:, off:off+128].reshape(-1, 4, 32), 4).reshape(-1, 8, 32)
+def _q4_k(b): return _qk(b, _q4_k_values(b, 16))
+def _q5_k(b): return _qk(b, _q4_k_values(b, 48) | (_fields(b[:, 16:48], 1) << 4))   # bit c of qh[l] is the fifth bit of element 32c+l
+def _q6_k(b):
+  # per half of 128: low nibbles of its 64 ql bytes, then their high nibbles; two bits from qh byte l for elements 32c + l
+  ql = _fields(b[:, 0:128].reshape(-1, 2, 64), 4).reshape(-1, 2, 4, 32)
+  qh = _fields(b[:, 128:192].reshape(-1, 2, 32), 2)
+  q = _f32((ql | (qh << 4)).cast(dtypes.int8) - 32).reshape(-1, 16, 16)
+  d = _f16(b, 208) * _f32(b[:, 192:208].bitcast(dtypes.int8))
+  return (d.unsqueeze(-1) * q).flatten(-2)
+
+# ***** the i-quants: values from ggml's grids *****
+
+@functools.lru_cache(None)
+def _ggml_iq_grid(device:str, grid:tuple[int, ...], grid_shape:tuple[int, int]) -> Tensor:
+  """An IQ grid as ggml stores it (ggml-common.h: each entry one word of grid_shape[1] bytes, the first byte lowest) -> a float32
+  Tensor of grid_shape on device."""
+  if len(grid) != grid_shape[0] or grid_shape[1] not in (4, 8):
+    raise ValueError(f"an IQ grid of {len(grid)} words can't be shaped {grid_shape} (words of 4 or 8 bytes)")
+  return Tensor([float((w >> (8 * i)) & 0xFF) for w in grid for i in range(grid_shape[1])], device=device).reshape(grid_shape)
+def _grid(name:str, device:str) -> Tensor:
+  raw = bytes.fromhex("".join(getattr(_tables, name)))
+  shape = getattr(_tables, name + "_SHAPE")
+  words = tuple(int.from_bytes(raw[i:i+shape[1]], "little") for i in range(0, len(raw), shape[1]))
+  return _ggml_iq_grid(device, words, shape)
+def _signs(bits:Tensor) -> Tensor: return (bits == 0).where(1.0, -1.0)
+
+def _iq3_xxs(b):
+  # per 32 elements, one little-endian word: 4x7 sign bits (made even) and a 4-bit scale on top
+  aux = b[:, 66:98].bitcast(dtypes.uint32)                                              # (n, 8)
+  db = (_f16(b, 0) * (0.5 + _f32(aux >> 28)) * 0.5).reshape(-1, 8, 1, 1)
+  seven = (aux.unsqueeze(-1) >> Tensor.arange(0, 28, 7, dtype=dtypes.uint32, device=b.device)) & 127   # (n, 8, 4)
+  # the eighth sign bit makes the number of set bits even: it is the parity of the seven stored ones
+  parity = seven ^ (seven >> 4)
+  parity = parity ^ (parity >> 2)
+  signs = _signs(_fields((seven | (((parity ^ (parity >> 1)) & 1) << 7)).cast(dtypes.uint8), 1).transpose(-1, -2))
+  grid = _grid("IQ3XXS_GRID", b.device)[b[:, 2:66].cast(dtypes.int32)].reshape(-1, 8, 4, 8)
+  return (db * grid * signs).flatten(-3)
+def _iq3_s(b):
+  idx = b[:, 2:66].reshape(-1, 8, 8).cast(dtypes.int32) | (_fields(b[:, 66:74], 1).transpose(-1, -2).cast(dtypes.int32) << 8)
+  sc = _nibbles(b[:, 106:110]).reshape(-1, 2, 4).transpose(-1, -2).flatten(-2)         # group g: nibble g%2 of byte g//2
+  db = (_f16(b, 0) * (1 + 2 * _f32(sc))).reshape(-1, 8, 1, 1)
+  signs = _signs(_fields(b[:, 74:106].reshape(-1, 8, 4), 1).transpose(-1, -2))          # (n, 8, 4, 8)
+  return (db * _grid("IQ3S_GRID", b.device)[idx].reshape(-1, 8, 4, 8) * signs).flatten(-3)
+def _iq2_s(b):
+  hi = _fields(b[:, 66:74], 2).transpose(-1, -2).cast(dtypes.int32)                    # (n, 8, 4)
+  idx = b[:, 2:34].reshape(-1, 8, 4).cast(dtypes.int32) | (hi << 8)
+  sc = _fields(b[:, 74:82], 4).transpose(-1, -2)                                        # (n, 8, 2): grid entry l uses nibble l//2
+  db = (_f16(b, 0).unsqueeze(-1) * (0.5 + _f32(sc)) * 0.25).reshape(-1, 8, 2, 1, 1)
+  signs = _signs(_fields(b[:, 34:66].reshape(-1, 8, 4), 1).transpose(-1, -2)).reshape(-1, 8, 2, 2, 8)
+  return (db * _grid("IQ2S_GRID", b.device)[idx].reshape(-1, 8, 2, 2, 8) * signs).flatten(-4)
+def _iq4_xs(b):
+  # group g's 6-bit scale: nibble g%2 of byte 4 + g//2, over bits 2g, 2g+1 of the little-endian 16-bit word at byte 2
+  sl = _nibbles(b[:, 4:8]).reshape(-1, 2, 4).transpose(-1, -2).flatten(-2)
+  high = _fields(b[:, 2:4], 2).transpose(-1, -2).flatten(-2)
+  dl = _f16(b, 0) * _f32((sl | (high << 4)).cast(dtypes.int8) - 32)                    # (n, 8)
+  q = _table(b.device, _tables.KVALUES_IQ4NL)[_fields(b[:, 8:].reshape(-1, 8, 16), 4).flatten(-2).cast(dtypes.int32)]
+  return (dl.unsqueeze(-1) * q).flatten(-2)
+def _q1_0(b):
+  # one bit per element (least significant first): +d for 1, -d for 0; float16 as llama.cpp computes it
+  bits = _fields(b[:, 2:18], 1).transpose(-1, -2).flatten(-2)
+  return b[:, 0:2].bitcast(dtypes.float16) * (bits.cast(dtypes.float16) * 2 - 1)
+
+def _native(name:str, dt:DType) -> GGMLType: return GGMLType(name, 1, dt.itemsize, lambda b: b.bitcast(dt), dt)
+
+# every supported ggml type {ggml type id: GGMLType} (ids from ggml.h)
+GGML_TYPES: dict[int, GGMLType] = {
+  0: _native("F32", dtypes.float32), 1: _native("F16", dtypes.float16), 30: _native("BF16", dtypes.bfloat16),
+  24: _native("I8", dtypes.int8), 25: _native("I16", dtypes.int16), 26: _native("I32", dtypes.int32), 27: _native("I64", dtypes.int64),
+  28: _native("F64", dtypes.float64),
+  2: GGMLType("Q4_0", 32, 18, _q4_0), 3: GGMLType("Q4_1", 32, 20, _q4_1), 6: GGMLType("Q5_0", 32, 22, _q5_0),
+  7: GGMLType("Q5_1", 32, 24, _q5_1), 8: GGMLType("Q8_0", 32, 34, _q8_0), 39: GGMLType("MXFP4", 32, 17, _mxfp4),
+  10: GGMLType("Q2_K", 256, 84, _q2_k), 11: GGMLType("Q3_K", 256, 110, _q3_k), 12: GGMLType("Q4_K", 256, 144, _q4_k),
+  13: GGMLType("Q5_K", 256, 176, _q5_k), 14: GGMLType("Q6_K", 256, 210, _q6_k),
+  18: GGMLType("IQ3_XXS", 256, 98, _iq3_xxs), 21: GGMLType("IQ3_S", 256, 110, _iq3_s), 22: GGMLType("IQ2_S", 256, 82, _iq2_s),
+  23: GGMLType("IQ4_XS", 256, 136, _iq4_xs), 41: GGMLType("Q1_0", 128, 18, _q1_0)}
+
+def ggml_type(type_id:int, what:str) -> GGMLType:
+  """The GGMLType of a type id; ValueError naming `what` (the tensor) and the supported types otherwise."""
+  if (t := GGML_TYPES.get(type_id)) is None:
+    supported = ", ".join(f"{t.name} ({k})" for k, t in sorted(GGML_TYPES.items()))
+    raise ValueError(f"{what}: GGML type {type_id} is not supported (supported: {supported})")
+  return t
+
+def dequantize(blocks:Tensor, type_id:int) -> Tensor:
+  """The values of a (blocks, bytes per block) uint8 tensor of ggml type `type_id`, flattened: lazy ops that fuse into their consumer."""
+  t = ggml_type(type_id, "dequantize")
+  if blocks.dtype is not dtypes.uint8 or blocks.ndim != 2 or blocks.shape[1] != t.block_bytes:
+    raise ValueError(f"dequantize {t.name}: needs (blocks, {t.block_bytes}) uint8, got {blocks.shape} {blocks.dtype}")
+  return t.dequantize(blocks).flatten()
+
+__all__ = ["GGMLType", "GGML_TYPES", "ggml_type", "dequantize"]

@@ -1,0 +1,107 @@
+# tinygrad.llm.quants: every ggml type's lazy dequantization against the `gguf` package's gguf.quants.dequantize (llama.cpp's formulas),
+# and weights that stay quantized: a matmul, an embedding lookup and a per-token expert gather over packed blocks are each one kernel
+# reading the packed bytes (no float copy of the weight is written), with numpy's result of the oracle's dequantized weight.
+import numpy as np
+import pytest
+from tinygrad import Tensor, dtypes, GlobalCounters
+from tinygrad.llm.quants import GGML_TYPES, dequantize, ggml_type
+from tests.helpers.ggml_blocks import TYPE_IDS, random_blocks
+
+pytestmark = pytest.mark.cpu
+gguf = pytest.importorskip("gguf")
+from gguf import GGMLQuantizationType as Q, quants  # noqa: E402
+
+# every type the oracle dequantizes (Q1_0 it does not: see test_q1_0)
+ORACLE_TYPES = ["F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "MXFP4", "IQ2_S",
+                "IQ3_S", "IQ4_XS", "IQ3_XXS"]
+
+def _oracle(blocks:np.ndarray, name:str) -> np.ndarray:
+  return quants.dequantize(blocks.reshape(-1), Q(TYPE_IDS[name])).reshape(-1).astype(np.float32)
+
+def _ours(blocks:np.ndarray, name:str) -> np.ndarray:
+  return dequantize(Tensor(blocks), TYPE_IDS[name]).cast(dtypes.float32).numpy()
+
+CASES = {
+  "random": {},
+  "all_zero": {"fill": 0, "scales": (0.0, 0.0), "exponents": (0, 0)},
+  "max_bits": {"fill": 0xFF, "scales": (65504.0, 65504.0), "exponents": (254, 254)},   # every code at its largest, the largest scales
+  "negative_scales": {"scales": (-4.0, -0.25)},
+  "every_exponent": {"exponents": (0, 255)},                                          # MXFP4's e8m0 scale, both subnormal ones included
+}
+
+@pytest.mark.parametrize("name,case", [(n, c) for n in ORACLE_TYPES for c in CASES if c != "every_exponent" or n == "MXFP4"])
+def test_dequantize_matches_gguf(name, case):
+  t = GGML_TYPES[TYPE_IDS[name]]
+  n = 256 if case == "every_exponent" else 6
+  blocks = random_blocks(name, n * (1 if t.native is None else 64), seed=TYPE_IDS[name], **CASES[case])
+  if case == "every_exponent": blocks[:, 0] = np.arange(n) % 256
+  np.testing.assert_array_equal(_ours(blocks, name), _oracle(blocks, name))
+
+def test_q1_0():
+  # 128 elements per block: a float16 scale, then one bit per element (least significant first): +d for 1, -d for 0, in float16
+  b = np.zeros((2, 18), np.uint8)
+  b[:, 0:2] = np.array([0.5, -2.0], np.float16).view(np.uint8).reshape(2, 2)
+  b[0, 2], b[1, 17] = 0b101, 0x80
+  out = dequantize(Tensor(b), TYPE_IDS["Q1_0"]).numpy()
+  exp = np.concatenate([np.full(128, -0.5), np.full(128, 2.0)]).astype(np.float16)
+  exp[0], exp[2], exp[255] = 0.5, 0.5, -2.0
+  assert out.dtype == np.float16
+  np.testing.assert_array_equal(out, exp)
+
+def _weight(name:str, rows:int, cols:int, seed:int=0) -> tuple[Tensor, np.ndarray]:
+  """A (rows, cols) weight of type `name` as gguf_load gives it (lazy ops over a realized buffer of the stored bytes: native types as
+  their dtype, quantized ones as uint8 blocks), and the oracle's float64 values."""
+  t = GGML_TYPES[TYPE_IDS[name]]
+  blocks = random_blocks(name, rows * cols // t.block_elems, seed=seed)
+  if t.native is not None: w = Tensor(blocks).bitcast(t.native).contiguous().realize().reshape(rows, cols)
+  else: w = dequantize(Tensor(blocks).realize(), TYPE_IDS[name]).reshape(rows, cols)
+  return w, _oracle(blocks, name).astype(np.float64).reshape(rows, cols)
+
+def _close(out:np.ndarray, x:np.ndarray, w:np.ndarray, eq:str):
+  """out is float32 math of the exact result: off by at most a few float32 roundings of the magnitudes summed."""
+  ref, mag = np.einsum(eq, x.astype(np.float64), w), np.einsum(eq, np.abs(x.astype(np.float64)), np.abs(w))
+  assert np.all(np.abs(out - ref) <= 1e-5 * mag + 1e-30), np.abs(out - ref).max()
+
+def _one_kernel(fn) -> Tensor:
+  GlobalCounters.reset()
+  out = fn().realize()
+  assert GlobalCounters.kernel_count == 1, f"{GlobalCounters.kernel_count} kernels"
+  return out
+
+@pytest.mark.parametrize("name", ORACLE_TYPES)
+def test_matmul_reads_packed_blocks_in_one_kernel(name):
+  rows, cols = 16, 512
+  w, ref = _weight(name, rows, cols)
+  x = Tensor(np.random.default_rng(1).standard_normal((3, cols)).astype(np.float32)).realize()
+  out = _one_kernel(lambda: x @ w.T.cast(dtypes.float32))
+  _close(out.numpy(), x.numpy(), ref, "bk,nk->bn")
+  # the kernel reads the stored bytes (and x), never the floats of a dequantized copy
+  stored = rows * cols // GGML_TYPES[TYPE_IDS[name]].block_elems * GGML_TYPES[TYPE_IDS[name]].block_bytes
+  assert GlobalCounters.global_mem <= stored + x.nbytes() + out.nbytes() + 32 * 1024   # the IQ grids are the slack
+
+@pytest.mark.parametrize("name", ["F16", "Q8_0", "Q4_K", "Q6_K", "MXFP4"])
+def test_embedding_rows_in_one_kernel(name):
+  w, ref = _weight(name, 64, 256)
+  ids = Tensor([5, 0, 63, 5], dtype=dtypes.int32).realize()
+  out = _one_kernel(lambda: w[ids].cast(dtypes.float32))
+  np.testing.assert_allclose(out.numpy(), ref[[5, 0, 63, 5]], rtol=0, atol=0)
+
+@pytest.mark.parametrize("name", ["F16", "Q8_0", "Q4_K", "Q5_K", "Q6_K", "MXFP4"])
+def test_experts_gathered_per_token_in_one_kernel(name):
+  # a mixture of experts: each token's top-k experts' weights gathered from the (experts, rows, cols) tensor and applied in one kernel
+  experts, rows, cols = 6, 16, 256
+  w, ref = _weight(name, experts * rows, cols)
+  w, ref = w.reshape(experts, rows, cols), ref.reshape(experts, rows, cols)
+  sel = np.array([[4, 1], [0, 4], [5, 2]], np.int32)    # (tokens, k)
+  x = np.random.default_rng(2).standard_normal((3, 1, cols)).astype(np.float32)
+  xt, st = Tensor(x).realize(), Tensor(sel).realize()
+  out = _one_kernel(lambda: (xt.unsqueeze(1) @ w[st].transpose(-1, -2).cast(dtypes.float32)))   # (tokens, k, 1, rows)
+  for tok in range(3):
+    for j in range(2): _close(out.numpy()[tok, j, 0], x[tok, 0], ref[sel[tok, j]], "k,nk->n")
+
+def test_bad_input():
+  with pytest.raises(ValueError, match=r"tensor 'w': GGML type 99 is not supported \(supported: .*Q4_K \(12\).*MXFP4 \(39\)"):
+    ggml_type(99, "tensor 'w'")
+  with pytest.raises(ValueError, match=r"Q8_0: needs \(blocks, 34\) uint8, got \(2, 33\)"): dequantize(Tensor(np.zeros((2, 33), np.uint8)), 8)
+  with pytest.raises(ValueError, match=r"Q8_0: needs \(blocks, 34\) uint8, got \(2, 34\) dtypes\.char"):
+    dequantize(Tensor(np.zeros((2, 34), np.int8)), 8)
