@@ -188,8 +188,8 @@ class Transformer:
     """(the model, the GGUF metadata) of a .gguf file (path or a Tensor of its bytes); max_context caps the model's context_length."""
     kv, sd = gguf_load(gguf)
     cfg = TransformerConfig.from_gguf_kv(kv, {k: tuple(v.shape) for k, v in sd.items()}, max_context)
-    # tensors viewing the file on its DISK device go to the default device (lazily: read by the first kernel that needs them)
-    sd = {k: v.to(None) if is_disk(v.device) else v for k, v in sd.items()}
+    # a tensor still viewing the file on its DISK device is copied to the default device now, once (not at every step)
+    sd = {k: v.to(None).realize() if is_disk(v.device) else v for k, v in sd.items()}
     if "output.weight" not in sd and "token_embd.weight" in sd: sd["output.weight"] = sd["token_embd.weight"]   # tied embeddings
     model = Transformer(cfg, prefill_chunk)
     if (factors := sd.pop("rope_freqs.weight", None)) is not None:
@@ -217,13 +217,19 @@ class Transformer:
   def _prefill(self, tokens:Tensor, start_pos:UOp, toks:UOp) -> Tensor: return self.forward(tokens[:, :toks], start_pos)
   def _decode(self, tokens:Tensor, start_pos:UOp) -> Tensor: return self.forward(tokens, start_pos)
 
-  def _logits(self, tokens:list[int], start_pos:int) -> np.ndarray:
+  def logits(self, tokens:list[int], start_pos:int) -> np.ndarray:
+    """Feeds tokens (at most prefill_chunk) at positions start_pos.. into the KV cache (whose earlier positions must hold this
+    context's keys and values) and returns the float32 logits (vocab_size,) after the last one. generate() is built on it."""
+    if not 1 <= len(tokens) <= self.prefill_chunk or not 0 <= start_pos <= self.max_context - len(tokens):
+      raise ValueError(f"logits: {len(tokens)} tokens at {start_pos} (1..{self.prefill_chunk} tokens, within max_context {self.max_context})")
+    self._setup()
     sp = self._v_start.bind(start_pos)
     if len(tokens) == 1: out = self._decode_jit(Tensor([tokens], dtype=dtypes.int32).realize(), sp)
     else:
       padded = Tensor([tokens + [0] * (self.prefill_chunk - len(tokens))], dtype=dtypes.int32).realize()
       out = self._prefill_jit(padded, sp, self._v_toks.bind(len(tokens)))
-    self._cached[start_pos:] = tokens
+    # the cache now holds these tokens at start_pos..; what precedes them is known only if it was cached by us
+    self._cached = self._cached[:start_pos] + list(tokens) if len(self._cached) >= start_pos else []
     return out.numpy()
 
   def generate(self, tokens:list[int], temperature:float=0.0, top_k:int=0, top_p:float=1.0, seed:int|None=None) -> Iterator[int]:
@@ -250,13 +256,13 @@ class Transformer:
     del self._cached[pos:]
     while pos < len(tokens):
       n = min(self.prefill_chunk, len(tokens) - pos)
-      logits = self._logits(tokens[pos:pos+n], pos)
+      logits = self.logits(tokens[pos:pos+n], pos)
       pos += n
     while True:
       tokens.append(tid := _sample(logits, temperature, top_k, top_p, rng))
       yield tid
       if len(tokens) >= self.max_context: return
-      logits = self._logits([tid], pos)
+      logits = self.logits([tid], pos)
       pos += 1
 
   def warmup(self) -> None:
