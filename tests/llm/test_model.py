@@ -23,6 +23,7 @@ def _check_logits(m:Transformer, ref:NumpyModel, tokens:list[int], steps:list[in
     np.testing.assert_allclose(got, want[pos + n - 1], rtol=2e-4, atol=2e-4, err_msg=f"logits after positions {pos}..{pos + n - 1}")
     pos += n
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch,ggml_type", CASES)
 def test_logits_and_greedy_match_numpy(tmp_path, arch, ggml_type):
   m, ref = _model(tmp_path, arch, ggml_type)

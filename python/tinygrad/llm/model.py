@@ -210,7 +210,8 @@ class Transformer:
   def forward(self, tokens:Tensor, start_pos:int|UOp) -> Tensor:
     """The float32 logits (vocab_size,) after the last of tokens (1, T), which sit at positions start_pos.. of the context."""
     assert self._rope is not None
-    x = self.token_embd(tokens).float()
+    # rows gathered by index: nn.Embedding's one-hot sum would read (and dequantize) the whole table for every token
+    x = self.token_embd.weight[tokens].float().contiguous()
     for b in self.blk: x = b(x, start_pos, self._rope)
     return self.output(self.output_norm(x[:, -1:])).float().reshape(self.config.vocab_size)
 
