@@ -132,3 +132,15 @@ def test_missing_tensor_is_named(tmp_path):
     if t.name != "blk.1.ffn_up.weight": w.add_tensor(t.name, np.array(t.data), raw_dtype=t.tensor_type)
   w.write_header_to_file(), w.write_kv_data_to_file(), w.write_tensors_to_file(), w.close()
   with pytest.raises(ValueError, match=r"blk\.1\.ffn_up\.weight"): Transformer.from_gguf(path)
+
+def test_debug1_decode_steps_replay_after_warmup(tmp_path, capsys):
+  from tinygrad.helpers import Context
+  m, _ = _model(tmp_path)
+  m.warmup()
+  gen = m.generate(PROMPT)
+  next(gen)
+  capsys.readouterr()
+  with Context(DEBUG=1): next(gen), next(gen)
+  out = capsys.readouterr().out
+  assert out.count("TinyJit replayed") == 2 and "schedule cache miss" not in out
+  gen.close()
