@@ -144,3 +144,11 @@ def test_debug1_decode_steps_replay_after_warmup(tmp_path, capsys):
   out = capsys.readouterr().out
   assert out.count("TinyJit replayed") == 2 and "schedule cache miss" not in out
   gen.close()
+
+def test_loads_from_a_tensor_of_the_file(tmp_path):
+  from tinygrad import Tensor
+  path = write_model(tmp_path / "q.gguf", "qwen2", "Q8_0")
+  m, kv = Transformer.from_gguf(Tensor(np.frombuffer(path.read_bytes(), np.uint8)), 32)
+  assert kv["general.architecture"] == "qwen2" and m.max_context == 32
+  prompt = [1, 2, 3]
+  assert [t for _, t in zip(range(4), m.generate(prompt))] == NumpyModel(path).greedy(prompt, 4) and prompt == [1, 2, 3]

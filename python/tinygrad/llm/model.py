@@ -109,6 +109,16 @@ def _rope(x:Tensor, cos:Tensor, sin:Tensor, interleaved:bool) -> Tensor:
     out = (a * cos - b * sin).cat(a * sin + b * cos, dim=-1)
   return out if x.shape[-1] == 2 * half else out.cat(rest, dim=-1)
 
+def _top_k(x:Tensor, k:int) -> tuple[Tensor, Tensor]:
+  """(values, int32 indices) of the k largest along the last axis, largest first, ties to the lower index. By rank counting (n x n
+  compares): for a router's few experts this fuses into a kernel or two, where Tensor.topk's sort takes a dozen."""
+  n = x.shape[-1]
+  i, j = Tensor.arange(n).reshape(n, 1), Tensor.arange(n).reshape(1, n)
+  a, b = x.unsqueeze(-1), x.unsqueeze(-2)                                  # [..., i, j]: x_i, x_j
+  rank = ((b > a) | ((b == a) & (j < i))).sum(-1)                          # how many rank above x_i
+  slot = rank.unsqueeze(-1) == Tensor.arange(k)                            # [..., i, r]: x_i is the r-th largest
+  return slot.where(x.unsqueeze(-1), 0).sum(-2), (slot * Tensor.arange(n).reshape(n, 1)).sum(-2).cast(dtypes.int32)
+
 class ExpertLinear:
   """The weights of n experts, (n, out, in) as GGUF stores ffn_*_exps; each token's x goes through the experts it selected."""
   def __init__(self, n:int, in_features:int, out_features:int): self.weight = Tensor.zeros(n, out_features, in_features)
@@ -156,7 +166,7 @@ class TransformerBlock:
   def _feed_forward(self, x:Tensor) -> Tensor:
     if not self.cfg.n_experts: return self.ffn_down((self.ffn_gate(x).silu() * self.ffn_up(x)).contiguous())
     probs = self.ffn_gate_inp(x).float().softmax(-1)                              # (B, T, n_experts)
-    weights, sel = probs.topk(self.cfg.n_experts_used)
+    weights, sel = _top_k(probs, self.cfg.n_experts_used)
     if self.cfg.norm_topk: weights = weights / weights.sum(-1, keepdim=True)
     h = x.unsqueeze(2)                                                            # (B, T, 1, dim)
     hidden = (self.ffn_gate_exps(h, sel).silu() * self.ffn_up_exps(h, sel)).contiguous()
