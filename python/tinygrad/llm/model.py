@@ -143,21 +143,26 @@ class TransformerBlock:
     else:
       self.ffn_gate, self.ffn_up = nn.Linear(cfg.dim, cfg.hidden_dim, bias=False), nn.Linear(cfg.dim, cfg.hidden_dim, bias=False)
       self.ffn_down = nn.Linear(cfg.hidden_dim, cfg.dim, bias=False)
-    # made by Transformer on its device: the KV cache (2, B, kv heads, max_context, head_dim), written in place
-    self.cache_kv: Tensor|None = None
+    # made by Transformer on its device: the keys and the values of the cache, each (B, kv heads, max_context, head_dim), written in
+    # place (two buffers, not one stacked: a stack of chunks of symbolic length stored into the cache trips the codegen)
+    self.cache_k: Tensor|None = None
+    self.cache_v: Tensor|None = None
 
   def _attention(self, x:Tensor, start_pos:int|UOp, rope:Tensor) -> Tensor:
     cfg, (B, T, _) = self.cfg, x.shape
-    q, k, v = self.attn_q(x), self.attn_k(x), self.attn_v(x)
+    # the projections get buffers of their own: fused into rope (which reads two features per output) and the cache write, each
+    # weight would be read and dequantized several times over
+    q, k, v = self.attn_q(x).contiguous(), self.attn_k(x).contiguous(), self.attn_v(x).contiguous()
     if cfg.qk_norm == "full": q, k = self.attn_q_norm(q), self.attn_k_norm(k)
     q, k, v = q.reshape(B, T, cfg.n_heads, cfg.head_dim), k.reshape(B, T, cfg.n_kv_heads, cfg.head_dim), v.reshape(B, T, cfg.n_kv_heads, cfg.head_dim)
     if cfg.qk_norm == "head": q, k = self.attn_q_norm(q), self.attn_k_norm(k)
     cos, sin = rope[start_pos:start_pos+T].chunk(2, dim=-1)
     q, k = _rope(q, cos, sin, cfg.rope_interleaved), _rope(k, cos, sin, cfg.rope_interleaved)
     q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)          # (B, heads, T, head_dim)
-    assert self.cache_kv is not None
-    self.cache_kv[:, :, :, start_pos:start_pos+T, :].assign(Tensor.stack(k, v).cast(self.cache_kv.dtype))
-    keys, values = self.cache_kv[0, :, :, 0:start_pos+T, :], self.cache_kv[1, :, :, 0:start_pos+T, :]
+    assert self.cache_k is not None and self.cache_v is not None
+    self.cache_k[:, :, start_pos:start_pos+T, :].assign(k.cast(self.cache_k.dtype))
+    self.cache_v[:, :, start_pos:start_pos+T, :].assign(v.cast(self.cache_v.dtype))
+    keys, values = self.cache_k[:, :, 0:start_pos+T, :], self.cache_v[:, :, 0:start_pos+T, :]
     # query t (at start_pos+t) sees keys 0..start_pos+t; one query sees them all
     mask = Tensor.full((1, 1, T, start_pos + T), float("-inf")).triu(start_pos + 1) if resolve(T != 1) else None
     attn = q.scaled_dot_product_attention(keys, values, attn_mask=mask, enable_gqa=True)
@@ -215,7 +220,8 @@ class Transformer:
     if self._rope is not None: return
     cfg, dev = self.config, self.token_embd.weight.device
     self._rope = _rope_table(cfg, self._freq_factors).to(dev).realize()
-    for b in self.blk: b.cache_kv = Tensor.zeros(2, 1, cfg.n_kv_heads, cfg.max_context, cfg.head_dim, device=dev).contiguous().realize()
+    for b in self.blk:
+      b.cache_k, b.cache_v = (Tensor.zeros(1, cfg.n_kv_heads, cfg.max_context, cfg.head_dim, device=dev).contiguous().realize() for _ in range(2))
 
   def forward(self, tokens:Tensor, start_pos:int|UOp) -> Tensor:
     """The float32 logits (vocab_size,) after the last of tokens (1, T), which sit at positions start_pos.. of the context."""
