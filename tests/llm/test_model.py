@@ -152,3 +152,12 @@ def test_loads_from_a_tensor_of_the_file(tmp_path):
   assert kv["general.architecture"] == "qwen2" and m.max_context == 32
   prompt = [1, 2, 3]
   assert [t for _, t in zip(range(4), m.generate(prompt))] == NumpyModel(path).greedy(prompt, 4) and prompt == [1, 2, 3]
+
+def test_router_top_k_ties_to_the_lower_index():
+  from tinygrad import Tensor
+  from tinygrad.llm.model import _top_k
+  x = np.array([[[0.1, 0.7, 0.3, 0.7, 0.0, 0.3]], [[5.0, -1.0, 5.0, 5.0, 2.0, -3.0]]], np.float32)
+  vals, idx = _top_k(Tensor(x), 3)
+  want = np.argsort(-x, axis=-1, kind="stable")[..., :3]
+  np.testing.assert_equal(idx.numpy(), want)
+  np.testing.assert_allclose(vals.numpy(), np.take_along_axis(x, want, -1))
