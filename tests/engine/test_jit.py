@@ -380,3 +380,12 @@ def test_debug2_prints_a_line_per_kernel_on_replays(capsys, monkeypatch):
   for ln, name, num in zip(lines, names, range(k0 + 1, k0 + 1 + len(names))):
     assert ln.startswith("\x1b[35m***") and (m := line.fullmatch(ansistrip(ln))) is not None, ln
     assert m[1] == str(num) and m[2] == name
+
+def test_debug1_says_a_replay_scheduled_nothing(capsys):
+  @TinyJit
+  def f(a): return (a * 2 + 1).sum() + a.max()
+  f(_buf(np.arange(6))), f(_buf(np.arange(6)))
+  capsys.readouterr()
+  with Context(DEBUG=1): f(_buf(np.arange(6) + 1.0))
+  out = capsys.readouterr().out
+  assert "TinyJit replayed" in out and "schedule cache" not in out

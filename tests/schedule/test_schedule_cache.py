@@ -127,3 +127,15 @@ def test_every_setting_the_scheduler_reads_is_in_the_key():
   for m in pkgutil.iter_modules(sched.__path__):
     read |= {v.key for v in vars(importlib.import_module(f"tinygrad.schedule.{m.name}")).values() if isinstance(v, helpers.ContextVar)}
   assert read - neutral == {v.key for v in sched.PLAN_SETTINGS}, read
+
+def test_debug1_says_hit_or_miss(capsys):
+  # the same graph at another value of a bound Variable is a hit; DEBUG=1 prints which (schedules of more than one kernel)
+  from tinygrad import Variable
+  a = Tensor(np.arange(40, dtype=np.float32).reshape(8, 5)).realize()
+  v = Variable("rows_dbg", 1, 8)
+  def run(n:int) -> str:
+    capsys.readouterr()
+    with Context(DEBUG=1): (a[:v.bind(n)].sum(0) + a[:v.bind(n)].max()).realize()
+    return capsys.readouterr().out
+  assert "schedule cache miss" in run(3)
+  assert "schedule cache hit" in (out := run(5)) and "miss" not in out

@@ -205,6 +205,7 @@ class CapturedJit(Generic[ReturnType]):
       if symbolic_dims: call[0] = item.prg.launcher(*item.spec.launch_dims(var_vals))[1]
     if DEBUG >= 2: self._replay_timed(var_vals)
     else:
+      if DEBUG >= 1: print(f"TinyJit replayed {len(self._calls)} launches (nothing scheduled or compiled)")
       for launch, args in self._calls: launch(*args)
       with GlobalCounters.lock:
         GlobalCounters.kernel_count += self._kernels

@@ -36,9 +36,10 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 import threading
+import time
 from tinygrad.uop.ops import UOp, Ops, GroupOp, live_binds, KernelInfo
 from tinygrad.dtype import dtypes, DType, strong_dtype
-from tinygrad.helpers import prod, NOOPT, SPEC, SCACHE, NUM_CPU_THREADS
+from tinygrad.helpers import prod, NOOPT, SPEC, SCACHE, NUM_CPU_THREADS, DEBUG
 from tinygrad.schedule.buffers import new_buffer, buffer_of, has_buffer, as_buffer, viewed_buffer, realized_view, next_buffer_id, storage_buffer, \
   pending_write
 from tinygrad.schedule.item import ScheduleItem, schedule_to_linear
@@ -310,8 +311,17 @@ def _strip_view(view:UOp, var_vals:dict[str, int], memo:dict[UOp, UOp]) -> UOp:
   for m in reversed(chain): view = UOp(m.op, m.dtype, (view,), unbind_arg(m.arg, var_vals, memo), m.tag)
   return view
 
+def _print_scheduled(n:int, st:float, how:str) -> None:
+  # DEBUG=1 says whether each schedule of more than one kernel was planned or replayed from the cache (a decode step under a warm JIT
+  # schedules nothing; before its capture it hits the cache)
+  if DEBUG >= 1 and n > 1: print(f"scheduled {n} kernels in {(time.perf_counter() - st) * 1e3:.2f} ms | {how}")
+
 def _create_schedule_cached(targets:list[UOp], devices:list[str]) -> tuple[list[ScheduleItem], dict[UOp, UOp]]:
-  if not SCACHE: return _create_schedule(targets, devices)
+  st = time.perf_counter()
+  if not SCACHE:
+    items, ret = _create_schedule(targets, devices)
+    _print_scheduled(len(items), st, "schedule cache off")
+    return items, ret
   key, inputs, norm = _normalize(targets, devices)
   if (hit := schedule_cache.get(key)) is not None:
     schedule_cache.move_to_end(key)
@@ -324,6 +334,7 @@ def _create_schedule_cached(targets:list[UOp], devices:list[str]) -> tuple[list[
       items.append(ScheduleItem(ast, [buffer_of(b) for b in bl], [original[o] for o in outs if o in original], bl))
     ret = {t: buf(r) for t, r in zip(targets, hit.ret)}
     for n, r in hit.writes: ret[original[n]] = buf(r)
+    _print_scheduled(len(items), st, "schedule cache hit")
     return items, ret
   first_new = next_buffer_id()   # BUFFERs numbered from here on are made by this schedule
   items, ret = _create_schedule(targets, devices)
@@ -341,4 +352,5 @@ def _create_schedule_cached(targets:list[UOp], devices:list[str]) -> tuple[list[
                                            [(buffer_of(b).device, buffer_of(b).size, buffer_of(b).dtype) for b in created], ret_roles,  # type: ignore[arg-type]
                                            writes)  # type: ignore[arg-type]
     if len(schedule_cache) > SCHEDULE_CACHE_SIZE: schedule_cache.popitem(last=False)
+  _print_scheduled(len(items), st, "schedule cache miss")
   return items, ret
