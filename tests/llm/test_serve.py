@@ -303,3 +303,34 @@ def test_chat_page_in_chromium():
       assert server.model.calls[-1]["tokens"] == chat_ids(convo)
       assert browser.eval(replies)[1] == [expected_chat(convo), "stop"]
     finally: browser.close()
+
+class FailingModel(ScriptedModel):
+  """Refuses top_k > 100 as the real model refuses a bad setting (ValueError at the call), and breaks after 3 tokens when asked to."""
+  def generate(self, tokens, temperature=0.0, top_k=0, top_p=1.0, seed=None):
+    if top_k > 100: raise ValueError(f"top_k must be at most 100, got {top_k}")
+    inner = super().generate(tokens, temperature, top_k, top_p, seed)
+    def broken():
+      for i, t in enumerate(inner):
+        if i == 3 and seed == 666: raise RuntimeError("the device fell over")
+        yield t
+    return broken()
+
+def test_model_refusing_a_setting_is_400():
+  with running(FailingModel()) as server:
+    status, data = post(server, "/v1/chat/completions", {"messages": USER, "top_k": 1000})
+    assert status == 400 and "top_k must be at most 100" in data["error"]["message"]
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_model_failure_is_reported_and_the_server_goes_on(stream):
+  with running(FailingModel()) as server:
+    if stream:
+      conn = http.client.HTTPConnection("127.0.0.1", server.server_address[1], timeout=30)
+      conn.request("POST", "/v1/chat/completions", json.dumps({"messages": USER, "stream": True, "seed": 666}).encode())
+      res = conn.getresponse()
+      events = [json.loads(line[6:]) for line in res.read().decode().splitlines() if line.startswith("data: {")]
+      assert res.status == 200 and "the device fell over" in events[-1]["error"]["message"]
+      assert "".join(e["choices"][0]["delta"].get("content", "") for e in events[:-1]) == expected_chat(USER, 666)[:3]
+    else:
+      status, data = post(server, "/v1/chat/completions", {"messages": USER, "seed": 666})
+      assert status == 500 and "RuntimeError: the device fell over" in data["error"]["message"]
+    assert client(server).chat.completions.create(model="scripted", messages=USER).choices[0].message.content == expected_chat(USER)

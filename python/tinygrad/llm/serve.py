@@ -2,6 +2,7 @@
 server-sent events), GET /v1/models, and the chat page (chat.html) at /. Each request is read on a thread of its own, but generation
 holds one lock: the model has one KV cache, so requests arriving together are answered one after the other."""
 from __future__ import annotations
+import contextlib
 import json
 import pathlib
 import select
@@ -114,12 +115,14 @@ class Reply:
   """One generation as text pieces: iterating runs the model (under the caller's lock), cuts at the end token, a stop string or
   max_tokens, and checks between tokens that the client is still there. finish_reason and completion_tokens are set as it goes."""
   def __init__(self, model:Transformer, tok:SimpleTokenizer, ids:list[int], sampling:Sampling, client_gone:Callable[[], bool]):
-    self.model, self.tok, self.ids, self.sampling, self.client_gone = model, tok, ids, sampling, client_gone
+    self.tok, self.ids, self.sampling, self.client_gone = tok, ids, sampling, client_gone
     self.finish_reason, self.completion_tokens, self.prefill_s, self.decode_s = "length", 0, 0.0, 0.0
+    # the model checks the prompt and the settings here, before any compute: a ValueError is the request's fault
+    try: self.gen = model.generate(ids, temperature=sampling.temperature, top_k=sampling.top_k, top_p=sampling.top_p, seed=sampling.seed)
+    except ValueError as e: raise RequestError(str(e), "messages") from e
 
   def __iter__(self) -> Iterator[str]:
-    s, st = self.sampling, time.perf_counter()
-    gen = self.model.generate(self.ids, temperature=s.temperature, top_k=s.top_k, top_p=s.top_p, seed=s.seed)
+    s, st, gen = self.sampling, time.perf_counter(), self.gen
     dec, stops = self.tok.stream_decoder(), StopScanner(s.stop)
     try:
       for tid in gen:
@@ -194,13 +197,25 @@ class Handler(BaseHTTPRequestHandler):
       self.check_length(ids, "messages" if path == "/v1/chat/completions" else "prompt")
     except RequestError as e: return self.send_error_json(e)
     with self.server.generation_lock:
-      reply = Reply(self.server.model, self.server.tok, ids, sampling, self.client_gone)
+      try: reply = Reply(self.server.model, self.server.tok, ids, sampling, self.client_gone)
+      except RequestError as e: return self.send_error_json(e)
+      self.streaming = False
       try:
         if path == "/v1/chat/completions": self.answer_chat(reply)
         else: self.answer_completion(reply)
-      except (ClientGone, BrokenPipeError, ConnectionResetError):
+      except (ClientGone, ConnectionError):
         self.close_connection = True
         self.server.log(f"{path}: client disconnected after {reply.completion_tokens} tokens\n")
+        return
+      except Exception as e:
+        # a failure inside the model: the client hears of it (an error event once a stream has begun), the server goes on
+        self.close_connection = True
+        self.server.log(f"{path}: generation failed: {type(e).__name__}: {e}\n")
+        err = {"error": {"message": f"generation failed: {type(e).__name__}: {e}", "type": "server_error", "param": None, "code": None}}
+        if not self.streaming: return self.send_json(err, 500)
+        with contextlib.suppress(ConnectionError):
+          self.send_event(err)
+          self.end_stream()
         return
       self.server.log(f"{path}: in {len(ids)} tokens ({len(ids)/max(reply.prefill_s, 1e-9):.0f} tok/s), out {reply.completion_tokens} tokens "
                       f"({reply.completion_tokens/max(reply.decode_s, 1e-9):.1f} tok/s), {reply.finish_reason}\n")
@@ -228,6 +243,7 @@ class Handler(BaseHTTPRequestHandler):
 
   # a stream is server-sent events in chunked transfer encoding, so the connection stays open for the next request
   def start_stream(self) -> None:
+    self.streaming = True
     self.send_response(200)
     self.send_header("Content-Type", "text/event-stream")
     self.send_header("Cache-Control", "no-cache")
