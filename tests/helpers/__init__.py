@@ -8,4 +8,5 @@
   programs.py       one random Tensor op with its numpy twin (random programs, hypothesis)
   numpy_ref.py      numpy references for sliding windows and convolution
   torch_compare.py  the torch group's compare() (skips the importing module without torch)
+  bpe.py            tokenizer vocabularies trained in the test on a paragraph (byte-level BPE, SentencePiece) as GGUF tokenizer.ggml.* metadata
 """
