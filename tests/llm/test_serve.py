@@ -334,3 +334,26 @@ def test_model_failure_is_reported_and_the_server_goes_on(stream):
       status, data = post(server, "/v1/chat/completions", {"messages": USER, "seed": 666})
       assert status == 500 and "RuntimeError: the device fell over" in data["error"]["message"]
     assert client(server).chat.completions.create(model="scripted", messages=USER).choices[0].message.content == expected_chat(USER)
+
+@pytest.mark.browser
+def test_chat_page_stop_button_and_errors():
+  if (exe := chromium_path()) is None: pytest.skip("needs chromium")
+  with running(ScriptedModel(max_context=400, delay=0.01, endless=True)) as server:
+    browser = HeadlessChromium(exe)
+    try:
+      browser.open(f"http://127.0.0.1:{server.server_address[1]}/")
+      browser.eval("document.getElementById('input').value = 'Hello there'; document.getElementById('send').click()")
+      browser.wait_for("document.querySelector('.msg.assistant .text').textContent.length > 20")
+      assert browser.eval("document.getElementById('send').disabled") is True
+      browser.eval("document.getElementById('stop').click()")
+      assert browser.wait_for("document.querySelector('.msg.assistant').dataset.done") == "stopped"
+      assert _wait(lambda: server.model.closed_early == 1), "stopping in the page did not stop the generation"
+      partial = browser.eval("document.querySelector('.msg.assistant .text').textContent")
+      assert expected_chat(USER).startswith(partial[:len(expected_chat(USER))])
+      # a prompt over the context: the server's message is shown, and the page still works afterwards
+      browser.eval("document.getElementById('input').value = 'x'.repeat(500); document.getElementById('send').click()")
+      error = browser.wait_for("document.querySelector('.msg.error') && document.querySelector('.msg.error').textContent")
+      assert "the prompt has" in error and "context holds 400" in error
+      assert browser.eval("document.getElementById('send').disabled") is False
+      assert len(server.model.calls) == 1
+    finally: browser.close()
