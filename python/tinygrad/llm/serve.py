@@ -114,12 +114,12 @@ class StopScanner:
 class Reply:
   """One generation as text pieces: iterating runs the model (under the caller's lock), cuts at the end token, a stop string or
   max_tokens, and checks between tokens that the client is still there. finish_reason and completion_tokens are set as it goes."""
-  def __init__(self, model:Transformer, tok:SimpleTokenizer, ids:list[int], sampling:Sampling, client_gone:Callable[[], bool]):
+  def __init__(self, model:Transformer, tok:SimpleTokenizer, ids:list[int], sampling:Sampling, client_gone:Callable[[], bool], param:str):
     self.tok, self.ids, self.sampling, self.client_gone = tok, ids, sampling, client_gone
     self.finish_reason, self.completion_tokens, self.prefill_s, self.decode_s = "length", 0, 0.0, 0.0
     # the model checks the prompt and the settings here, before any compute: a ValueError is the request's fault
     try: self.gen = model.generate(ids, temperature=sampling.temperature, top_k=sampling.top_k, top_p=sampling.top_p, seed=sampling.seed)
-    except ValueError as e: raise RequestError(str(e), "messages") from e
+    except ValueError as e: raise RequestError(str(e), param) from e
 
   def __iter__(self) -> Iterator[str]:
     s, st, gen = self.sampling, time.perf_counter(), self.gen
@@ -155,7 +155,7 @@ class Handler(BaseHTTPRequestHandler):
   server: LLMServer
   protocol_version = "HTTP/1.1"   # keep-alive; streams go out in chunked encoding
 
-  def log_message(self, format:str, *args:Any) -> None: pass   # one line per generation instead, in _log
+  def log_message(self, format:str, *args:Any) -> None: pass   # one line per generation instead (LLMServer.log)
 
   def send_bytes(self, data:bytes, content_type:str="application/json", status:int=200) -> None:
     self.send_response(status)
@@ -178,7 +178,7 @@ class Handler(BaseHTTPRequestHandler):
     else: self.send_error_json(RequestError(f"no such path: GET {path}", status=404, code="not_found"))
 
   def do_POST(self) -> None:
-    path = self.path.split("?", 1)[0]
+    path, self.streaming = self.path.split("?", 1)[0], False   # a kept-alive connection's handler answers several requests
     try:
       if path not in ("/v1/chat/completions", "/v1/completions"): raise RequestError(f"no such path: POST {path}", status=404, code="not_found")
       body = self.read_json()
@@ -194,12 +194,11 @@ class Handler(BaseHTTPRequestHandler):
         sampling = Sampling.from_body(body, ("max_tokens",))
         bos = self.server.tok.bos_id
         ids = ([] if bos is None else [bos]) + self.server.tok.encode(prompt)
-      self.check_length(ids, "messages" if path == "/v1/chat/completions" else "prompt")
+      self.check_length(ids, param := "messages" if path == "/v1/chat/completions" else "prompt")
     except RequestError as e: return self.send_error_json(e)
     with self.server.generation_lock:
-      try: reply = Reply(self.server.model, self.server.tok, ids, sampling, self.client_gone)
+      try: reply = Reply(self.server.model, self.server.tok, ids, sampling, self.client_gone, param)
       except RequestError as e: return self.send_error_json(e)
-      self.streaming = False
       try:
         if path == "/v1/chat/completions": self.answer_chat(reply)
         else: self.answer_completion(reply)
