@@ -357,3 +357,13 @@ def test_chat_page_stop_button_and_errors():
       assert browser.eval("document.getElementById('send').disabled") is False
       assert len(server.model.calls) == 1
     finally: browser.close()
+
+def test_kept_alive_connection_answers_a_stream_then_a_failure_as_500():
+  with running(FailingModel()) as server:
+    conn = http.client.HTTPConnection("127.0.0.1", server.server_address[1], timeout=30)
+    conn.request("POST", "/v1/chat/completions", json.dumps({"messages": USER, "stream": True}).encode())
+    res = conn.getresponse()
+    assert res.status == 200 and res.read().decode().endswith("data: [DONE]\n\n")
+    conn.request("POST", "/v1/chat/completions", json.dumps({"messages": USER, "seed": 666}).encode())   # the same connection
+    res = conn.getresponse()
+    assert res.status == 500 and "the device fell over" in json.loads(res.read())["error"]["message"]
