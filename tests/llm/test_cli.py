@@ -4,6 +4,7 @@
 import os
 import pathlib
 import re
+import socket
 import subprocess
 import sys
 import gguf
@@ -98,6 +99,13 @@ def test_errors_are_one_line(tmp_path, gguf_file, args, message):
   r = run_cli(*[a.format(tmp=tmp_path, gguf=gguf_file) for a in args])
   assert r.returncode == 1 and message in r.stderr and "Traceback" not in r.stderr, r.stderr
   assert r.stderr.splitlines()[-1].startswith("error: ")
+
+def test_port_in_use_is_one_line(gguf_file):
+  with socket.socket() as busy:
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    r = run_cli("--model", str(gguf_file), "--serve", str(port := busy.getsockname()[1]))
+  assert r.returncode == 1 and f"error: cannot serve on 127.0.0.1:{port}: Address already in use" in r.stderr and "Traceback" not in r.stderr
 
 def test_bad_arguments_exit_2(gguf_file):
   for args in (["--max_context", "1"], ["--benchmark", "0"], ["--temperature", "-1"], ["--serve", "port"]):

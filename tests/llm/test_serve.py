@@ -194,6 +194,10 @@ LONG = [{"role": "user", "content": "x" * 600}]
   ("/v1/chat/completions", {"messages": USER, "stream": True, "stream_options": {"include_usage": 1}}, "stream_options.include_usage"),
   ("/v1/chat/completions", {"messages": USER, "n": 2}, "n"),
   ("/v1/chat/completions", {"messages": LONG}, "messages"),
+  ("/v1/chat/completions", {"messages": USER, "tools": [{"type": "function", "function": {"name": "f"}}]}, "tools"),
+  ("/v1/chat/completions", {"messages": USER, "logprobs": True}, "logprobs"),
+  ("/v1/chat/completions", {"messages": USER, "response_format": {"type": "json_object"}}, "response_format"),
+  ("/v1/completions", {"prompt": "x", "echo": True}, "echo"),
   ("/v1/completions", {"model": "scripted"}, "prompt"),
   ("/v1/completions", {"prompt": ["a", "b"]}, "prompt"),
   ("/v1/completions", {"prompt": "x" * 600}, "prompt"),
@@ -220,7 +224,8 @@ def test_unknown_paths_are_404(server):
   assert res.status == 404 and "no such path" in json.loads(res.read())["error"]["message"]
 
 def test_unknown_fields_are_ignored(server):
-  status, data = post(server, "/v1/chat/completions", {"messages": USER, "frequency_penalty": 0.5, "user": "someone", "logit_bias": {}})
+  status, data = post(server, "/v1/chat/completions", {"messages": USER, "frequency_penalty": 0.5, "user": "someone", "logit_bias": {},
+                                                        "tools": [], "logprobs": False, "response_format": {"type": "text"}})
   assert status == 200 and data["choices"][0]["message"]["content"] == expected_chat(USER)
 
 # ***** several clients *****

@@ -111,17 +111,22 @@ def main(argv:list[str]|None=None) -> None:
 
 def run(args:argparse.Namespace) -> None:
   path = model_file(args.model)
-  try: model, kv = Transformer.from_gguf(path, args.max_context)
+  try:
+    model, kv = Transformer.from_gguf(path, args.max_context)
+    tok = SimpleTokenizer.from_gguf_kv(kv)
+    template = chat_template(kv, tok)
   except (ValueError, NotImplementedError, OSError) as e: raise CLIError(str(e) if str(path) in str(e) else f"{path}: {e}") from e
-  tok, name = SimpleTokenizer.from_gguf_kv(kv), kv.get("general.name") or kv.get("general.basename") or path.stem
-  template = chat_template(kv, tok)
+  name = kv.get("general.name") or kv.get("general.basename") or path.stem
   params = nn.state.get_parameters(model)
   print(f"using model \"{name}\" ({path.stat().st_size:,} bytes, {sum(p.numel() for p in params):,} parameters), max context {model.max_context}"
         f" on {params[0].device}", file=sys.stderr)
   sampling = {"temperature": args.temperature, "seed": args.seed}
-  if args.warmup or args.serve is not None: model.warmup()
-  if args.serve is not None:
-    server = LLMServer((args.host, args.serve), model, name, tok, template)
+  server = None
+  if args.serve is not None:   # bound before the warmup, so that a port in use is reported at once
+    try: server = LLMServer((args.host, args.serve), model, name, tok, template)
+    except OSError as e: raise CLIError(f"cannot serve on {args.host}:{args.serve}: {e.strerror or e}") from e
+  if args.warmup or server is not None: model.warmup()
+  if server is not None:
     print(f"serving on http://{args.host}:{server.server_address[1]}/", file=sys.stderr, flush=True)
     try: server.serve_forever()
     finally: server.server_close()

@@ -46,6 +46,11 @@ def _field(body:dict, name:str, kinds:tuple[type, ...], what:str, ok:Callable[[A
     raise RequestError(f"'{param or name}' must be {what}, got {_type_name(v)} {json.dumps(v)[:60]}", param or name)
   return v
 
+# OpenAI fields this server can't honour, {name: whether a value asks for it}: refused rather than silently ignored (unknown fields are ignored)
+UNSUPPORTED: dict[str, Callable[[Any], bool]] = {
+  "tools": bool, "functions": bool, "logprobs": lambda v: v not in (None, False, 0), "top_logprobs": bool, "echo": bool, "suffix": bool,
+  "best_of": lambda v: v not in (None, 1), "response_format": lambda v: v is not None and not (isinstance(v, dict) and v.get("type") == "text")}
+
 @dataclass(frozen=True)
 class Sampling:
   """What one request asks of the generation."""
@@ -60,6 +65,8 @@ class Sampling:
 
   @staticmethod
   def from_body(body:dict, max_tokens_keys:tuple[str, ...]) -> Sampling:
+    if (asked := next((k for k, asks in UNSUPPORTED.items() if asks(body.get(k))), None)) is not None:
+      raise RequestError(f"'{asked}' is not supported by this server (got {json.dumps(body[asked])[:60]})", asked)
     max_tokens = None
     for k in max_tokens_keys:
       if (v := _field(body, k, (int,), "an integer >= 1", lambda v: v >= 1)) is not None: max_tokens = v
