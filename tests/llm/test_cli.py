@@ -64,6 +64,9 @@ def test_benchmark_prints_a_line_per_token(gguf_file):
   # the decode steps read the weights: the last (compiled) step moved at least the matmul weights' bytes
   gbs, ms = float(lines[-1].split("tok/s,")[1].split("GB/s")[0]), float(lines[-1].split("ms,")[0])
   assert gbs * ms * 1e6 > 300_000
+  # a context that fills up ends the benchmark early, without a line for the step that did not happen
+  r = run_cli("--model", str(gguf_file), "--max_context", "4", "--benchmark", "10")
+  assert r.returncode == 0 and len(r.stdout.splitlines()) == 3 and all(BENCH_LINE.match(line) for line in r.stdout.splitlines()), r.stdout
 
 def test_serve_answers_openai_requests(gguf_file, local):
   env = {**os.environ, "PYTHONPATH": str(REPO / "python")}

@@ -4,9 +4,10 @@ from __future__ import annotations
 import argparse
 import pathlib
 import sys
+import time
 from typing import Any, Iterator
 from tinygrad import nn
-from tinygrad.helpers import GlobalCounters, Timing, fetch
+from tinygrad.helpers import GlobalCounters, fetch
 from tinygrad.llm.chat_template import chat_template
 from tinygrad.llm.model import Transformer
 from tinygrad.llm.serve import LLMServer
@@ -66,10 +67,12 @@ def benchmark(model:Transformer, tok:SimpleTokenizer, count:int) -> None:
   try:
     for _ in range(count):
       GlobalCounters.reset()
-      with Timing(on_exit=lambda ns: f", {1e9/ns:6.2f} tok/s, {GlobalCounters.global_mem/ns:7.2f} GB/s, {GlobalCounters.global_mem//1000000}/"
-                  f"{GlobalCounters.mem_used//1000000} MB  --  {tok.decode(toks[1:])!r}"):
-        if (tid := next(gen, None)) is None: break
-        toks.append(tid)
+      st = time.perf_counter_ns()
+      if (tid := next(gen, None)) is None: break   # the context is full
+      ns = time.perf_counter_ns() - st
+      toks.append(tid)
+      print(f"{ns*1e-6:7.2f} ms, {1e9/ns:7.2f} tok/s, {GlobalCounters.global_mem/ns:7.2f} GB/s, {GlobalCounters.global_mem//1000000}/"
+            f"{GlobalCounters.mem_used//1000000} MB  --  {tok.decode(toks[1:])!r}", flush=True)
   finally: gen.close()
 
 def chat(model:Transformer, tok:SimpleTokenizer, template:Any, sampling:dict) -> None:
