@@ -1,0 +1,3 @@
+from tinygrad.llm.cli import main
+
+main()
