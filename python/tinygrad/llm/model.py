@@ -201,8 +201,10 @@ class Transformer:
   @staticmethod
   def from_gguf(gguf:str|pathlib.Path|Tensor, max_context:int|None=None, prefill_chunk:int=32) -> tuple[Transformer, dict]:
     """(the model, the GGUF metadata) of a .gguf file (path or a Tensor of its bytes); max_context caps the model's context_length."""
-    kv, sd = gguf_load(gguf)
-    cfg = TransformerConfig.from_gguf_kv(kv, {k: tuple(v.shape) for k, v in sd.items()}, max_context)
+    # the config is checked from the headers, before any weight is copied
+    configs: list[TransformerConfig] = []
+    kv, sd = gguf_load(gguf, check=lambda kv, shapes: configs.append(TransformerConfig.from_gguf_kv(kv, shapes, max_context)))
+    cfg = configs[0]
     # a tensor still viewing the file on its DISK device is copied to the default device now, once (not at every step)
     sd = {k: v.to(None).realize() if is_disk(v.device) else v for k, v in sd.items()}
     if "output.weight" not in sd and "token_embd.weight" in sd: sd["output.weight"] = sd["token_embd.weight"]   # tied embeddings
