@@ -22,10 +22,22 @@ _EMULATED = {dtypes.half: ("tg_h2f", "tg_f2h", "tg_rh"), dtypes.bfloat16: ("tg_b
              dtypes.fp8e4m3: ("tg_e4m3_2f", "tg_f2e4m3", "tg_re4m3"), dtypes.fp8e5m2: ("tg_e5m2_2f", "tg_f2e5m2", "tg_re5m2")}
 
 # half and bfloat16 live in memory as their bits (unsigned short) and are computed as float, rounded to the dtype after every op:
-# no compiler needs native half support. Round-to-nearest-even, inf/nan kept (quiet), half subnormals handled. The include guards let
-# several kernels share one translation unit (the CPU compiler compiles a schedule's kernels together).
+# no compiler needs native half support. Round-to-nearest-even, inf/nan kept (quiet), half subnormals handled. Where the target converts
+# half to float in hardware (x86 F16C, arm64), tg_h2f is that conversion (exact, like the bit-level one, and vectorized by the compiler:
+# half weights are read at memory speed). The include guards let several kernels share one translation unit (the CPU compiler compiles
+# a schedule's kernels together).
 _HALF_HELPERS = r"""#ifndef TG_HALF_HELPERS
 #define TG_HALF_HELPERS
+#if defined(__F16C__) && defined(__clang__)
+#define TG_HW_HALF __fp16
+#elif defined(__F16C__) && defined(__FLT16_MAX__)
+#define TG_HW_HALF _Float16
+#elif defined(__aarch64__)
+#define TG_HW_HALF __fp16
+#endif
+#ifdef TG_HW_HALF
+static inline float tg_h2f(unsigned short h) { union { unsigned short u; TG_HW_HALF f; } o = {h}; return (float)o.f; }
+#else
 static inline float tg_h2f(unsigned short h) {
   union { unsigned int u; float f; } o;
   unsigned int sign = (unsigned int)(h & 0x8000u) << 16, em = h & 0x7fffu;
@@ -35,6 +47,7 @@ static inline float tg_h2f(unsigned short h) {
   o.u |= sign;
   return o.f;
 }
+#endif
 static inline unsigned short tg_f2h(float f) {
   union { float f; unsigned int u; } in = {f}, magic = {.u = 126u << 23};
   unsigned int sign = in.u & 0x80000000u;
