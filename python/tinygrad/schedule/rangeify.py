@@ -45,7 +45,7 @@ from tinygrad.schedule.buffers import new_buffer, as_buffer
 from tinygrad.schedule.reduce_fold import fold_reduces
 from tinygrad.schedule.knobs import MAX_INDEX_USES, REDUCE_UNROLL, REDUCE_STAGE, STAGE_BITS, STAGE_LANES, SPLIT_MIN, SPLIT_MAX_OUT, STREAM_CORES
 from tinygrad.schedule.knobs import MAX_FUSED_READS, MAX_FUSED_OPS, MIN_RECOMPUTE, MAX_RECOMPUTED_OPS, MIN_RECOMPUTED_SIZE, MANY_RECOMPUTES
-from tinygrad.schedule.knobs import MIN_SHARED_REDUCE
+from tinygrad.schedule.knobs import MIN_SHARED_REDUCE, DECODE_UNROLL
 
 AT = "at"            # the arg of INDEX(x, valid, *idx): the value of tensor-graph node x at index idx
 
@@ -493,7 +493,7 @@ def _reduce(ctx:KernelContext, x:UOp, u:UOp) -> UOp:
       return _staged_reduce(ctx, u, src, valid, idx, red, sub)
     # REDUCE_UNROLL consecutive elements per iteration: an inner UNROLL range the codegen expands into lanes combined as a tree before they
     # meet the accumulator (more ILP, and the C compiler can vectorize the loads)
-    unroll = REDUCE_UNROLL if not NOOPT and total % REDUCE_UNROLL == 0 and total >= 2 * REDUCE_UNROLL else 1
+    unroll = next((n for n in (_reduce_unroll(src), REDUCE_UNROLL) if not NOOPT and total % n == 0 and total >= 2 * n), 1)
     r = UOp.range(total // unroll, next(ctx.axis), AxisType.REDUCE)
     ctx.reduce_of[r] = u
     ranges = [r] if unroll == 1 else [r, UOp.range(unroll, next(ctx.axis), AxisType.UNROLL)]
@@ -515,6 +515,16 @@ def _reduce(ctx:KernelContext, x:UOp, u:UOp) -> UOp:
   ret = at(src, valid, idx)
   for level in levels: ret = UOp(Ops.REDUCE, u.dtype, (ret, *(ranges[i] for i in level)), (rop,))
   return ret
+
+def _decodes_packed_ints(src:UOp) -> bool:
+  """Whether src computes floats from packed integers narrower than them (an int8/int16 cast to float, bytes bitcast to a half): a
+  quantized weight's values."""
+  return any(n.op in (Ops.CAST, Ops.BITCAST) and dtypes.is_float(n.dtype) and dtypes.is_int(n.src[0].dtype) and
+             n.src[0].dtype.itemsize < n.dtype.itemsize for n in src.toposort())
+
+def _reduce_unroll(src:UOp) -> int:
+  """Elements per loop iteration of a sum of src: DECODE_UNROLL for packed integers decoded to floats, else REDUCE_UNROLL."""
+  return DECODE_UNROLL if _decodes_packed_ints(src) else REDUCE_UNROLL
 
 def _splits(u:UOp, total) -> bool:
   """Whether a float sum of total elements into u is big enough, with few enough results, for _split_reduce."""
