@@ -77,3 +77,15 @@ def test_rows_gathered_under_a_matmul_are_inlined(monkeypatch):
     x, w, idx = E(2, 1, 64), E(8, 32, 64), E(2, dtype=dtypes.int32)
     plans = _plans(monkeypatch, x @ w[idx].transpose(-1, -2))
   assert [sorted(p.why.values()) for p in plans] == [["inline_gather", "target"]]
+
+def test_embedding_feeding_a_matmul_is_gathered_once(monkeypatch):
+  # a token's embedding row feeding a matmul (recomputed for each of its 1024 outputs): the lookup is a kernel of its own (one row,
+  # its sum folded into loads) rather than its one-hot summand over the whole table getting a buffer (vocab x dim written per step)
+  from tinygrad import nn
+  with Context(DEV="NULL"):
+    emb, w = nn.Embedding(4096, 256), E(1024, 256)
+    emb.weight = (E(4096, 256, dtype=dtypes.int8).cast(dtypes.float32) * 0.5)
+    plans = _plans(monkeypatch, emb(Tensor([[5]], dtype=dtypes.int32)) @ w.T)
+  roots = {u: why for p in plans for u, why in p.why.items() if u in p.roots}
+  assert sorted(roots.values()) == ["nested_reduce", "target"]
+  assert all(u.op is not Ops.REDUCE or u.shape == (1, 1, 1, 256) for u in roots)

@@ -228,8 +228,10 @@ class PlanContext:
 def inline_gather(ctx:PlanContext, u:UOp) -> bool:
   """A reduce off its kernel's elementwise path (under an EXPAND, or inside another reduce) that selects one element of a one-hot (a
   gather, see _selects) is computed where it is used: its sum folds into a load there (reduce_fold.py). A kernel gives one that does not
-  fold a buffer of its own after all."""
-  return not ctx.is_top(u) and ctx.reads_memory(u) and u not in ctx.tops
+  fold a buffer of its own after all. Not one recomputed MANY_RECOMPUTES times or more per element (an embedding feeding a matmul): its
+  one-hot summand, recomputed as often over the whole table, would get the buffer (recomputed_often: with a quantized table, a float copy
+  of it written at every step); as a root (nested_reduce) it is one small kernel whose sum folds into loads all the same."""
+  return not ctx.is_top(u) and ctx.reads_memory(u) and u not in ctx.tops and ctx.times(u) < MANY_RECOMPUTES
 
 def explicit_buffer(ctx:PlanContext, u:UOp) -> bool:
   """CONTIGUOUS asks for a buffer, a COPY is a copy item into one, and an AFTER (Tensor.assign) writes into its storage's."""
