@@ -248,6 +248,24 @@ def shared_big_reduce(ctx:PlanContext, u:UOp) -> bool:
   or more is computed once, into a buffer (AdamW's m and v updates both need the weight gradient: the matmul ran twice)."""
   return ctx.home.get(u, u) is None and ctx.reads_memory(u) and max_size(u.src[0].shape) >= MIN_SHARED_REDUCE * max_size(u.shape)
 
+def _views_used(ctx:PlanContext, u:UOp) -> int:
+  """How many different views of u (u itself, or u through a chain of movement ops) non-movement ops read."""
+  views, todo, seen = set(), [u], {u}
+  while todo:
+    v = todo.pop()
+    for w in ctx.users.get(v, []):
+      if w.op in GroupOp.Movement:
+        if w not in seen: seen.add(w), todo.append(w)
+      else: views.add(v)
+  return len(views)
+
+def big_reduce_read_twice(ctx:PlanContext, u:UOp) -> bool:
+  """A reduce on its kernel's elementwise path read through two or more views (a rotary embedding pairs element i with i + d/2 of a
+  matmul's output) would run once per view for every element: one over MIN_SHARED_REDUCE elements per output or more is computed once,
+  into a buffer (the rotated q and k projections were each a 2048-long dot product computed four times, in scalar gated code)."""
+  return ctx.is_top(u) and ctx.reads_memory(u) and max_size(u.src[0].shape) >= MIN_SHARED_REDUCE * max_size(u.shape) and \
+    _views_used(ctx, u) >= 2
+
 def _recomputed(ctx:PlanContext, u:UOp) -> bool:
   """u, an elementwise value, is computed again for at least MIN_RECOMPUTE elements per element of its kernel (under a large EXPAND),
   and is not part of a one-hot mask (which folds where it is summed, see _index_compare)."""
@@ -296,6 +314,7 @@ BUFFER_RULES: tuple[BufferRule, ...] = tuple(BufferRule(f.__name__, frozenset(o)
   (explicit_buffer, {Ops.CONTIGUOUS, Ops.COPY, Ops.AFTER}, Decision.ROOT),
   (nested_reduce, {Ops.REDUCE}, Decision.ROOT),
   (shared_big_reduce, {Ops.REDUCE}, Decision.ROOT),
+  (big_reduce_read_twice, {Ops.REDUCE}, Decision.ROOT),
   (recomputed_many_reads, GroupOp.Elementwise, Decision.ROOT),
   (recomputed_many_ops, GroupOp.Elementwise, Decision.ROOT),
   (recomputed_often, GroupOp.Elementwise, Decision.ROOT),
