@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from tests.helpers.devices import DEVICES
 from tests.helpers.kernels import ast_of, kinds, run, rand
-from tinygrad import Tensor
+from tinygrad import Tensor, dtypes
 from tinygrad.device import Device
 from tinygrad.uop.ops import UOp, Ops, AxisType
 from tinygrad.codegen import lower_ast
@@ -38,6 +38,28 @@ def test_small_reduce_unrolled_and_sum_axis0():
   assert kinds(opt) == [(L, 4), (U, 4), (U, 4), (R, 16), (N, 4)] and kernel_name(opt) == "r_4_4_4_16_4"
   # x.sum(axis=1): the lanes would read 4 rows, nothing becomes a vector load: no upcast
   assert kinds(hand_coded_optimizations(ast_of(y.sum(axis=1))[0], 1)) == [(L, 64), (R, 16), (N, 4)]
+
+def _q8_gemv(device:str, rows:int, cols:int) -> tuple[Tensor, np.ndarray]:
+  """x @ w.T with w stored as Q8_0-style blocks (a float16 scale, then 32 int8 values) decoded by Tensor ops, and its numpy value."""
+  rng = np.random.default_rng(0)
+  blocks = rng.integers(0, 256, size=(rows * cols // 32, 34), dtype=np.uint8)
+  blocks[:, :2] = (rng.standard_normal((len(blocks), 1)) * 0.01).astype(np.float16).view(np.uint8)
+  x = rand(1, cols)
+  b = Tensor(blocks, device=device).realize()
+  w = (b[:, 2:].bitcast(dtypes.int8).cast(dtypes.float32) * b[:, :2].bitcast(dtypes.float16).cast(dtypes.float32)).reshape(rows, cols)
+  want = x @ (blocks[:, 2:].view(np.int8).astype(np.float32) * blocks[:, :2].view(np.float16).astype(np.float32)).reshape(rows, cols).T
+  return Tensor(x, device=device).realize() @ w.T, want
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_decoded_weight_sum_unrolls_a_vector_per_step(device):
+  # a sum over values decoded from packed int8 bytes takes DECODE_UNROLL (16) elements per step, a float sum REDUCE_UNROLL (4): the 16
+  # byte lanes are one vector load, the scale is decoded once per 16 elements, not once per 4
+  out, want = _q8_gemv(device, 8, 256)
+  ast, _ = ast_of(out)
+  assert kinds(ast) == [(L, 8), (R, 16), (N, 16)]
+  np.testing.assert_allclose(out.numpy(), want, rtol=1e-4, atol=1e-4)
+  a, w = Tensor(rand(1, 256), device=device).realize(), Tensor(rand(8, 256, seed=1), device=device).realize()
+  assert kinds(ast_of(a @ w.T)[0]) == [(L, 8), (R, 64), (N, 4)]
 
 def test_shift_to():
   x = Tensor(rand(100), device="PYTHON").realize()

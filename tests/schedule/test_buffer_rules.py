@@ -27,12 +27,18 @@ def _two_sums_joined():
   x, y = E(16, 32), E(16, 32)
   return (E(16, 32) * (x.sum(1, keepdim=True) + y.sum(1, keepdim=True)).expand(16, 32).sum(0, keepdim=True),)
 
+def _rotated(x:Tensor) -> Tensor:
+  """x's halves swapped, one negated, added to x: a rotary embedding's two reads of each element."""
+  a, b = x[..., :x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+  return (-b).cat(a, dim=-1) + x
+
 # rule -> (a program it decides, the op kinds of the nodes it decides there)
 PROGRAMS = {
   "inline_gather": (lambda: (E(8, 100).sparse_categorical_crossentropy(E(8, dtype=dtypes.int32)),), {Ops.REDUCE}),
   "explicit_buffer": (lambda: ((E(16) + 1).contiguous() * 2,), {Ops.CONTIGUOUS}),
   "nested_reduce": (lambda: (E(16, 16).sum(1, keepdim=True) + E(16, 16),), {Ops.REDUCE}),
   "shared_big_reduce": (_adamw_moments, {Ops.REDUCE}),
+  "big_reduce_read_twice": (lambda: (_rotated(E(1, 64) @ E(32, 64).T),), {Ops.REDUCE}),
   "recomputed_many_reads": (lambda: ((E(64, 64) * E(64, 64) + E(64, 64) * E(64, 64) + E(64, 64)) @ E(64, 64),), GroupOp.Elementwise),
   "recomputed_many_ops": (lambda: (E(64, 64).gelu() @ E(64, 64),), GroupOp.Elementwise),
   "recomputed_often": (lambda: ((((E(128, 128) * 2 + 1) * 3) + 4) @ E(128, 256),), GroupOp.Elementwise),
@@ -41,7 +47,8 @@ PROGRAMS = {
 }
 
 def test_rule_names_list_the_table_in_order():
-  assert [r.name for r in BUFFER_RULES] == ["inline_gather", "explicit_buffer", "nested_reduce", "shared_big_reduce", "recomputed_many_reads",
+  assert [r.name for r in BUFFER_RULES] == ["inline_gather", "explicit_buffer", "nested_reduce", "shared_big_reduce", "big_reduce_read_twice",
+                                            "recomputed_many_reads",
                                             "recomputed_many_ops", "recomputed_often", "owns_reduce_in_loop", "reduces_joined"]
   assert all(r.holds.__doc__ for r in BUFFER_RULES), "each rule says why"
   assert [r.name for r in BUFFER_RULES if r.decision is Decision.INLINE] == ["inline_gather"]
@@ -78,3 +85,15 @@ def test_rows_gathered_under_a_matmul_are_inlined(monkeypatch, dtype):
     x, w, idx = E(2, 1, 64, dtype=dtype), E(8, 32, 64, dtype=dtype), E(2, dtype=dtypes.int32)
     plans = _plans(monkeypatch, x @ w[idx].transpose(-1, -2))
   assert [sorted(p.why.values()) for p in plans] == [["inline_gather", "target"]]
+
+def test_embedding_feeding_a_matmul_is_gathered_once(monkeypatch):
+  # a token's embedding row feeding a matmul (recomputed for each of its 1024 outputs): the lookup is a kernel of its own (one row,
+  # its sum folded into loads) rather than its one-hot summand over the whole table getting a buffer (vocab x dim written per step)
+  from tinygrad import nn
+  with Context(DEV="NULL"):
+    emb, w = nn.Embedding(4096, 256), E(1024, 256)
+    emb.weight = (E(4096, 256, dtype=dtypes.int8).cast(dtypes.float32) * 0.5)
+    plans = _plans(monkeypatch, emb(Tensor([[5]], dtype=dtypes.int32)) @ w.T)
+  roots = {u: why for p in plans for u, why in p.why.items() if u in p.roots}
+  assert sorted(roots.values()) == ["nested_reduce", "target"]
+  assert all(u.op is not Ops.REDUCE or u.shape == (1, 1, 1, 256) for u in roots)

@@ -78,3 +78,10 @@ def test_scaled_sum_that_does_not_fold_keeps_its_loop():
   sel = _not(UOp(Ops.CMPNE, dtypes.bool, (r, I))).where(UOp.const(1, dtypes.int32), UOp.const(0, dtypes.int32))
   _check(UOp(Ops.REDUCE, dtypes.int32, (_cast(r, dtypes.int32) * sel, r), (Ops.ADD,)), I, folds=False)   # the factor depends on k
   _check(UOp(Ops.REDUCE, dtypes.int32, (UOp.const(2, dtypes.int32) * _cast(r * r < I, dtypes.int32), r), (Ops.ADD,)), I, folds=False)
+
+def test_select_of_a_negated_sum_folds():
+  # an arange counted down and negated, as an embedding's one-hot compare reaches the kernel: (r*-4 + u*-1)*-1 == e is k == e
+  r, u = _rng(3, 1), _rng(4, 2, AxisType.UNROLL)
+  k = (r * -4 + u * -1) * -1
+  sel = _not(UOp(Ops.CMPNE, dtypes.bool, (k, I + -1))).where(_cast(r * 7 + u, dtypes.int32), UOp.const(0, dtypes.int32))
+  _check(UOp(Ops.REDUCE, dtypes.int32, (sel, r, u), (Ops.ADD,)), I)

@@ -45,7 +45,7 @@ from tinygrad.schedule.buffers import new_buffer, as_buffer
 from tinygrad.schedule.reduce_fold import fold_reduces
 from tinygrad.schedule.knobs import MAX_INDEX_USES, REDUCE_UNROLL, REDUCE_STAGE, STAGE_BITS, STAGE_LANES, SPLIT_MIN, SPLIT_MAX_OUT, STREAM_CORES
 from tinygrad.schedule.knobs import MAX_FUSED_READS, MAX_FUSED_OPS, MIN_RECOMPUTE, MAX_RECOMPUTED_OPS, MIN_RECOMPUTED_SIZE, MANY_RECOMPUTES
-from tinygrad.schedule.knobs import MIN_SHARED_REDUCE
+from tinygrad.schedule.knobs import MIN_SHARED_REDUCE, DECODE_UNROLL
 
 AT = "at"            # the arg of INDEX(x, valid, *idx): the value of tensor-graph node x at index idx
 
@@ -229,8 +229,10 @@ class PlanContext:
 def inline_gather(ctx:PlanContext, u:UOp) -> bool:
   """A reduce off its kernel's elementwise path (under an EXPAND, or inside another reduce) that selects one element of a one-hot (a
   gather, see _selects) is computed where it is used: its sum folds into a load there (reduce_fold.py). A kernel gives one that does not
-  fold a buffer of its own after all."""
-  return not ctx.is_top(u) and ctx.reads_memory(u) and u not in ctx.tops
+  fold a buffer of its own after all. Not one recomputed MANY_RECOMPUTES times or more per element (an embedding feeding a matmul): its
+  one-hot summand, recomputed as often over the whole table, would get the buffer (recomputed_often: with a quantized table, a float copy
+  of it written at every step); as a root (nested_reduce) it is one small kernel whose sum folds into loads all the same."""
+  return not ctx.is_top(u) and ctx.reads_memory(u) and u not in ctx.tops and ctx.times(u) < MANY_RECOMPUTES
 
 def explicit_buffer(ctx:PlanContext, u:UOp) -> bool:
   """CONTIGUOUS asks for a buffer, a COPY is a copy item into one, and an AFTER (Tensor.assign) writes into its storage's."""
@@ -246,6 +248,24 @@ def shared_big_reduce(ctx:PlanContext, u:UOp) -> bool:
   """A reduce on the elementwise path of two or more kernels would run in each of them: one over MIN_SHARED_REDUCE elements per output
   or more is computed once, into a buffer (AdamW's m and v updates both need the weight gradient: the matmul ran twice)."""
   return ctx.home.get(u, u) is None and ctx.reads_memory(u) and max_size(u.src[0].shape) >= MIN_SHARED_REDUCE * max_size(u.shape)
+
+def _views_used(ctx:PlanContext, u:UOp) -> int:
+  """How many different views of u (u itself, or u through a chain of movement ops) non-movement ops read."""
+  views, todo, seen = set(), [u], {u}
+  while todo:
+    v = todo.pop()
+    for w in ctx.users.get(v, []):
+      if w.op in GroupOp.Movement:
+        if w not in seen: seen.add(w), todo.append(w)
+      else: views.add(v)
+  return len(views)
+
+def big_reduce_read_twice(ctx:PlanContext, u:UOp) -> bool:
+  """A reduce on its kernel's elementwise path read through two or more views (a rotary embedding pairs element i with i + d/2 of a
+  matmul's output) would run once per view for every element: one over MIN_SHARED_REDUCE elements per output or more is computed once,
+  into a buffer (the rotated q and k projections were each a 2048-long dot product computed four times, in scalar gated code)."""
+  return ctx.is_top(u) and ctx.reads_memory(u) and max_size(u.src[0].shape) >= MIN_SHARED_REDUCE * max_size(u.shape) and \
+    _views_used(ctx, u) >= 2
 
 def _recomputed(ctx:PlanContext, u:UOp) -> bool:
   """u, an elementwise value, is computed again for at least MIN_RECOMPUTE elements per element of its kernel (under a large EXPAND),
@@ -295,6 +315,7 @@ BUFFER_RULES: tuple[BufferRule, ...] = tuple(BufferRule(f.__name__, frozenset(o)
   (explicit_buffer, {Ops.CONTIGUOUS, Ops.COPY, Ops.AFTER}, Decision.ROOT),
   (nested_reduce, {Ops.REDUCE}, Decision.ROOT),
   (shared_big_reduce, {Ops.REDUCE}, Decision.ROOT),
+  (big_reduce_read_twice, {Ops.REDUCE}, Decision.ROOT),
   (recomputed_many_reads, GroupOp.Elementwise, Decision.ROOT),
   (recomputed_many_ops, GroupOp.Elementwise, Decision.ROOT),
   (recomputed_often, GroupOp.Elementwise, Decision.ROOT),
@@ -494,7 +515,7 @@ def _reduce(ctx:KernelContext, x:UOp, u:UOp) -> UOp:
       return _staged_reduce(ctx, u, src, valid, idx, red, sub)
     # REDUCE_UNROLL consecutive elements per iteration: an inner UNROLL range the codegen expands into lanes combined as a tree before they
     # meet the accumulator (more ILP, and the C compiler can vectorize the loads)
-    unroll = REDUCE_UNROLL if not NOOPT and total % REDUCE_UNROLL == 0 and total >= 2 * REDUCE_UNROLL else 1
+    unroll = next((n for n in (_reduce_unroll(src), REDUCE_UNROLL) if not NOOPT and total % n == 0 and total >= 2 * n), 1)
     r = UOp.range(total // unroll, next(ctx.axis), AxisType.REDUCE)
     ctx.reduce_of[r] = u
     ranges = [r] if unroll == 1 else [r, UOp.range(unroll, next(ctx.axis), AxisType.UNROLL)]
@@ -516,6 +537,16 @@ def _reduce(ctx:KernelContext, x:UOp, u:UOp) -> UOp:
   ret = at(src, valid, idx)
   for level in levels: ret = UOp(Ops.REDUCE, u.dtype, (ret, *(ranges[i] for i in level)), (rop,))
   return ret
+
+def _decodes_packed_ints(src:UOp) -> bool:
+  """Whether src computes floats from packed integers narrower than them (an int8/int16 cast to float, bytes bitcast to a half): a
+  quantized weight's values."""
+  return any(n.op in (Ops.CAST, Ops.BITCAST) and dtypes.is_float(n.dtype) and dtypes.is_int(n.src[0].dtype) and
+             n.src[0].dtype.itemsize < n.dtype.itemsize for n in src.toposort())
+
+def _reduce_unroll(src:UOp) -> int:
+  """Elements per loop iteration of a sum of src: DECODE_UNROLL for packed integers decoded to floats, else REDUCE_UNROLL."""
+  return DECODE_UNROLL if _decodes_packed_ints(src) else REDUCE_UNROLL
 
 def _splits(u:UOp, total) -> bool:
   """Whether a float sum of total elements into u is big enough, with few enough results, for _split_reduce."""

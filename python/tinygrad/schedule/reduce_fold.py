@@ -40,16 +40,23 @@ def _index_value(x:UOp) -> UOp|None:
   if dtypes.is_int(x.dtype): return UOp(Ops.CAST, _WEAK, (x,), _WEAK)
   return None
 
+def _scaled_terms(x:UOp, scale:int=1):
+  """x's addends with their constant factors, (term, factor): a sum scaled by a constant is opened (the symbolic rules leave
+  (r1*-4 + r2*-1)*-1, an arange counted down, as it is)."""
+  if x.op is Ops.ADD:
+    for s in x.src: yield from _scaled_terms(s, scale)
+  elif x.op is Ops.MUL and x.src[1].op is Ops.CONST: yield from _scaled_terms(x.src[0], scale * x.src[1].arg)
+  else: yield x, scale
+
 def _linear(x:UOp, rngs:tuple[UOp, ...]) -> tuple[int, UOp]|None:
   """x (index math) as a*k + rest with a = +-1 and rest free of the ranges, or None."""
   strides, _ = _flat(rngs)
   coef = dict.fromkeys(rngs, 0)
   rest: list[UOp] = []
-  for t in x.split_uop(Ops.ADD):
-    if t in coef: coef[t] += 1
-    elif t.op is Ops.MUL and t.src[0] in coef and t.src[1].op is Ops.CONST: coef[t.src[0]] += t.src[1].arg
+  for t, c in _scaled_terms(x):
+    if t in coef: coef[t] += c
     elif _depends(t, rngs): return None
-    else: rest.append(t)
+    else: rest.append(t if c == 1 else t * c)
   a = coef[rngs[-1]]
   if a not in (1, -1) or any(coef[r] != a * strides[r] for r in rngs): return None
   return a, sum(rest[1:], rest[0]) if rest else UOp.const(0)
