@@ -184,3 +184,46 @@ def test_pad_of_pad_masks_each_load_once(device):
   assert not redundant
   want = np.exp(np.pad(np.pad(x, ((1, 1), (2, 0))) * 2, ((0, 2), (1, 1)))).sum(axis=0)
   np.testing.assert_allclose(t.numpy(), want, rtol=1e-5)
+
+# A KV-cache write of a prefill chunk: K and V stacked (the stack axis is a constant loop split in two) over a symbolic number of
+# tokens, assigned into cache[:, :, :, start_pos:start_pos+toks]. Each piece needs its own copy of the symbolic `toks` loop inside
+# the split one (one loop shared by both pieces was closed twice)
+KVH, HD, CTX, CHUNK = 2, 8, 16, 4
+
+def _kv_write(cache:Tensor, k:Tensor, v:Tensor, sp, toks, rope_cat:bool) -> Tensor:
+  kk, vv = k[:, :toks], v[:, :toks]
+  kr = (kk[..., :HD//2] * 2).cat(kk[..., HD//2:] * 3, dim=-1) if rope_cat else kk * 2
+  return cache[:, :, :, sp:sp+toks, :].assign(Tensor.stack(kr.transpose(1, 2), vv.transpose(1, 2))).realize()
+
+def _np_kv_write(cache:np.ndarray, k:np.ndarray, v:np.ndarray, sp:int, toks:int, rope_cat:bool):
+  kk, vv = k[:, :toks], v[:, :toks]
+  kr = np.concatenate([kk[..., :HD//2] * 2, kk[..., HD//2:] * 3], -1) if rope_cat else kk * 2
+  cache[:, :, :, sp:sp+toks] = np.stack([kr.transpose(0, 2, 1, 3), vv.transpose(0, 2, 1, 3)])
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("rope_cat", [False, True], ids=["stack", "stack_of_cat"])
+def test_stack_over_symbolic_loop_into_cache(device, rope_cat):
+  k, v = rand(1, CHUNK, KVH, HD), rand(1, CHUNK, KVH, HD, seed=1)
+  cache = Tensor.zeros(2, 1, KVH, CTX, HD, device=device).contiguous().realize()
+  sp, toks = UOp.variable("start_pos", 0, CTX - 1).bind(2), UOp.variable("toks", 1, CHUNK).bind(3)
+  _kv_write(cache, Tensor(k, device=device), Tensor(v, device=device), sp, toks, rope_cat)
+  want = np.zeros((2, 1, KVH, CTX, HD), np.float32)
+  _np_kv_write(want, k, v, 2, 3, rope_cat)
+  np.testing.assert_array_equal(cache.numpy(), want)
+
+@pytest.mark.cpu
+@pytest.mark.parametrize("rope_cat", [False, True], ids=["stack", "stack_of_cat"])
+def test_stack_over_symbolic_loop_into_cache_jit(rope_cat):
+  # TinyJit captures the kernel once and replays it with other bound start_pos and toks
+  from tinygrad import TinyJit
+  cache = Tensor.zeros(2, 1, KVH, CTX, HD).contiguous().realize()
+  want = np.zeros((2, 1, KVH, CTX, HD), np.float32)
+  write = TinyJit(lambda k, v, sp, toks: _kv_write(cache, k, v, sp, toks, rope_cat))
+  v_sp, v_toks, sp = UOp.variable("start_pos", 0, CTX - 1), UOp.variable("toks", 1, CHUNK), 0
+  for i, n in enumerate((3, 4, 2, 1, 4, 2)):
+    k, v = rand(1, CHUNK, KVH, HD, seed=2 * i), rand(1, CHUNK, KVH, HD, seed=2 * i + 1)
+    write(Tensor(k), Tensor(v), v_sp.bind(sp), v_toks.bind(n))
+    _np_kv_write(want, k, v, sp, n, rope_cat)
+    np.testing.assert_array_equal(cache.numpy(), want, err_msg=f"start_pos={sp} toks={n}")
+    sp += n
+  assert write.captured is not None

@@ -106,7 +106,10 @@ def _split_one(st:UOp, ids:Iterator[int]) -> list[UOp]|None:
   topo = st.toposort()
   cmps = [u for u in topo if u.op is Ops.CMPLT and u.src[0].dtype in _INTS]
   if not cmps: return None
-  loops = sorted([u for u in topo if u.op is Ops.RANGE and u.arg[-1] is AxisType.LOOP and u.src[0].op is Ops.CONST], key=lambda u: u.arg[:-1])
+  # a loop to cut has a constant size; the loops inside it are copied per piece whatever their size (a symbolic one shared by two pieces
+  # would be closed by both pieces' ENDs)
+  all_loops = sorted([u for u in topo if u.op is Ops.RANGE and u.arg[-1] is AxisType.LOOP], key=lambda u: u.arg[:-1])
+  loops = [u for u in all_loops if u.src[0].op is Ops.CONST]
   # a piece's reduces get their own loops too (codegen lowers the REDUCEs over the same ranges into one loop); a reduce split over a
   # workgroup (GROUP_REDUCE: launch dims) is left alone
   if any(u.op is Ops.RANGE and u.arg[-1] is AxisType.GROUP_REDUCE for u in topo): return None
@@ -116,7 +119,7 @@ def _split_one(st:UOp, ids:Iterator[int]) -> list[UOp]|None:
     for cmp in cmps:
       if r in cmp.toposort() and (cs := _cuts(cmp, r, n)) is not None: cuts |= cs
     if not cuts: continue
-    inner = [u for u in loops if u.arg[:-1] > r.arg[:-1]] + reduces
+    inner = [u for u in all_loops if u.arg[:-1] > r.arg[:-1]] + reduces
     # in two at the middle cut, each half split again: a half folds away the masks of the other's inputs, so a cat of k inputs costs
     # about log2(k) passes over the store instead of k
     bounds = [0, sorted(cuts)[len(cuts) // 2], n]
