@@ -144,7 +144,7 @@ class TransformerBlock:
       self.ffn_gate, self.ffn_up = nn.Linear(cfg.dim, cfg.hidden_dim, bias=False), nn.Linear(cfg.dim, cfg.hidden_dim, bias=False)
       self.ffn_down = nn.Linear(cfg.hidden_dim, cfg.dim, bias=False)
     # made by Transformer on its device: the keys and the values of the cache, each (B, kv heads, max_context, head_dim), written in
-    # place (two buffers, not one stacked: a stack of chunks of symbolic length stored into the cache trips the codegen)
+    # place
     self.cache_k: Tensor|None = None
     self.cache_v: Tensor|None = None
 
@@ -178,8 +178,9 @@ class TransformerBlock:
     return (self.ffn_down_exps(hidden, sel) * weights.unsqueeze(-1)).sum(2)
 
   def __call__(self, x:Tensor, start_pos:int|UOp, rope:Tensor) -> Tensor:
-    h = x + self._attention(self.attn_norm(x), start_pos, rope)
-    return (h + self._feed_forward(self.ffn_norm(h))).contiguous()
+    # the normalized activations get a buffer: fused into the projections, each weight element would recompute its input's norm
+    h = x + self._attention(self.attn_norm(x).contiguous(), start_pos, rope)
+    return (h + self._feed_forward(self.ffn_norm(h).contiguous())).contiguous()
 
 class Transformer:
   """A GGUF language model (from_gguf) with a KV cache of max_context positions; generate() yields new token ids."""
@@ -231,7 +232,7 @@ class Transformer:
     # rows gathered by index: nn.Embedding's one-hot sum would read (and dequantize) the whole table for every token
     x = self.token_embd.weight[tokens].float().contiguous()
     for b in self.blk: x = b(x, start_pos, self._rope)
-    return self.output(self.output_norm(x[:, -1:])).float().reshape(self.config.vocab_size)
+    return self.output(self.output_norm(x[:, -1:]).contiguous()).float().reshape(self.config.vocab_size)
 
   def _prefill(self, tokens:Tensor, start_pos:UOp, toks:UOp) -> Tensor: return self.forward(tokens[:, :toks], start_pos)
   def _decode(self, tokens:Tensor, start_pos:UOp) -> Tensor: return self.forward(tokens, start_pos)
