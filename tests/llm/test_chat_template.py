@@ -183,3 +183,12 @@ def test_from_gguf_file(tmp_path):
   text = chat_template(loaded, tok).render(CONVERSATIONS[1])
   assert text == _template("llama3")[0].render(CONVERSATIONS[1])
   assert tok.encode(text) == SimpleTokenizer.from_gguf_kv(kv).encode(text) and tok.decode(tok.encode(text)) == text
+
+def test_fallback_template_as_in_tinygrad():
+  # tinygrad 0.14: tinygrad.llm.cli.FallbackTemplate(tok).render(messages=..., add_generation_prompt=True) in the tokenizer's family format
+  from tinygrad.llm.cli import FallbackTemplate
+  kv = {"general.architecture": "llama", **train_bpe(PARAGRAPH, 10, pre="llama-bpe")}
+  tok = SimpleTokenizer.from_gguf_kv(kv)
+  msgs = [{"role": "user", "content": "Hi"}]
+  want = "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"
+  assert FallbackTemplate(tok).render(messages=msgs, add_generation_prompt=True) == want

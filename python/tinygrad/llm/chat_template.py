@@ -101,6 +101,11 @@ def fallback_family(kv:dict, tok:SimpleTokenizer) -> str:
   if "<|user|>" in tok.special_tokens and "<|im_start|>" not in tok.special_tokens: return "olmo"
   return "chatml"
 
+class FallbackTemplate(FallbackChatTemplate):
+  """tinygrad 0.14's name and constructor (in tinygrad.llm.cli): the built-in format of a tokenizer's family, BOS text from its bos_id."""
+  def __init__(self, tok:SimpleTokenizer):
+    super().__init__(fallback_family({}, tok), tok.decode([tok.bos_id]) if tok.bos_id is not None else "", tok.decode([tok.eos_id]))
+
 def chat_template(kv:dict, tok:SimpleTokenizer, use_jinja:bool=True) -> JinjaChatTemplate|FallbackChatTemplate:
   """The chat template of a model from its GGUF metadata: the file's own (tokenizer.chat_template) when jinja2 imports and use_jinja, else
   the built-in format of its family. The returned object's .name says which ("jinja" or "fallback:<family>")."""

@@ -8,7 +8,7 @@ import time
 from typing import Any, Iterator
 from tinygrad import nn
 from tinygrad.helpers import GlobalCounters, fetch
-from tinygrad.llm.chat_template import chat_template
+from tinygrad.llm.chat_template import chat_template, FallbackTemplate  # noqa: F401  (FallbackTemplate: tinygrad 0.14's home of it)
 from tinygrad.llm.model import Transformer
 from tinygrad.llm.serve import LLMServer
 from tinygrad.llm.tokenizer import SimpleTokenizer
