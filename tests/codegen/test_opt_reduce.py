@@ -114,6 +114,27 @@ class TestLoweredKernel:
       uops = spec_of(a @ b).uops
       assert loop_sizes(uops) == [64, 64, 64] and register_sizes(uops) == [1] and not vector_accesses(uops)
 
+  @pytest.mark.parametrize("half", [dtypes.float16, dtypes.bfloat16])
+  def test_half_weight_gemv_lanes(self, single_core, half):
+    # x @ w.T with w a stored float16/bfloat16 tensor cast to float (a GGUF F16 weight): 16 elements a reduce step, the 16 halves one
+    # vector load of their bits (converted lane by lane) next to x's, one accumulator per lane (the compiler's vector multiply-adds)
+    xs, ws = rand((1, 512)), rand((8, 512), seed=1)
+    x, w = Tensor(xs).realize(), Tensor(ws).cast(half).realize()
+    out = x @ w.float().T
+    uops = spec_of(out).uops
+    assert loop_sizes(uops) == [8, 32] and register_sizes(uops) == [16]
+    assert vector_accesses(uops) == {("LOAD", 1, 16): 1, ("LOAD", 2, 16): 1}
+    wf = w.float().numpy()
+    assert wf.dtype == np.float32 and np.abs(wf - ws).max() < 0.02
+    np.testing.assert_allclose(out.numpy(), xs.astype(np.float64) @ wf.astype(np.float64).T, rtol=1e-5, atol=1e-4)
+    # the conversion is exact on every class of half: each row one special value (the rest zeros) in a different lane, summed with ones
+    if half is dtypes.float16:
+      special = np.array([0.0, -0.0, 6e-8, -6e-8, 1e-5, 65504.0, -65504.0, np.inf, -np.inf, np.nan, 1.0, 2049.0], np.float16)
+      wsp = np.zeros((len(special), 512), np.float16)
+      wsp[np.arange(len(special)), np.arange(len(special)) * 37] = special
+      got = (Tensor(np.ones((1, 512), np.float32)).realize() @ Tensor(wsp).realize().float().T).numpy()
+      np.testing.assert_array_equal(got[0], special.astype(np.float32) + 0.0)
+
   def test_batched_matmul_upcast(self, single_core):
     a, b = Tensor(rand((3, 8, 64))).realize(), Tensor(rand((3, 64, 12), seed=1)).realize()
     uops = spec_of(a @ b).uops
@@ -182,10 +203,11 @@ class TestLoweredKernel:
     with Context(NOOPT=1): assert loop_sizes(spec_of(x.max(axis=1)).uops) == [3, 7]
     np.testing.assert_array_equal(x.max(axis=1).numpy(), x.numpy().max(axis=1))
 
-  def test_half_upcast_keeps_scalar_loads(self, single_core):
-    # half has no vector type: nothing would become a vector load, so the reduce kernel is not upcast
+  def test_half_matmul_vector_loads_only_in_the_sum(self, single_core):
+    # half values have no vector type of their own: the only vector load is the sum's 16 consecutive halves of a's row, as a vector
+    # of their bits (packed_vector_loads); b's strided column stays scalar and the kernel is not upcast
     a, b = Tensor(rand((8, 32), np.float16)).realize(), Tensor(rand((32, 8), np.float16, seed=1)).realize()
-    assert not vector_accesses(spec_of(a @ b).uops)
+    assert vector_accesses(spec_of(a @ b).uops) == {("LOAD", 1, 16): 1}
     np.testing.assert_allclose((a @ b).numpy(), a.numpy().astype(np.float32) @ b.numpy().astype(np.float32), rtol=2e-2, atol=5e-2)
 
   def test_dtype_of_matmul(self):

@@ -41,13 +41,13 @@ def _vector_lanes(x:UOp, u:UOp, loads:list[UOp]) -> tuple[list[dict[UOp, UOp]], 
     for j in range(n): repl[j][lane_loads[j][i]] = UOp(Ops.INDEX, ld.dtype, (vec, UOp.const(j, dtypes.int)))
   return repl, vectors
 
-def _expand_unroll(root:UOp, u:UOp, vector_alu:bool) -> UOp:
+def _expand_unroll(root:UOp, u:UOp, vector_alu:bool, packed:bool=False) -> UOp:
   """root with every REDUCE over the UNROLL range u in it as its lanes."""
   repl: dict[UOp, UOp] = {}
   n = range_size(u) or 0
   for red in [r for r in root.toposort() if r.op is Ops.REDUCE and u in r.src[1:]]:
     rest = tuple(r for r in red.src[1:] if r is not u)
-    vec, _ = _vector_lanes(red.src[0], u, loads := vector_loads(red.src[0], u))
+    vec, _ = _vector_lanes(red.src[0], u, loads := vector_loads(red.src[0], u, packed=packed))
     lanes = [_lane(red.src[0], u, j) for j in range(n)]
     lanes = [x.substitute(v, name="vector loads") if v else x for x, v in zip(lanes, vec)]
     # lanes whose every load reads consecutive elements, two or more of them (vector loads: a dot product), keep one accumulator each,
@@ -148,14 +148,16 @@ def _simplify_indices(stores:list[UOp]) -> list[UOp]:
 class ExpandContext:
   vector_alu: bool   # the renderer has vector ALU (Renderer.vector_alu)
   lanes: bool        # the kernel has UNROLL or UPCAST ranges (else nothing changes, its indices included)
+  packed: bool = False  # vector loads of half/bfloat16 in a sum's lanes (Renderer.packed_vector_loads)
 
 def expand_context(sink:UOp, ren=None) -> ExpandContext:
-  return ExpandContext(ren is not None and ren.vector_alu, bool(ranges_of(sink, AxisType.UNROLL, AxisType.UPCAST)))
+  return ExpandContext(ren is not None and ren.vector_alu, bool(ranges_of(sink, AxisType.UNROLL, AxisType.UPCAST)),
+                       ren is not None and ren.packed_vector_loads)
 
 def _unroll(ctx:ExpandContext, red:UOp) -> UOp|None:
   if not ctx.lanes or not (unrolls := sorted([r for r in red.src[1:] if r.arg[-1] is AxisType.UNROLL], key=range_key)): return None
   x = red
-  for u in reversed(unrolls): x = _expand_unroll(x, u, ctx.vector_alu)
+  for u in reversed(unrolls): x = _expand_unroll(x, u, ctx.vector_alu, ctx.packed)
   return x
 
 def _upcast(ctx:ExpandContext, st:UOp) -> UOp|None:

@@ -336,6 +336,8 @@ class Renderer:
   has_shared: bool = True                         # local (workgroup-shared) BUFFERs and BARRIERs
   vector_alu: bool = False                        # ADD/SUB/MUL/FDIV/NEG/MULACC of vectors of one width and scalars (lane-wise code
                                                   # kept as vector expressions: codegen/expander.py)
+  packed_vector_loads: bool = False               # vector loads of half/bfloat16 buffers as vectors of their bits, each lane converted to
+                                                  # float where it is read (a sum's lanes: codegen/expander.py)
   fused_mulacc: bool = False                      # MULACC of float32/float64 renders as a fused multiply-add (a*b+c rounded once), so the
                                                   # codegen fuses a dot tile's acc + a*b into MULACC (codegen/mulacc.py, pm_fuse_mulacc)
   global_max: tuple[int, ...]|None = (0x8FFFFFFF,) * 3  # largest launch size per dim (with has_threads: [0] is the thread count)

@@ -134,7 +134,9 @@ def _render_store(ctx:_CWriter, x:UOp, idx:UOp, val:UOp) -> str:
 
 def _render_lane(ctx:_CWriter, vec:UOp, i:UOp) -> str:
   v = ctx.r[vec]
-  return f"{v}[{const_value(i)}]" if v.isidentifier() else f"({v})[{const_value(i)}]"
+  lane = f"{v}[{const_value(i)}]" if v.isidentifier() else f"({v})[{const_value(i)}]"
+  # a lane of a loaded half/bfloat16 vector is the element's bits (packed_vector_loads)
+  return f"{_EMULATED[vec.dtype][0]}({lane})" if vec.dtype in _EMULATED else lane
 
 def _render_special(ctx:_CWriter, x:UOp) -> str:
   if (fxn := ctx.ren.code_for_workitem.get(x.arg[0])) is None:
@@ -244,11 +246,14 @@ class CStyleLanguage(Renderer):
     """The C type of a buffer element (half and bfloat16 are stored as their 16 bits)."""
     return ("unsigned char" if dt.itemsize == 1 else "unsigned short") if dt in _EMULATED else self.value_type(dt)
   def vector_type(self, dt:DType, lanes:int) -> str:
+    # a vector of half/bfloat16 is only ever loaded (packed_vector_loads): the vector of their bits
+    if dt in _EMULATED and self.packed_vector_loads: return self.memory_type(dt).replace(" ", "_") + str(lanes)
     if dt in _EMULATED or dt is dtypes.bool: raise KernelContractError(f"vectors of {dt} are not supported by {type(self).__name__}")
     return self.value_type(dt).replace(" ", "_") + str(lanes)
   def render_vector_prefix(self, dt:DType, lanes:int) -> str:
     # element alignment: a vector access at any element offset is valid
-    return f"typedef {self.value_type(dt)} {self.vector_type(dt, lanes)} __attribute__((vector_size({dt.itemsize*lanes}),aligned({dt.itemsize})));"
+    elem = self.memory_type(dt) if dt in _EMULATED else self.value_type(dt)
+    return f"typedef {elem} {self.vector_type(dt, lanes)} __attribute__((vector_size({dt.itemsize*lanes}),aligned({dt.itemsize})));"
 
   def render_literal(self, v, dt:DType) -> str:
     if v is Invalid: raise KernelContractError("an Invalid constant reached the renderer: the codegen must turn it into a gate")
@@ -358,7 +363,8 @@ class _CWriter:
       self.r[v] = nm
       params.append(ren.render_var_param(nm, v.dtype))
     for u in k.uops: self.step(u)
-    prefix = [ren.render_vector_prefix(dt, n) for dt, n in self.vectors]
+    # dict.fromkeys: a half vector's type is the one of its bits (packed_vector_loads), which a uint16 vector may declare too
+    prefix = list(dict.fromkeys(ren.render_vector_prefix(dt, n) for dt, n in self.vectors))
     prefix += [ren.emulated_helpers[dt] for dt in _EMULATED if dt in self.emulated]
     src = ren.render_kernel(k.name, self.lines, params, prefix)
     return src + ren.render_thread_entry(k) if CORE_ID in k.specials else src
@@ -506,6 +512,7 @@ class ClangRenderer(CStyleLanguage):
   has_shared = False
   has_threads = True   # the CPU runtime runs a core_id kernel's launches on a thread pool
   vector_alu = True    # GCC/clang vector extensions: a float4 + float4 is one vector add, a float4 * float broadcasts the float
+  packed_vector_loads = True  # a half weight's 16 lanes are one load of 32 bytes, converted lane by lane (F16C vectorizes it)
   # the kernels compile with -ffp-contract=off (nothing fuses behind the codegen's back): a MULACC is an explicit fmaf/fma, which
   # -fno-math-errno and -march=native make one vfmadd where the CPU has FMA (a correctly rounded libm call where it has none)
   fused_mulacc = True

@@ -23,7 +23,7 @@ MIN_SHARED_REDUCE = 16          # elements summed per output from which a reduce
 MAX_INDEX_USES = 16             # distinct indices one value is read at in a kernel before it gets a buffer (kernel size, exponential
                                 # in a chain like x + x.flip(0), vs a kernel more; an UNROLL range's lanes count once)
 REDUCE_UNROLL = 4               # reduce elements per loop iteration, a power of two (fewer iterations and a tree of adds vs code size)
-DECODE_UNROLL = 16              # the same for a sum of values decoded from packed integers (a quantized weight's blocks of 32 elements
+DECODE_UNROLL = 16              # the same for a sum of values decoded from packed integers or halves (a quantized weight's blocks of 32 elements
                                 # share their scale: decoded once per iteration, and the C compiler vectorizes the byte lanes) vs code size
 REDUCE_STAGE = 1 << 14          # elements of a float sum past which it is nested reduces (accuracy of the sum vs loop overhead)
 STAGE_BITS = 9                  # each level of such a sum over at most 2**STAGE_BITS elements (or the fewest levels of about equal size)

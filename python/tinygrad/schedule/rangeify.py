@@ -539,10 +539,10 @@ def _reduce(ctx:KernelContext, x:UOp, u:UOp) -> UOp:
   return ret
 
 def _decodes_packed_ints(src:UOp) -> bool:
-  """Whether src computes floats from packed integers narrower than them (an int8/int16 cast to float, bytes bitcast to a half): a
-  quantized weight's values."""
-  return any(n.op in (Ops.CAST, Ops.BITCAST) and dtypes.is_float(n.dtype) and dtypes.is_int(n.src[0].dtype) and
-             n.src[0].dtype.itemsize < n.dtype.itemsize for n in src.toposort())
+  """Whether src computes floats from packed values narrower than them (an int8/int16 cast to float, bytes bitcast to a half, a half or
+  bfloat16 cast to float): a quantized or 16-bit weight's values, read at memory speed only with wide loads."""
+  return any(n.op in (Ops.CAST, Ops.BITCAST) and dtypes.is_float(n.dtype) and n.src[0].dtype.itemsize < n.dtype.itemsize and
+             (dtypes.is_int(n.src[0].dtype) or n.src[0].dtype in (dtypes.half, dtypes.bfloat16)) for n in src.toposort())
 
 def _reduce_unroll(src:UOp) -> int:
   """Elements per loop iteration of a sum of src: DECODE_UNROLL for packed integers decoded to floats, else REDUCE_UNROLL."""

@@ -329,12 +329,14 @@ def _consecutive(idxs:list[UOp], lane:UOp) -> list[bool]:
   got = [_addends(x) for x in graph_rewrite(UOp(Ops.SINK, dtypes.void, tuple(lanes)), symbolic, name="lane offsets").src] if lanes else []
   return [all(got[k*n + j][0] == got[k*n][0] and got[k*n + j][1] - got[k*n][1] == j for j in range(n)) for k in range(len(idxs))]
 
-def vector_loads(ast:UOp, lane:UOp, in_reduce_only:bool=False, gated:bool=False) -> list[UOp]:
+def vector_loads(ast:UOp, lane:UOp, in_reduce_only:bool=False, gated:bool=False, packed:bool=False) -> list[UOp]:
   """The loads (ungated, of a vector dtype) whose lanes over UPCAST range `lane` are consecutive: the expander makes each one load.
-  `gated`: gated loads too (those whose gates codegen/split_ranges.py folds away in a piece of the kernel)."""
+  `gated`: gated loads too (those whose gates codegen/split_ranges.py folds away in a piece of the kernel). `packed`: half/bfloat16
+  loads too (a renderer that stores them as their bits and converts each lane: Renderer.packed_vector_loads)."""
   if range_size(lane) not in (2, 4, 8, 16): return []  # the vector widths of the renderer contract
   topo = ast.toposort()
-  cands = [u for u in topo if u.op is Ops.LOAD and (len(u.src) == 1 or gated) and u.src[0].op is Ops.INDEX and _vector_ok(u.dtype) and
+  cands = [u for u in topo if u.op is Ops.LOAD and (len(u.src) == 1 or gated) and u.src[0].op is Ops.INDEX and
+           (_vector_ok(u.dtype) or (packed and u.dtype in (dtypes.half, dtypes.bfloat16))) and
            lane in u.src[0].src[1].toposort()]
   if in_reduce_only:
     inside = {x for red in topo if red.op is Ops.REDUCE for x in red.src[0].toposort()}
