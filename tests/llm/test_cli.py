@@ -10,6 +10,7 @@ import sys
 import gguf
 import numpy as np
 import pytest
+import tinygrad
 from tinygrad.llm import cli
 from tinygrad.llm.chat_template import chat_template
 from tinygrad.llm.model import Transformer
@@ -18,11 +19,12 @@ from tests.helpers.gguf_models import write_model
 
 pytestmark = pytest.mark.cpu
 openai = pytest.importorskip("openai")
-REPO = pathlib.Path(__file__).resolve().parents[2]
+# the subprocess imports the tinygrad this test imported (the checkout or an installed copy)
+PACKAGE_ROOT = str(pathlib.Path(tinygrad.__file__).resolve().parents[1])
 CTX = 64
 
 def run_cli(*args:str, stdin:str="", timeout:float=300) -> subprocess.CompletedProcess:
-  env = {**os.environ, "PYTHONPATH": str(REPO / "python")}
+  env = {**os.environ, "PYTHONPATH": PACKAGE_ROOT}
   return subprocess.run([sys.executable, "-m", "tinygrad.llm", *args], input=stdin, capture_output=True, text=True, env=env, timeout=timeout)
 
 @pytest.fixture(scope="module")
@@ -69,7 +71,7 @@ def test_benchmark_prints_a_line_per_token(gguf_file):
   assert r.returncode == 0 and len(r.stdout.splitlines()) == 3 and all(BENCH_LINE.match(line) for line in r.stdout.splitlines()), r.stdout
 
 def test_serve_answers_openai_requests(gguf_file, local):
-  env = {**os.environ, "PYTHONPATH": str(REPO / "python")}
+  env = {**os.environ, "PYTHONPATH": PACKAGE_ROOT}
   proc = subprocess.Popen([sys.executable, "-m", "tinygrad.llm", "--model", str(gguf_file), "--max_context", str(CTX), "--serve", "0"],
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
   try:
