@@ -263,7 +263,7 @@ def _views_used(ctx:PlanContext, u:UOp) -> int:
 def big_reduce_read_twice(ctx:PlanContext, u:UOp) -> bool:
   """A reduce on its kernel's elementwise path read through two or more views (a rotary embedding pairs element i with i + d/2 of a
   matmul's output) would run once per view for every element: one over MIN_SHARED_REDUCE elements per output or more is computed once,
-  into a buffer (the rotated q and k projections were each a 2048-long dot product computed four times, in scalar gated code)."""
+  into a buffer."""
   return ctx.is_top(u) and ctx.reads_memory(u) and max_size(u.src[0].shape) >= MIN_SHARED_REDUCE * max_size(u.shape) and \
     _views_used(ctx, u) >= 2
 
@@ -538,15 +538,15 @@ def _reduce(ctx:KernelContext, x:UOp, u:UOp) -> UOp:
   for level in levels: ret = UOp(Ops.REDUCE, u.dtype, (ret, *(ranges[i] for i in level)), (rop,))
   return ret
 
-def _decodes_packed_ints(src:UOp) -> bool:
+def _decodes_narrow_values(src:UOp) -> bool:
   """Whether src computes floats from packed values narrower than them (an int8/int16 cast to float, bytes bitcast to a half, a half or
   bfloat16 cast to float): a quantized or 16-bit weight's values, read at memory speed only with wide loads."""
   return any(n.op in (Ops.CAST, Ops.BITCAST) and dtypes.is_float(n.dtype) and n.src[0].dtype.itemsize < n.dtype.itemsize and
              (dtypes.is_int(n.src[0].dtype) or n.src[0].dtype in (dtypes.half, dtypes.bfloat16)) for n in src.toposort())
 
 def _reduce_unroll(src:UOp) -> int:
-  """Elements per loop iteration of a sum of src: DECODE_UNROLL for packed integers decoded to floats, else REDUCE_UNROLL."""
-  return DECODE_UNROLL if _decodes_packed_ints(src) else REDUCE_UNROLL
+  """Elements per loop iteration of a sum of src: DECODE_UNROLL for narrower stored values decoded to floats, else REDUCE_UNROLL."""
+  return DECODE_UNROLL if _decodes_narrow_values(src) else REDUCE_UNROLL
 
 def _splits(u:UOp, total) -> bool:
   """Whether a float sum of total elements into u is big enough, with few enough results, for _split_reduce."""
