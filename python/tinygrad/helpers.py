@@ -21,6 +21,7 @@ import pathlib
 import pickle
 import re
 import sys
+import tempfile
 import threading
 import types
 import warnings
@@ -438,7 +439,7 @@ INERT_FLAGS = (IMAGE, WINO, EMULATED_DTYPES, CHECK_OOB, PCONTIG)
 for _flag in INERT_FLAGS:
   if _flag.value: warnings.warn(f"{_flag.key}={_flag.value} has no effect in this tinygrad (README: differences from tinygrad 0.14)", stacklevel=2)
 # NOTE: tinygrad 0.14 defines this one in uop/ops.py; it lives here so the rewrite engine and the tests can share it
-TRACK_MATCH_STATS = ContextVar("TRACK_MATCH_STATS", 2 if VIZ else 0)
+TRACK_MATCH_STATS = ContextVar("TRACK_MATCH_STATS", 2 if VIZ.value > 0 else 0)   # VIZ=-1: the profile alone
 
 # *** global counters, metadata ***
 
@@ -540,6 +541,7 @@ class ProfileRangeEvent(ProfileEvent):
   st: decimal.Decimal
   en: decimal.Decimal|None = None
   profile_key: bytes|None = None
+  cat: str = "other"                # kernel, copy, compile or other: the timeline's colour and the Chrome trace's category
 
 @dataclass(frozen=True)
 class ProfilePointEvent(ProfileEvent):
@@ -558,6 +560,32 @@ def cpu_profile(name:str|TracingKey, device="TINY", display=True, profile_key:by
   finally:
     ev.en = perf_counter_us()
     if PROFILE and display: cpu_events.append(ev)
+
+def profile_event(device:str, name:str, cat:str, st_us:decimal.Decimal, en_us:decimal.Decimal) -> None:
+  """Records a finished span (a kernel launch, a copy, a compile) while PROFILE is on; callers test PROFILE first (free when off)."""
+  cpu_events.append(ProfileRangeEvent(device, name, st_us, en_us, cat=cat))
+
+def write_chrome_trace(f, events:list[ProfileEvent]) -> None:
+  """The events as a Chrome trace (JSON; Perfetto and chrome://tracing open it): one process per device, complete ("X") events in us."""
+  spans = [e for e in events if isinstance(e, ProfileRangeEvent) and e.en is not None]
+  devices = sorted({e.device for e in spans})
+  pid = {d: i for i, d in enumerate(devices)}
+  trace: list[dict] = [{"ph": "M", "name": "process_name", "pid": pid[d], "tid": 0, "args": {"name": d}} for d in devices]
+  for e in spans:
+    name = e.name.display_name if isinstance(e.name, TracingKey) else str(e.name)
+    trace.append({"name": name, "cat": e.cat, "ph": "X", "ts": float(e.st), "dur": float(e.en - e.st), "pid": pid[e.device], "tid": 0, "args": {}})
+  json.dump({"traceEvents": trace, "displayTimeUnit": "ms"}, f)
+
+_saved_profile: list[str] = []
+def save_profile() -> str|None:
+  """Writes the recorded events once as a Chrome trace (a fresh 0600 temp file) and prints its path; None when nothing was profiled."""
+  if _saved_profile: return _saved_profile[0]
+  if not PROFILE or not any(isinstance(e, ProfileRangeEvent) for e in cpu_events): return None
+  fd, fn = tempfile.mkstemp(prefix="tinygrad-profile-", suffix=".json")
+  with os.fdopen(fd, "w") as f: write_chrome_trace(f, cpu_events)
+  print(f"saved profile to {fn} (a Chrome trace: Perfetto opens it)")
+  _saved_profile.append(fn)
+  return fn
 
 def profile_marker(name:str, color="gray") -> None:
   cpu_events.append(ProfilePointEvent("TINY", "marker", None, {"name": name, "color": color}))

@@ -6,7 +6,8 @@ import subprocess
 import sys
 import pytest
 import tinygrad
-from tinygrad.viz.cli import main, read_rewrite_log, RewriteLogError
+from tinygrad.viz.cli import main
+from tinygrad.viz.log import read_rewrite_log, RewriteLogError
 
 SCRIPT = """\
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite
@@ -74,5 +75,5 @@ def test_viewer_refuses_a_malformed_log(tmp_path, body):
   with pytest.raises(RewriteLogError, match=r"bad.jsonl:\d+: not a valid rewrite log entry"): read_rewrite_log(str(bad))
 
 def test_viewer_refuses_another_version(tmp_path):
-  (bad := tmp_path / "v2.jsonl").write_text('{"format": "tinygrad-rewrite-log", "version": 2}\n')
-  with pytest.raises(RewriteLogError, match="version 2 is not supported"): read_rewrite_log(str(bad))
+  (bad := tmp_path / "v3.jsonl").write_text('{"format": "tinygrad-rewrite-log", "version": 3}\n')
+  with pytest.raises(RewriteLogError, match="version 3 is not supported"): read_rewrite_log(str(bad))

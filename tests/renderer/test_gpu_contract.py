@@ -95,7 +95,7 @@ def test_pass_names_in_the_rewrite_log():
 from tinygrad.uop.ops import track_rewrites_log
 from tinygrad import Tensor
 (Tensor.arange(12).reshape(3, 4).sum(1) + 1).realize()
-print(sorted({r['name'] for r in track_rewrites_log}))
+print(sorted({r.name for r in track_rewrites_log}))
 """
   env = {**os.environ, "TRACK_MATCH_STATS": "2", "DEV": "PYTHON"}
   out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout

@@ -25,8 +25,8 @@ def test_tracked_pattern_matcher_records_even_if_built_untracked():
     n = len(track_rewrites_log)
     assert graph_rewrite(x + 0, pm, name="tracked") is x
     rec = track_rewrites_log[n]
-    assert rec["name"] == "tracked" and len(rec["matches"]) == 1 and rec["matches"][0][1] is x
-    assert rec["matches"][0][2][0] == __file__
+    assert rec.name == "tracked" and len(rec.matches) == 1 and rec.matches[0][1] is x
+    assert rec.matches[0][2][0] == __file__
     assert any(__file__.split("/")[-1] in line for line in match_stats_table())
   finally: set_track_match_stats(0)
 

@@ -8,8 +8,9 @@ import functools
 import struct
 import time
 import weakref
+from decimal import Decimal
 from typing import Any, Callable, Generic, TypeVar
-from tinygrad.helpers import DEBUG, JIT, BEAM, Context, GlobalCounters, colored, getenv
+from tinygrad.helpers import DEBUG, JIT, BEAM, PROFILE, Context, GlobalCounters, colored, getenv, profile_event
 from tinygrad.device import Buffer, Compiled, Device, Program
 from tinygrad.uop import GroupOp
 from tinygrad.uop.ops import UOp, Ops
@@ -203,7 +204,7 @@ class CapturedJit(Generic[ReturnType]):
       call = self._calls[idx]
       call[1][len(item.bufs):] = item.spec.vals(var_vals)
       if symbolic_dims: call[0] = item.prg.launcher(*item.spec.launch_dims(var_vals))[1]
-    if DEBUG >= 2: self._replay_timed(var_vals)
+    if DEBUG >= 2 or PROFILE: self._replay_timed(var_vals, DEBUG >= 2)
     else:
       if DEBUG >= 1: print(f"TinyJit replayed {len(self._calls)} launches (nothing scheduled or compiled)")
       for launch, args in self._calls: launch(*args)
@@ -213,18 +214,21 @@ class CapturedJit(Generic[ReturnType]):
         GlobalCounters.global_mem += self._mem
     return self._returned(inputs, fresh_uops, var_vals)
 
-  def _replay_timed(self, var_vals:dict[str, int]) -> None:
-    """The replay loop for DEBUG>=2: each launch waits for its device and prints its line, as run_schedule does for a plain call."""
+  def _replay_timed(self, var_vals:dict[str, int], show:bool) -> None:
+    """The replay loop for DEBUG>=2 and PROFILE: each launch waits for its device, is profiled and (show) prints its line, as run_schedule
+    does for a plain call."""
     for (launch, args), item in zip(self._calls, self.items):
       device = item.bufs[0].device
       st = time.perf_counter()
       launch(*args)
       Device[device].synchronize()
       et = time.perf_counter() - st
+      if PROFILE: profile_event(device, "copy" if item.spec is None else item.spec.name, "copy" if item.spec is None else "kernel",
+                                Decimal(st*1e6), Decimal((st+et)*1e6))
       if item.spec is None:
         with GlobalCounters.lock: GlobalCounters.time_sum_s += et
         name = colored(f"copy {item.bufs[0].nbytes:8d}, {device[:7]:>7s} <- {item.bufs[1].device[:7]:7s}", "green")
-        print(realize.launch_line(device, name, 2, et, mem=item.bufs[0].nbytes, jitted=True))
+        if show: print(realize.launch_line(device, name, 2, et, mem=item.bufs[0].nbytes, jitted=True))
         continue
       est = item.spec.estimate(var_vals) if var_vals and item.spec.vars else item.spec.estimates
       with GlobalCounters.lock:
@@ -232,7 +236,7 @@ class CapturedJit(Generic[ReturnType]):
         GlobalCounters.global_ops += est.ops
         GlobalCounters.global_mem += est.mem
         GlobalCounters.time_sum_s += et
-      print(realize.launch_line(device, realize.kernel_name(item.spec.name), len(item.bufs), et, est.ops, est.mem, est.lds, jitted=True))
+      if show: print(realize.launch_line(device, realize.kernel_name(item.spec.name), len(item.bufs), et, est.ops, est.mem, est.lds, jitted=True))
     print(f"TinyJit replayed {len(self._calls)} launches")
 
   def _returned(self, inputs:list[_Input], fresh_uops:list[UOp], var_vals:dict[str, int]) -> Any:

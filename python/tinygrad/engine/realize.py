@@ -1,7 +1,9 @@
 """Running a schedule: each ScheduleItem is lowered (tinygrad.codegen), rendered, compiled (cached by the device) and launched."""
 from __future__ import annotations
 import time
-from tinygrad.helpers import DEBUG, NOOPT, BEAM, GlobalCounters, colored, BoundedCache, ansipad, time_to_str
+from decimal import Decimal
+from tinygrad.helpers import DEBUG, NOOPT, BEAM, PROFILE, GlobalCounters, colored, BoundedCache, ansipad, time_to_str, profile_event
+from tinygrad.uop.track import tracking_group, attach_kernel
 from tinygrad.device import Device, ProgramLoader
 from tinygrad.uop.ops import Ops
 from tinygrad.schedule import ScheduleItem
@@ -24,11 +26,13 @@ def get_spec(si:ScheduleItem, device:str):
   dev = Device[device]
   ren = dev.renderer
   if (spec := _specs.get(key := (si.ast, device, NOOPT.value, BEAM.value, ren, ren.pre_matcher, ren.has_local))) is None:
-    k = lower_ast(si.ast, device)
-    if DEBUG >= 3:
-      print(si.ast)
-      for i, u in enumerate(k.uops): print(f"{i:4d} {str(u.op):20s} {str(u.dtype):20s} {u.arg!r}")
-    _specs[key] = spec = dev.renderer.to_program(k.program_input)
+    with tracking_group("kernel", "kernel") as group:
+      k = lower_ast(si.ast, device)
+      if DEBUG >= 3:
+        print(si.ast)
+        for i, u in enumerate(k.uops): print(f"{i:4d} {str(u.op):20s} {str(u.dtype):20s} {u.arg!r}")
+      _specs[key] = spec = dev.renderer.to_program(k.program_input)
+    attach_kernel(group, spec.name, spec.src, k.uops)
     if DEBUG >= 3: print(f"{spec.name} opts: {list(spec.applied_opts)}")
     if DEBUG >= 4: print(spec.src)
   return spec
@@ -69,6 +73,7 @@ def run_schedule(schedule:list[ScheduleItem], var_vals:dict[str, int]|None=None)
       st = time.perf_counter()
       si.bufs[0].copy_from(si.bufs[1].ensure_allocated())   # the source may be a Tensor.empty never used before
       et = time.perf_counter() - st
+      if PROFILE: profile_event(device, si.name, "copy", Decimal(st*1e6), Decimal((st+et)*1e6))
       with GlobalCounters.lock: GlobalCounters.time_sum_s += et
       if DEBUG >= 2: print(launch_line(device, colored(si.name, "green"), len(si.bufs), et, mem=si.bufs[0].nbytes))
       continue
@@ -77,8 +82,9 @@ def run_schedule(schedule:list[ScheduleItem], var_vals:dict[str, int]|None=None)
     if capturing: capturing[-1].add_kernel(dev, spec, si.bufs)
     timed = DEBUG >= 2
     st = time.perf_counter()
-    et = dev.run(spec, si.bufs, var_vals, wait=timed)
+    et = dev.run(spec, si.bufs, var_vals, wait=timed or bool(PROFILE))
     if et is None: et = time.perf_counter() - st
+    if PROFILE: profile_event(device, spec.name, "kernel", Decimal(st*1e6), Decimal((st+et)*1e6))
     # a symbolic kernel is counted at its Variables' upper bounds (spec.estimates, computed once); walking its UOps again at this
     # launch's values costs more than a small kernel runs, so only the per-kernel DEBUG line does
     est = spec.estimate(var_vals) if timed and var_vals and spec.vars else spec.estimates

@@ -37,7 +37,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 import threading
 import time
-from tinygrad.uop.ops import UOp, Ops, GroupOp, live_binds, KernelInfo
+from tinygrad.uop.ops import UOp, Ops, GroupOp, live_binds, KernelInfo, rewrite_group
 from tinygrad.dtype import dtypes, DType, strong_dtype
 from tinygrad.helpers import prod, NOOPT, SPEC, SCACHE, NUM_CPU_THREADS, DEBUG
 from tinygrad.schedule.buffers import new_buffer, buffer_of, has_buffer, as_buffer, viewed_buffer, realized_view, next_buffer_id, storage_buffer, \
@@ -231,6 +231,7 @@ def create_schedule(targets:list[UOp], devices:list[str]) -> tuple[list[Schedule
   items, ret, _ = create_schedule_with_vars(targets, devices)
   return items, ret
 
+@rewrite_group(lambda targets, devices, ret: f"schedule {len(ret[0])} kernel{'s' if len(ret[0]) != 1 else ''}", kind="schedule")
 def create_schedule_with_vars(targets:list[UOp], devices:list[str]) -> tuple[list[ScheduleItem], dict[UOp, UOp], dict[str, int]]:
   """create_schedule, and the values of the graph's bound Variables ({name: value}), which its kernels take at launch. The kernels
   (and the schedule cache's key) see the Variables unbound, so the same graph with other values reuses them."""

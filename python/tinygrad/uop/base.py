@@ -10,18 +10,14 @@ uop/ops.py, which attaches the methods that run those tables (simplify, render, 
 uop/ops.py.
 """
 from __future__ import annotations
-import atexit
 import collections
 import dataclasses
 import functools
 import importlib
-import json
-import linecache
 import marshal
 import math
 import operator
 import os
-import sys
 import types
 import weakref
 from enum import Enum, auto
@@ -32,6 +28,8 @@ from tinygrad.uop import Ops, GroupOp
 from tinygrad.dtype import DType, dtypes, ConstType, PyConst, Invalid, InvalidType, AddrSpace, least_upper_dtype, least_upper_float, truncate
 from tinygrad.helpers import TRACK_MATCH_STATS, to_function_name, cdiv
 from tinygrad.uop.sint import sint
+from tinygrad.uop.track import (track_event, track_rewrites_log, match_stats_table, write_rewrite_log, set_track_match_stats,  # noqa: F401
+  REWRITE_LOG_FORMAT)
 from tinygrad.mixin.mathtraits import OperatorMixin, MathTrait, UOpMathTrait
 from tinygrad.mixin.movement import MovementMixin
 from tinygrad.mixin.reduce import ReduceMixin
@@ -101,90 +99,7 @@ def _uop_unflatten(nodes:list) -> UOp:
   """Rebuilds a UOp graph pickled in flattened form (see UOp.__reduce__)."""
   return _core.unflatten(nodes)
 
-# ***** TRACK_MATCH_STATS *****
-
-# one record per graph_rewrite call while TRACK_MATCH_STATS >= 2
-track_rewrites_log: list[dict] = []
-_active_rewrites: list[dict] = []
-
-def _printable(location:tuple[str, int]) -> str:
-  try: return linecache.getline(location[0], location[1]).strip()
-  except Exception: return "<unknown>"
-
-def _track_event(event:str, *args) -> None:
-  if event == "begin":
-    sink, name, bottom_up, walk = args
-    frm = sys._getframe(1)
-    rec = {"name": name or "graph_rewrite", "location": (frm.f_code.co_filename, frm.f_lineno), "sink": sink,
-           "bottom_up": bottom_up, "walk": walk, "depth": len(_active_rewrites), "matches": [], "result": None}
-    track_rewrites_log.append(rec)
-    _active_rewrites.append(rec)
-  elif event == "end":
-    if _active_rewrites: _active_rewrites.pop()["result"] = args[0]
-  elif event == "match":
-    before, after, upat, seconds = args
-    if _active_rewrites: _active_rewrites[-1]["matches"].append((before, after, upat.location, seconds))
-    if TRACK_MATCH_STATS.value >= 3:
-      print(f"{seconds*1e6:7.2f} us -- {upat.location[0].split('/')[-1]}:{upat.location[1]}", _printable(upat.location))
-
-def match_stats_table() -> list[str]:
-  """The per-rule statistics as printed at exit: slowest rule first, then the total."""
-  rows = sorted(_core.match_stats(), key=lambda r: r[4], reverse=True)
-  lines, tot = [], [0, 0, 0.0, 0.0]
-  for upat, matches, attempts, match_s, total_s in rows:
-    tot = [tot[0]+matches, tot[1]+attempts, tot[2]+match_s, tot[3]+total_s]
-    if attempts == 0: continue
-    loc = f"{upat.location[0].split('/')[-1]}:{upat.location[1]}"
-    lines.append(f"{matches:6d} / {attempts:7d} -- {match_s*1000:9.2f} / {total_s*1000:9.2f} ms -- {loc:20s} {_printable(upat.location)}")
-  lines.append(f"{tot[0]:6d} / {tot[1]:7d} -- {tot[2]*1000:9.2f} / {tot[3]*1000:9.2f} ms -- TOTAL")
-  lines.append(f"{len(rows)} rules, {sum(r[1] > 0 for r in rows)} matched once")
-  return lines
-
-REWRITE_LOG_FORMAT = "tinygrad-rewrite-log"   # the header line of every log (read by tinygrad.viz.cli)
-
-def write_rewrite_log(f, log:list[dict]) -> None:
-  """The rewrite log as JSON lines (text only, so reading it back runs nothing from the file): a header, every node once, sources first,
-  as {"node": [id, op, dtype, [source ids], arg, tag]}, and a {"rewrite": {...}} per graph_rewrite call naming nodes by id."""
-  ids: dict[UOp, int] = {}
-  def node_id(root:UOp) -> int:
-    # iterative, and it stops at nodes already written: each node costs once however many matches share it
-    stack = [(root, False)]
-    while stack:
-      u, srcs_done = stack.pop()
-      if u in ids: continue
-      if srcs_done:
-        ids[u] = len(ids)
-        f.write(json.dumps({"node": [ids[u], str(u.op), str(u.dtype), [ids[x] for x in u.src], u.argstr(),
-                                     None if u.tag is None else repr(u.tag)]}) + "\n")
-      else: stack.extend([(u, True)] + [(x, False) for x in u.src if x not in ids])
-    return ids[root]
-  f.write(json.dumps({"format": REWRITE_LOG_FORMAT, "version": 1}) + "\n")
-  for rec in log:
-    f.write(json.dumps({"rewrite": {"name": str(rec["name"]), "location": [str(rec["location"][0]), int(rec["location"][1])],
-      "bottom_up": bool(rec["bottom_up"]), "walk": bool(rec["walk"]), "depth": int(rec["depth"]), "sink": node_id(rec["sink"]),
-      "result": node_id(rec["result"]) if isinstance(rec["result"], UOp) else None,
-      "matches": [[node_id(b), node_id(a), [str(loc[0]), int(loc[1])], float(t)] for b, a, loc, t in rec["matches"]]}}) + "\n")
-
-def _at_exit() -> None:
-  if TRACK_MATCH_STATS.value >= 2:
-    # a fresh file with an unpredictable name (created 0600), never a fixed path another user could have planted in /tmp
-    import tempfile
-    fd, fn = tempfile.mkstemp(prefix="tinygrad-rewrites-", suffix=".jsonl")
-    with os.fdopen(fd, "w") as f: write_rewrite_log(f, track_rewrites_log)
-    print(f"rewrote {len(track_rewrites_log)} graphs and matched {sum(len(r['matches']) for r in track_rewrites_log)} times, saved to {fn}")
-    print(f"view with: python -m tinygrad.viz.cli {fn}")
-  for line in match_stats_table(): print(line)
-
-_exit_report_registered = False
-def set_track_match_stats(level:int) -> None:
-  """Sets TRACK_MATCH_STATS at run time (it is read from the environment at import). Rules of PatternMatchers built
-  afterwards are tracked, and with level >= 1 the table prints at exit."""
-  global _exit_report_registered
-  TRACK_MATCH_STATS.value = level
-  _core.set_track_level(int(level))
-  if level and not _exit_report_registered:
-    atexit.register(_at_exit)
-    _exit_report_registered = True
+# ***** TRACK_MATCH_STATS (recording: uop/track.py) *****
 
 class TrackedPatternMatcher:
   """tinygrad 0.14's TrackedPatternMatcher: a PatternMatcher (it matches exactly as one, and is one) whose rules are in the match statistics
@@ -198,7 +113,7 @@ class TrackedPatternMatcher:
     try: return PatternMatcher(patterns, compiled)
     finally: _core.set_track_level(level)
 
-_core.register(Ops, DType, dtypes.void, BottomUpGate, dtype_from_uop, _record_metadata, _uop_unflatten, _track_event)
+_core.register(Ops, DType, dtypes.void, BottomUpGate, dtype_from_uop, _record_metadata, _uop_unflatten, track_event)
 set_track_match_stats(int(TRACK_MATCH_STATS.value))
 
 # ***** methods attached to the Rust classes *****

@@ -20,6 +20,7 @@ from tinygrad.uop.base import (UOp, PatternMatcher, graph_rewrite, BottomUpGate,
   dtype_from_uop, const_value, is_literal, after_root, identity_element, range_str, _attach, _INT_DTYPES,
   _CONST, _CAST)
 from tinygrad.uop.symbolic import symbolic
+from tinygrad.uop.track import rewrite_group, tracked_keys, tracked_ctxs, TrackedGraphRewrite, active_rewrites  # noqa: F401
 from tinygrad.uop.shape import _Shape
 from tinygrad.uop.call import _UOpCalls, CallInfo
 # names this module has had (code written against tinygrad 0.14 imports some of them from here), and the ones pickles name (a pickled
