@@ -55,7 +55,7 @@ async function openRewrite(id, row) {
   let rw;
   try { rw = await api(`/api/rewrites/${id}`); } catch (e) { return showError($("#view"), e); }
   state.rewrite = rw;
-  const steps = $("#steps"); steps.replaceChildren();
+  const steps = $("#steps"); steps.replaceChildren(); steps.dataset.rewrite = id;
   const add = (label, src, fn) => { const s = el("div", "step", label); if (src) s.append(el("span", "src", src)); s.onclick = () => { select(s); fn(); }; steps.append(s); return s; };
   const select = (s) => { steps.querySelectorAll(".sel").forEach((x) => x.classList.remove("sel")); s.classList.add("sel"); };
   const first = add(`input of ${rw.name}`, short(rw.location), () => drawSingle(rw.sink));
