@@ -115,7 +115,8 @@ def run_child(src:str, device:str|None, args:tuple[str, ...]=()) -> tuple[dict, 
   proc = subprocess.run([sys.executable, "-c", src, *args], capture_output=True, text=True, env=env, timeout=600)
   wall = time.perf_counter() - st
   if proc.returncode != 0: raise SystemExit(f"bench_models: a child failed (DEV={device}):\n{proc.stderr[-3000:]}")
-  return json.loads(proc.stdout.strip().splitlines()[-1]), wall
+  # the result is the last JSON line (VIZ=1 and TRACK_MATCH_STATS print their files' paths after it, at exit)
+  return json.loads([line for line in proc.stdout.splitlines() if line.startswith("{")][-1]), wall
 
 def run(args) -> dict:
   compile_bytecode()
