@@ -561,9 +561,13 @@ def cpu_profile(name:str|TracingKey, device="TINY", display=True, profile_key:by
     ev.en = perf_counter_us()
     if PROFILE and display: cpu_events.append(ev)
 
+PROFILE_MAX_EVENTS = ContextVar("PROFILE_MAX_EVENTS", 1_000_000)   # events kept at most: a long profiled run drops its oldest half
 def profile_event(device:str, name:str, cat:str, st_us:decimal.Decimal, en_us:decimal.Decimal) -> None:
   """Records a finished span (a kernel launch, a copy, a compile) while PROFILE is on; callers test PROFILE first (free when off)."""
   cpu_events.append(ProfileRangeEvent(device, name, st_us, en_us, cat=cat))
+  if len(cpu_events) > PROFILE_MAX_EVENTS.value:
+    print(f"PROFILE: more than {PROFILE_MAX_EVENTS.value} events (PROFILE_MAX_EVENTS), dropping the oldest half")
+    del cpu_events[:len(cpu_events) // 2]
 
 def write_chrome_trace(f, events:list[ProfileEvent]) -> None:
   """The events as a Chrome trace (JSON; Perfetto and chrome://tracing open it): one process per device, complete ("X") events in us."""

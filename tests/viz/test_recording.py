@@ -93,3 +93,13 @@ def test_rule_statistics_still_count():
   try: graph_rewrite(negs(4), pm)
   finally: set_track_match_stats(0)
   assert sum(r[1] for r in _core.match_stats()) - before in (0, 4)   # a matcher built while untracked is not counted; tracked ones count each
+
+def test_profile_events_are_capped(capsys):
+  from tinygrad.helpers import cpu_events, profile_event
+  saved = list(cpu_events)
+  try:
+    cpu_events.clear()
+    with Context(PROFILE_MAX_EVENTS=10):
+      for i in range(25): profile_event("CPU", f"k{i}", "kernel", i, i + 1)
+    assert len(cpu_events) <= 10 and cpu_events[-1].name == "k24" and "dropping the oldest half" in capsys.readouterr().out
+  finally: cpu_events[:] = saved
