@@ -214,3 +214,27 @@ def test_viz_serves_at_exit(tmp_path):
   finally:
     os.killpg(proc.pid, signal.SIGINT)
     proc.wait(30)
+
+@pytest.mark.browser
+@pytest.mark.cpu
+def test_page_opens_a_big_graph_fast(tmp_path):
+  if (exe := chromium_path()) is None: pytest.skip("needs chromium")
+  _, files = run_recorded(tmp_path, BIG, TRACK_MATCH_STATS="2")
+  srv, url = start(files["rewrites"], None)
+  browser = HeadlessChromium(exe)
+  try:
+    browser.open(url + "/")
+    browser.wait_for("document.querySelectorAll('.group').length")
+    browser.eval("window.t0 = performance.now(); document.querySelector('.group .name').click()")
+    browser.wait_for("document.querySelectorAll('#view svg g.node').length > 0", timeout=30)
+    took = browser.eval("(performance.now() - window.t0) / 1000")
+    print(f"the page drew the 10,000-node graph in {took:.2f} s")
+    assert took < 2.0, f"the page took {took:.2f} s to draw a 10,000-node graph"
+    assert "of 15003 nodes shown" in browser.eval("document.getElementById('status').textContent")
+    n = browser.eval("document.querySelectorAll('#view g.node').length")
+    browser.eval("document.querySelector('#view g.node.expandable').dispatchEvent(new MouseEvent('click', {bubbles: true}))")
+    browser.wait_for(f"document.querySelectorAll('#view g.node').length > {n}", timeout=30)
+  finally:
+    browser.close()
+    srv.shutdown()
+    srv.server_close()
