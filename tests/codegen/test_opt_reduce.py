@@ -117,13 +117,14 @@ class TestLoweredKernel:
   @pytest.mark.parametrize("half", [dtypes.float16, dtypes.bfloat16])
   def test_half_weight_gemv_lanes(self, single_core, half):
     # x @ w.T with w a stored float16/bfloat16 tensor cast to float (a GGUF F16 weight): 16 elements a reduce step, the 16 halves one
-    # vector load of their bits (converted lane by lane) next to x's, one accumulator per lane (the compiler's vector multiply-adds)
+    # vector load of their bits (converted lane by lane, one vector cast) next to x's, one 16-lane vector accumulator (read and written
+    # as a vector: zeroed, updated each step)
     xs, ws = rand((1, 512)), rand((8, 512), seed=1)
     x, w = Tensor(xs).realize(), Tensor(ws).cast(half).realize()
     out = x @ w.float().T
     uops = spec_of(out).uops
     assert loop_sizes(uops) == [8, 32] and register_sizes(uops) == [16]
-    assert vector_accesses(uops) == {("LOAD", 1, 16): 1, ("LOAD", 2, 16): 1}
+    assert vector_accesses(uops) == {("LOAD", 1, 16): 1, ("LOAD", 2, 16): 1, ("LOAD", "reg", 16): 1, ("STORE", "reg", 16): 2}
     wf = w.float().numpy()
     assert wf.dtype == np.float32 and np.abs(wf - ws).max() < 0.02
     np.testing.assert_allclose(out.numpy(), xs.astype(np.float64) @ wf.astype(np.float64).T, rtol=1e-5, atol=1e-4)
@@ -134,6 +135,19 @@ class TestLoweredKernel:
       wsp[np.arange(len(special)), np.arange(len(special)) * 37] = special
       got = (Tensor(np.ones((1, 512), np.float32)).realize() @ Tensor(wsp).realize().float().T).numpy()
       np.testing.assert_array_equal(got[0], special.astype(np.float32) + 0.0)
+
+  @pytest.mark.parametrize("half", [dtypes.float16, dtypes.bfloat16])
+  def test_two_half_weight_gemvs_in_one_kernel(self, single_core, half):
+    # silu(x @ wg.T) * (x @ wu.T), a feed-forward's gate and up over F16 weights in one kernel: each sum keeps one vector accumulator.
+    # With one scalar accumulator per lane the C compiler paired lanes of the two sums into 2-wide shuffles: 6x slower than one GEMV
+    xs, gs, us = rand((1, 256)), rand((16, 256), seed=1), rand((16, 256), seed=2)
+    x, wg, wu = Tensor(xs).realize(), Tensor(gs).cast(half).realize(), Tensor(us).cast(half).realize()
+    out = (x @ wg.float().T).silu() * (x @ wu.float().T)
+    uops = spec_of(out).uops
+    assert register_sizes(uops) == [16, 16]
+    assert vector_accesses(uops) == {("LOAD", 1, 16): 2, ("LOAD", 2, 16): 1, ("LOAD", 3, 16): 1, ("LOAD", "reg", 16): 2, ("STORE", "reg", 16): 4}
+    g, u = xs.astype(np.float64) @ wg.float().numpy().T, xs.astype(np.float64) @ wu.float().numpy().T
+    np.testing.assert_allclose(out.numpy(), g / (1 + np.exp(-g)) * u, rtol=1e-5, atol=1e-5)
 
   def test_batched_matmul_upcast(self, single_core):
     a, b = Tensor(rand((3, 8, 64))).realize(), Tensor(rand((3, 64, 12), seed=1)).realize()
