@@ -149,6 +149,20 @@ class TestLoweredKernel:
     g, u = xs.astype(np.float64) @ wg.float().numpy().T, xs.astype(np.float64) @ wu.float().numpy().T
     np.testing.assert_allclose(out.numpy(), g / (1 + np.exp(-g)) * u, rtol=1e-5, atol=1e-5)
 
+  def test_symbolic_rows_are_threaded(self, monkeypatch):
+    # x[:toks] @ w.T, a prefill chunk's rows a bound Variable: the cores split the weight's rows (the first loop of a known size); the
+    # rows' loop alone (its size unknown) kept the kernel on one core
+    import tinygrad.engine.realize as realize
+    from tinygrad import UOp
+    monkeypatch.setattr(realize, "_specs", {})
+    xs, ws = rand((32, 1024)), rand((1024, 1024), seed=1)
+    x, w, toks = Tensor(xs).realize(), Tensor(ws).realize(), UOp.variable("toks", 1, 32)
+    with Context(NUM_CPU_THREADS=2):
+      uops = spec_of(x[:toks.bind(5)] @ w.T).uops
+      assert [u.arg for u in uops if u.op is Ops.SPECIAL] == ["core_id"]
+      out = (x[:toks.bind(5)] @ w.T).pad(((0, 32 - toks.bind(5)), None)).contiguous()[:5].numpy()
+    np.testing.assert_allclose(out, xs[:5].astype(np.float64) @ ws.astype(np.float64).T, rtol=1e-4, atol=1e-4)
+
   def test_batched_matmul_upcast(self, single_core):
     a, b = Tensor(rand((3, 8, 64))).realize(), Tensor(rand((3, 64, 12), seed=1)).realize()
     uops = spec_of(a @ b).uops

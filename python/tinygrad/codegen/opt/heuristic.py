@@ -1,7 +1,8 @@
 """Hand-coded kernel optimizations: the Opts a kernel gets without a search.
 
 The heuristics (`hand_coded_optimizations`), in order:
-  thread   split the outermost output loop of a kernel with enough work over the machine's cores (E_16777216 -> E_2_8388608).
+  thread   split the outermost output loop of a known size of a kernel with enough work over the machine's cores (E_16777216 ->
+           E_2_8388608; a loop of a symbolic size counts at its upper bound, and the loop inside it is split).
   unroll   a small reduce loop (trip count times the loads of its body at most UNROLL_MAX_LOADS) becomes an UNROLL range: straight-line
            code, its lanes combined as a tree (a REDUCE left with no range is just that value).
   upcast   the innermost output loop of size N, N % 4 == 0, gets an UPCAST range of 4: E_100 -> E_25_4. A reduce kernel keeps it only
@@ -55,11 +56,13 @@ def hand_coded_optimizations(ast:UOp, threads:int, upcast:bool=True, tile_rows:i
   `tile_rows`, `tile_cols` (0: TILE_LANES) and `chain` (Opt CHAIN): a matmul's register tile (tile_family tries others)."""
   # threading decides on the work before upcasting hides a factor of it. The scheduler's UNROLL lanes are not counted: THREAD_MIN_WORK
   # was tuned when they were not ranges
-  if threads > 1 and (loops := ranges_of(ast, AxisType.LOOP)) and (n_out := range_size(loops[0])) is not None:
-    sizes = [range_size(r) for r in ranges_of(ast, AxisType.LOOP, AxisType.REDUCE)]
-    if all(s is not None for s in sizes) and prod(sizes) >= THREAD_MIN_WORK:  # type: ignore[arg-type]
+  # A loop of a symbolic size (a prefill chunk's rows) counts at its upper bound, and the threads split the outermost loop of a known size
+  if threads > 1 and (out := next((r for r in ranges_of(ast, AxisType.LOOP) if range_size(r) is not None), None)) is not None:
+    n_out = range_size(out)
+    assert n_out is not None
+    if prod(int(r.src[0].vmax) for r in ranges_of(ast, AxisType.LOOP, AxisType.REDUCE)) >= THREAD_MIN_WORK:
       if (n := next((t for t in range(min(threads, n_out), 1, -1) if n_out % t == 0), 1)) > 1:
-        ast = apply_opt(ast, Opt(OptOps.THREAD, opt_axis(ast, OptOps.THREAD, loops[0]), n))[0]
+        ast = apply_opt(ast, Opt(OptOps.THREAD, opt_axis(ast, OptOps.THREAD, out), n))[0]
   if upcast and ((tiled := _within_budget(peeled_tile, ast)) is not None or (tiled := _within_budget(gather_tile, ast)) is not None):
     return tiled
   # unroll small reduce loops, innermost first (its lanes are the ones the C compiler can pair up)
