@@ -163,6 +163,19 @@ class TestLoweredKernel:
       out = (x[:toks.bind(5)] @ w.T).pad(((0, 32 - toks.bind(5)), None)).contiguous()[:5].numpy()
     np.testing.assert_allclose(out, xs[:5].astype(np.float64) @ ws.astype(np.float64).T, rtol=1e-4, atol=1e-4)
 
+  def test_decoded_weight_rows_tile(self, single_core):
+    # x @ decode(w).T, w int8 values times a half scale per 32 (a Q8_0-like weight), 32 rows of x: the rows are upcast by 4, so each
+    # decoded weight element serves 4 rows (4 x 16 lane accumulators) instead of being decoded again for every row
+    rng = np.random.default_rng(0)
+    xs, q = rand((32, 1024)), rng.integers(-128, 128, (64, 1024)).astype(np.int8)
+    sc = rng.random((64, 32)).astype(np.float16)
+    x, wq, s = Tensor(xs).realize(), Tensor(q).realize(), Tensor(sc).realize()
+    w = (wq.reshape(64, 32, 32).cast(dtypes.float32) * s.cast(dtypes.float32).unsqueeze(-1)).reshape(64, 1024)
+    uops = spec_of(x @ w.T).uops
+    assert loop_sizes(uops) == [8, 64, 64] and register_sizes(uops) == [64]
+    wf = (q.reshape(64, 32, 32).astype(np.float64) * sc.astype(np.float64)[..., None]).reshape(64, 1024)
+    np.testing.assert_allclose((x @ w.T).numpy(), xs.astype(np.float64) @ wf.T, rtol=1e-5, atol=1e-3)
+
   def test_batched_matmul_upcast(self, single_core):
     a, b = Tensor(rand((3, 8, 64))).realize(), Tensor(rand((3, 64, 12), seed=1)).realize()
     uops = spec_of(a @ b).uops
