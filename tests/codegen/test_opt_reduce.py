@@ -117,13 +117,14 @@ class TestLoweredKernel:
   @pytest.mark.parametrize("half", [dtypes.float16, dtypes.bfloat16])
   def test_half_weight_gemv_lanes(self, single_core, half):
     # x @ w.T with w a stored float16/bfloat16 tensor cast to float (a GGUF F16 weight): 16 elements a reduce step, the 16 halves one
-    # vector load of their bits (converted lane by lane) next to x's, one accumulator per lane (the compiler's vector multiply-adds)
+    # vector load of their bits (converted lane by lane, one vector cast) next to x's, one 16-lane vector accumulator (read and written
+    # as a vector: zeroed, updated each step)
     xs, ws = rand((1, 512)), rand((8, 512), seed=1)
     x, w = Tensor(xs).realize(), Tensor(ws).cast(half).realize()
     out = x @ w.float().T
     uops = spec_of(out).uops
     assert loop_sizes(uops) == [8, 32] and register_sizes(uops) == [16]
-    assert vector_accesses(uops) == {("LOAD", 1, 16): 1, ("LOAD", 2, 16): 1}
+    assert vector_accesses(uops) == {("LOAD", 1, 16): 1, ("LOAD", 2, 16): 1, ("LOAD", "reg", 16): 1, ("STORE", "reg", 16): 2}
     wf = w.float().numpy()
     assert wf.dtype == np.float32 and np.abs(wf - ws).max() < 0.02
     np.testing.assert_allclose(out.numpy(), xs.astype(np.float64) @ wf.astype(np.float64).T, rtol=1e-5, atol=1e-4)
@@ -134,6 +135,46 @@ class TestLoweredKernel:
       wsp[np.arange(len(special)), np.arange(len(special)) * 37] = special
       got = (Tensor(np.ones((1, 512), np.float32)).realize() @ Tensor(wsp).realize().float().T).numpy()
       np.testing.assert_array_equal(got[0], special.astype(np.float32) + 0.0)
+
+  @pytest.mark.parametrize("half", [dtypes.float16, dtypes.bfloat16])
+  def test_two_half_weight_gemvs_in_one_kernel(self, single_core, half):
+    # silu(x @ wg.T) * (x @ wu.T), a feed-forward's gate and up over F16 weights in one kernel: each sum keeps one vector accumulator.
+    # With one scalar accumulator per lane the C compiler paired lanes of the two sums into 2-wide shuffles: 6x slower than one GEMV
+    xs, gs, us = rand((1, 256)), rand((16, 256), seed=1), rand((16, 256), seed=2)
+    x, wg, wu = Tensor(xs).realize(), Tensor(gs).cast(half).realize(), Tensor(us).cast(half).realize()
+    out = (x @ wg.float().T).silu() * (x @ wu.float().T)
+    uops = spec_of(out).uops
+    assert register_sizes(uops) == [16, 16]
+    assert vector_accesses(uops) == {("LOAD", 1, 16): 2, ("LOAD", 2, 16): 1, ("LOAD", 3, 16): 1, ("LOAD", "reg", 16): 2, ("STORE", "reg", 16): 4}
+    g, u = xs.astype(np.float64) @ wg.float().numpy().T, xs.astype(np.float64) @ wu.float().numpy().T
+    np.testing.assert_allclose(out.numpy(), g / (1 + np.exp(-g)) * u, rtol=1e-5, atol=1e-5)
+
+  def test_symbolic_rows_are_threaded(self, monkeypatch):
+    # x[:toks] @ w.T, a prefill chunk's rows a bound Variable: the cores split the weight's rows (the first loop of a known size); the
+    # rows' loop alone (its size unknown) kept the kernel on one core
+    import tinygrad.engine.realize as realize
+    from tinygrad import UOp
+    monkeypatch.setattr(realize, "_specs", {})
+    xs, ws = rand((32, 1024)), rand((1024, 1024), seed=1)
+    x, w, toks = Tensor(xs).realize(), Tensor(ws).realize(), UOp.variable("toks", 1, 32)
+    with Context(NUM_CPU_THREADS=2):
+      uops = spec_of(x[:toks.bind(5)] @ w.T).uops
+      assert [u.arg for u in uops if u.op is Ops.SPECIAL] == ["core_id"]
+      out = (x[:toks.bind(5)] @ w.T).pad(((0, 32 - toks.bind(5)), None)).contiguous()[:5].numpy()
+    np.testing.assert_allclose(out, xs[:5].astype(np.float64) @ ws.astype(np.float64).T, rtol=1e-4, atol=1e-4)
+
+  def test_decoded_weight_rows_tile(self, single_core):
+    # x @ decode(w).T, w int8 values times a half scale per 32 (a Q8_0-like weight), 32 rows of x: the rows are upcast by 4, so each
+    # decoded weight element serves 4 rows (4 x 16 lane accumulators) instead of being decoded again for every row
+    rng = np.random.default_rng(0)
+    xs, q = rand((32, 1024)), rng.integers(-128, 128, (64, 1024)).astype(np.int8)
+    sc = rng.random((64, 32)).astype(np.float16)
+    x, wq, s = Tensor(xs).realize(), Tensor(q).realize(), Tensor(sc).realize()
+    w = (wq.reshape(64, 32, 32).cast(dtypes.float32) * s.cast(dtypes.float32).unsqueeze(-1)).reshape(64, 1024)
+    uops = spec_of(x @ w.T).uops
+    assert loop_sizes(uops) == [8, 64, 64] and register_sizes(uops) == [64]
+    wf = (q.reshape(64, 32, 32).astype(np.float64) * sc.astype(np.float64)[..., None]).reshape(64, 1024)
+    np.testing.assert_allclose((x @ w.T).numpy(), xs.astype(np.float64) @ wf.T, rtol=1e-5, atol=1e-3)
 
   def test_batched_matmul_upcast(self, single_core):
     a, b = Tensor(rand((3, 8, 64))).realize(), Tensor(rand((3, 64, 12), seed=1)).realize()

@@ -166,3 +166,18 @@ def test_router_top_k_ties_to_the_lower_index():
   want = np.argsort(-x, axis=-1, kind="stable")[..., :3]
   np.testing.assert_equal(idx.numpy(), want)
   np.testing.assert_allclose(vals.numpy(), np.take_along_axis(x, want, -1))
+
+def test_prefill_rows_are_the_chunk():
+  # a prefill chunk's T tokens (a bound Variable) reach the projections as the chunk's most rows, zeros after the T: their GEMMs have
+  # a known row count (a register tile over the rows: each decoded weight element serves several), cut back to T after
+  from tinygrad import UOp, Tensor
+  from tinygrad.llm.model import _rows
+  toks = UOp.variable("toks", 1, 32).bind(5)
+  x = Tensor.arange(32 * 3, dtype="float32").reshape(1, 32, 3).contiguous().realize()[:, :toks]
+  padded = _rows(x)
+  assert padded.shape == (1, 32, 3)
+  got = padded.contiguous().numpy()
+  ref = np.zeros((1, 32, 3), np.float32)
+  ref[:, :5] = np.arange(32 * 3, dtype=np.float32).reshape(1, 32, 3)[:, :5]
+  np.testing.assert_array_equal(got, ref)
+  assert _rows(Tensor.ones(1, 4, 3)).shape == (1, 4, 3)

@@ -149,3 +149,17 @@ def test_select_that_does_not_fold_gets_a_buffer():
   assert len(asts) == 2 and all(sum(u.op is Ops.REDUCE for u in a.toposort()) == 1 for a in asts), [a.arg.name for a in asts]
   ref = np.where(np.arange(10) * 2 == idx_np[:, None], w_np, 0).sum(1)
   np.testing.assert_allclose(out.numpy(), (ref[:, None] * x_np).sum(1), rtol=1e-5)
+
+@pytest.mark.cpu
+@pytest.mark.parametrize("dt", [dtypes.float16, dtypes.bfloat16, dtypes.float32], ids=str)
+def test_row_gather_of_a_long_half_table_is_an_indexed_load(dt):
+  # a half table's sum runs in float (a cast between the one-hot select and the sum): with more rows than a sum gets stages for, the
+  # select was staged and never folded, so looking up one row of an F16 embedding read the whole table
+  from tinygrad.schedule.knobs import REDUCE_STAGE
+  rows = 4 * REDUCE_STAGE + 7
+  w_np = np.random.default_rng(5).standard_normal((rows, 16)).astype(np.float32)
+  w = Tensor(w_np).cast(dt).contiguous().realize()
+  idx_np = np.array([[rows - 1, 3, 0]], dtype=np.int32)
+  out = w[Tensor(idx_np)].float()
+  _no_reduce(out)
+  np.testing.assert_array_equal(out.numpy(), w.float().numpy()[idx_np])

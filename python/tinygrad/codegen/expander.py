@@ -41,6 +41,10 @@ def _vector_lanes(x:UOp, u:UOp, loads:list[UOp]) -> tuple[list[dict[UOp, UOp]], 
     for j in range(n): repl[j][lane_loads[j][i]] = UOp(Ops.INDEX, ld.dtype, (vec, UOp.const(j, dtypes.int)))
   return repl, vectors
 
+def _widened(x:UOp) -> UOp:
+  """x without a float32 cast of a half/bfloat16 value (a vector of those converts lane by lane as one vector CAST)."""
+  return x.src[0] if x.op is Ops.CAST and x.dtype is dtypes.float32 and x.src[0].dtype in (dtypes.half, dtypes.bfloat16) else x
+
 def _expand_unroll(root:UOp, u:UOp, vector_alu:bool, packed:bool=False) -> UOp:
   """root with every REDUCE over the UNROLL range u in it as its lanes."""
   repl: dict[UOp, UOp] = {}
@@ -55,11 +59,13 @@ def _expand_unroll(root:UOp, u:UOp, vector_alu:bool, packed:bool=False) -> UOp:
     # ran at a third of the speed). A plain sum keeps the tree (and the op count tinygrad reports for it)
     moving = [ld for ld in red.src[0].toposort() if ld.op is Ops.LOAD and u in ld.src[0].toposort()]
     dot = rest and len(loads) >= 2 and len(loads) == len(moving)
-    # a float32 dot product (MUL of two vector loads) on a renderer with vector ALU: one vector accumulator instead, its lanes summed
-    # once after the loop (a 4x4 tile of 4-lane dot products is 16 float4 multiply-adds a step, not 64 scalar ones for clang to pair up)
+    # a float32 dot product (MUL of two vector loads, or of a float cast of a half/bfloat16 one) on a renderer with vector ALU: one
+    # vector accumulator instead, its lanes summed once after the loop (a 4x4 tile of 4-lane dot products is 16 float4 multiply-adds a
+    # step, not 64 scalar ones for clang to pair up; a kernel of two half GEMVs, gate and up, got shuffles of lane pairs from them)
     if dot and vector_alu and red.arg[0] is Ops.ADD and red.dtype is dtypes.float32 and (x := red.src[0]).op is Ops.MUL and \
-       all(s in loads for s in x.src) and n in (2, 4, 8, 16):
-      vred = red.replace(src=(x.replace(src=tuple(vec[0][_lane(s, u, 0)].src[0] for s in x.src)), *rest))
+       all(_widened(s) in loads for s in x.src) and n in (2, 4, 8, 16):
+      def as_vector(s:UOp) -> UOp: return vec[0][_lane(s, u, 0)].src[0] if s in loads else s.replace(src=(as_vector(s.src[0]),))
+      vred = red.replace(src=(x.replace(src=tuple(as_vector(s) for s in x.src)), *rest))
       repl[red] = _tree(Ops.ADD, [UOp(Ops.INDEX, red.dtype, (vred, UOp.const(j, dtypes.int))) for j in range(n)])
     elif dot: repl[red] = _tree(red.arg[0], [red.replace(src=(x, *rest)) for x in lanes])
     else: repl[red] = red.replace(src=(_tree(red.arg[0], lanes), *rest)) if rest else _tree(red.arg[0], lanes)

@@ -126,6 +126,13 @@ class ExpertLinear:
     # x (B, T, 1 or k, in), sel (B, T, k) -> (B, T, k, out); only the selected experts' weights are read
     return (x.unsqueeze(-2) * self.weight[sel]).sum(-1)
 
+def _rows(x:Tensor) -> Tensor:
+  """x (B, T, d) with T a prefill chunk's length (a bound Variable) as (B, the chunk's most tokens, d), zero rows after the T: the
+  projections' GEMMs get a known number of rows, so each decoded weight element serves several of them (codegen/opt/heuristic.py
+  decoded_rows_tile); their results are cut back to T."""
+  T = x.shape[1]
+  return x if isinstance(T, int) else x.pad(((0, 0), (0, T.vmax - T), (0, 0)))
+
 class TransformerBlock:
   def __init__(self, cfg:TransformerConfig):
     self.cfg = cfg
@@ -148,11 +155,12 @@ class TransformerBlock:
     self.cache_k: Tensor|None = None
     self.cache_v: Tensor|None = None
 
-  def _attention(self, x:Tensor, start_pos:int|UOp, rope:Tensor) -> Tensor:
-    cfg, (B, T, _) = self.cfg, x.shape
+  def _attention(self, x:Tensor, T:int|UOp, start_pos:int|UOp, rope:Tensor) -> Tensor:
+    """x: the normalized activations of T tokens, as _rows gives them."""
+    cfg, B = self.cfg, x.shape[0]
     # the projections get buffers of their own: fused into rope (which reads two features per output) and the cache write, each
     # weight would be read and dequantized several times over
-    q, k, v = self.attn_q(x).contiguous(), self.attn_k(x).contiguous(), self.attn_v(x).contiguous()
+    q, k, v = self.attn_q(x).contiguous()[:, :T], self.attn_k(x).contiguous()[:, :T], self.attn_v(x).contiguous()[:, :T]
     if cfg.qk_norm == "full": q, k = self.attn_q_norm(q), self.attn_k_norm(k)
     q, k, v = q.reshape(B, T, cfg.n_heads, cfg.head_dim), k.reshape(B, T, cfg.n_kv_heads, cfg.head_dim), v.reshape(B, T, cfg.n_kv_heads, cfg.head_dim)
     if cfg.qk_norm == "head": q, k = self.attn_q_norm(q), self.attn_k_norm(k)
@@ -166,7 +174,7 @@ class TransformerBlock:
     # query t (at start_pos+t) sees keys 0..start_pos+t; one query sees them all
     mask = Tensor.full((1, 1, T, start_pos + T), float("-inf")).triu(start_pos + 1) if resolve(T != 1) else None
     attn = q.scaled_dot_product_attention(keys, values, attn_mask=mask, enable_gqa=True)
-    return self.attn_output(attn.transpose(1, 2).reshape(B, T, cfg.n_heads * cfg.head_dim))
+    return self.attn_output(_rows(attn.transpose(1, 2).reshape(B, T, cfg.n_heads * cfg.head_dim)).contiguous())[:, :T]
 
   def _feed_forward(self, x:Tensor) -> Tensor:
     if not self.cfg.n_experts: return self.ffn_down((self.ffn_gate(x).silu() * self.ffn_up(x)).contiguous())
@@ -179,8 +187,9 @@ class TransformerBlock:
 
   def __call__(self, x:Tensor, start_pos:int|UOp, rope:Tensor) -> Tensor:
     # the normalized activations get a buffer: fused into the projections, each weight element would recompute its input's norm
-    h = x + self._attention(self.attn_norm(x).contiguous(), start_pos, rope)
-    return (h + self._feed_forward(self.ffn_norm(h).contiguous())).contiguous()
+    T = x.shape[1]
+    h = x + self._attention(_rows(self.attn_norm(x)).contiguous(), T, start_pos, rope)
+    return (h + self._feed_forward(_rows(self.ffn_norm(h)).contiguous())[:, :T]).contiguous()
 
 class Transformer:
   """A GGUF language model (from_gguf) with a KV cache of max_context positions; generate() yields new token ids."""

@@ -273,6 +273,11 @@ class CStyleLanguage(Renderer):
     src, dt = u.src[0], u.dtype
     x = ctx.opnd(u, src)
     if dt is src.dtype: return x
+    if (n := ctx.k.lanes[u]) > 1:
+      # a vector cast (vector_alu): a loaded half/bfloat16 vector holds the elements' bits (packed_vector_loads), converted per lane
+      v = x if x.isidentifier() else f"({x})"
+      lane = (lambda i: f"{_EMULATED[src.dtype][0]}({v}[{i}])") if src.dtype in _EMULATED else (lambda i: f"({self.value_type(dt)}){v}[{i}]")
+      return f"({ctx.vector(dt, n)}){{{','.join(lane(i) for i in range(n))}}}"
     if dt in _EMULATED:
       ctx.unrounded[u] = x if src.dtype in _EMULATED or src.dtype is dtypes.float32 else f"(float){x}"
       return f"{_EMULATED[dt][2]}({strip_parens(ctx.unrounded[u])})"

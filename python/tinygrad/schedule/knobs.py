@@ -59,6 +59,7 @@ THREAD_MIN_WORK = 1 << 16       # elements of work (output elements x reduce tri
 THREAD_MAX = 32                 # launches of a threaded kernel at most
 UPCAST = 4                      # lanes the innermost output loop (and a tap's, a channel's) is upcast by: vector width vs code size
 OUTER_FULL_MAX = 8              # upcast_outer: an outer loop this short that UPCAST doesn't divide is upcast fully
+DECODED_ROWS = 4                # decoded_rows_tile: rows of x that share each decoded weight element (registers: one accumulator per row)
 TILE_LANES = (16, 8)            # register_tile: lanes of the innermost output loop (16, else 8)
 TILE_ROWS = 8                   # and rows of the loop sharing its loads
 # multiply-adds (all ranges) before a kernel gets the register tile, else the 4x4 upcast. The tile's code is several times longer (its

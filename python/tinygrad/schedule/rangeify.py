@@ -112,25 +112,27 @@ def _selects(u:UOp, reads:dict[UOp, frozenset[UOp]]) -> bool:
   if u.arg[0] is not Ops.ADD: return False
   x = u.src[0]
   while x.op is Ops.MUL and (rest := [s for s in x.src if not _invariant(s, u.arg[1])]) and len(rest) == 1: x = rest[0]
-  if x.op is Ops.CAST and x.src[0].dtype is not dtypes.bool: x = x.src[0]   # summed in a wider dtype (a half tensor's sum is in float)
+  return (ne := _one_hot_mask(x)) is not None and _index_compare(ne, reads)
+
+def _one_hot_mask(x:UOp) -> UOp|None:
+  """The `e != f(k)` of x = where(e == f(k), v, 0) or (e == f(k)) * v, maybe cast to a wider dtype (a half tensor's sum is in float),
+  or None."""
+  if x.op is Ops.CAST and x.src[0].dtype is not dtypes.bool: x = x.src[0]
   if x.op is Ops.WHERE and (z := _const(x.src[2])) is not None and z.arg == 0: eq = x.src[0]
   elif x.op is Ops.MUL and (m := next((s for s in x.src if s.op is Ops.CAST and s.src[0].dtype is dtypes.bool), None)) is not None:
     eq = m.src[0]
-  else: return False
+  else: return None
   while eq.op in (Ops.RESHAPE, Ops.EXPAND): eq = eq.src[0]   # the mask broadcast over the gathered rows' elements (x @ w[idx])
-  if eq.op is not Ops.CMPNE or (t := _const(eq.src[1])) is None or t.arg is not True: return False
-  return _index_compare(eq.src[0], reads)
+  return eq.src[0] if eq.op is Ops.CMPNE and (t := _const(eq.src[1])) is not None and t.arg is True else None
 
 _READS_MEMORY = {Ops.BUFFER, Ops.PARAM, Ops.AFTER, Ops.COPY, Ops.CONTIGUOUS}
 
 def _one_hot_sum(src:UOp) -> bool:
   """src, the value of a sum, is where(e == f(k), v, 0) with f(k) a function of the index alone (it reads no memory): a gather. Only one
-  element is not 0, so the sum needs no stages for accuracy, and as one loop reduce_fold.py turns it into a load of v at e."""
-  if src.op is not Ops.WHERE or (z := _const(src.src[2])) is None or z.arg != 0: return False
-  eq = src.src[0]
-  while eq.op in (Ops.RESHAPE, Ops.EXPAND): eq = eq.src[0]   # the mask broadcast over the gathered rows' elements
-  if eq.op is not Ops.CMPNE or (t := _const(eq.src[1])) is None or t.arg is not True or eq.src[0].op is not Ops.CMPNE: return False
-  return any(not any(n.op in _READS_MEMORY for n in side.toposort()) for side in eq.src[0].src)
+  element is not 0, so the sum needs no stages for accuracy, and as one loop reduce_fold.py turns it into a load of v at e (a staged sum
+  would not fold: a half table's row gather read the whole table)."""
+  if (ne := _one_hot_mask(src)) is None or ne.op is not Ops.CMPNE: return False
+  return any(not any(n.op in _READS_MEMORY for n in side.toposort()) for side in ne.src)
 
 def _index_compare(u:UOp, reads:dict[UOp, frozenset[UOp]]) -> bool:
   """u is `e != f(k)` with f(k) a function of the index alone (an arange): the two ops of a one-hot mask `e == f(k)` are u and a

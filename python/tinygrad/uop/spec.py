@@ -282,7 +282,7 @@ def mem_root(u:UOp) -> UOp|None:
 
 VECTOR_WIDTHS = (2, 4, 8, 16)
 # the ops that may take vectors of one width, and scalars with them (broadcast to every lane), on vector_alu renderers
-VECTOR_ALU = (Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.NEG, Ops.MULACC)
+VECTOR_ALU = (Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.NEG, Ops.MULACC, Ops.CAST)   # CAST: a half vector to float lane by lane
 # what a launch size may be computed from: the host evaluates it before the launch
 LAUNCH_OPS = frozenset({Ops.CONST, Ops.CAST, Ops.ADD, Ops.SUB, Ops.MUL, Ops.CDIV, Ops.CMOD, Ops.MAX, Ops.SHL, Ops.SHR, Ops.AND, Ops.STACK})
 

@@ -1,12 +1,15 @@
 """Hand-coded kernel optimizations: the Opts a kernel gets without a search.
 
 The heuristics (`hand_coded_optimizations`), in order:
-  thread   split the outermost output loop of a kernel with enough work over the machine's cores (E_16777216 -> E_2_8388608).
+  thread   split the outermost output loop of a known size of a kernel with enough work over the machine's cores (E_16777216 ->
+           E_2_8388608; a loop of a symbolic size counts at its upper bound, and the loop inside it is split).
   unroll   a small reduce loop (trip count times the loads of its body at most UNROLL_MAX_LOADS) becomes an UNROLL range: straight-line
            code, its lanes combined as a tree (a REDUCE left with no range is just that value).
   upcast   the innermost output loop of size N, N % 4 == 0, gets an UPCAST range of 4: E_100 -> E_25_4. A reduce kernel keeps it only
            when a load inside its reduce becomes a vector load (a matmul's B row; not x.sum(axis=1), whose lanes read 4 rows), an
            elementwise kernel only when its body is short (UPCAST_MAX_BODY_OPS: not a threefry hash).
+  decoded_rows_tile  where that upcast is refused (no vector load: x @ decode(w).T, a quantized weight), an outer output loop of a
+           known size that the weight's decode doesn't move with (the rows of x) is upcast by DECODED_ROWS: one decode, that many rows.
   upcast_outer  then, in an upcast reduce kernel, the next output loop too when a load in the reduce does not depend on it (a matmul's
            B vector load serves 4 rows: 16 accumulators, r_64_16_4_16_4 -> r_16_4_16_4_16_4); with a single output loop
            (x.sum(axis=0)) that loop again: 16 consecutive outputs, each reduce step reads a 64-byte line of a row. A loop of at most
@@ -32,7 +35,7 @@ a matmul they fit (tensor_core_opts), else GROUPTOP for a long reduce with few o
 above in small, then LOCAL splits of the output ranges; optimize_ast picks by the renderer's capabilities.
 """
 from __future__ import annotations
-from tinygrad.uop.ops import UOp, Ops, AxisType, KernelInfo
+from tinygrad.uop.ops import UOp, Ops, AxisType, KernelInfo, GroupOp
 from tinygrad.helpers import NOOPT, prod, USE_TC, TC_OPT, TC_SELECT
 from tinygrad.renderer import Renderer
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError
@@ -43,7 +46,7 @@ from tinygrad.schedule.knobs import THREAD_MIN_WORK, THREAD_MAX, UPCAST, OUTER_F
 from tinygrad.schedule.knobs import PEEL_J_LANES, PEEL_MAX_ROWS, GATHER_J_LANES, TILE_MIN_WORK, TILE_PANEL_BYTES, DOT_TILE, MAX_IMAGE_ROW, IMAGE_ROWS
 from tinygrad.schedule.knobs import MAX_UNPADDED_TAPS, MAX_TAPS, MAX_TAP_UNROLL, TAP_ROWS, TAP_IN_CHANNELS, UNROLL_MAX_LOADS, TILE_FAMILY_ROWS
 from tinygrad.schedule.knobs import TILE_FAMILY_CHAINED, GPU_GROUP_MAX_OUTPUTS, GPU_GROUP_MIN_REDUCE, GPU_GROUP, GPU_LOCAL_MAX, GPU_LOCALS
-from tinygrad.schedule.knobs import TC_UPCASTS, TC_LOCALS, UPCAST_MAX_BODY_OPS
+from tinygrad.schedule.knobs import TC_UPCASTS, TC_LOCALS, UPCAST_MAX_BODY_OPS, DECODED_ROWS
 
 def _within_budget(tile, ast:UOp, *args) -> UOp|None:
   """tile(ast, *args), or None where one of its opts is refused (apply_opt's limits: the code-size budget on a kernel with a long body)."""
@@ -55,11 +58,13 @@ def hand_coded_optimizations(ast:UOp, threads:int, upcast:bool=True, tile_rows:i
   `tile_rows`, `tile_cols` (0: TILE_LANES) and `chain` (Opt CHAIN): a matmul's register tile (tile_family tries others)."""
   # threading decides on the work before upcasting hides a factor of it. The scheduler's UNROLL lanes are not counted: THREAD_MIN_WORK
   # was tuned when they were not ranges
-  if threads > 1 and (loops := ranges_of(ast, AxisType.LOOP)) and (n_out := range_size(loops[0])) is not None:
-    sizes = [range_size(r) for r in ranges_of(ast, AxisType.LOOP, AxisType.REDUCE)]
-    if all(s is not None for s in sizes) and prod(sizes) >= THREAD_MIN_WORK:  # type: ignore[arg-type]
+  # A loop of a symbolic size (a prefill chunk's rows) counts at its upper bound, and the threads split the outermost loop of a known size
+  if threads > 1 and (out := next((r for r in ranges_of(ast, AxisType.LOOP) if range_size(r) is not None), None)) is not None:
+    n_out = range_size(out)
+    assert n_out is not None
+    if prod(int(r.src[0].vmax) for r in ranges_of(ast, AxisType.LOOP, AxisType.REDUCE)) >= THREAD_MIN_WORK:
       if (n := next((t for t in range(min(threads, n_out), 1, -1) if n_out % t == 0), 1)) > 1:
-        ast = apply_opt(ast, Opt(OptOps.THREAD, opt_axis(ast, OptOps.THREAD, loops[0]), n))[0]
+        ast = apply_opt(ast, Opt(OptOps.THREAD, opt_axis(ast, OptOps.THREAD, out), n))[0]
   if upcast and ((tiled := _within_budget(peeled_tile, ast)) is not None or (tiled := _within_budget(gather_tile, ast)) is not None):
     return tiled
   # unroll small reduce loops, innermost first (its lanes are the ones the C compiler can pair up)
@@ -94,7 +99,8 @@ def hand_coded_optimizations(ast:UOp, threads:int, upcast:bool=True, tile_rows:i
   # in a reduce kernel the lanes pay off when they share vector loads in the loop (a matmul's B row); lanes that each read their own
   # row only add memory streams (x.sum(axis=1) got slower)
   # (a load the loop re-reads: one that doesn't move with the reduce is hoisted out of it, as softmax's row max)
-  if has_reduce and not [ld for ld in vector_loads(up, lane, in_reduce_only=True) if _in_loop(ld)]: return ast
+  if has_reduce and not [ld for ld in vector_loads(up, lane, in_reduce_only=True) if _in_loop(ld)]:
+    return tiled if (tiled := _within_budget(decoded_rows_tile, ast, loops)) is not None else ast
   if not has_reduce: return up
   # upcast_outer: the next output loop (x.sum(axis=0) with one output loop: that loop again)
   loops = [r for r in ranges_of(up, AxisType.LOOP) if r is not outer]
@@ -163,6 +169,18 @@ def tensor_core_opts(ast:UOp, ren:Renderer) -> UOp|None:
           ast = ret
           break
     return ast
+  return None
+
+def decoded_rows_tile(ast:UOp, loops:list[UOp]) -> UOp|None:
+  """x @ decode(w).T with a known number of rows of x (a prefill chunk's GEMM over quantized weights): the rows' loop, an output loop
+  that the decoded weight (ALU work on loaded values, inside the reduce) doesn't move with, upcast by DECODED_ROWS, so each weight
+  element is decoded once for that many rows of x. None where there is no such loop."""
+  reds = [u for u in ast.toposort() if u.op is Ops.REDUCE]
+  for loop in reversed(loops[:-1]):
+    if (n := range_size(loop)) is None or n % DECODED_ROWS != 0: continue
+    decoded = [u for red in reds for u in red.src[0].toposort() if u.op in GroupOp.ALU and loop not in (topo := u.toposort()) and
+               any(ld.op is Ops.LOAD for ld in topo)]
+    if decoded: return apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, loop), DECODED_ROWS))[0]
   return None
 
 def _in_loop(ld:UOp) -> bool:
