@@ -8,12 +8,13 @@ import hashlib
 import os
 import re
 import threading
+import time
 from collections import defaultdict
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Generic, Iterator, Sequence, TypeVar, TYPE_CHECKING
 from tinygrad.helpers import DEBUG, LRU, CCACHE, ALLOW_DEVICE_USAGE, MAX_BUFFER_SIZE, DEV, GlobalCounters, diskcache_get, diskcache_put
 from tinygrad.helpers import select_by_name, select_first_inited, flat_mv, size_to_str, suppress_finalizing, check_host_alloc, BoundedCache
-from tinygrad.helpers import cpu_count, PROFILE, perf_counter_us, profile_event
+from tinygrad.helpers import cpu_count, PROFILE, profile_event
 from tinygrad.dtype import DType, dtypes, to_np_dtype, from_storage_scalar, storage_fmt_for_dtype
 if TYPE_CHECKING:
   from tinygrad.renderer import Renderer, ProgramSpec
@@ -372,10 +373,10 @@ class Compiler:
           self.stats["disk_hits"] += 1
           found[key] = self._mem[key] = lib
         else: missing[key] = src
-    st = perf_counter_us()
+    st = time.perf_counter()
     libs = dict(zip(missing, self.compile_many(list(missing.values()), jobs=jobs))) if missing else {}
-    if PROFILE and missing: profile_event(f"{type(self).__name__}", f"compile {len(missing)} kernel{'s' if len(missing) != 1 else ''}", "compile",
-                                          st, perf_counter_us())
+    if PROFILE and missing: profile_event(type(self).__name__, f"compile {len(missing)} kernel{'s' if len(missing) != 1 else ''}", "compile",
+                                          st, time.perf_counter())
     with self._lock:
       for key, lib in libs.items():
         self.stats["compiled"] += 1

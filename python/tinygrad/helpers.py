@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 START_TIME = time.perf_counter()
 import contextlib
+import decimal
 import copyreg
 import ctypes
 import functools
@@ -562,9 +563,10 @@ def cpu_profile(name:str|TracingKey, device="TINY", display=True, profile_key:by
     if PROFILE and display: cpu_events.append(ev)
 
 PROFILE_MAX_EVENTS = ContextVar("PROFILE_MAX_EVENTS", 1_000_000)   # events kept at most: a long profiled run drops its oldest half
-def profile_event(device:str, name:str, cat:str, st_us:decimal.Decimal, en_us:decimal.Decimal) -> None:
-  """Records a finished span (a kernel launch, a copy, a compile) while PROFILE is on; callers test PROFILE first (free when off)."""
-  cpu_events.append(ProfileRangeEvent(device, name, st_us, en_us, cat=cat))
+def profile_event(device:str, name:str, cat:str, st:float, en:float) -> None:
+  """Records a finished span (a kernel launch, a copy, a compile; st and en from time.perf_counter()) while PROFILE is on; callers
+  test PROFILE first (free when off)."""
+  cpu_events.append(ProfileRangeEvent(device, name, decimal.Decimal(round(st * 1e9)) / 1000, decimal.Decimal(round(en * 1e9)) / 1000, cat=cat))
   if len(cpu_events) > PROFILE_MAX_EVENTS.value:
     print(f"PROFILE: more than {PROFILE_MAX_EVENTS.value} events (PROFILE_MAX_EVENTS), dropping the oldest half")
     del cpu_events[:len(cpu_events) // 2]

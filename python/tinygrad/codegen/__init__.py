@@ -34,6 +34,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Sequence, TYPE_CHECKING
 from tinygrad.uop.ops import UOp, Ops, KernelInfo
+from tinygrad.uop.track import tracking_group, attach_kernel
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import BEAM, NOOPT
 from tinygrad.codegen.lower import Pass, PASSES, LoweredKernel, pm_const_fold, rewrite_to_sink, with_opts, passes_after_optimize, lower_kernel
@@ -44,7 +45,7 @@ from tinygrad.codegen.accumulator import pm_reduce
 from tinygrad.codegen.mulacc import pm_fuse_mulacc, FuseContext
 from tinygrad.codegen.linearizer import linearize
 if TYPE_CHECKING:
-  from tinygrad.renderer import Renderer
+  from tinygrad.renderer import Renderer, ProgramSpec
 
 __all__ = ["Pass", "PASSES", "full_rewrite_to_sink", "lower_ast", "get_program", "to_program", "LoweredKernel", "linearize", "pm_const_fold",
            "pm_render_forms", "pm_decomp", "pm_add_specials", "pm_end_loops", "pm_reduce", "pm_fuse_mulacc", "FuseContext"]
@@ -75,6 +76,17 @@ def lower_ast(ast:UOp, device:str|Renderer|None=None, opts:Sequence|None=None) -
   ren = _renderer(device)
   return lower_kernel(ast, ren, opts if opts is not None else _beam_opts(ast, ren))
 
+def render_kernel(ast:UOp, device:str|Renderer) -> tuple[LoweredKernel, ProgramSpec]:
+  """Lowers one kernel AST (lower_ast) and renders it; under VIZ its rewrites are the kernel's group, named as DEBUG=2 names the kernel,
+  with its source and linear UOps."""
+  ren = _renderer(device)
+  assert ren is not None
+  with tracking_group("kernel", "kernel") as group:
+    k = lower_ast(ast, ren)
+    spec = ren.to_program(k.program_input)
+  attach_kernel(group, spec.name, spec.src, k.uops)
+  return k, spec
+
 def get_program(ast:UOp, renderer):
   """ProgramSpec for a kernel AST on a renderer."""
   return to_program(ast, renderer).arg
@@ -86,7 +98,6 @@ def to_program(ast:UOp, renderer) -> UOp:
   returned as it is. Nothing is compiled here: the device compiles a program when it loads it."""
   if ast.op is Ops.PROGRAM: return ast
   if ast.op is not Ops.SINK: raise RuntimeError(f"can't call to_program on {ast.op}: it takes a kernel AST (a SINK) or a PROGRAM")
-  k = lower_ast(ast, renderer)
-  spec = renderer.to_program(k.program_input)
+  k, spec = render_kernel(ast, renderer)
   sink = k.sink.replace(arg=replace(k.sink.arg, estimates=spec.estimates)) if isinstance(k.sink.arg, KernelInfo) else k.sink
   return UOp(Ops.PROGRAM, dtypes.void, (sink, UOp(Ops.LINEAR, dtypes.void, tuple(k.uops)), UOp(Ops.SOURCE, dtypes.void, (), spec.src)), spec)

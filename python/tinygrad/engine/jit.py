@@ -8,7 +8,6 @@ import functools
 import struct
 import time
 import weakref
-from decimal import Decimal
 from typing import Any, Callable, Generic, TypeVar
 from tinygrad.helpers import DEBUG, JIT, BEAM, PROFILE, Context, GlobalCounters, colored, getenv, profile_event
 from tinygrad.device import Buffer, Compiled, Device, Program
@@ -224,7 +223,7 @@ class CapturedJit(Generic[ReturnType]):
       Device[device].synchronize()
       et = time.perf_counter() - st
       if PROFILE: profile_event(device, "copy" if item.spec is None else item.spec.name, "copy" if item.spec is None else "kernel",
-                                Decimal(st*1e6), Decimal((st+et)*1e6))
+                                st, st + et)
       if item.spec is None:
         with GlobalCounters.lock: GlobalCounters.time_sum_s += et
         name = colored(f"copy {item.bufs[0].nbytes:8d}, {device[:7]:>7s} <- {item.bufs[1].device[:7]:7s}", "green")

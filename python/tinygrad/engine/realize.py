@@ -1,14 +1,12 @@
 """Running a schedule: each ScheduleItem is lowered (tinygrad.codegen), rendered, compiled (cached by the device) and launched."""
 from __future__ import annotations
 import time
-from decimal import Decimal
 from tinygrad.helpers import DEBUG, NOOPT, BEAM, PROFILE, GlobalCounters, colored, BoundedCache, ansipad, time_to_str, profile_event
-from tinygrad.uop.track import tracking_group, attach_kernel
 from tinygrad.device import Device, ProgramLoader
 from tinygrad.uop.ops import Ops
 from tinygrad.schedule import ScheduleItem
 from tinygrad.uop.ops import UOp
-from tinygrad.codegen import lower_ast, to_program
+from tinygrad.codegen import to_program, render_kernel
 from tinygrad.renderer import Estimates
 from tinygrad.schedule.buffers import buffer_of
 
@@ -26,13 +24,11 @@ def get_spec(si:ScheduleItem, device:str):
   dev = Device[device]
   ren = dev.renderer
   if (spec := _specs.get(key := (si.ast, device, NOOPT.value, BEAM.value, ren, ren.pre_matcher, ren.has_local))) is None:
-    with tracking_group("kernel", "kernel") as group:
-      k = lower_ast(si.ast, device)
-      if DEBUG >= 3:
-        print(si.ast)
-        for i, u in enumerate(k.uops): print(f"{i:4d} {str(u.op):20s} {str(u.dtype):20s} {u.arg!r}")
-      _specs[key] = spec = dev.renderer.to_program(k.program_input)
-    attach_kernel(group, spec.name, spec.src, k.uops)
+    k, spec = render_kernel(si.ast, device)
+    if DEBUG >= 3:
+      print(si.ast)
+      for i, u in enumerate(k.uops): print(f"{i:4d} {str(u.op):20s} {str(u.dtype):20s} {u.arg!r}")
+    _specs[key] = spec
     if DEBUG >= 3: print(f"{spec.name} opts: {list(spec.applied_opts)}")
     if DEBUG >= 4: print(spec.src)
   return spec
@@ -73,7 +69,7 @@ def run_schedule(schedule:list[ScheduleItem], var_vals:dict[str, int]|None=None)
       st = time.perf_counter()
       si.bufs[0].copy_from(si.bufs[1].ensure_allocated())   # the source may be a Tensor.empty never used before
       et = time.perf_counter() - st
-      if PROFILE: profile_event(device, si.name, "copy", Decimal(st*1e6), Decimal((st+et)*1e6))
+      if PROFILE: profile_event(device, si.name, "copy", st, st + et)
       with GlobalCounters.lock: GlobalCounters.time_sum_s += et
       if DEBUG >= 2: print(launch_line(device, colored(si.name, "green"), len(si.bufs), et, mem=si.bufs[0].nbytes))
       continue
@@ -84,7 +80,7 @@ def run_schedule(schedule:list[ScheduleItem], var_vals:dict[str, int]|None=None)
     st = time.perf_counter()
     et = dev.run(spec, si.bufs, var_vals, wait=timed or bool(PROFILE))
     if et is None: et = time.perf_counter() - st
-    if PROFILE: profile_event(device, spec.name, "kernel", Decimal(st*1e6), Decimal((st+et)*1e6))
+    if PROFILE: profile_event(device, spec.name, "kernel", st, st + et)
     # a symbolic kernel is counted at its Variables' upper bounds (spec.estimates, computed once); walking its UOps again at this
     # launch's values costs more than a small kernel runs, so only the per-kernel DEBUG line does
     est = spec.estimate(var_vals) if timed and var_vals and spec.vars else spec.estimates

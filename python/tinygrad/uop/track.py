@@ -10,7 +10,6 @@ import atexit
 import contextlib
 import functools
 import json
-import linecache
 import os
 import subprocess
 import sys
@@ -18,7 +17,7 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 from tinygrad import _core
-from tinygrad.helpers import TRACK_MATCH_STATS, VIZ, ContextVar, TracingKey, getenv, save_profile
+from tinygrad.helpers import TRACK_MATCH_STATS, VIZ, ContextVar, TracingKey, getenv, printable, save_profile
 
 REWRITE_LOG_FORMAT = "tinygrad-rewrite-log"   # the header line of every log (read by tinygrad.viz.log)
 REWRITE_LOG_VERSION = 2
@@ -54,9 +53,7 @@ track_groups: list[TrackGroup] = []
 active_group: list[int] = []
 active_rewrites: list[TrackedGraphRewrite] = []
 track_rewrites_log: list[TrackedGraphRewrite] = []   # every recorded rewrite in call order, across groups
-_dropped = {"groups": 0, "matches": 0}
-
-def recording() -> bool: return TRACK_MATCH_STATS.value >= 2
+_dropped = {"groups": 0}
 
 def open_group(name:str, kind:str) -> int:
   track_groups.append(g := TrackGroup(name, kind))
@@ -106,10 +103,6 @@ def attach_kernel(gi:int|None, name:str, source:str, uops:list) -> None:
   track_groups[gi].linear = [f"{i:4d} {str(u.op):20s} {str(u.dtype):20s} {u.argstr()} src=({', '.join(ref(x) for x in u.src)})"
                              for i, u in enumerate(uops)]
 
-def _printable(location:tuple[str, int]) -> str:
-  try: return linecache.getline(location[0], location[1]).strip()
-  except Exception: return "<unknown>"
-
 def track_event(event:str, *args) -> None:
   if event == "begin":
     sink, name, bottom_up, walk = args
@@ -129,7 +122,7 @@ def track_event(event:str, *args) -> None:
       active_rewrites[-1].matches.append((before, after, upat.location, seconds))
       _recorded["matches"] += 1
     if TRACK_MATCH_STATS.value >= 3:
-      print(f"{seconds*1e6:7.2f} us -- {upat.location[0].split('/')[-1]}:{upat.location[1]}", _printable(upat.location))
+      print(f"{seconds*1e6:7.2f} us -- {upat.location[0].split('/')[-1]}:{upat.location[1]}", printable(upat.location))
 
 _recorded = {"matches": 0}   # matches and rewrite calls held now
 def _cap() -> None:
@@ -143,7 +136,6 @@ def _cap() -> None:
     if not g.rewrites: continue
     n = sum(len(r.matches) + 1 for r in g.rewrites)
     _recorded["matches"] -= n
-    _dropped["matches"] += n
     for r in g.rewrites: r.group = -1
     g.rewrites.clear()
     dropped += 1
@@ -160,7 +152,7 @@ def match_stats_table() -> list[str]:
     tot = [tot[0]+matches, tot[1]+attempts, tot[2]+match_s, tot[3]+total_s]
     if attempts == 0: continue
     loc = f"{upat.location[0].split('/')[-1]}:{upat.location[1]}"
-    lines.append(f"{matches:6d} / {attempts:7d} -- {match_s*1000:9.2f} / {total_s*1000:9.2f} ms -- {loc:20s} {_printable(upat.location)}")
+    lines.append(f"{matches:6d} / {attempts:7d} -- {match_s*1000:9.2f} / {total_s*1000:9.2f} ms -- {loc:20s} {printable(upat.location)}")
   lines.append(f"{tot[0]:6d} / {tot[1]:7d} -- {tot[2]*1000:9.2f} / {tot[3]*1000:9.2f} ms -- TOTAL")
   lines.append(f"{len(rows)} rules, {sum(r[1] > 0 for r in rows)} matched once")
   return lines

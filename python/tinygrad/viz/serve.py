@@ -21,6 +21,7 @@ from urllib.parse import parse_qs, urlparse
 
 from tinygrad.viz.log import RewriteLog, RewriteLogError, read_log, reachable, render
 from tinygrad.viz.profile import ProfileError, load_profile
+from tinygrad.helpers import printable
 
 STATIC = {"/": ("index.html", "text/html"), "/index.html": ("index.html", "text/html"), "/viz.js": ("viz.js", "text/javascript"),
           "/viz.css": ("viz.css", "text/css"), "/timeline.js": ("timeline.js", "text/javascript")}
@@ -73,10 +74,9 @@ class VizData:
     with self._lock: self._layouts[key] = ret
     return ret
 
-@functools.cache
 def rule_source(loc:tuple[str, int]) -> str:
-  import linecache
-  return linecache.getline(loc[0], loc[1]).strip()
+  # only Python sources: a log names the files, and the server shows nothing else of the disk
+  return printable(loc) if loc[0].endswith(".py") else ""
 
 def shown_nodes(log:RewriteLog, root:int, expand:frozenset[int]) -> tuple[list[int], dict[int, int]]:
   """The nodes drawn for the graph under root: all of them up to MAX_SHOWN, else the nearest MAX_SHOWN (breadth first from the root)
