@@ -1,0 +1,2 @@
+"""Quantization: QuantizeLinear/DequantizeLinear, DynamicQuantizeLinear, QLinearConv/QLinearMatMul, MatMulInteger/ConvInteger."""
+from __future__ import annotations

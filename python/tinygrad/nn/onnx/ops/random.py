@@ -1,0 +1,2 @@
+"""Random operators (RandomUniform/Normal and their -Like forms, Bernoulli, Multinomial) with seeds."""
+from __future__ import annotations

@@ -1,0 +1,2 @@
+"""Shapes and movement: reshape, transpose, concat/split, slice/pad, gather/scatter, shape-making ops, resize."""
+from __future__ import annotations

@@ -1,0 +1,170 @@
+"""OnnxRunner: a model's graph run node by node as Tensor operations (so it fuses, runs on every device and differentiates)."""
+from __future__ import annotations
+import collections, dataclasses, inspect
+from typing import Any, Callable
+import numpy as np
+from tinygrad.dtype import DType
+from tinygrad.helpers import getenv
+from tinygrad.tensor import Tensor
+from tinygrad.nn.onnx.registry import Domain, OpSetId, select_op
+from tinygrad.nn.onnx.model import load_model, dtype_from_onnx, tensor_from_proto, array_to_value, import_onnx
+import tinygrad.nn.onnx.ops  # noqa: F401  (registers the operators)
+
+@dataclasses.dataclass(frozen=True)
+class OnnxValue:
+  """A graph input's or output's type: shape (ints, or strings for symbolic dim_params, None where unknown), dtype (None for
+  strings), and whether it is a sequence or an optional."""
+  shape: tuple[int|str|None, ...]|None
+  dtype: DType|None
+  is_optional: bool = False
+  is_sequence: bool = False
+
+@dataclasses.dataclass(frozen=True)
+class OnnxNode:
+  num: int
+  name: str
+  op: str
+  opset_id: OpSetId
+  inputs: tuple[str, ...]
+  outputs: tuple[str, ...]
+  opts: dict[str, Any]
+  def __str__(self): return f"node {self.num} {self.name!r} ({self.op})" if self.name else f"node {self.num} ({self.op})"
+
+def _value_type(type_proto:Any) -> OnnxValue:
+  kind = type_proto.WhichOneof("value")
+  if kind == "tensor_type":
+    tt = type_proto.tensor_type
+    shape = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tt.shape.dim) if tt.HasField("shape") else None
+    return OnnxValue(shape, dtype_from_onnx(tt.elem_type))
+  if kind == "sequence_type": return dataclasses.replace(_value_type(type_proto.sequence_type.elem_type), is_sequence=True)
+  if kind == "optional_type": return dataclasses.replace(_value_type(type_proto.optional_type.elem_type), is_optional=True)
+  if kind is None: return OnnxValue(None, None)   # left unspecified (allowed for subgraph inputs)
+  raise NotImplementedError(f"ONNX value type {kind} is not supported")
+
+# keyword parameters an operator may declare to be told about its node, rather than attributes
+_NODE_PARAMS = {"_n_outputs", "_node"}
+
+def _call_op(fn:Callable, node:OnnxNode, inputs:list, opts:dict) -> Any:
+  params = inspect.signature(fn).parameters
+  if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+    if unknown := [k for k in opts if k not in params or k in _NODE_PARAMS]:
+      raise NotImplementedError(f"ONNX {node}: attribute {', '.join(map(repr, unknown))} of {node.op} is not supported")
+  extra = {k: v for k, v in (("_n_outputs", len(node.outputs)), ("_node", node)) if k in params}
+  return fn(*inputs, **opts, **extra)
+
+class OnnxRunner:
+  """Runs an ONNX model (a path, the file's bytes, a uint8 Tensor of them, or an onnx.ModelProto) with tinygrad:
+  `OnnxRunner(path)({name: Tensor | ndarray | scalar})` returns {output name: Tensor} (a list for sequence outputs, None for an empty
+  optional, a numpy array for strings)."""
+  def __init__(self, model_path:Any):
+    model = load_model(model_path)
+    opsets = {Domain.from_onnx(o.domain): o.version for o in model.opset_import}
+    self._init_from_graph(model.graph, opsets, None)
+
+  def _init_from_graph(self, graph:Any, opsets:dict[Domain, int], parent:OnnxRunner|None):
+    self.parent, self.opsets, self.graph_name = parent, opsets, graph.name if parent is not None else ""
+    self.device: str|None = None
+    initializers = {i.name: tensor_from_proto(i) for i in graph.initializer}
+    # sparse initializers become dense: every operator takes dense tensors
+    for s in graph.sparse_initializer: initializers[s.values.name] = _sparse_to_dense(s)
+    self.graph_values: dict[str, Any] = {"": None, **initializers}
+    self.graph_inputs: dict[str, OnnxValue] = {i.name: _value_type(i.type) for i in graph.input if i.name not in initializers}
+    self.graph_outputs: tuple[str, ...] = tuple(o.name for o in graph.output)
+    self.graph_nodes: tuple[OnnxNode, ...] = tuple(self._node(num, n) for num, n in enumerate(graph.node))
+    self.variable_dims: dict[str, int] = {}
+
+  def _node(self, num:int, n:Any) -> OnnxNode:
+    domain = Domain.from_onnx(n.domain)
+    if domain not in self.opsets: raise ValueError(f"ONNX node {num} ({n.op_type}) is in domain {domain.value}, which the model does not import")
+    onnx = import_onnx()
+    opts = {a.name: self._attribute(onnx.helper.get_attribute_value(a)) for a in n.attribute}
+    node = OnnxNode(num, n.name, n.op_type, OpSetId(domain, self.opsets[domain]), tuple(n.input), tuple(n.output), opts)
+    try: select_op(node.op, domain, node.opset_id.version)
+    except NotImplementedError as e: raise NotImplementedError(f"ONNX {node}: {e}") from None
+    return node
+
+  def _attribute(self, v:Any) -> Any:
+    onnx = import_onnx()
+    if isinstance(v, bytes): return v.decode("utf-8")
+    if isinstance(v, onnx.TensorProto): return tensor_from_proto(v)
+    if isinstance(v, onnx.GraphProto):
+      sub = OnnxRunner.__new__(OnnxRunner)
+      sub._init_from_graph(v, self.opsets, self)
+      return sub
+    if isinstance(v, onnx.SparseTensorProto): return _sparse_to_dense(v)
+    if isinstance(v, list): return [self._attribute(x) for x in v]
+    return v
+
+  def to(self, device:str|None) -> OnnxRunner:
+    self.device = device
+    self.graph_values = {k: v.to(device) if isinstance(v, Tensor) else v for k, v in self.graph_values.items()}
+    for node in self.graph_nodes:
+      for k, v in node.opts.items():
+        if isinstance(v, (Tensor, OnnxRunner)): node.opts[k] = v.to(device)
+    return self
+
+  def _parse_input(self, name:str, value:Any, spec:OnnxValue) -> Any:
+    if value is None:
+      if spec.is_optional: return None
+      raise ValueError(f"ONNX input {name!r} is not optional, got None")
+    if spec.is_sequence:
+      if not isinstance(value, (list, tuple)): raise TypeError(f"ONNX input {name!r} is a sequence, got {type(value).__name__}")
+      return [self._parse_tensor(f"{name}[{i}]", v, dataclasses.replace(spec, shape=None)) for i, v in enumerate(value)]
+    return self._parse_tensor(name, value, spec)
+
+  def _parse_tensor(self, name:str, value:Any, spec:OnnxValue) -> Any:
+    if spec.dtype is None: return np.asarray(value, dtype=object)
+    if isinstance(value, Tensor): t = value
+    elif isinstance(value, np.ndarray):
+      t = array_to_value(value, device=self.device)
+    else: t = Tensor(value, dtype=spec.dtype, device=self.device)
+    if t.dtype != spec.dtype: raise TypeError(f"ONNX input {name!r} must have dtype {spec.dtype.name}, got {t.dtype.name}")
+    if spec.shape is None: return t
+    if len(spec.shape) != t.ndim: raise ValueError(f"ONNX input {name!r} must have shape {spec.shape}, got {t.shape}")
+    for dim, (want, got) in enumerate(zip(spec.shape, t.shape)):
+      if isinstance(want, str): want = self.variable_dims.setdefault(want, got)
+      if want is not None and want != got:
+        raise ValueError(f"ONNX input {name!r} must have shape {spec.shape} (with {self.variable_dims}), got {t.shape}: dim {dim} differs")
+    return t
+
+  def __call__(self, inputs:dict[str, Any], debug:int|None=None) -> dict[str, Any]:
+    debug = getenv("DEBUGONNX", 0) if debug is None else debug
+    if unknown := [k for k in inputs if k not in self.graph_inputs and self.parent is None]:
+      raise ValueError(f"ONNX model has no input named {', '.join(map(repr, unknown))}; its inputs are {list(self.graph_inputs)}")
+    self.variable_dims = {}
+    values: dict[str, Any] = dict(self.graph_values)
+    for name, spec in self.graph_inputs.items():
+      # a subgraph's inputs come from its operator (Loop, Scan), which passes them already made
+      if self.parent is not None: values[name] = inputs.get(name); continue
+      if name not in inputs:
+        if spec.is_optional: values[name] = None; continue
+        raise ValueError(f"ONNX input {name!r} is missing; the model's inputs are {list(self.graph_inputs)}")
+      values[name] = self._parse_input(name, inputs[name], spec)
+    # a subgraph (If/Loop/Scan body) sees the values of the graphs around it
+    scope = collections.ChainMap(values, *([self.parent._scope] if self.parent is not None and hasattr(self.parent, "_scope") else []))
+    self._scope = scope
+    try:
+      for node in self.graph_nodes:
+        args = [scope[name] if name in scope else _missing(node, name) for name in node.inputs]
+        if debug >= 1: print((f"[{self.graph_name}] " if self.graph_name else "") + f"{node.num}: {node.op} {node.opts}")
+        try: ret = _call_op(select_op(node.op, node.opset_id.domain, node.opset_id.version), node, args, dict(node.opts))
+        except Exception as e:
+          e.add_note(f"in ONNX {node}")
+          raise
+        ret = ret if isinstance(ret, tuple) else (ret,)
+        for out, v in zip(node.outputs, ret):
+          if out: values[out] = v
+      return {name: scope[name] for name in self.graph_outputs}
+    finally: del self._scope
+
+def _missing(node:OnnxNode, name:str) -> Any:
+  raise ValueError(f"ONNX {node}: input {name!r} is neither a graph input, an initializer nor the output of an earlier node")
+
+def _sparse_to_dense(sparse:Any) -> Tensor:
+  onnx = import_onnx()
+  values, indices = onnx.numpy_helper.to_array(sparse.values), onnx.numpy_helper.to_array(sparse.indices)
+  dense = np.zeros(int(np.prod(sparse.dims)), dtype=values.dtype)
+  # indices are either flat positions (rank 1) or one coordinate row per value
+  flat = indices if indices.ndim == 1 else np.ravel_multi_index(tuple(indices.T), tuple(sparse.dims))
+  dense[flat] = values
+  return array_to_value(dense.reshape(tuple(sparse.dims)))
