@@ -1,7 +1,10 @@
 """The ONNX package's backend node tests (one-operator models with inputs and expected outputs) and how one is run and checked.
 Standalone (onnx, numpy and a tinygrad's tinygrad.nn.onnx only), so benches/onnx_node_suite.py runs the same check on tinygrad 0.14."""
 from __future__ import annotations
-import os, pickle, tempfile, warnings
+import os
+import pickle
+import tempfile
+import warnings
 from typing import Any
 import numpy as np
 

@@ -1,6 +1,8 @@
 """OnnxRunner: a model's graph run node by node as Tensor operations (so it fuses, runs on every device and differentiates)."""
 from __future__ import annotations
-import collections, dataclasses, inspect
+import collections
+import dataclasses
+import inspect
 from typing import Any, Callable
 import numpy as np
 from tinygrad.dtype import DType
