@@ -58,6 +58,12 @@ def check_output(name:str, want:Any, got:Any, rtol:float, atol:float) -> None:
       want, got = want.astype(np.float32), got.astype(np.float32)
     np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=name)
 
+def _from_proto(v:Any) -> Any:
+  # onnx keeps the data of dtypes numpy lacks (bfloat16, float8, int4, ...) as TensorProtos
+  import onnx
+  if isinstance(v, onnx.TensorProto): return onnx.numpy_helper.to_array(v)
+  return [_from_proto(x) for x in v] if isinstance(v, list) else v
+
 def run_case(case:Any, runner_cls:Any) -> None:
   """Run every data set of one case through runner_cls (an OnnxRunner class) and check its outputs as onnx's backend test does."""
   model = case.model
@@ -65,6 +71,7 @@ def run_case(case:Any, runner_cls:Any) -> None:
   input_names = [i.name for i in model.graph.input if i.name not in {init.name for init in model.graph.initializer}]
   output_names = [o.name for o in model.graph.output]
   for inputs, outputs in case.data_sets:
+    inputs, outputs = _from_proto(inputs), _from_proto(outputs)
     got = runner(dict(zip(input_names, inputs)))
     for name, want in zip(output_names, outputs):
       check_output(name, want, _to_numpy(got[name], want), case.rtol, case.atol)

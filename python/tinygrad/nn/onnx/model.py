@@ -59,9 +59,12 @@ def array_to_value(arr:np.ndarray, dtype:DType|None=None, device:str|None=None) 
   ml_dtype = {"bfloat16": dtypes.bfloat16, "float8_e4m3fn": dtypes.fp8e4m3, "float8_e5m2": dtypes.fp8e5m2,
               "float8_e4m3fnuz": dtypes.fp8e4m3fnuz, "float8_e5m2fnuz": dtypes.fp8e5m2fnuz}.get(arr.dtype.name)
   if ml_dtype is not None:
-    bits = np.ascontiguousarray(arr).view(np.uint16 if ml_dtype.itemsize == 2 else np.uint8)
+    bits = _contiguous(arr).view(np.uint16 if ml_dtype.itemsize == 2 else np.uint8)
     return Tensor(bits, device=device).bitcast(ml_dtype)
-  return Tensor(np.ascontiguousarray(arr), dtype=dtype, device=device)
+  return Tensor(_contiguous(arr), dtype=dtype, device=device)
+
+# np.ascontiguousarray would make a 0-d array 1-d
+def _contiguous(arr:np.ndarray) -> np.ndarray: return arr if arr.flags.c_contiguous else arr.copy()
 
 def tensor_from_proto(proto:Any, device:str|None=None) -> Tensor|np.ndarray:
   onnx = import_onnx()
