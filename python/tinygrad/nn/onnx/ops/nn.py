@@ -1,2 +1,267 @@
 """Neural-network operators: convolutions, pooling, normalizations, dropout, recurrent layers, attention, losses, detection."""
 from __future__ import annotations
+import math
+from tinygrad.dtype import dtypes
+from tinygrad.tensor import Tensor
+from tinygrad.nn.onnx.registry import onnx_op, Domain
+from tinygrad.nn.onnx.ops.common import to_python
+
+# ***** padding: ONNX lists all begins then all ends; Tensor's pooling/conv take (begin, end) pairs from the LAST axis backwards *****
+
+def _same_pads(in_shape, kernel, strides, dilations, auto_pad:str) -> list[int]:
+  begins, ends = [], []
+  for n, k, s, d in zip(in_shape, kernel, strides, dilations):
+    total = max((math.ceil(n / s) - 1) * s + (k - 1) * d + 1 - n, 0)
+    small, big = total // 2, total - total // 2
+    begins.append(small if auto_pad == "SAME_UPPER" else big)
+    ends.append(big if auto_pad == "SAME_UPPER" else small)
+  return begins + ends
+
+def _pads(x:Tensor, kernel, strides, dilations, pads, auto_pad:str) -> list[int]:
+  spatial = x.shape[2:]
+  if auto_pad in ("SAME_UPPER", "SAME_LOWER"): return _same_pads(spatial, kernel, strides, dilations, auto_pad)
+  if auto_pad == "VALID": return [0] * (2 * len(spatial))
+  if auto_pad not in ("NOTSET", ""): raise NotImplementedError(f"auto_pad={auto_pad!r} is not supported")
+  return list(pads) if pads is not None else [0] * (2 * len(spatial))
+
+def _tiny_pads(pads:list[int]) -> list[int]:
+  n = len(pads) // 2
+  return [p for i in reversed(range(n)) for p in (pads[i], pads[i + n])]
+
+def _defaults(x:Tensor, kernel, strides, dilations):
+  n = x.ndim - 2
+  return list(kernel), list(strides) if strides else [1] * n, list(dilations) if dilations else [1] * n
+
+# ***** convolutions *****
+
+@onnx_op("Conv", 1)
+def Conv(x:Tensor, w:Tensor, b:Tensor|None=None, auto_pad:str="NOTSET", dilations:list[int]|None=None, group:int=1,
+         kernel_shape:list[int]|None=None, pads:list[int]|None=None, strides:list[int]|None=None) -> Tensor:
+  kernel, strides, dilations = _defaults(x, kernel_shape or w.shape[2:], strides, dilations)
+  padding = _tiny_pads(_pads(x, kernel, strides, dilations, pads, auto_pad))
+  return x.conv2d(w, b, groups=group, stride=strides, dilation=dilations, padding=padding)
+
+@onnx_op("ConvTranspose", 1)
+def ConvTranspose(x:Tensor, w:Tensor, b:Tensor|None=None, auto_pad:str="NOTSET", dilations:list[int]|None=None, group:int=1,
+                  kernel_shape:list[int]|None=None, output_padding:list[int]|None=None, output_shape:list[int]|None=None,
+                  pads:list[int]|None=None, strides:list[int]|None=None) -> Tensor:
+  kernel, strides, dilations = _defaults(x, kernel_shape or w.shape[2:], strides, dilations)
+  n = len(kernel)
+  out_pad = list(output_padding) if output_padding else [0] * n
+  if output_shape is not None or auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+    target = list(output_shape)[-n:] if output_shape is not None else [s * st for s, st in zip(x.shape[2:], strides)]
+    totals = [st * (i - 1) + op + (k - 1) * d + 1 - t for i, st, op, k, d, t in zip(x.shape[2:], strides, out_pad, kernel, dilations, target)]
+    upper = auto_pad == "SAME_UPPER"
+    begins = [t // 2 if upper else t - t // 2 for t in totals]
+    pad_list = begins + [t - bg for t, bg in zip(totals, begins)]
+  else: pad_list = list(pads) if pads is not None else [0] * (2 * n)
+  # asymmetric pads: run with the smaller pad on both sides, then crop what remains off the end
+  sym = [min(pad_list[i], pad_list[i + n]) for i in range(n)]
+  out = x.conv_transpose2d(w, b, groups=group, stride=strides, dilation=dilations, padding=sym, output_padding=out_pad)
+  extra = [(pad_list[i] - sym[i], pad_list[i + n] - sym[i]) for i in range(n)]
+  if any(a or e for a, e in extra):
+    out = out.shrink(((0, out.shape[0]), (0, out.shape[1])) + tuple((a, s - e) for (a, e), s in zip(extra, out.shape[2:])))
+  return out
+
+# ***** pooling *****
+
+def _pool_args(x, kernel_shape, strides, dilations, pads, auto_pad):
+  kernel, strides, dilations = _defaults(x, kernel_shape, strides, dilations)
+  return kernel, strides, dilations, _pads(x, kernel, strides, dilations, pads, auto_pad)
+
+def _ceil_pads(x:Tensor, kernel, strides, dilations, pads:list[int]) -> list[int]:
+  # ceil_mode: grow each end pad so the last partial window is kept, but never start a window entirely in the padding
+  n = len(kernel)
+  out = list(pads)
+  for i, (size, k, s, d) in enumerate(zip(x.shape[2:], kernel, strides, dilations)):
+    eff = (k - 1) * d + 1
+    total = size + pads[i] + pads[i + n]
+    o = math.ceil((total - eff) / s) + 1
+    if (o - 1) * s >= size + pads[i]: o -= 1
+    out[i + n] += max((o - 1) * s + eff - total, 0)
+  return out
+
+@onnx_op("MaxPool", 1)
+def MaxPool(x:Tensor, auto_pad:str="NOTSET", ceil_mode:int=0, dilations:list[int]|None=None, kernel_shape:list[int]|None=None,
+            pads:list[int]|None=None, storage_order:int=0, strides:list[int]|None=None, *, _n_outputs:int=1):
+  kernel, strides, dilations, pad_list = _pool_args(x, kernel_shape, strides, dilations, pads, auto_pad)
+  if ceil_mode: pad_list = _ceil_pads(x, kernel, strides, dilations, pad_list)
+  if _n_outputs < 2:
+    return x.max_pool2d(tuple(kernel), stride=tuple(strides), dilation=tuple(dilations), padding=tuple(_tiny_pads(pad_list)))
+  y, idx = x.max_pool2d(tuple(kernel), stride=tuple(strides), dilation=tuple(dilations), padding=tuple(_tiny_pads(pad_list)), return_indices=True)
+  spatial = x.shape[2:]
+  if storage_order:   # column-major positions within each (n, c) image
+    coords, rem = [], idx
+    for s in reversed(spatial):
+      coords.append(rem % s)
+      rem = rem // s
+    coords = coords[::-1]
+    idx, mult = 0, 1
+    for c, s in zip(coords, spatial):
+      idx = idx + c * mult
+      mult *= s
+  plane = math.prod(spatial)
+  base = Tensor.arange(x.shape[0] * x.shape[1], device=x.device).reshape(x.shape[0], x.shape[1], *([1] * len(spatial))) * plane
+  return y, (idx + base).cast(dtypes.int64)
+
+@onnx_op("AveragePool", 1)
+def AveragePool(x:Tensor, auto_pad:str="NOTSET", ceil_mode:int=0, count_include_pad:int=0, dilations:list[int]|None=None,
+                kernel_shape:list[int]|None=None, pads:list[int]|None=None, strides:list[int]|None=None) -> Tensor:
+  kernel, strides, dilations, pad_list = _pool_args(x, kernel_shape, strides, dilations, pads, auto_pad)
+  if ceil_mode or any(d != 1 for d in dilations):
+    # the windows' sums over explicitly padded input, divided by how many of a window's cells count: real cells, plus the explicit
+    # padding with count_include_pad, never the cells ceil_mode adds past the padding
+    grown = _ceil_pads(x, kernel, strides, dilations, pad_list) if ceil_mode else pad_list
+    n = len(kernel)
+    spatial_pad = [(pad_list[i], pad_list[i + n]) for i in range(n)]
+    ceil_pad = [(0, grown[i + n] - pad_list[i + n]) for i in range(n)]
+    sums = _window_sum(x.pad(((0, 0), (0, 0)) + tuple((a, b + c) for (a, b), (_, c) in zip(spatial_pad, ceil_pad))), kernel, strides, dilations)
+    ones = Tensor.ones(1, 1, *x.shape[2:], dtype=x.dtype, device=x.device)
+    cover = ones.pad(((0, 0), (0, 0)) + tuple(spatial_pad), value=1.0 if count_include_pad else 0.0).pad(((0, 0), (0, 0)) + tuple(ceil_pad))
+    return sums / _window_sum(cover, kernel, strides, dilations)
+  return x.avg_pool2d(tuple(kernel), stride=tuple(strides), dilation=tuple(dilations), padding=tuple(_tiny_pads(pad_list)),
+                      count_include_pad=bool(count_include_pad))
+
+def _window_sum(x:Tensor, kernel, strides, dilations) -> Tensor:
+  # the sum of each window over the trailing len(kernel) axes of already padded input
+  return x.avg_pool2d(tuple(kernel), stride=tuple(strides), dilation=tuple(dilations), padding=0) * math.prod(kernel)
+
+@onnx_op("LpPool", 2)
+def LpPool(x:Tensor, auto_pad:str="NOTSET", ceil_mode:int=0, dilations:list[int]|None=None, kernel_shape:list[int]|None=None, p:int=2,
+           pads:list[int]|None=None, strides:list[int]|None=None) -> Tensor:
+  kernel, strides, dilations, pad_list = _pool_args(x, kernel_shape, strides, dilations, pads, auto_pad)
+  if ceil_mode: pad_list = _ceil_pads(x, kernel, strides, dilations, pad_list)
+  powered = x.abs() ** p
+  sums = powered.avg_pool2d(tuple(kernel), stride=tuple(strides), dilation=tuple(dilations), padding=tuple(_tiny_pads(pad_list)),
+                            count_include_pad=True) * math.prod(kernel)
+  return sums ** (1.0 / p)
+
+onnx_op("GlobalAveragePool", 1)(lambda x: x.mean(axis=tuple(range(2, x.ndim)), keepdim=True))
+onnx_op("GlobalMaxPool", 1)(lambda x: x.max(axis=tuple(range(2, x.ndim)), keepdim=True))
+onnx_op("GlobalLpPool", 2)(lambda x, p=2: (x.abs() ** p).sum(axis=tuple(range(2, x.ndim)), keepdim=True) ** (1.0 / p))
+
+@onnx_op("MaxUnpool", 9)
+def MaxUnpool(x:Tensor, indices:Tensor, output_shape:Tensor|None=None, kernel_shape:list[int]|None=None, pads:list[int]|None=None,
+              strides:list[int]|None=None) -> Tensor:
+  kernel, strides, _ = _defaults(x, kernel_shape, strides, None)
+  n = len(kernel)
+  pad_list = list(pads) if pads else [0] * (2 * n)
+  if output_shape is not None: out = [int(v) for v in to_python(output_shape)]
+  else: out = list(x.shape[:2]) + [(i - 1) * s - pad_list[d] - pad_list[d + n] + k for d, (i, s, k) in enumerate(zip(x.shape[2:], strides, kernel))]
+  total = math.prod(out)
+  flat = Tensor.zeros(total, dtype=x.dtype, device=x.device)
+  return flat.scatter(0, indices.flatten().cast(dtypes.int64), x.flatten()).reshape(out)
+
+# ***** normalization *****
+
+def _bshape(t:Tensor, ndim:int, axis:int=1) -> Tensor: return t.reshape([-1 if i == axis else 1 for i in range(ndim)])
+
+@onnx_op("BatchNormalization", 6)
+def BatchNormalization(x:Tensor, scale:Tensor, b:Tensor, input_mean:Tensor, input_var:Tensor, epsilon:float=1e-5, momentum:float=0.9,
+                       training_mode:int=0, spatial:int=1, is_test:int=1, *, _n_outputs:int=1):
+  if training_mode:
+    axes = tuple(i for i in range(x.ndim) if i != 1)
+    mean, var = x.mean(axis=axes), x.var(axis=axes, correction=0)
+    y = (x - _bshape(mean, x.ndim)) * (_bshape(var, x.ndim) + epsilon).rsqrt() * _bshape(scale, x.ndim) + _bshape(b, x.ndim)
+    return y, input_mean * momentum + mean * (1 - momentum), input_var * momentum + var * (1 - momentum)
+  invstd = (input_var + epsilon).rsqrt()
+  return x.batchnorm(scale, b, input_mean, invstd)
+
+@onnx_op("InstanceNormalization", 6)
+def InstanceNormalization(x:Tensor, scale:Tensor, b:Tensor, epsilon:float=1e-5) -> Tensor:
+  axes = tuple(range(2, x.ndim))
+  mean, var = x.mean(axis=axes, keepdim=True), x.var(axis=axes, keepdim=True, correction=0)
+  return (x - mean) * (var + epsilon).rsqrt() * _bshape(scale, x.ndim) + _bshape(b, x.ndim)
+
+def _stash(x:Tensor, stash_type:int) -> Tensor: return x.cast(dtypes.float32) if stash_type == 1 and x.dtype != dtypes.float64 else x
+
+@onnx_op("LayerNormalization", 17)
+def LayerNormalization(x:Tensor, scale:Tensor, b:Tensor|None=None, axis:int=-1, epsilon:float=1e-5, stash_type:int=1):
+  axis = axis + x.ndim if axis < 0 else axis
+  xs = _stash(x, stash_type)
+  axes = tuple(range(axis, x.ndim))
+  mean = xs.mean(axis=axes, keepdim=True)
+  invstd = (xs.var(axis=axes, keepdim=True, correction=0) + epsilon).rsqrt()
+  y = ((xs - mean) * invstd).cast(x.dtype) * scale
+  return (y + b if b is not None else y), mean, invstd
+
+@onnx_op("RMSNormalization", 23)
+def RMSNormalization(x:Tensor, scale:Tensor, axis:int=-1, epsilon:float=1e-5, stash_type:int=1) -> Tensor:
+  axis = axis + x.ndim if axis < 0 else axis
+  xs = _stash(x, stash_type)
+  rms = (xs.square().mean(axis=tuple(range(axis, x.ndim)), keepdim=True) + epsilon).rsqrt()
+  return (xs * rms).cast(x.dtype) * scale
+
+def _group_norm(x:Tensor, scale:Tensor, bias:Tensor, epsilon:float, num_groups:int, stash_type:int, per_group:bool) -> Tensor:
+  n, c = x.shape[:2]
+  xs = _stash(x, stash_type).reshape(n, num_groups, -1)
+  mean, var = xs.mean(axis=-1, keepdim=True), xs.var(axis=-1, keepdim=True, correction=0)
+  y = ((xs - mean) * (var + epsilon).rsqrt()).reshape(x.shape).cast(x.dtype)
+  if per_group: scale, bias = scale.repeat_interleave(c // num_groups), bias.repeat_interleave(c // num_groups)
+  return y * _bshape(scale, x.ndim) + _bshape(bias, x.ndim)
+
+onnx_op("GroupNormalization", 18)(lambda x, scale, bias, epsilon=1e-5, num_groups=1:
+                                  _group_norm(x, scale, bias, epsilon, num_groups, 0, scale.shape[0] != x.shape[1]))
+onnx_op("GroupNormalization", 21)(lambda x, scale, bias, epsilon=1e-5, num_groups=1, stash_type=1:
+                                  _group_norm(x, scale, bias, epsilon, num_groups, stash_type, False))
+
+@onnx_op("LpNormalization", 1)
+def LpNormalization(x:Tensor, axis:int=-1, p:int=2) -> Tensor:
+  norm = x.abs().sum(axis, keepdim=True) if p == 1 else x.square().sum(axis, keepdim=True).sqrt()
+  return x / (norm == 0).where(1, norm)
+
+@onnx_op("MeanVarianceNormalization", 9)
+def MeanVarianceNormalization(x:Tensor, axes:list[int]|None=None) -> Tensor:
+  axes_t = tuple(axes) if axes is not None else (0, 2, 3)
+  mean = x.mean(axis=axes_t, keepdim=True)
+  return (x - mean) / ((x - mean).square().mean(axis=axes_t, keepdim=True).sqrt() + 1e-9)
+
+@onnx_op("LRN", 1)
+def LRN(x:Tensor, size:int, alpha:float=1e-4, beta:float=0.75, bias:float=1.0) -> Tensor:
+  n, c = x.shape[:2]
+  sq = x.square().reshape(n, 1, c, -1)
+  padded = sq.pad(((0, 0), (0, 0), ((size - 1) // 2, size - 1 - (size - 1) // 2), (0, 0)))
+  window = padded.avg_pool2d((size, 1), stride=1) * size
+  return x / (bias + alpha / size * window.reshape(x.shape)) ** beta
+
+# ***** dropout: identity at inference; the mask output is all true *****
+
+def _dropout(x:Tensor, ratio:float, training:bool, seed:int|None, n_outputs:int):
+  if not training or ratio == 0:
+    return (x, Tensor.ones(*x.shape, dtype=dtypes.bool, device=x.device)) if n_outputs > 1 else x
+  if seed is not None: Tensor.manual_seed(seed)
+  mask = Tensor.rand(*x.shape, device=x.device) >= ratio
+  y = mask.where(x / (1 - ratio), 0).cast(x.dtype)
+  return (y, mask) if n_outputs > 1 else y
+
+onnx_op("Dropout", 1)(lambda x, ratio=0.5, is_test=0, consumed_inputs=None, *, _n_outputs=1: _dropout(x, ratio, False, None, _n_outputs))
+onnx_op("Dropout", 12)(lambda x, ratio=None, training_mode=None, seed=None, *, _n_outputs=1:
+                       _dropout(x, float(to_python(ratio)) if ratio is not None else 0.5, bool(to_python(training_mode)) if training_mode is not None
+                                else False, seed, _n_outputs))
+
+# ***** losses *****
+
+def _reduce_loss(loss:Tensor, weights:Tensor, reduction:str) -> Tensor:
+  if reduction == "none": return loss
+  if reduction == "sum": return loss.sum()
+  if reduction == "mean": return loss.sum() / weights.sum()
+  raise NotImplementedError(f"reduction={reduction!r} is not supported")
+
+@onnx_op("NegativeLogLikelihoodLoss", 12)
+def NegativeLogLikelihoodLoss(x:Tensor, target:Tensor, weight:Tensor|None=None, ignore_index:int|None=None, reduction:str="mean") -> Tensor:
+  t = target.cast(dtypes.int64)
+  valid = (t != ignore_index) if ignore_index is not None else Tensor.ones(*t.shape, dtype=dtypes.bool, device=t.device)
+  safe = valid.where(t, 0)
+  picked = x.gather(1, safe.unsqueeze(1)).squeeze(1)
+  w = weight[safe] if weight is not None else Tensor.ones(*t.shape, dtype=x.dtype, device=x.device)
+  w = valid.where(w, 0).cast(x.dtype)
+  return _reduce_loss(-picked * w, w, reduction).cast(x.dtype)
+
+@onnx_op("SoftmaxCrossEntropyLoss", 12)
+def SoftmaxCrossEntropyLoss(scores:Tensor, labels:Tensor, weights:Tensor|None=None, ignore_index:int|None=None, reduction:str="mean",
+                            *, _n_outputs:int=1):
+  log_prob = scores.log_softmax(1)
+  loss = NegativeLogLikelihoodLoss(log_prob, labels, weights, ignore_index, reduction)
+  return (loss, log_prob) if _n_outputs > 1 else loss
+
+__all__ = ["Domain"]
