@@ -149,8 +149,8 @@ def _sum(x, ax, k): return _same(x.sum(ax, keepdim=k), x)
 _reduce("ReduceSum", _sum, 13)
 _reduce("ReduceMean", lambda x, ax, k: _same(x.mean(ax, keepdim=k), x), 18)
 _reduce("ReduceProd", lambda x, ax, k: _same(x.prod(ax, keepdim=k), x), 18)
-_reduce("ReduceMax", lambda x, ax, k: x.max(ax, keepdim=k) if x.numel() else x.sum(ax, keepdim=k) + _lowest(x.dtype), 18)
-_reduce("ReduceMin", lambda x, ax, k: x.min(ax, keepdim=k) if x.numel() else x.sum(ax, keepdim=k) + _highest(x.dtype), 18)
+_reduce("ReduceMax", lambda x, ax, k: x.max(ax, keepdim=k) if x.numel() else _empty_reduce(x, ax, k, x.dtype.min), 18)
+_reduce("ReduceMin", lambda x, ax, k: x.min(ax, keepdim=k) if x.numel() else _empty_reduce(x, ax, k, x.dtype.max), 18)
 _reduce("ReduceL1", lambda x, ax, k: _sum(x.abs(), ax, k), 18)
 _reduce("ReduceL2", lambda x, ax, k: _same(x.cast(dtypes.float32).square().sum(ax, keepdim=k).sqrt(), x), 18)
 _reduce("ReduceSumSquare", lambda x, ax, k: _sum(x.square(), ax, k), 18)
@@ -158,8 +158,10 @@ _reduce("ReduceLogSum", lambda x, ax, k: _sum(x, ax, k).log(), 18)
 _reduce("ReduceLogSumExp", lambda x, ax, k: _same(x.cast(dtypes.float64).logsumexp(ax, keepdim=k), x) if x.numel() else
         _sum(x, ax, k).log(), 18)
 
-def _lowest(dt): return -math.inf if dtypes.is_float(dt) else dtypes.min(dt)
-def _highest(dt): return math.inf if dtypes.is_float(dt) else dtypes.max(dt)
+def _empty_reduce(x:Tensor, axes:tuple[int, ...], keepdim:bool, identity) -> Tensor:
+  # max/min over nothing is the identity of the reduction (-inf for max, +inf for min, the int range's end for ints)
+  shape = tuple(1 if i in axes else s for i, s in enumerate(x.shape) if keepdim or i not in axes)
+  return Tensor.full(shape, identity, dtype=x.dtype, device=x.device)
 
 def _arg(x:Tensor, axis:int, keepdims:int, select_last_index:int, fn) -> Tensor:
   if select_last_index:
