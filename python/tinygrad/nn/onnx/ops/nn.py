@@ -265,3 +265,81 @@ def SoftmaxCrossEntropyLoss(scores:Tensor, labels:Tensor, weights:Tensor|None=No
   return (loss, log_prob) if _n_outputs > 1 else loss
 
 __all__ = ["Domain"]
+
+# ***** attention *****
+
+def _heads(x:Tensor, n:int|None) -> Tensor:
+  # (batch, seq, hidden) -> (batch, heads, seq, head size)
+  b, s, h = x.shape
+  return x.reshape(b, s, n, h // n).transpose(1, 2)
+
+def _neg_inf_bias(allowed:Tensor, dtype) -> Tensor: return allowed.where(0.0, -math.inf).cast(dtype)
+
+@onnx_op("Attention", 23)
+def Attention(q:Tensor, k:Tensor, v:Tensor, attn_mask:Tensor|None=None, past_key:Tensor|None=None, past_value:Tensor|None=None,
+              nonpad_kv_seqlen:Tensor|None=None, is_causal:int=0, kv_num_heads:int|None=None, q_num_heads:int|None=None,
+              qk_matmul_output_mode:int=0, scale:float|None=None, softcap:float=0.0, softmax_precision:int|None=None,
+              left_window_size:int=-1, right_window_size:int=-1, *, _n_outputs:int=1):
+  three_d = q.ndim == 3
+  if three_d: q, k, v = _heads(q, q_num_heads), _heads(k, kv_num_heads), _heads(v, kv_num_heads)
+  root_scale = math.sqrt(scale if scale is not None else 1 / math.sqrt(q.shape[-1]))
+  present_key = past_key.cat(k, dim=2) if past_key is not None else k
+  present_value = past_value.cat(v, dim=2) if past_value is not None else v
+  q_len, kv_len = q.shape[2], present_key.shape[2]
+  bias = Tensor.zeros(q_len, kv_len, dtype=q.dtype, device=q.device)
+  if attn_mask is not None:
+    if attn_mask.shape[-1] < kv_len:   # a short mask is padded: the keys past it are masked out
+      fill = False if attn_mask.dtype == dtypes.bool else -math.inf
+      attn_mask = attn_mask.pad(((0, 0),) * (attn_mask.ndim - 1) + ((0, kv_len - attn_mask.shape[-1]),), value=fill)
+    bias = bias + (_neg_inf_bias(attn_mask, q.dtype) if attn_mask.dtype == dtypes.bool else attn_mask.cast(q.dtype))
+  # where each query sits among the keys: after the past cache, or at nonpad_kv_seqlen - q_len per batch entry
+  rows, cols = Tensor.arange(q_len, device=q.device).reshape(q_len, 1), Tensor.arange(kv_len, device=q.device).reshape(1, kv_len)
+  if past_key is None and nonpad_kv_seqlen is not None: offset = (nonpad_kv_seqlen.cast(dtypes.int64) - q_len).reshape(-1, 1, 1, 1)
+  else: offset = past_key.shape[2] if past_key is not None else 0
+  position = rows + offset
+  if is_causal: bias = bias + _neg_inf_bias(cols <= position, q.dtype)
+  if left_window_size >= 0: bias = bias + _neg_inf_bias(position - cols <= left_window_size, q.dtype)
+  if right_window_size >= 0: bias = bias + _neg_inf_bias(cols - position <= right_window_size, q.dtype)
+  if nonpad_kv_seqlen is not None: bias = bias + _neg_inf_bias(cols.reshape(1, 1, 1, kv_len) < nonpad_kv_seqlen.reshape(-1, 1, 1, 1), q.dtype)
+  kk, vv = present_key, present_value
+  if q.shape[1] != kk.shape[1]: kk, vv = kk.repeat_interleave(q.shape[1] // kk.shape[1], 1), vv.repeat_interleave(q.shape[1] // vv.shape[1], 1)
+  qk = (q * root_scale) @ (kk * root_scale).transpose(-1, -2)
+  if softcap > 0: qk = (qk / softcap).tanh() * softcap
+  with_bias = qk + bias
+  qk_out = with_bias if qk_matmul_output_mode == 2 else qk
+  logits = with_bias.cast(dtype_from_softmax(softmax_precision)) if softmax_precision is not None else with_bias
+  # a row whose every key is masked attends nothing (zeros), rather than NaN
+  top = logits.max(-1, keepdim=True)
+  masked_row = top == -math.inf
+  e = (logits - masked_row.where(0, top)).exp()
+  total = e.sum(-1, keepdim=True)
+  probs = (e / (total == 0).where(1, total))
+  probs = (bias.max(-1, keepdim=True) == -math.inf).where(0, probs).cast(q.dtype)
+  if qk_matmul_output_mode == 3: qk_out = probs
+  out = probs @ vv
+  if three_d: out = out.transpose(1, 2).reshape(out.shape[0], out.shape[2], -1)
+  return out, present_key, present_value, qk_out.cast(q.dtype)
+
+def dtype_from_softmax(elem_type:int):
+  from tinygrad.nn.onnx.model import dtype_from_onnx
+  return dtype_from_onnx(elem_type)
+
+@onnx_op("RotaryEmbedding", 23)
+def RotaryEmbedding(x:Tensor, cos_cache:Tensor, sin_cache:Tensor, position_ids:Tensor|None=None, interleaved:int=0, num_heads:int=0,
+                    rotary_embedding_dim:int=0) -> Tensor:
+  three_d = x.ndim == 3
+  orig_shape = x.shape
+  if three_d: x = x.reshape(x.shape[0], x.shape[1], num_heads, -1)          # (batch, seq, heads, head size)
+  else: x = x.transpose(1, 2)                                               # 4-D input is (batch, heads, seq, head size)
+  head = x.shape[-1]
+  rot = rotary_embedding_dim or head
+  if position_ids is not None: cos, sin = cos_cache[position_ids.cast(dtypes.int64)], sin_cache[position_ids.cast(dtypes.int64)]
+  else: cos, sin = cos_cache, sin_cache
+  cos, sin = cos[..., :rot // 2].unsqueeze(2), sin[..., :rot // 2].unsqueeze(2)   # (batch, seq, 1, rot/2)
+  part, rest = x[..., :rot], x[..., rot:]
+  if interleaved: a, b = part[..., 0::2], part[..., 1::2]
+  else: a, b = part[..., :rot // 2], part[..., rot // 2:]
+  ra, rb = a * cos - b * sin, b * cos + a * sin
+  rotated = Tensor.stack(ra, rb, dim=-1).flatten(-2) if interleaved else ra.cat(rb, dim=-1)
+  out = rotated.cat(rest, dim=-1) if rest.shape[-1] else rotated
+  return out.reshape(orig_shape) if three_d else out.transpose(1, 2)
