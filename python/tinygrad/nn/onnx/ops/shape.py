@@ -340,3 +340,112 @@ def Unique(x:Tensor, axis:int|None=None, sorted:int=1) -> tuple[Tensor, Tensor, 
     first, counts, inverse = first[order], counts[order], remap[inverse.reshape(-1)]
   return (array_to_value(values), Tensor(first.astype(np.int64)), Tensor(inverse.reshape(-1).astype(np.int64)),
           Tensor(counts.astype(np.int64)))
+
+# ***** Resize: each resized axis is a gather (nearest) or a product with an interpolation matrix (linear, cubic) computed from the
+# shapes and attributes alone *****
+
+def _source_coords(n_in:int, n_out:int, scale:float, mode:str, roi:tuple[float, float]|None) -> np.ndarray:
+  i = np.arange(n_out, dtype=np.float64)
+  if mode == "half_pixel": return (i + 0.5) / scale - 0.5
+  if mode == "half_pixel_symmetric":
+    adjustment = n_out / (scale * n_in)
+    return n_in / 2 * (1 - adjustment) + (i + 0.5) / scale - 0.5
+  if mode == "pytorch_half_pixel": return (i + 0.5) / scale - 0.5 if n_out > 1 else np.zeros(n_out)
+  # align_corners divides by the exact output width (scale x input size), which need not be an integer
+  if mode == "align_corners": return i * (n_in - 1) / (n_in * scale - 1) if n_out > 1 else np.zeros(n_out)
+  if mode == "asymmetric": return i / scale
+  if mode == "tf_crop_and_resize":
+    start, end = roi if roi is not None else (0.0, 1.0)
+    if n_out > 1: return start * (n_in - 1) + i * (end - start) * (n_in - 1) / (n_out - 1)
+    return np.full(n_out, 0.5 * (start + end) * (n_in - 1))
+  raise NotImplementedError(f"Resize: coordinate_transformation_mode={mode!r} is not supported")
+
+def _nearest_index(x:np.ndarray, mode:str) -> np.ndarray:
+  if mode == "round_prefer_floor": idx = np.where(x - np.floor(x) == 0.5, np.floor(x), np.round(x))
+  elif mode == "round_prefer_ceil": idx = np.where(x - np.floor(x) == 0.5, np.ceil(x), np.round(x))
+  elif mode == "floor": idx = np.floor(x)
+  elif mode == "ceil": idx = np.ceil(x)
+  else: raise NotImplementedError(f"Resize: nearest_mode={mode!r} is not supported")
+  return idx.astype(np.int64)
+
+def _cubic(t:np.ndarray, a:float) -> np.ndarray:
+  t = np.abs(t)
+  return np.where(t <= 1, (a + 2) * t ** 3 - (a + 3) * t ** 2 + 1, np.where(t < 2, a * t ** 3 - 5 * a * t ** 2 + 8 * a * t - 4 * a, 0.0))
+
+def _interp_matrix(x:np.ndarray, n_in:int, scale:float, mode:str, a:float, exclude_outside:int, antialias:int) -> np.ndarray:
+  m = np.zeros((len(x), n_in))
+  if antialias and scale < 1:
+    # the filter widens by 1/scale when shrinking, and is renormalized over the input's cells
+    j = np.arange(n_in)
+    t = (j[None, :] - x[:, None]) * scale
+    w = np.maximum(0, 1 - np.abs(t)) if mode == "linear" else _cubic(t, a)
+    return w / w.sum(axis=1, keepdims=True)
+  base = np.floor(x).astype(np.int64)
+  taps = (0, 1) if mode == "linear" else (-1, 0, 1, 2)
+  for row, (xi, b) in enumerate(zip(x, base)):
+    ws = [(b + k, (1 - abs(xi - (b + k))) if mode == "linear" else float(_cubic(np.array(xi - (b + k)), a))) for k in taps]
+    if exclude_outside:
+      ws = [(j, w if 0 <= j < n_in else 0.0) for j, w in ws]
+      total = sum(w for _, w in ws)
+      ws = [(j, w / total) for j, w in ws]
+    for j, w in ws: m[row, min(max(j, 0), n_in - 1)] += w
+  return m
+
+def _resize(x:Tensor, sizes:list[int]|None, scales:list[float]|None, roi:list[float]|None, axes:list[int]|None, mode:str, ctm:str,
+            nearest_mode:str, a:float, exclude_outside:int, extrapolation_value:float, antialias:int, keep_aspect_ratio_policy:str) -> Tensor:
+  axes = [a_ + x.ndim if a_ < 0 else a_ for a_ in axes] if axes is not None else list(range(x.ndim))
+  in_sizes = [x.shape[d] for d in axes]
+  if sizes is not None:
+    if keep_aspect_ratio_policy == "stretch": scale_list = [o / i for o, i in zip(sizes, in_sizes)]
+    else:
+      pick = min if keep_aspect_ratio_policy == "not_larger" else max
+      s = pick(o / i for o, i in zip(sizes, in_sizes))
+      scale_list, sizes = [s] * len(axes), [int(math.floor(s * i + 0.5)) for i in in_sizes]
+    out_sizes = list(sizes)
+  elif scales is not None:
+    scale_list = list(scales)
+    out_sizes = [int(math.floor(i * s)) for i, s in zip(in_sizes, scale_list)]
+  else: raise ValueError("Resize: one of scales and sizes must be given")
+  rois = None
+  if roi is not None and len(roi):
+    n = len(roi) // 2
+    rois = [(roi[k], roi[k + n]) for k in range(n)]
+    if n == x.ndim and len(axes) != x.ndim: rois = [rois[d] for d in axes]
+  for k, d in enumerate(axes):
+    n_in, n_out, s = in_sizes[k], out_sizes[k], scale_list[k]
+    if n_in == n_out and s == 1 and ctm != "tf_crop_and_resize": continue
+    src = _source_coords(n_in, n_out, s, ctm, rois[k] if rois else None)
+    outside = (src < 0) | (src > n_in - 1) if ctm == "tf_crop_and_resize" else np.zeros(n_out, dtype=bool)
+    if mode == "nearest":
+      idx = np.clip(_nearest_index(src, nearest_mode), 0, n_in - 1)
+      moved = x.transpose(d, 0) if d else x
+      picked = moved[Tensor(idx, device=x.device)]
+      x = picked.transpose(d, 0) if d else picked
+    elif mode in ("linear", "cubic"):
+      m = _interp_matrix(src, n_in, s, mode, a, exclude_outside, antialias)
+      moved = x.transpose(d, -1).cast(dtypes.float32 if not dtypes.is_float(x.dtype) else x.dtype)
+      out = moved @ Tensor(m.T.astype(np.float32), device=x.device).cast(moved.dtype)
+      x = out.transpose(d, -1).cast(x.dtype) if dtypes.is_float(x.dtype) else out.round().transpose(d, -1).cast(x.dtype)
+    else: raise NotImplementedError(f"Resize: mode={mode!r} is not supported")
+    if outside.any():
+      keep = Tensor(~outside, device=x.device).reshape([-1 if i == d else 1 for i in range(x.ndim)])
+      x = keep.where(x, extrapolation_value).cast(x.dtype)
+  return x
+
+def Resize(x:Tensor, roi:Tensor|None=None, scales:Tensor|None=None, sizes:Tensor|None=None, antialias:int=0, axes:list[int]|None=None,
+           coordinate_transformation_mode:str="half_pixel", cubic_coeff_a:float=-0.75, exclude_outside:int=0, extrapolation_value:float=0.0,
+           keep_aspect_ratio_policy:str="stretch", mode:str="nearest", nearest_mode:str="round_prefer_floor") -> Tensor:
+  scale_list = to_python(scales) if scales is not None and scales.numel() else None
+  size_list = to_ints(sizes) if sizes is not None and sizes.numel() else None
+  roi_list = to_python(roi) if roi is not None and roi.numel() else None
+  return _resize(x, size_list, scale_list, roi_list, axes, mode, coordinate_transformation_mode, nearest_mode, cubic_coeff_a, exclude_outside,
+                 extrapolation_value, antialias, keep_aspect_ratio_policy)
+
+@onnx_op("Resize", 10)
+def Resize_10(x:Tensor, scales:Tensor, mode:str="nearest") -> Tensor:
+  return _resize(x, None, to_python(scales), None, None, mode, "asymmetric", "floor", -0.75, 0, 0.0, 0, "stretch")
+
+onnx_op("Resize", 11)(Resize)
+onnx_op("Upsample", 9)(Resize_10)
+onnx_op("Upsample", 7)(lambda x, mode="nearest", scales=None: _resize(x, None, list(scales), None, None, mode, "asymmetric", "floor", -0.75, 0, 0.0, 0,
+                                                                      "stretch"))
