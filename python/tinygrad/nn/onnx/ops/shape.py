@@ -447,5 +447,6 @@ def Resize_10(x:Tensor, scales:Tensor, mode:str="nearest") -> Tensor:
 
 onnx_op("Resize", 11)(Resize)
 onnx_op("Upsample", 9)(Resize_10)
-onnx_op("Upsample", 7)(lambda x, mode="nearest", scales=None: _resize(x, None, list(scales), None, None, mode, "asymmetric", "floor", -0.75, 0, 0.0, 0,
-                                                                      "stretch"))
+@onnx_op("Upsample", 7)
+def Upsample_7(x:Tensor, mode:str="nearest", scales:list[float]|None=None) -> Tensor:
+  return _resize(x, None, list(scales or []), None, None, mode, "asymmetric", "floor", -0.75, 0, 0.0, 0, "stretch")
