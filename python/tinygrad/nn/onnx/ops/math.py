@@ -24,8 +24,13 @@ def Div(a:Tensor, b:Tensor) -> Tensor:
 
 @onnx_op("Mod", 10)
 def Mod(a:Tensor, b:Tensor, fmod:int=0) -> Tensor:
-  if fmod or dtypes.is_float(a.dtype): return _same(a.fmod(b), a)
-  return a.mod(b)
+  if not dtypes.is_float(a.dtype): return a.fmod(b) if fmod else a.mod(b)
+  # C fmod: a - trunc(a/b)*b, except that a finite a over an infinite b is a itself (the formula gives NaN)
+  r = (b.isinf() & ~a.isinf()).where(a, a.fmod(b))
+  if fmod: return _same(r, a)
+  # numpy's mod: the sign of the divisor, a zero result signed like b
+  r = ((r != 0) & ((r < 0) != (b < 0))).where(r + b, r)
+  return _same((r == 0).where(Tensor.zeros_like(r).copysign(b), r), a)
 
 @onnx_op("Pow", 7)
 def Pow(x:Tensor, y:Tensor) -> Tensor:
@@ -35,7 +40,13 @@ def Pow(x:Tensor, y:Tensor) -> Tensor:
 @onnx_op("BitShift", 11)
 def BitShift(x:Tensor, y:Tensor, direction:str="") -> Tensor:
   if direction not in ("LEFT", "RIGHT"): raise ValueError(f"BitShift: direction must be LEFT or RIGHT, got {direction!r}")
-  return _same(x.lshift(y) if direction == "LEFT" else x.rshift(y), x)
+  # a shift by the width or more, or by a negative amount, shifts every bit out (C leaves it undefined)
+  bits = x.dtype.itemsize * 8
+  valid = (y >= 0) & (y < bits)
+  amount = valid.where(y, 0).cast(y.dtype)
+  if direction == "LEFT": return _same(valid.where(x.lshift(amount), 0), x)
+  out_of_range = (x < 0).where(-1, 0) if not dtypes.is_unsigned(x.dtype) else Tensor.zeros_like(x)
+  return _same(valid.where(x.rshift(amount), out_of_range), x)
 
 onnx_op("BitwiseAnd", 18)(lambda a, b: a.bitwise_and(b))
 onnx_op("BitwiseOr", 18)(lambda a, b: a.bitwise_or(b))

@@ -34,7 +34,7 @@ def ConstantOfShape(shape:Tensor, value:Tensor|None=None) -> Tensor:
 
 @onnx_op("Range", 11)
 def Range(start:Tensor, limit:Tensor, delta:Tensor) -> Tensor:
-  s, l, d = to_python(start), to_python(limit), to_python(delta)
+  s, l, d = (v[0] if isinstance(v, list) else v for v in (to_python(start), to_python(limit), to_python(delta)))
   n = max(math.ceil((l - s) / d), 0)
   return (Tensor.arange(n, device=start.device) * d + s).cast(start.dtype) if n else Tensor.zeros((0,), dtype=start.dtype)
 
@@ -102,9 +102,10 @@ def DepthToSpace(x:Tensor, blocksize:int, mode:str="DCR") -> Tensor:
   return x.reshape(b, c // blocksize ** 2, h * blocksize, w * blocksize)
 
 @onnx_op("SpaceToDepth", 1)
-def SpaceToDepth(x:Tensor, blocksize:int) -> Tensor:
+def SpaceToDepth(x:Tensor, blocksize:int, mode:str="DCR") -> Tensor:
   b, c, h, w = x.shape
-  x = x.reshape(b, c, h // blocksize, blocksize, w // blocksize, blocksize).permute(0, 3, 5, 1, 2, 4)
+  x = x.reshape(b, c, h // blocksize, blocksize, w // blocksize, blocksize)
+  x = x.permute(0, 3, 5, 1, 2, 4) if mode == "DCR" else x.permute(0, 1, 3, 5, 2, 4)
   return x.reshape(b, c * blocksize ** 2, h // blocksize, w // blocksize)
 
 # ***** joining and splitting *****
@@ -338,7 +339,7 @@ def Unique(x:Tensor, axis:int|None=None, sorted:int=1) -> tuple[Tensor, Tensor, 
     remap = np.empty_like(order)
     remap[order] = np.arange(len(order))
     first, counts, inverse = first[order], counts[order], remap[inverse.reshape(-1)]
-  return (array_to_value(values), Tensor(first.astype(np.int64)), Tensor(inverse.reshape(-1).astype(np.int64)),
+  return (array_to_value(values).cast(x.dtype), Tensor(first.astype(np.int64)), Tensor(inverse.reshape(-1).astype(np.int64)),
           Tensor(counts.astype(np.int64)))
 
 # ***** Resize: each resized axis is a gather (nearest) or a product with an interpolation matrix (linear, cubic) computed from the
