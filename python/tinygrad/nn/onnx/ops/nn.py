@@ -343,3 +343,116 @@ def RotaryEmbedding(x:Tensor, cos_cache:Tensor, sin_cache:Tensor, position_ids:T
   rotated = Tensor.stack(ra, rb, dim=-1).flatten(-2) if interleaved else ra.cat(rb, dim=-1)
   out = rotated.cat(rest, dim=-1) if rest.shape[-1] else rotated
   return out.reshape(orig_shape) if three_d else out.transpose(1, 2)
+
+@onnx_op("SwiGLU", 28)
+def SwiGLU(a:Tensor, b:Tensor, alpha:float=1.0) -> Tensor:
+  if a.shape != b.shape: raise ValueError(f"SwiGLU: inputs must have one shape (no broadcasting), got {a.shape} and {b.shape}")
+  return a * (alpha * a).sigmoid() * b
+
+# ***** recurrent layers: one step per time position, run forward (and backward for direction=reverse/bidirectional) *****
+
+def _activation(name:str, alpha:float|None, beta:float|None):
+  acts = {"Relu": lambda x: x.relu(), "Tanh": lambda x: x.tanh(), "Sigmoid": lambda x: x.sigmoid(),
+          "Affine": lambda x: x * (1.0 if alpha is None else alpha) + (0.0 if beta is None else beta),
+          "LeakyRelu": lambda x: x.leaky_relu(0.01 if alpha is None else alpha),
+          "ThresholdedRelu": lambda x: (x > (1.0 if alpha is None else alpha)).where(x, 0),
+          "ScaledTanh": lambda x: (1.0 if alpha is None else alpha) * ((1.0 if beta is None else beta) * x).tanh(),
+          "HardSigmoid": lambda x: ((0.2 if alpha is None else alpha) * x + (0.5 if beta is None else beta)).clip(0, 1),
+          "Elu": lambda x: x.elu(1.0 if alpha is None else alpha), "Softsign": lambda x: x.softsign(), "Softplus": lambda x: x.softplus()}
+  if name not in acts: raise NotImplementedError(f"recurrent activation {name!r} is not supported")
+  return acts[name]
+
+def _activations(activations:list[str]|None, alphas:list[float]|None, betas:list[float]|None, defaults:list[str], n_dirs:int) -> list:
+  names = activations or defaults * n_dirs
+  alphas, betas = list(alphas or []), list(betas or [])
+  return [_activation(n, alphas[i] if i < len(alphas) else None, betas[i] if i < len(betas) else None) for i, n in enumerate(names)]
+
+def _reverse_valid(x:Tensor, seq_lens:Tensor|None) -> Tensor:
+  # reverse each batch entry's first seq_lens[b] steps (time axis 0, batch axis 1), leaving the padding where it is
+  if seq_lens is None: return x.flip(0)
+  t = x.shape[0]
+  pos, n = Tensor.arange(t, device=x.device).reshape(t, 1), seq_lens.cast(dtypes.int64).reshape(1, -1)
+  src = (pos < n).where(n - 1 - pos, pos)
+  return x.gather(0, src.reshape(t, -1, *([1] * (x.ndim - 2))).expand(x.shape))
+
+def _recurrent(kind:str, x:Tensor, w:Tensor, r:Tensor, b:Tensor|None, seq_lens:Tensor|None, init_h:Tensor|None, init_c:Tensor|None,
+               p:Tensor|None, activation_alpha, activation_beta, activations, clip:float|None, direction:str, hidden_size:int, layout:int,
+               linear_before_reset:int=0, input_forget:int=0):
+  if layout: x = x.transpose(0, 1)
+  if init_h is not None and layout: init_h = init_h.transpose(0, 1)
+  if init_c is not None and layout: init_c = init_c.transpose(0, 1)
+  steps, batch = x.shape[:2]
+  h_size = hidden_size
+  n_dirs = 2 if direction == "bidirectional" else 1
+  gates = {"RNN": 1, "GRU": 3, "LSTM": 4}[kind]
+  defaults = {"RNN": ["Tanh"], "GRU": ["Sigmoid", "Tanh"], "LSTM": ["Sigmoid", "Tanh", "Tanh"]}[kind]
+  acts = _activations(activations, activation_alpha, activation_beta, defaults, n_dirs)
+  per_dir = len(defaults)
+  def clipped(v:Tensor) -> Tensor: return v.clip(-clip, clip) if clip is not None else v
+  ys, hs, cs = [], [], []
+  for d in range(n_dirs):
+    f = acts[d * per_dir:(d + 1) * per_dir]
+    wd, rd = w[d], r[d]
+    bias = b[d] if b is not None else Tensor.zeros(2 * gates * h_size, dtype=x.dtype, device=x.device)
+    wb, rb = bias[:gates * h_size], bias[gates * h_size:]
+    h = init_h[d] if init_h is not None else Tensor.zeros(batch, h_size, dtype=x.dtype, device=x.device)
+    c = init_c[d] if init_c is not None else Tensor.zeros(batch, h_size, dtype=x.dtype, device=x.device)
+    reverse = direction == "reverse" or d == 1
+    xs = _reverse_valid(x, seq_lens) if reverse else x
+    # the input projections of every step at once
+    xw = xs @ wd.T + wb
+    outs = []
+    for t in range(steps):
+      xt = xw[t]
+      if kind == "RNN": h_new = f[0](clipped(xt + h @ rd.T + rb))
+      elif kind == "GRU":
+        rz, rr, rh = rd[:h_size], rd[h_size:2 * h_size], rd[2 * h_size:]
+        bz, br, bh = rb[:h_size], rb[h_size:2 * h_size], rb[2 * h_size:]
+        z = f[0](clipped(xt[:, :h_size] + h @ rz.T + bz))
+        rg = f[0](clipped(xt[:, h_size:2 * h_size] + h @ rr.T + br))
+        if linear_before_reset: hh = f[1](clipped(xt[:, 2 * h_size:] + rg * (h @ rh.T + bh)))
+        else: hh = f[1](clipped(xt[:, 2 * h_size:] + (rg * h) @ rh.T + bh))
+        h_new = (1 - z) * hh + z * h
+      else:
+        g = xt + h @ rd.T + rb
+        gi, go, gf, gc = (g[:, k * h_size:(k + 1) * h_size] for k in range(4))
+        pi, po, pf = (p[d][k * h_size:(k + 1) * h_size] for k in range(3)) if p is not None else (0, 0, 0)
+        i = f[0](clipped(gi + pi * c))
+        fg = 1 - i if input_forget else f[0](clipped(gf + pf * c))
+        c_new = fg * c + i * f[1](clipped(gc))
+        o = f[0](clipped(go + po * c_new))
+        h_new = o * f[2](c_new)
+      if seq_lens is not None:
+        valid = (seq_lens.cast(dtypes.int64) > t).reshape(batch, 1)
+        h_new = valid.where(h_new, h)
+        if kind == "LSTM": c = valid.where(c_new, c)
+        outs.append(valid.where(h_new, 0))
+      else:
+        if kind == "LSTM": c = c_new
+        outs.append(h_new)
+      h = h_new
+    y = Tensor.stack(*outs)
+    ys.append(_reverse_valid(y, seq_lens) if reverse else y)
+    hs.append(h)
+    cs.append(c)
+  y, y_h, y_c = Tensor.stack(*ys, dim=1), Tensor.stack(*hs), Tensor.stack(*cs)
+  if layout: y, y_h, y_c = y.permute(2, 0, 1, 3), y_h.transpose(0, 1), y_c.transpose(0, 1)
+  return (y, y_h, y_c) if kind == "LSTM" else (y, y_h)
+
+@onnx_op("RNN", 7)
+def RNN(x, w, r, b=None, sequence_lens=None, initial_h=None, activation_alpha=None, activation_beta=None, activations=None, clip=None,
+        direction="forward", hidden_size=None, layout=0):
+  return _recurrent("RNN", x, w, r, b, sequence_lens, initial_h, None, None, activation_alpha, activation_beta, activations, clip, direction,
+                    hidden_size, layout)
+
+@onnx_op("GRU", 7)
+def GRU(x, w, r, b=None, sequence_lens=None, initial_h=None, activation_alpha=None, activation_beta=None, activations=None, clip=None,
+        direction="forward", hidden_size=None, layout=0, linear_before_reset=0):
+  return _recurrent("GRU", x, w, r, b, sequence_lens, initial_h, None, None, activation_alpha, activation_beta, activations, clip, direction,
+                    hidden_size, layout, linear_before_reset=linear_before_reset)
+
+@onnx_op("LSTM", 7)
+def LSTM(x, w, r, b=None, sequence_lens=None, initial_h=None, initial_c=None, p=None, activation_alpha=None, activation_beta=None,
+         activations=None, clip=None, direction="forward", hidden_size=None, input_forget=0, layout=0):
+  return _recurrent("LSTM", x, w, r, b, sequence_lens, initial_h, initial_c, p, activation_alpha, activation_beta, activations, clip, direction,
+                    hidden_size, layout, input_forget=input_forget)
