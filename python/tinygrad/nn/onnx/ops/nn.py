@@ -1,5 +1,6 @@
 """Neural-network operators: convolutions, pooling, normalizations, dropout, recurrent layers, attention, losses, detection."""
 from __future__ import annotations
+import itertools
 import math
 from tinygrad.dtype import dtypes
 from tinygrad.tensor import Tensor
@@ -456,3 +457,80 @@ def LSTM(x, w, r, b=None, sequence_lens=None, initial_h=None, initial_c=None, p=
          activations=None, clip=None, direction="forward", hidden_size=None, input_forget=0, layout=0):
   return _recurrent("LSTM", x, w, r, b, sequence_lens, initial_h, initial_c, p, activation_alpha, activation_beta, activations, clip, direction,
                     hidden_size, layout, input_forget=input_forget)
+
+# ***** sampling grids *****
+
+@onnx_op("AffineGrid", 20)
+def AffineGrid(theta:Tensor, size:Tensor, align_corners:int=0) -> Tensor:
+  dims = [int(v) for v in to_python(size)][2:]
+  def axis_coords(n:int) -> Tensor:
+    i = Tensor.arange(n, device=theta.device).cast(theta.dtype)
+    if align_corners: return i * (2 / (n - 1)) - 1 if n > 1 else i * 0
+    return (2 * i + 1) / n - 1
+  # base points (x, y[, z], 1) over the output grid, x varying fastest
+  axes = [axis_coords(n) for n in dims]
+  grids = []
+  for k, coords in enumerate(axes):
+    shape = [1] * len(dims)
+    shape[k] = dims[k]
+    grids.append(coords.reshape(shape).expand(dims))
+  base = Tensor.stack(*grids[::-1], Tensor.ones(*dims, dtype=theta.dtype, device=theta.device), dim=-1)   # (*dims, d+1)
+  flat = base.reshape(-1, len(dims) + 1)
+  out = flat.unsqueeze(0) @ theta.transpose(1, 2)            # (N, points, d)
+  return out.reshape(theta.shape[0], *dims, len(dims))
+
+def _gs_cubic(t:Tensor) -> Tensor:
+  a, t = -0.75, t.abs()
+  return (t <= 1).where((a + 2) * t ** 3 - (a + 3) * t ** 2 + 1, (t < 2).where(a * t ** 3 - 5 * a * t ** 2 + 8 * a * t - 4 * a, 0))
+
+def _gs_reflect(x:Tensor, lo:float, hi:float) -> Tensor:
+  span = hi - lo
+  def bounce(dx:Tensor, near:float, far:float, sign:float) -> Tensor:
+    n = (dx / span).floor()
+    r = dx - n * span
+    return (n % 2 == 0).where(near + sign * r, far - sign * r)
+  return (x < lo).where(bounce(lo - x, lo, hi, 1.0), (x > hi).where(bounce(x - hi, hi, lo, -1.0), x))
+
+@onnx_op("GridSample", 16)
+def GridSample(x:Tensor, grid:Tensor, align_corners:int=0, mode:str="linear", padding_mode:str="zeros") -> Tensor:
+  mode = {"bilinear": "linear", "bicubic": "cubic"}.get(mode, mode)
+  if mode not in ("nearest", "linear", "cubic"): raise NotImplementedError(f"GridSample: mode={mode!r} is not supported")
+  if padding_mode not in ("zeros", "border", "reflection"): raise NotImplementedError(f"GridSample: padding_mode={padding_mode!r}")
+  n, c, *dims = x.shape
+  d = len(dims)
+  out_shape = grid.shape[1:-1]
+  points = math.prod(out_shape)
+  g = grid.reshape(n, points, d).cast(dtypes.float32)
+  lo = [0.0 if align_corners else -0.5] * d
+  hi = [float(s - 1) if align_corners else s - 0.5 for s in dims]
+  coords = []
+  for i, size in enumerate(dims):
+    v = g[..., d - 1 - i]   # the grid lists coordinates innermost dimension first
+    v = (v + 1) / 2 * (size - 1) if align_corners else ((v + 1) * size - 1) / 2
+    if mode == "nearest": v = v.round()
+    if padding_mode == "border": v = ((v < lo[i]) | (v > hi[i])).where(v.clip(0, size - 1), v)
+    elif padding_mode == "reflection": v = _gs_reflect(v, lo[i], hi[i])
+    coords.append(v)
+  offsets = {"nearest": (0,), "linear": (0, 1), "cubic": (-1, 0, 1, 2)}[mode]
+  flat_x = x.reshape(n, c, -1).cast(dtypes.float32)
+  out = None
+  for combo in itertools.product(offsets, repeat=d):
+    weight, index, inside = None, None, None
+    for i, (off, v, size) in enumerate(zip(combo, coords, dims)):
+      base = v if mode == "nearest" else v.floor()
+      tap = base + off
+      w = Tensor.ones_like(v) if mode == "nearest" else (1 - (v - tap).abs()) if mode == "linear" else _gs_cubic(v - tap)
+      if padding_mode == "zeros": ok = (tap >= 0) & (tap <= size - 1)
+      else:
+        if padding_mode == "reflection": tap = _gs_reflect(tap, lo[i], hi[i]).round()
+        ok = None
+      tap = tap.clip(0, size - 1).cast(dtypes.int64)
+      stride = math.prod(dims[i + 1:])
+      index = tap * stride if index is None else index + tap * stride
+      weight = w if weight is None else weight * w
+      if ok is not None: inside = ok if inside is None else inside & ok
+    if inside is not None: weight = inside.where(weight, 0)
+    picked = flat_x.gather(2, index.unsqueeze(1).expand(n, c, points))
+    term = picked * weight.unsqueeze(1)
+    out = term if out is None else out + term
+  return out.reshape(n, c, *out_shape).cast(x.dtype)
