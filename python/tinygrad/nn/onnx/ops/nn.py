@@ -1,6 +1,7 @@
 """Neural-network operators: convolutions, pooling, normalizations, dropout, recurrent layers, attention, losses, detection."""
 from __future__ import annotations
 import itertools
+import numpy as np
 import math
 from tinygrad.dtype import dtypes
 from tinygrad.tensor import Tensor
@@ -534,3 +535,35 @@ def GridSample(x:Tensor, grid:Tensor, align_corners:int=0, mode:str="linear", pa
     term = picked * weight.unsqueeze(1)
     out = term if out is None else out + term
   return out.reshape(n, c, *out_shape).cast(x.dtype)
+
+# ***** detection *****
+
+@onnx_op("NonMaxSuppression", 10)
+def NonMaxSuppression(boxes:Tensor, scores:Tensor, max_output_boxes_per_class:Tensor|None=None, iou_threshold:Tensor|None=None,
+                      score_threshold:Tensor|None=None, center_point_box:int=0) -> Tensor:
+  # greedy selection with a data-dependent number of results: run on the host
+  def scalar(t:Tensor|None, default):
+    if t is None or t.numel() == 0: return default
+    return t.flatten().tolist()[0]
+  limit, iou_max, min_score = int(scalar(max_output_boxes_per_class, 0)), float(scalar(iou_threshold, 0.0)), scalar(score_threshold, None)
+  b, s = boxes.numpy().astype(np.float64), scores.numpy().astype(np.float64)
+  if center_point_box:
+    xc, yc, w, h = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
+    corners = np.stack([yc - h / 2, xc - w / 2, yc + h / 2, xc + w / 2], axis=-1)
+  else: corners = np.stack([np.minimum(b[..., 0], b[..., 2]), np.minimum(b[..., 1], b[..., 3]),
+                            np.maximum(b[..., 0], b[..., 2]), np.maximum(b[..., 1], b[..., 3])], axis=-1)
+  def overlaps(p, q) -> bool:
+    inter = max(min(p[2], q[2]) - max(p[0], q[0]), 0) * max(min(p[3], q[3]) - max(p[1], q[1]), 0)
+    area_p, area_q = (p[2] - p[0]) * (p[3] - p[1]), (q[2] - q[0]) * (q[3] - q[1])
+    union = area_p + area_q - inter
+    return inter > 0 and area_p > 0 and area_q > 0 and union > 0 and inter / union > iou_max
+  selected = []
+  for bi in range(s.shape[0]):
+    for ci in range(s.shape[1]):
+      order = [i for i in sorted(range(s.shape[2]), key=lambda i: -s[bi, ci, i]) if min_score is None or s[bi, ci, i] > min_score]
+      kept: list[int] = []
+      for i in order:
+        if len(kept) >= limit: break
+        if not any(overlaps(corners[bi, i], corners[bi, k]) for k in kept): kept.append(i)
+      selected += [[bi, ci, k] for k in kept]
+  return Tensor(np.array(selected, dtype=np.int64).reshape(-1, 3))
