@@ -34,7 +34,7 @@ def load_model(src:Any) -> Any:
     except (DecodeError, ValueError) as e: raise ValueError(f"{where} is not a valid ONNX model (truncated or corrupt?): {e}") from None
   else: raise TypeError(f"OnnxRunner takes a path, bytes, a uint8 Tensor or an onnx.ModelProto, got {type(src).__name__}")
   for opset in model.opset_import:
-    if Domain.from_onnx(opset.domain) is Domain.ONNX and opset.version > MAX_OPSET:
+    if opset.domain in ("", Domain.ONNX.value) and opset.version > MAX_OPSET:
       raise NotImplementedError(f"{where} needs ONNX opset {opset.version}, newer than the newest supported ({MAX_OPSET})")
   try: onnx.checker.check_model(model)
   except onnx.checker.ValidationError as e: raise ValueError(f"{where} is not a valid ONNX model: {e}") from None

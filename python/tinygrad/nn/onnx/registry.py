@@ -11,7 +11,10 @@ class Domain(enum.Enum):
   TRAINING = "ai.onnx.preview.training"
   MICROSOFT = "com.microsoft"
   @classmethod
-  def from_onnx(cls, domain:str|None) -> Domain: return cls.ONNX if not domain else cls(domain)
+  def from_onnx(cls, domain:str|None) -> Domain:
+    if not domain: return cls.ONNX
+    try: return cls(domain)
+    except ValueError: raise NotImplementedError(f"ONNX domain {domain!r} is not supported (supported: {[d.value for d in cls]})") from None
 
 class OpSetId(NamedTuple):
   domain: Domain

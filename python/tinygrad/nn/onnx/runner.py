@@ -60,7 +60,8 @@ class OnnxRunner:
   optional, a numpy array for strings)."""
   def __init__(self, model_path:Any):
     model = load_model(model_path)
-    opsets = {Domain.from_onnx(o.domain): o.version for o in model.opset_import}
+    # domains the model imports but we don't know are only an error if a node uses them
+    opsets = {Domain(o.domain or Domain.ONNX.value): o.version for o in model.opset_import if o.domain in ("", *(d.value for d in Domain))}
     self._init_from_graph(model.graph, opsets, None)
 
   def _init_from_graph(self, graph:Any, opsets:dict[Domain, int], parent:OnnxRunner|None):
@@ -76,7 +77,8 @@ class OnnxRunner:
     self.variable_dims: dict[str, int] = {}
 
   def _node(self, num:int, n:Any) -> OnnxNode:
-    domain = Domain.from_onnx(n.domain)
+    try: domain = Domain.from_onnx(n.domain)
+    except NotImplementedError as e: raise NotImplementedError(f"ONNX node {num} ({n.op_type}): {e}") from None
     if domain not in self.opsets: raise ValueError(f"ONNX node {num} ({n.op_type}) is in domain {domain.value}, which the model does not import")
     onnx = import_onnx()
     opts = {a.name: self._attribute(onnx.helper.get_attribute_value(a)) for a in n.attribute}
