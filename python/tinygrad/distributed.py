@@ -17,7 +17,10 @@ naming each rank's shape and dtype, on every rank, instead of reducing garbage o
     at exit (a rank that is in another collective, or never arrives, can't be waited for or cancelled).
 """
 from __future__ import annotations
-import atexit, os, sys, time
+import atexit
+import os
+import sys
+import time
 import numpy as np
 from tinygrad.dtype import DType, dtypes
 from tinygrad.tensor import Tensor
