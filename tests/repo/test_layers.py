@@ -23,7 +23,8 @@ LAYERS = [
   ("runtime", ("tinygrad.runtime",)),
   ("engine", ("tinygrad.engine",)),
   # the JIT captures and replays what Tensor code runs: it sits above the Tensor, as in tinygrad
-  ("frontend", ("tinygrad.engine.jit", "tinygrad.tensor", "tinygrad.function", "tinygrad.nn", "tinygrad.apps", "tinygrad.viz", "tinygrad.llm",
+  ("frontend", ("tinygrad.engine.jit", "tinygrad.tensor", "tinygrad.function", "tinygrad.nn", "tinygrad.distributed", "tinygrad.apps",
+                "tinygrad.viz", "tinygrad.llm",
                 "tinygrad.__init__")),
 ]
 
