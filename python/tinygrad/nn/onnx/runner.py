@@ -3,6 +3,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import inspect
+import pathlib
 from typing import Any, Callable
 import numpy as np
 from tinygrad.dtype import DType
@@ -43,6 +44,8 @@ def _value_type(type_proto:Any) -> OnnxValue:
   if kind is None: return OnnxValue(None, None)   # left unspecified (allowed for subgraph inputs)
   raise NotImplementedError(f"ONNX value type {kind} is not supported")
 
+_KNOWN_DOMAINS = {"", *(d.value for d in Domain)}
+
 # keyword parameters an operator may declare to be told about its node, rather than attributes
 _NODE_PARAMS = {"_n_outputs", "_node"}
 
@@ -60,13 +63,17 @@ class OnnxRunner:
   optional, a numpy array for strings)."""
   def __init__(self, model_path:Any):
     model = load_model(model_path)
-    opsets = {Domain.from_onnx(o.domain): o.version for o in model.opset_import}
+    # external data is found beside the model's file
+    self.base_dir = pathlib.Path(model_path).parent if isinstance(model_path, (str, pathlib.Path)) else None
+    # a domain we have no operators of is an error only where a node uses it
+    opsets = {Domain(o.domain or Domain.ONNX.value): o.version for o in model.opset_import if o.domain in _KNOWN_DOMAINS}
     self._init_from_graph(model.graph, opsets, None)
 
   def _init_from_graph(self, graph:Any, opsets:dict[Domain, int], parent:OnnxRunner|None):
     self.parent, self.opsets, self.graph_name = parent, opsets, graph.name if parent is not None else ""
+    if parent is not None: self.base_dir = parent.base_dir
     self.device: str|None = None
-    initializers = {i.name: tensor_from_proto(i) for i in graph.initializer}
+    initializers = {i.name: tensor_from_proto(i, base_dir=self.base_dir) for i in graph.initializer}
     # sparse initializers become dense: every operator takes dense tensors
     for s in graph.sparse_initializer: initializers[s.values.name] = _sparse_to_dense(s)
     self.graph_values: dict[str, Any] = {"": None, **initializers}
@@ -76,6 +83,7 @@ class OnnxRunner:
     self.variable_dims: dict[str, int] = {}
 
   def _node(self, num:int, n:Any) -> OnnxNode:
+    if n.domain not in _KNOWN_DOMAINS: raise NotImplementedError(f"ONNX node {num} ({n.op_type}): operator domain {n.domain!r} is not supported")
     domain = Domain.from_onnx(n.domain)
     if domain not in self.opsets: raise ValueError(f"ONNX node {num} ({n.op_type}) is in domain {domain.value}, which the model does not import")
     onnx = import_onnx()
@@ -88,7 +96,7 @@ class OnnxRunner:
   def _attribute(self, v:Any) -> Any:
     onnx = import_onnx()
     if isinstance(v, bytes): return v.decode("utf-8")
-    if isinstance(v, onnx.TensorProto): return tensor_from_proto(v)
+    if isinstance(v, onnx.TensorProto): return tensor_from_proto(v, base_dir=self.base_dir)
     if isinstance(v, onnx.GraphProto):
       sub = OnnxRunner.__new__(OnnxRunner)
       sub._init_from_graph(v, self.opsets, self)
@@ -116,7 +124,7 @@ class OnnxRunner:
 
   def _parse_tensor(self, name:str, value:Any, spec:OnnxValue) -> Any:
     if spec.dtype is None: return np.asarray(value, dtype=object)
-    if isinstance(value, Tensor): t = value
+    if isinstance(value, Tensor): t = value if self.device is None else value.to(self.device)
     elif isinstance(value, np.ndarray):
       t = array_to_value(value, device=self.device)
     else: t = Tensor(value, dtype=spec.dtype, device=self.device)
