@@ -234,3 +234,30 @@ def test_gradients_reach_initializers_and_inputs():
   active = (X + W + Y > 0).astype(np.float32)
   np.testing.assert_allclose(x.grad.numpy(), active)
   np.testing.assert_allclose(w.grad.numpy(), active.sum(0))
+
+# ---- shapes computed from inputs' shapes and constants: read once per input shape, so TinyJit can capture the graph
+
+def _bert_inputs(seed:int, batch:int, seq:int) -> dict:
+  rng = np.random.default_rng(seed)
+  return {"input_ids": rng.integers(0, 50, (batch, seq)).astype(np.int64), "attention_mask": np.ones((batch, seq), np.int64)}
+
+def test_shape_computations_follow_input_shapes():
+  from tests.helpers.onnx_models import bert
+  model = bert(layers=1, dim=16, heads=2, ffn=32, vocab=50, max_seq=16)
+  runner, fresh = OnnxRunner(model), lambda inputs: OnnxRunner(model)(inputs)["hidden_states"].numpy()
+  # seq 8, then 12 (a new Range limit and Reshape), then 8 again: each as a runner that never ran another shape computes it
+  for seq in (8, 12, 8):
+    inputs = _bert_inputs(seq, 2, seq)
+    np.testing.assert_allclose(runner(inputs)["hidden_states"].numpy(), fresh(inputs), rtol=1e-5, atol=1e-5)
+
+def test_tinyjit_captures_a_model_with_shape_computations():
+  from tinygrad import TinyJit
+  from tests.helpers.onnx_models import bert
+  model = bert(layers=1, dim=16, heads=2, ffn=32, vocab=50, max_seq=16)
+  runner, reference = OnnxRunner(model), OnnxRunner(model)
+  jit = TinyJit(lambda **kw: runner(kw)["hidden_states"].realize())
+  for seed in range(4):
+    inputs = _bert_inputs(seed, 2, 8)
+    got = jit(**{k: Tensor(v).realize() for k, v in inputs.items()}).numpy()
+    np.testing.assert_allclose(got, reference(inputs)["hidden_states"].numpy(), rtol=1e-5, atol=1e-5)
+  assert jit.captured is not None
