@@ -5,8 +5,10 @@ ours and against tinygrad 0.14's OnnxRunner, each side in its own process, every
   python benches/onnx_node_suite.py [--sides ours,tinygrad] [-k SUBSTRING] [--timeout 60]
 Sides: ours is this interpreter with this repository's package; tinygrad is tinygrad 0.14 installed in --tinygrad-python's venv
 (with onnx==1.23.2 there), run from a directory outside this checkout. A side's worker prints one line per case; a worker that dies
-(a crash, or a case past its timeout) is restarted after that case, which counts as an error. Prints one JSON object, the last line:
-{side: {"passed": n, "failed": n, "errors": {first line of the error: count}}}."""
+(a crash, or a case past its timeout) is restarted after that case, which counts as an error. Every result is appended to --results
+(JSON lines) as it comes, and cases already there are not run again, so an interrupted run resumes; --budget bounds each side's time
+(cases left over count as not_run). Prints one JSON object, the last line:
+{side: {"passed": n, "failed": n, "not_run": n, "errors": {first line of the error: count}}}."""
 from __future__ import annotations
 import argparse
 import collections
@@ -38,15 +40,16 @@ def worker(names:list[str], side:str) -> None:
       status = f"{type(e).__name__}: {first}"[:200]
     print(f"{name}\t{status}", flush=True)
 
-def run_side(side:str, names:list[str], args:argparse.Namespace) -> dict[str, str]:
+def run_side(side:str, names:list[str], args:argparse.Namespace, results:dict[str, str], record) -> dict[str, str]:
   """{case: "ok" or its error}, restarting the worker after a case that crashed it or ran past the timeout."""
+  import time
+  deadline = time.monotonic() + args.budget
   python = sys.executable if side == "ours" else args.tinygrad_python
   env = dict(os.environ)
   if side == "ours": env["PYTHONPATH"] = str(REPO / "python")
   else: env.pop("PYTHONPATH", None)
-  results: dict[str, str] = {}
-  todo = list(names)
-  while todo:
+  todo = [n for n in names if n not in results]
+  while todo and time.monotonic() < deadline:
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f: json.dump(todo, f)
     cmd = [python, str(pathlib.Path(__file__).resolve()), "--worker", side, "--names", f.name]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=tempfile.gettempdir())
@@ -56,17 +59,18 @@ def run_side(side:str, names:list[str], args:argparse.Namespace) -> dict[str, st
       sel = selectors.DefaultSelector()
       sel.register(proc.stdout, selectors.EVENT_READ)
       while True:
+        if time.monotonic() > deadline: break
         if not sel.select(timeout=args.timeout):
-          results[current or todo[0]] = f"timeout: over {args.timeout} s"
+          record(side, current or todo[0], f"timeout: over {args.timeout} s")
           proc.kill()
           break
         line = proc.stdout.readline()
         if not line:
-          if current is not None: results[current] = f"crash: the worker exited with {proc.wait()}"
+          if current is not None: record(side, current, f"crash: the worker exited with {proc.wait()}")
           break
         name, _, status = line.rstrip("\n").partition("\t")
         if status == "start": current = name
-        else: results[name], current = status, None
+        else: record(side, name, status); current = None
     finally:
       proc.kill()
       proc.wait()
@@ -75,9 +79,10 @@ def run_side(side:str, names:list[str], args:argparse.Namespace) -> dict[str, st
     print(f"{side}: {len(results)}/{len(names)} cases run", file=sys.stderr, flush=True)
   return results
 
-def summary(results:dict[str, str]) -> dict:
-  errors = collections.Counter(s for s in results.values() if s != "ok")
-  return {"passed": sum(s == "ok" for s in results.values()), "failed": sum(errors.values()), "errors": dict(errors.most_common())}
+def summary(results:dict[str, str], names:list[str]) -> dict:
+  got = [results[n] for n in names if n in results]
+  errors = collections.Counter(s for s in got if s != "ok")
+  return {"passed": got.count("ok"), "failed": sum(errors.values()), "not_run": len(names) - len(got), "errors": dict(errors.most_common())}
 
 def main() -> None:
   ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -85,7 +90,10 @@ def main() -> None:
   ap.add_argument("-k", default="", help="only the cases whose name contains this")
   ap.add_argument("--timeout", type=float, default=60.0, help="seconds one case may take")
   ap.add_argument("--tinygrad-python", default="/work/tg014/bin/python")
-  ap.add_argument("--out", help="also write every case's result here (JSON)")
+  ap.add_argument("--results", default=os.path.join(tempfile.gettempdir(), "onnx_node_suite.jsonl"),
+                  help="every case's result, one JSON line each; cases already there are not run again")
+  ap.add_argument("--fresh", action="store_true", help="forget the results of earlier runs")
+  ap.add_argument("--budget", type=float, default=float("inf"), help="seconds each side may take in all")
   ap.add_argument("--worker", help=argparse.SUPPRESS)
   ap.add_argument("--names", help=argparse.SUPPRESS)
   args = ap.parse_args()
@@ -93,8 +101,18 @@ def main() -> None:
   sys.path.insert(0, str(REPO / "tests" / "onnx"))
   import node_cases
   names = sorted(n for n in node_cases.load_cases() if args.k in n)
-  per_case = {side: run_side(side, names, args) for side in args.sides.split(",")}
-  if args.out: pathlib.Path(args.out).write_text(json.dumps(per_case, indent=1))
-  print(json.dumps({side: summary(r) for side, r in per_case.items()}))
+  results_file = pathlib.Path(args.results)
+  if args.fresh: results_file.unlink(missing_ok=True)
+  per_case: dict[str, dict[str, str]] = collections.defaultdict(dict)
+  if results_file.exists():
+    for line in results_file.read_text().splitlines():
+      if line.strip(): r = json.loads(line); per_case[r["side"]][r["case"]] = r["status"]
+  with results_file.open("a") as f:
+    def record(side:str, case:str, status:str) -> None:
+      per_case[side][case] = status
+      f.write(json.dumps({"side": side, "case": case, "status": status}) + "\n")
+      f.flush()
+    for side in args.sides.split(","): run_side(side, names, args, per_case[side], record)
+  print(json.dumps({side: summary(per_case[side], names) for side in args.sides.split(",")}))
 
 if __name__ == "__main__": main()
