@@ -7,7 +7,7 @@ import pathlib
 from typing import Any, Callable
 import numpy as np
 from tinygrad.dtype import DType, dtypes
-from tinygrad.helpers import getenv
+from tinygrad.helpers import getenv, prod
 from tinygrad.tensor import Tensor
 from tinygrad.nn.onnx.registry import Domain, OpSetId, select_op
 from tinygrad.nn.onnx.model import load_model, dtype_from_onnx, tensor_from_proto, array_to_value, import_onnx
@@ -94,8 +94,8 @@ class OnnxRunner:
     self._static_nodes = self._find_static_nodes(set(initializers))
     self._static_cache: dict[tuple, dict[str, np.ndarray]] = {}
     onnx = import_onnx()
-    self._initializer_host = {i.name: v.tolist() for i in graph.initializer if i.data_location != onnx.TensorProto.EXTERNAL
-                              and isinstance(v := onnx.numpy_helper.to_array(i), np.ndarray) and v.size <= _HOST_MAX and v.dtype.kind in "biuf"}
+    small = [i for i in graph.initializer if i.data_location != onnx.TensorProto.EXTERNAL and prod(i.dims) <= _HOST_MAX]
+    self._initializer_host = {i.name: v.tolist() for i in small if (v := onnx.numpy_helper.to_array(i)).dtype.kind in "biuf"}
 
   def _find_static_nodes(self, static:set[str]) -> set[int]:
     nodes = set()
