@@ -3,13 +3,16 @@ from __future__ import annotations
 import collections
 import dataclasses
 import inspect
+import pathlib
 from typing import Any, Callable
 import numpy as np
-from tinygrad.dtype import DType
-from tinygrad.helpers import getenv
+from tinygrad.dtype import DType, dtypes
+from tinygrad.helpers import getenv, prod
 from tinygrad.tensor import Tensor
 from tinygrad.nn.onnx.registry import Domain, OpSetId, select_op
 from tinygrad.nn.onnx.model import load_model, dtype_from_onnx, tensor_from_proto, array_to_value, import_onnx
+from tinygrad.nn.onnx.ops.common import known_host_values
+from tinygrad.engine.realize import capturing
 import tinygrad.nn.onnx.ops  # noqa: F401  (registers the operators)
 
 @dataclasses.dataclass(frozen=True)
@@ -43,6 +46,16 @@ def _value_type(type_proto:Any) -> OnnxValue:
   if kind is None: return OnnxValue(None, None)   # left unspecified (allowed for subgraph inputs)
   raise NotImplementedError(f"ONNX value type {kind} is not supported")
 
+_KNOWN_DOMAINS = {"", *(d.value for d in Domain)}
+
+# Static values are those fixed by the graph's constants and its inputs' shapes (a Reshape's target shape, a Range's limit from
+# Shape/Gather): the small ones are read to the host once per input signature and reused, so later calls (and a TinyJit capture)
+# run no kernel and read no data for them.
+_SHAPE_OPS = {"Shape", "Size"}
+_NONDETERMINISTIC_OPS = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli", "Dropout"}
+_HOST_MAX = 64        # elements: shapes, axes, pads and scalars, not weights
+_SIGNATURES_KEPT = 16
+
 # keyword parameters an operator may declare to be told about its node, rather than attributes
 _NODE_PARAMS = {"_n_outputs", "_node"}
 
@@ -60,14 +73,17 @@ class OnnxRunner:
   optional, a numpy array for strings)."""
   def __init__(self, model_path:Any):
     model = load_model(model_path)
-    # domains the model imports but we don't know are only an error if a node uses them
-    opsets = {Domain(o.domain or Domain.ONNX.value): o.version for o in model.opset_import if o.domain in ("", *(d.value for d in Domain))}
+    # external data is found beside the model's file
+    self.base_dir = pathlib.Path(model_path).parent if isinstance(model_path, (str, pathlib.Path)) else None
+    # a domain we have no operators of is an error only where a node uses it
+    opsets = {Domain(o.domain or Domain.ONNX.value): o.version for o in model.opset_import if o.domain in _KNOWN_DOMAINS}
     self._init_from_graph(model.graph, opsets, None)
 
   def _init_from_graph(self, graph:Any, opsets:dict[Domain, int], parent:OnnxRunner|None):
     self.parent, self.opsets, self.graph_name = parent, opsets, graph.name if parent is not None else ""
+    if parent is not None: self.base_dir = parent.base_dir
     self.device: str|None = None
-    initializers = {i.name: tensor_from_proto(i) for i in graph.initializer}
+    initializers = {i.name: tensor_from_proto(i, base_dir=self.base_dir) for i in graph.initializer}
     # sparse initializers become dense: every operator takes dense tensors
     for s in graph.sparse_initializer: initializers[s.values.name] = _sparse_to_dense(s)
     self.graph_values: dict[str, Any] = {"": None, **initializers}
@@ -75,10 +91,25 @@ class OnnxRunner:
     self.graph_outputs: tuple[str, ...] = tuple(o.name for o in graph.output)
     self.graph_nodes: tuple[OnnxNode, ...] = tuple(self._node(num, n) for num, n in enumerate(graph.node))
     self.variable_dims: dict[str, int] = {}
+    self._static_nodes = self._find_static_nodes(set(initializers))
+    self._static_cache: dict[tuple, dict[str, np.ndarray]] = {}
+    onnx = import_onnx()
+    small = [i for i in graph.initializer if i.data_location != onnx.TensorProto.EXTERNAL and prod(i.dims) <= _HOST_MAX]
+    self._initializer_host = {i.name: v.tolist() for i in small if (v := onnx.numpy_helper.to_array(i)).dtype.kind in "biuf"}
+
+  def _find_static_nodes(self, static:set[str]) -> set[int]:
+    nodes = set()
+    static = static | {""}
+    for node in self.graph_nodes:
+      if node.op in _NONDETERMINISTIC_OPS or any(isinstance(v, OnnxRunner) for v in node.opts.values()): continue
+      if node.op in _SHAPE_OPS or all(name in static for name in node.inputs):
+        nodes.add(node.num)
+        static.update(node.outputs)
+    return nodes
 
   def _node(self, num:int, n:Any) -> OnnxNode:
-    try: domain = Domain.from_onnx(n.domain)
-    except NotImplementedError as e: raise NotImplementedError(f"ONNX node {num} ({n.op_type}): {e}") from None
+    if n.domain not in _KNOWN_DOMAINS: raise NotImplementedError(f"ONNX node {num} ({n.op_type}): operator domain {n.domain!r} is not supported")
+    domain = Domain.from_onnx(n.domain)
     if domain not in self.opsets: raise ValueError(f"ONNX node {num} ({n.op_type}) is in domain {domain.value}, which the model does not import")
     onnx = import_onnx()
     opts = {a.name: self._attribute(onnx.helper.get_attribute_value(a)) for a in n.attribute}
@@ -90,7 +121,7 @@ class OnnxRunner:
   def _attribute(self, v:Any) -> Any:
     onnx = import_onnx()
     if isinstance(v, bytes): return v.decode("utf-8")
-    if isinstance(v, onnx.TensorProto): return tensor_from_proto(v)
+    if isinstance(v, onnx.TensorProto): return tensor_from_proto(v, base_dir=self.base_dir)
     if isinstance(v, onnx.GraphProto):
       sub = OnnxRunner.__new__(OnnxRunner)
       sub._init_from_graph(v, self.opsets, self)
@@ -118,7 +149,7 @@ class OnnxRunner:
 
   def _parse_tensor(self, name:str, value:Any, spec:OnnxValue) -> Any:
     if spec.dtype is None: return np.asarray(value, dtype=object)
-    if isinstance(value, Tensor): t = value
+    if isinstance(value, Tensor): t = value if self.device is None else value.to(self.device)
     elif isinstance(value, np.ndarray):
       t = array_to_value(value, device=self.device)
     else: t = Tensor(value, dtype=spec.dtype, device=self.device)
@@ -144,22 +175,50 @@ class OnnxRunner:
         if spec.is_optional: values[name] = None; continue
         raise ValueError(f"ONNX input {name!r} is missing; the model's inputs are {list(self.graph_inputs)}")
       values[name] = self._parse_input(name, inputs[name], spec)
+    known = {id(values[name]): (values[name], v) for name, v in self._initializer_host.items() if isinstance(values.get(name), Tensor)}
+    signature = tuple(_signature(values[name]) for name in self.graph_inputs)
+    if signature not in self._static_cache and len(self._static_cache) >= _SIGNATURES_KEPT: self._static_cache.pop(next(iter(self._static_cache)))
+    static_values = self._static_cache.setdefault(signature, {})
     # a subgraph (If/Loop/Scan body) sees the values of the graphs around it
     scope = collections.ChainMap(values, *([self.parent._scope] if self.parent is not None and hasattr(self.parent, "_scope") else []))
     self._scope = scope
     try:
-      for node in self.graph_nodes:
-        args = [scope[name] if name in scope else _missing(node, name) for name in node.inputs]
-        if debug >= 1: print((f"[{self.graph_name}] " if self.graph_name else "") + f"{node.num}: {node.op} {node.opts}")
-        try: ret = _call_op(select_op(node.op, node.opset_id.domain, node.opset_id.version), node, args, dict(node.opts))
-        except Exception as e:
-          e.add_note(f"in ONNX {node}")
-          raise
-        ret = ret if isinstance(ret, tuple) else (ret,)
-        for out, v in zip(node.outputs, ret):
-          if out: values[out] = v
+      with known_host_values(known): self._run_nodes(values, scope, static_values, known, debug)
       return {name: scope[name] for name in self.graph_outputs}
     finally: del self._scope
+
+  def _run_nodes(self, values:dict, scope:collections.ChainMap, static_values:dict[str, np.ndarray], known:dict, debug:int) -> None:
+    for node in self.graph_nodes:
+      if debug >= 1: print((f"[{self.graph_name}] " if self.graph_name else "") + f"{node.num}: {node.op} {node.opts}")
+      static = node.num in self._static_nodes
+      if static and node.outputs and all(out in static_values for out in node.outputs if out):
+        for out in filter(None, node.outputs):
+          values[out] = t = array_to_value(static_values[out], device=self.device)
+          known[id(t)] = (t, static_values[out].tolist())
+        continue
+      args = [scope[name] if name in scope else _missing(node, name) for name in node.inputs]
+      try: ret = _call_op(select_op(node.op, node.opset_id.domain, node.opset_id.version), node, args, dict(node.opts))
+      except Exception as e:
+        e.add_note(f"in ONNX {node}")
+        raise
+      ret = ret if isinstance(ret, tuple) else (ret,)
+      produced = [(out, v) for out, v in zip(node.outputs, ret) if out]
+      for out, v in produced: values[out] = v
+      # reading data inside a TinyJit capture is an error: the capture uses what an earlier call read
+      if static and not capturing and len(ret) >= len(node.outputs) and all(_host_cacheable(v) for _, v in produced):
+        for out, v in produced:
+          static_values[out] = v.numpy()
+          known[id(v)] = (v, static_values[out].tolist())
+
+def _host_cacheable(v:Any) -> bool:
+  # small, and of a dtype that numpy holds exactly (so the value made again from the array is the same)
+  return isinstance(v, Tensor) and all(isinstance(d, int) for d in v.shape) and v.numel() <= _HOST_MAX and \
+    (dtypes.is_int(v.dtype) or v.dtype in (dtypes.bool, dtypes.float32, dtypes.float64))
+
+def _signature(v:Any) -> Any:
+  if isinstance(v, Tensor): return (v.shape, v.dtype)
+  if isinstance(v, list): return tuple(_signature(x) for x in v)
+  return None if v is None else ("host", getattr(v, "shape", None))
 
 def _missing(node:OnnxNode, name:str) -> Any:
   raise ValueError(f"ONNX {node}: input {name!r} is neither a graph input, an initializer nor the output of an earlier node")
