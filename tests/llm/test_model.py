@@ -60,6 +60,14 @@ def test_prefix_reuse_and_context_end(tmp_path):
   # a prompt filling all but one position gets exactly one token
   assert list(m.generate(list(range(15)))) == ref.greedy(list(range(15)), 1)
 
+@pytest.mark.parametrize("ggml_type", ["Q8_0", "Q4_K"])
+def test_projections_read_blocks_where_the_type_has_block_dot(tmp_path, ggml_type):
+  # every projection of a Q8_0 model (the tied output one too) goes through the type's block_dot; Q4_K has none: dequantized matmuls
+  m, ref = _model(tmp_path, "llama", ggml_type, tied=True)
+  layers = [m.output] + [getattr(b, n) for b in m.blk for n in ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down")]
+  assert all((layer.quantized is not None) == (ggml_type == "Q8_0") for layer in layers)
+  _check_logits(m, ref, PROMPT + [7], [4, 4, 3, 1])
+
 def test_decode_compiles_nothing_after_warmup(tmp_path):
   m, _ = _model(tmp_path, "llama", "Q8_0")
   m.warmup()
