@@ -9,6 +9,7 @@ from typing import Callable
 from tinygrad.tensor import Tensor
 from tinygrad.dtype import DType, dtypes
 from tinygrad.llm import ggml_tables as _tables
+from tinygrad.schedule.knobs import DECODE_UNROLL
 
 @dataclass(frozen=True)
 class GGMLType:
@@ -55,12 +56,17 @@ def _q5_1(b): return _f32(_q5(b, 4)) * _f16(b, 0) + _f16(b, 2)
 def _q8_0_codes(b): return _f32(b[:, 2:].bitcast(dtypes.int8))
 def _q8_0(b): return _q8_0_codes(b) * _f16(b, 0)
 def _scaled_block_dot(codes:Callable[[Tensor], Tensor]) -> Callable[[Tensor, Tensor], Tensor]:
-  """block_dot of a type whose values are codes(b) times the float16 scale at byte 0 of their block: sum_b d[b] * sum_i q[b, i] x[b, i]."""
+  """block_dot of a type whose values are codes(b) times the float16 scale at byte 0 of their block. Each block's products are added
+  into DECODE_UNROLL lanes (element i into lane i % DECODE_UNROLL), the lanes multiplied by the block's scale, and those summed over
+  blocks and lanes: one sum whose unrolled lanes are the accumulator's (schedule/knobs.py), with one scale multiply per lane and block
+  instead of per element. A block's own sum reduced across lanes before its scale would cost more adds than the multiplies saved."""
   def dot(x:Tensor, blocks:Tensor) -> Tensor:
     out, n_blocks, block_bytes = blocks.shape
     flat = blocks.reshape(out * n_blocks, block_bytes)
-    q, d = codes(flat).reshape(out, n_blocks, -1), _f16(flat, 0).reshape(out, n_blocks)
-    return ((x.unsqueeze(-3) * q).sum(-1) * d).sum(-1)
+    q = codes(flat).reshape(out, n_blocks, -1, DECODE_UNROLL)
+    prods = x.reshape(*x.shape[:-2], 1, n_blocks, -1, DECODE_UNROLL) * q
+    lanes = functools.reduce(Tensor.add, [prods[..., k, :] for k in range(q.shape[-2])])
+    return (lanes * _f16(flat, 0).reshape(out, n_blocks, 1)).sum((-2, -1))
   return dot
 def _mxfp4(b):
   # the e8m0 exponent as half its power of two, since the e2m1 codes below are doubled to integers: e < 2 is a subnormal float32
