@@ -97,11 +97,3 @@ def test_embedding_feeding_a_matmul_is_gathered_once(monkeypatch):
   roots = {u: why for p in plans for u, why in p.why.items() if u in p.roots}
   assert sorted(roots.values()) == ["nested_reduce", "target"]
   assert all(u.op is not Ops.REDUCE or u.shape == (1, 1, 1, 256) for u in roots)
-
-def test_reduce_read_once_inside_another_stays_in_its_kernel(monkeypatch):
-  # sum_b s[b] * sum_i q[b, i] * x[b, i] (a quantized weight's block scale out of the inner sum): the outer loop reads each inner sum
-  # once, so both loops are one kernel, with no buffer of inner sums written and read back
-  with Context(DEV="NULL"):
-    plans = _plans(monkeypatch, ((E(1, 1, 16, 32) * E(8, 16, 32)).sum(-1) * E(8, 16)).sum(-1))
-  assert [sorted(p.why.values()) for p in plans] == [["target"]]
-

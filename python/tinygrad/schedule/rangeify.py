@@ -240,17 +240,11 @@ def explicit_buffer(ctx:PlanContext, u:UOp) -> bool:
   """CONTIGUOUS asks for a buffer, a COPY is a copy item into one, and an AFTER (Tensor.assign) writes into its storage's."""
   return True
 
-def _once_in_outer_reduce(ctx:PlanContext, u:UOp) -> bool:
-  """u, a reduce inside another reduce's loop with no EXPAND between them, one user and one view: the outer loop reads each of its
-  elements once, so computing it there costs what its buffer would, without writing and reading the buffer (a quantized weight's
-  block scale multiplies each block's inner sum once: sum_b s[b] * sum_i q[b, i] * x[b, i])."""
-  return ctx.times(u) == 1 and len(ctx.users.get(u, ())) == 1 and _views_used(ctx, u) == 1
-
 def nested_reduce(ctx:PlanContext, u:UOp) -> bool:
   """A reduce off its kernel's elementwise path (reached through an EXPAND, or inside another reduce) would be recomputed for every
   element that uses it: it is computed once, into a buffer. Not a reduce that counts a condition on the index alone (Tensor.arange): it
   folds into a closed form where it is used."""
-  return not ctx.is_top(u) and (ctx.reads_memory(u) or not _counts(u)) and not _once_in_outer_reduce(ctx, u)
+  return not ctx.is_top(u) and (ctx.reads_memory(u) or not _counts(u))
 
 def shared_big_reduce(ctx:PlanContext, u:UOp) -> bool:
   """A reduce on the elementwise path of two or more kernels would run in each of them: one over MIN_SHARED_REDUCE elements per output
