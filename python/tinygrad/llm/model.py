@@ -121,8 +121,8 @@ def _top_k(x:Tensor, k:int) -> tuple[Tensor, Tensor]:
   return slot.where(x.unsqueeze(-1), 0).sum(-2), (slot * Tensor.arange(n).reshape(n, 1)).sum(-2).cast(dtypes.int32)
 
 class Linear(nn.Linear):
-  """nn.Linear whose weight may be read from its quantized blocks by the type's block_dot (quants.py: the block scale multiplies each
-  block's inner sum once instead of every element); from_gguf sets `quantized` for the weights whose type has one."""
+  """nn.Linear whose weight may be read from its quantized blocks by the type's block_dot (quants.py: the block scale multiplies a
+  block's partial sums, not each element); from_gguf sets `quantized` for the weights whose type has one."""
   quantized: tuple[Tensor, GGMLType]|None = None   # (the weight's (out, in / block_elems, block_bytes) uint8 blocks, their type)
   def __call__(self, x:Tensor) -> Tensor:
     if self.quantized is None: return super().__call__(x)
