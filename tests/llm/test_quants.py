@@ -4,7 +4,7 @@
 import numpy as np
 import pytest
 from tinygrad import Tensor, dtypes, GlobalCounters
-from tinygrad.llm.quants import GGML_TYPES, dequantize, ggml_type
+from tinygrad.llm.quants import GGML_TYPES, dequantize, ggml_type, block_dot
 from tests.helpers.ggml_blocks import TYPE_IDS, random_blocks
 
 pytestmark = pytest.mark.cpu
@@ -99,9 +99,28 @@ def test_experts_gathered_per_token_in_one_kernel(name):
   for tok in range(3):
     for j in range(2): _close(out.numpy()[tok, j, 0], x[tok, 0], ref[sel[tok, j]], "k,nk->n")
 
+@pytest.mark.parametrize("name", ["Q8_0", "Q4_0", "Q5_0", "Q4_K"])
+def test_block_dot_reads_packed_blocks_in_one_kernel(name):
+  # x @ w.T with the block scale out of the inner sum (Q4_K has no block_dot: the dequantized matmul), for one row (decode) and a
+  # chunk of rows (prefill): one kernel reading the stored bytes, numpy's result of the oracle's dequantized weight
+  t = GGML_TYPES[TYPE_IDS[name]]
+  rows, cols = 16, 512
+  blocks_np = random_blocks(name, rows * cols // t.block_elems, seed=3)
+  ref = _oracle(blocks_np, name).astype(np.float64).reshape(rows, cols)
+  blocks = Tensor(blocks_np).realize().reshape(rows, cols // t.block_elems, t.block_bytes)
+  for shape in [(1, cols), (2, 5, cols)]:
+    x = Tensor(np.random.default_rng(4).standard_normal(shape).astype(np.float32)).realize()
+    out = _one_kernel(lambda: block_dot(x, blocks, TYPE_IDS[name]))
+    assert out.shape == (*shape[:-1], rows)
+    _close(out.numpy().reshape(-1, rows), x.numpy().reshape(-1, cols), ref, "bk,nk->bn")
+    assert GlobalCounters.global_mem <= blocks_np.nbytes + x.nbytes() + out.nbytes()
+
 def test_bad_input():
   with pytest.raises(ValueError, match=r"tensor 'w': GGML type 99 is not supported \(supported: .*Q4_K \(12\).*MXFP4 \(39\)"):
     ggml_type(99, "tensor 'w'")
   with pytest.raises(ValueError, match=r"Q8_0: needs \(blocks, 34\) uint8, got \(2, 33\)"): dequantize(Tensor(np.zeros((2, 33), np.uint8)), 8)
   with pytest.raises(ValueError, match=r"Q8_0: needs \(blocks, 34\) uint8, got \(2, 34\) dtypes\.char"):
     dequantize(Tensor(np.zeros((2, 34), np.int8)), 8)
+  with pytest.raises(ValueError, match=r"block_dot Q8_0: needs x \(\.\.\., n\) and \(out, n/32, 34\) uint8 blocks, got x \(1, 48\), "
+                                       r"blocks \(4, 2, 34\)"):
+    block_dot(Tensor.zeros(1, 48), Tensor(np.zeros((4, 2, 34), np.uint8)), 8)

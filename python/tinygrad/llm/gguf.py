@@ -126,12 +126,14 @@ def _gguf_split_paths(path:pathlib.Path, kv:dict) -> list[pathlib.Path]:
   return [pathlib.Path(f"{m.group(1)}-{i:05d}-of-{total:05d}.gguf") for i in range(1, total + 1)]
 
 def gguf_load(fn:Tensor|str|pathlib.Path, device:str|None=None,
-              check:Callable[[dict, dict[str, tuple[int, ...]]], Any]|None=None) -> tuple[dict, dict[str, Tensor]]:
+              check:Callable[[dict, dict[str, tuple[int, ...]]], Any]|None=None,
+              packed:dict[str, tuple[Tensor, GGMLType]]|None=None) -> tuple[dict, dict[str, Tensor]]:
   """(key/value metadata, tensors by name) of a .gguf file; the parts of a split model (NAME-00001-of-0000N.gguf) are merged when loaded
   by path. Tensors have ggml's dims reversed (row-major) and live on `device` (default: the bytes' device if they are a non-DISK tensor,
   else the default device); native types keep their dtype, quantized ones are float32 (Q1_0 float16) computed lazily from their packed
   blocks, which are copied to the device now. `check(metadata, {name: shape})` runs after the headers are read, before any tensor is
-  copied: a caller refuses a file it can't use without reading its weights."""
+  copied: a caller refuses a file it can't use without reading its weights. `packed`, when given, gets each quantized tensor's
+  (blocks, bytes per block) uint8 blocks and type by name, for kernels that read the blocks themselves (quants.block_dot)."""
   whole = fn if isinstance(fn, Tensor) and not is_disk(fn.device) else None
   device = Device.canonicalize(device) if device is not None else whole.device if whole is not None else Device.DEFAULT
   src = WeightSource(fn)
@@ -141,8 +143,9 @@ def gguf_load(fn:Tensor|str|pathlib.Path, device:str|None=None,
     if isinstance(fn, Tensor): raise ValueError("a multi-part GGUF must be loaded by path (got a Tensor)")
     parts += [(s, _gguf_parse(s)[1]) for s in map(WeightSource, _gguf_split_paths(pathlib.Path(fn), kv)[1:])]
   if check is not None: check(kv, {st.name: st.shape for _, sts in parts for st in sts})
-  packed = {st.name: (st, st.packed(s, whole, device)) for s, sts in parts for st in sts}
+  blocks = {st.name: (st, st.packed(s, whole, device)) for s, sts in parts for st in sts}
   # the copies run now, once, so the dequantization ops read realized buffers; quantized blocks of a tensor already on the device are
   # read where they are (realizing those views would copy them)
-  if copies := [p for st, p in packed.values() if whole is None or st.type.native is not None or whole.device != device]: Tensor.realize(*copies)
-  return kv, {name: _values(p, st.type, st.shape) for name, (st, p) in packed.items()}
+  if copies := [p for st, p in blocks.values() if whole is None or st.type.native is not None or whole.device != device]: Tensor.realize(*copies)
+  if packed is not None: packed.update((name, (p, st.type)) for name, (st, p) in blocks.items() if st.type.native is None)
+  return kv, {name: _values(p, st.type, st.shape) for name, (st, p) in blocks.items()}

@@ -9,6 +9,7 @@ from typing import Callable
 from tinygrad.tensor import Tensor
 from tinygrad.dtype import DType, dtypes
 from tinygrad.llm import ggml_tables as _tables
+from tinygrad.schedule.knobs import DECODE_UNROLL
 
 @dataclass(frozen=True)
 class GGMLType:
@@ -17,6 +18,10 @@ class GGMLType:
   block_bytes: int
   dequantize: Callable[[Tensor], Tensor]   # (blocks, block_bytes) uint8 -> (blocks, block_elems)
   native: DType|None = None                # the dtype of a type stored as plain values (its blocks are one element each)
+  # x @ the dequantized weight.T computed block by block, where the type's layout lets the block's scale leave the inner sum (one
+  # multiply per block, not per element): x (..., n_blocks, block_elems) float32, blocks (out, n_blocks, block_bytes) uint8 ->
+  # (..., out) float32. None: the matmul reads `dequantize`'s values
+  block_dot: Callable[[Tensor, Tensor], Tensor]|None = None
 
 # ***** field readers: b is a (blocks, bytes per block) uint8 tensor *****
 
@@ -38,15 +43,31 @@ def _table(device:str, values:tuple[int, ...]) -> Tensor:
 
 # ***** the 32-element block types *****
 
-def _q4_0(b): return _f32(_nibbles(b[:, 2:]).cast(dtypes.int8) - 8) * _f16(b, 0)
+def _q4_0_codes(b): return _f32(_nibbles(b[:, 2:]).cast(dtypes.int8) - 8)
+def _q4_0(b): return _q4_0_codes(b) * _f16(b, 0)
 def _q4_1(b): return _f32(_nibbles(b[:, 4:])) * _f16(b, 0) + _f16(b, 2)
 def _q5(b:Tensor, off:int) -> Tensor:
   # bit j of the little-endian 32-bit word at off is the fifth bit of element j
   high = _fields(b[:, off:off+4], 1).transpose(-1, -2).flatten(-2)
   return _nibbles(b[:, off+4:]) | (high << 4)
-def _q5_0(b): return _f32(_q5(b, 2).cast(dtypes.int8) - 16) * _f16(b, 0)
+def _q5_0_codes(b): return _f32(_q5(b, 2).cast(dtypes.int8) - 16)
+def _q5_0(b): return _q5_0_codes(b) * _f16(b, 0)
 def _q5_1(b): return _f32(_q5(b, 4)) * _f16(b, 0) + _f16(b, 2)
-def _q8_0(b): return _f32(b[:, 2:].bitcast(dtypes.int8)) * _f16(b, 0)
+def _q8_0_codes(b): return _f32(b[:, 2:].bitcast(dtypes.int8))
+def _q8_0(b): return _q8_0_codes(b) * _f16(b, 0)
+def _scaled_block_dot(codes:Callable[[Tensor], Tensor]) -> Callable[[Tensor, Tensor], Tensor]:
+  """block_dot of a type whose values are codes(b) times the float16 scale at byte 0 of their block. Each block's products are added
+  into DECODE_UNROLL lanes (element i into lane i % DECODE_UNROLL), the lanes multiplied by the block's scale, and those summed over
+  blocks and lanes: one sum whose unrolled lanes are the accumulator's (schedule/knobs.py), with one scale multiply per lane and block
+  instead of per element. A block's own sum reduced across lanes before its scale would cost more adds than the multiplies saved."""
+  def dot(x:Tensor, blocks:Tensor) -> Tensor:
+    out, n_blocks, block_bytes = blocks.shape
+    flat = blocks.reshape(out * n_blocks, block_bytes)
+    q = codes(flat).reshape(out, n_blocks, -1, DECODE_UNROLL)
+    prods = x.reshape(*x.shape[:-2], 1, n_blocks, -1, DECODE_UNROLL) * q
+    lanes = functools.reduce(Tensor.add, [prods[..., k, :] for k in range(q.shape[-2])])
+    return (lanes * _f16(flat, 0).reshape(out, n_blocks, 1)).sum((-2, -1))
+  return dot
 def _mxfp4(b):
   # the e8m0 exponent as half its power of two, since the e2m1 codes below are doubled to integers: e < 2 is a subnormal float32
   e = b[:, 0:1].cast(dtypes.uint32)
@@ -152,8 +173,9 @@ GGML_TYPES: dict[int, GGMLType] = {
   0: _native("F32", dtypes.float32), 1: _native("F16", dtypes.float16), 30: _native("BF16", dtypes.bfloat16),
   24: _native("I8", dtypes.int8), 25: _native("I16", dtypes.int16), 26: _native("I32", dtypes.int32), 27: _native("I64", dtypes.int64),
   28: _native("F64", dtypes.float64),
-  2: GGMLType("Q4_0", 32, 18, _q4_0), 3: GGMLType("Q4_1", 32, 20, _q4_1), 6: GGMLType("Q5_0", 32, 22, _q5_0),
-  7: GGMLType("Q5_1", 32, 24, _q5_1), 8: GGMLType("Q8_0", 32, 34, _q8_0), 39: GGMLType("MXFP4", 32, 17, _mxfp4),
+  2: GGMLType("Q4_0", 32, 18, _q4_0, block_dot=_scaled_block_dot(_q4_0_codes)), 3: GGMLType("Q4_1", 32, 20, _q4_1),
+  6: GGMLType("Q5_0", 32, 22, _q5_0, block_dot=_scaled_block_dot(_q5_0_codes)), 7: GGMLType("Q5_1", 32, 24, _q5_1),
+  8: GGMLType("Q8_0", 32, 34, _q8_0, block_dot=_scaled_block_dot(_q8_0_codes)), 39: GGMLType("MXFP4", 32, 17, _mxfp4),
   10: GGMLType("Q2_K", 256, 84, _q2_k), 11: GGMLType("Q3_K", 256, 110, _q3_k), 12: GGMLType("Q4_K", 256, 144, _q4_k),
   13: GGMLType("Q5_K", 256, 176, _q5_k), 14: GGMLType("Q6_K", 256, 210, _q6_k),
   18: GGMLType("IQ3_XXS", 256, 98, _iq3_xxs), 21: GGMLType("IQ3_S", 256, 110, _iq3_s), 22: GGMLType("IQ2_S", 256, 82, _iq2_s),
@@ -173,4 +195,15 @@ def dequantize(blocks:Tensor, type_id:int) -> Tensor:
     raise ValueError(f"dequantize {t.name}: needs (blocks, {t.block_bytes}) uint8, got {blocks.shape} {blocks.dtype}")
   return t.dequantize(blocks).flatten()
 
-__all__ = ["GGMLType", "GGML_TYPES", "ggml_type", "dequantize"]
+def block_dot(x:Tensor, blocks:Tensor, type_id:int) -> Tensor:
+  """x (..., in) @ the dequantized weight.T for a weight of `type_id` stored as `blocks`, (out, in / block_elems, block_bytes) uint8:
+  (..., out) float32, block by block with the type's block_dot where it has one, else over the dequantized values."""
+  t = ggml_type(type_id, "block_dot")
+  if blocks.dtype is not dtypes.uint8 or blocks.ndim != 3 or blocks.shape[2] != t.block_bytes or x.shape[-1] != blocks.shape[1] * t.block_elems:
+    raise ValueError(f"block_dot {t.name}: needs x (..., n) and (out, n/{t.block_elems}, {t.block_bytes}) uint8 blocks, got x {x.shape}, "
+                     f"blocks {blocks.shape} {blocks.dtype}")
+  x = x.cast(dtypes.float32)
+  if t.block_dot is None: return x @ t.dequantize(blocks.reshape(-1, t.block_bytes)).reshape(blocks.shape[0], -1).cast(dtypes.float32).T
+  return t.block_dot(x.reshape(*x.shape[:-1], blocks.shape[1], t.block_elems), blocks)
+
+__all__ = ["GGMLType", "GGML_TYPES", "ggml_type", "dequantize", "block_dot"]
