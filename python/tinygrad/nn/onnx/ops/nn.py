@@ -5,7 +5,8 @@ import numpy as np
 import math
 from tinygrad.dtype import dtypes
 from tinygrad.tensor import Tensor
-from tinygrad.nn.onnx.registry import onnx_op, Domain
+from tinygrad.nn.onnx.registry import onnx_op
+from tinygrad.nn.onnx.model import dtype_from_onnx
 from tinygrad.nn.onnx.ops.common import to_python
 
 # ***** padding: ONNX lists all begins then all ends; Tensor's pooling/conv take (begin, end) pairs from the LAST axis backwards *****
@@ -266,7 +267,6 @@ def SoftmaxCrossEntropyLoss(scores:Tensor, labels:Tensor, weights:Tensor|None=No
   loss = NegativeLogLikelihoodLoss(log_prob, labels, weights, ignore_index, reduction)
   return (loss, log_prob) if _n_outputs > 1 else loss
 
-__all__ = ["Domain"]
 
 # ***** attention *****
 
@@ -309,7 +309,7 @@ def Attention(q:Tensor, k:Tensor, v:Tensor, attn_mask:Tensor|None=None, past_key
   if softcap > 0: qk = (qk / softcap).tanh() * softcap
   with_bias = qk + bias
   qk_out = with_bias if qk_matmul_output_mode == 2 else qk
-  logits = with_bias.cast(dtype_from_softmax(softmax_precision)) if softmax_precision is not None else with_bias
+  logits = with_bias.cast(dtype_from_onnx(softmax_precision)) if softmax_precision is not None else with_bias
   # a row whose every key is masked attends nothing (zeros), rather than NaN
   top = logits.max(-1, keepdim=True)
   masked_row = top == -math.inf
@@ -321,10 +321,6 @@ def Attention(q:Tensor, k:Tensor, v:Tensor, attn_mask:Tensor|None=None, past_key
   out = probs @ vv
   if three_d: out = out.transpose(1, 2).reshape(out.shape[0], out.shape[2], -1)
   return out, present_key, present_value, qk_out.cast(q.dtype)
-
-def dtype_from_softmax(elem_type:int):
-  from tinygrad.nn.onnx.model import dtype_from_onnx
-  return dtype_from_onnx(elem_type)
 
 @onnx_op("RotaryEmbedding", 23)
 def RotaryEmbedding(x:Tensor, cos_cache:Tensor, sin_cache:Tensor, position_ids:Tensor|None=None, interleaved:int=0, num_heads:int=0,
