@@ -294,6 +294,10 @@ def sum_acc_dtype(dt:DType) -> DType:
   if dtypes.is_int(dt) or dt is dtypes.bool: return least_upper_dtype(dt, dtypes.int32)
   return least_upper_dtype(dt, to_dtype(getenv("SUM_DTYPE", "float32")))
 
+def sum_dtype(dt:DType) -> DType:
+  """The dtype of a sum over dt (no dtype asked for): half, bfloat16 and fp8 sum in their accumulator and are cast back, others keep it."""
+  return dt if dt in (dtypes.float16, dtypes.bfloat16, *dtypes.fp8s) else sum_acc_dtype(dt)
+
 # *** exact rounding of Python values to a dtype ***
 
 def float_to_fp16(x) -> float:
@@ -337,6 +341,11 @@ def float_to_fp8(x:float, dtype:DType) -> int:
     code = min(round(math.ldexp(a, mant_bits - exp)) + ((exp + bias - 1) << mant_bits), max_code)
   if scheme == "fnuz" and code == 0: return 0  # no -0 in fnuz formats
   return code | (0x80 if negative else 0)
+
+def fp8_max(dtype:DType) -> float:
+  """The largest finite value of an fp8 dtype (where its casts saturate)."""
+  if (fmt := _FP8_FORMATS.get(dtype)) is None: raise ValueError(f"{dtype!r} is not an fp8 dtype")
+  return fp8_to_float(fmt[3], dtype)
 
 def fp8_to_float(x:int, dtype:DType) -> float:
   """The value of the 8-bit code x in an fp8 dtype."""

@@ -6,7 +6,7 @@ identity. Also needs the movement and elementwise mixins (reshape, cast, neg, ~,
 """
 from __future__ import annotations
 from tinygrad.uop import Ops
-from tinygrad.dtype import dtypes, DTypeLike, sum_acc_dtype, to_dtype
+from tinygrad.dtype import dtypes, DTypeLike, sum_acc_dtype, sum_dtype, to_dtype
 from tinygrad.helpers import prod
 
 class ReduceMixin:
@@ -22,10 +22,10 @@ class ReduceMixin:
     if keepdim: return ret
     return ret.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
   def sum(self, axis=None, keepdim=False, dtype:DTypeLike|None=None):
-    """Sums in sum_acc_dtype (bools and small ints in the default int, half/bfloat16 in float32, cast back) unless dtype is given."""
+    """Sums in sum_acc_dtype (bools and small ints in the default int, half/bfloat16/fp8 in float32, cast back: sum_dtype) unless dtype is given."""
     acc = to_dtype(dtype) if dtype is not None else sum_acc_dtype(self.dtype)
     ret = self.cast(acc)._reduce(Ops.ADD, axis, keepdim)
-    return ret.cast(self.dtype) if dtype is None and self.dtype in (dtypes.float16, dtypes.bfloat16) else ret
+    return ret.cast(sum_dtype(self.dtype)) if dtype is None else ret
   def prod(self, axis=None, keepdim=False, dtype:DTypeLike|None=None):
     return self.cast(to_dtype(dtype) if dtype is not None else self.dtype)._reduce(Ops.MUL, axis, keepdim)
   def max(self, axis=None, keepdim=False): return self._reduce(Ops.MAX, axis, keepdim)

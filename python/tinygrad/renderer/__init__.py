@@ -78,8 +78,8 @@ Semantics both backends implement (and the codegen can rely on)
   - floats are IEEE: each op rounds to its dtype (x/0 is +-inf or nan). half and bfloat16 compute in float32 and round
     to the dtype after every op (C needs no native half support).
   - MAX(a, b) is `(a < b || b != b) ? b : a`: a NaN on either side is the result (numpy's maximum). CMOD of floats is fmod.
-  - fp8 dtypes only reach a renderer whose supported_dtypes() has them (CUDA: fp8e4m3 and fp8e5m2, computed as float and
-    rounded to the dtype after every op, finite values beyond the range saturating; Renderer.check rejects them elsewhere).
+  - fp8 dtypes only reach a renderer whose supported_dtypes() has them (C: all four, CUDA: fp8e4m3 and fp8e5m2; computed as
+    float and rounded to the dtype after every op, finite values beyond the range saturating; Renderer.check rejects them elsewhere).
 """
 from __future__ import annotations
 import functools

@@ -7,7 +7,7 @@ import math
 import re
 from typing import Any, Callable, Sequence
 from tinygrad.helpers import strip_parens, cpu_count, NUM_CPU_THREADS
-from tinygrad.dtype import DType, dtypes, truncate, Invalid
+from tinygrad.dtype import DType, dtypes, truncate, Invalid, _FP8_FORMATS
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher
 from tinygrad.renderer import Renderer, LinearKernel, KernelContractError, SIDE_EFFECTS, CORE_ID, const_value, is_literal, is_variable, mem_root
@@ -17,9 +17,10 @@ from tinygrad.schedule.knobs import MAX_INLINE_DEPTH
 
 _C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum extern float for goto if inline int long register
 restrict return short signed sizeof static struct switch typedef union unsigned void volatile while _Bool _Complex _Imaginary""".split())
-# dtype -> its (to float, from float, round a float to it) helpers; the fp8 ones are only defined by renderers that support fp8 (CUDA)
+# dtype -> its (to float, from float, round a float to it) helpers; the fp8 ones are only defined by renderers that support fp8 (CPU, CUDA)
 _EMULATED = {dtypes.half: ("tg_h2f", "tg_f2h", "tg_rh"), dtypes.bfloat16: ("tg_bf2f", "tg_f2bf", "tg_rbf"),
-             dtypes.fp8e4m3: ("tg_e4m3_2f", "tg_f2e4m3", "tg_re4m3"), dtypes.fp8e5m2: ("tg_e5m2_2f", "tg_f2e5m2", "tg_re5m2")}
+             **{dt: (f"tg_{k}_2f", f"tg_f2{k}", f"tg_r{k}") for dt, k in ((dtypes.fp8e4m3, "e4m3"), (dtypes.fp8e5m2, "e5m2"),
+                                                                        (dtypes.fp8e4m3fnuz, "e4m3fnuz"), (dtypes.fp8e5m2fnuz, "e5m2fnuz"))}}
 
 # half and bfloat16 live in memory as their bits (unsigned short) and are computed as float, rounded to the dtype after every op:
 # no compiler needs native half support. Round-to-nearest-even, inf/nan kept (quiet), half subnormals handled. Where the target converts
@@ -70,6 +71,70 @@ static inline unsigned short tg_f2bf(float f) {
   return (unsigned short)(i.u >> 16);
 }
 static inline float tg_rbf(float f) { return tg_bf2f(tg_f2bf(f)); }
+#endif"""
+
+def _fp8_helpers(dt:DType) -> str:
+  """C conversions between float and an fp8 format's code (unsigned char), exact as dtype.float_to_fp8/fp8_to_float: round-half-even,
+  subnormals kept, finite values beyond the range saturate to the largest finite code; infinity is e5m2's infinity and the other formats'
+  NaN. Bit-level on the float32 layout, so no compiler or CPU support for fp8 is needed."""
+  to_f, from_f, rnd = _EMULATED[dt]
+  exp_bits, m, bias, max_code, scheme = _FP8_FORMATS[dt]
+  sign_bit = "((unsigned int)(c & 0x80u) << 24)"
+  if scheme == "fnuz":   # no infinity, no -0: the code 0x80 is the one NaN
+    decode_nan, encode_nonfinite, zero = 'if (c == 0x80u) return __builtin_nanf("");', "return 0x80u;", "if (code == 0) return 0;"
+  elif scheme == "fn":   # no infinity: S.1111.111 is NaN
+    decode_nan, encode_nonfinite, zero = f"if ((c & 0x7fu) == 0x7fu) {{ o.u = 0x7fc00000u | {sign_bit}; return o.f; }}", "return sign | 0x7fu;", ""
+  else:                  # IEEE-like: exponent all ones is infinity (mantissa 0) or NaN
+    # a NaN's mantissa is kept through float, so a bitcast of a loaded code gives the code back: flipped in the float's low bits, where
+    # a NaN made by arithmetic has zeros, so that one is the code with all mantissa bits set (dtype.float_to_fp8's NaN)
+    top, mm = ((1 << exp_bits) - 1) << m, (1 << m) - 1
+    decode_nan = (f"if ((c & 0x7fu) >= {top:#x}u) {{ o.u = ((c & 0x7fu) == {top:#x}u ? 0x7f800000u : 0x7fc00000u | (~c & {mm}u)) | {sign_bit}; "
+                  "return o.f; }")
+    encode_nonfinite = f"code = (a & {mm}u) ^ {mm}u; return sign | {top:#x}u | (a == 0x7f800000u ? 0u : code ? code : {mm}u);"
+    zero = ""
+  # below the smallest normal 2**(1-bias) the codes are multiples of 2**(1-bias-m): the float32 significand shifted right, rounded
+  guard = f"TG_{to_f.removeprefix('tg_').removesuffix('_2f').upper()}_HELPERS"
+  return f"""#ifndef {guard}
+#define {guard}
+static inline float {to_f}(unsigned char c) {{
+  union {{ unsigned int u; float f; }} o;
+  {decode_nan}
+  unsigned int em = c & 0x7fu;
+  if (em < {1 << m}u) o.f = (float)em * 0x1p{1 - bias - m}f;
+  else o.u = (em << {23 - m}) + ({127 - bias}u << 23);
+  o.u |= {sign_bit};
+  return o.f;
+}}
+static inline unsigned char {from_f}(float f) {{
+  union {{ float f; unsigned int u; }} in = {{f}};
+  unsigned int sign = (in.u >> 24) & 0x80u, a = in.u & 0x7fffffffu, code;
+  if (a >= 0x7f800000u) {{ {encode_nonfinite} }}
+  if (a >= {128 - bias}u << 23) {{
+    unsigned int r = a - ({127 - bias}u << 23);
+    code = (r + {(1 << (22 - m)) - 1}u + ((r >> {23 - m}) & 1u)) >> {23 - m};
+    if (code > {max_code:#x}u) code = {max_code:#x}u;
+  }} else {{
+    int shift = {151 - bias - m} - (int)(a >> 23);
+    if (shift > 24) code = 0;
+    else {{
+      unsigned int mant = (a & 0x7fffffu) | 0x800000u, q = mant >> shift, rem = mant & ((1u << shift) - 1u), half = 1u << (shift - 1);
+      code = q + (rem > half || (rem == half && (q & 1u)));
+    }}
+  }}{chr(10) + "  " + zero if zero else ""}
+  return (unsigned char)(sign | code);
+}}
+static inline float {rnd}(float f) {{ return {to_f}({from_f}(f)); }}
+#endif"""
+
+# a double narrowed to float rounding to odd (an inexact result gets its lowest bit set): rounding that float again to a dtype of at most
+# 11 significand bits is then the correct rounding of the double (float's 24 bits >= 2*11+2); plain (float)d would round twice
+_D2F_ODD_HELPER = r"""#ifndef TG_D2F_ODD
+#define TG_D2F_ODD
+static inline float tg_d2f_odd(double d) {
+  union { float f; unsigned int u; } o = {(float)d};
+  if ((double)o.f != d && d == d && !(o.u & 1u)) o.u += __builtin_fabs((double)o.f) > __builtin_fabs(d) ? 0xffffffffu : 1u;
+  return o.f;
+}
 #endif"""
 
 # libm's scalar exp2f, one call per element, bounded softmax: this one is plain float32 arithmetic the C compiler inlines and vectorizes with
@@ -279,20 +344,24 @@ class CStyleLanguage(Renderer):
       lane = (lambda i: f"{_EMULATED[src.dtype][0]}({v}[{i}])") if src.dtype in _EMULATED else (lambda i: f"({self.value_type(dt)}){v}[{i}]")
       return f"({ctx.vector(dt, n)}){{{','.join(lane(i) for i in range(n))}}}"
     if dt in _EMULATED:
-      ctx.unrounded[u] = x if src.dtype in _EMULATED or src.dtype is dtypes.float32 else f"(float){x}"
+      ctx.unrounded[u] = self.as_float(x, src.dtype)
       return f"{_EMULATED[dt][2]}({strip_parens(ctx.unrounded[u])})"
     return f"(({self.value_type(dt)}){x})"
+  def as_float(self, x:str, dt:DType) -> str:
+    """The float a value of dt is rounded from when cast to an emulated dtype."""
+    return x if dt in _EMULATED or dt is dtypes.float32 else f"(float){x}"
 
   def render_bitcast(self, ctx:_CWriter, u:UOp) -> str:
     src, dt = u.src[0], u.dtype
     x = ctx.opnd(u, src)
+    # an emulated dtype's bits are its stored unsigned char/short (memory_type)
     if src.dtype in _EMULATED:
       ctx.note_dtype(src.dtype)
-      x, sdt = f"{_EMULATED[src.dtype][1]}({strip_parens(x)})", dtypes.uint16
-    else: sdt = src.dtype
-    if dt in _EMULATED: return f"{_EMULATED[dt][0]}((unsigned short){x})"
-    if sdt is dtypes.uint16 and src.dtype in _EMULATED: return x if dt is dtypes.uint16 else f"(({self.value_type(dt)}){x})"
-    return f"((union {{ {self.value_type(sdt)} a; {self.value_type(dt)} b; }}){{.a = {strip_parens(x)}}}).b"
+      x = f"{_EMULATED[src.dtype][1]}({strip_parens(x)})"
+      if dt in _EMULATED: return f"{_EMULATED[dt][0]}({x})"
+      return x if self.value_type(dt) == self.memory_type(src.dtype) else f"(({self.value_type(dt)}){x})"
+    if dt in _EMULATED: return f"{_EMULATED[dt][0]}(({self.memory_type(dt)}){x})"
+    return f"((union {{ {self.value_type(src.dtype)} a; {self.value_type(dt)} b; }}){{.a = {strip_parens(x)}}}).b"
 
   # ** the kernel **
   def render_buffer_param(self, name:str, dt:DType, writable:bool) -> str:
@@ -525,8 +594,12 @@ class ClangRenderer(CStyleLanguage):
                  Ops.MULACC: lambda a, b, c, dtype: f"__builtin_fma{_fsuffix(dtype)}({strip_parens(a)}, {strip_parens(b)}, {strip_parens(c)})"
                  if dtype in (dtypes.float32, dtypes.float64) else CStyleLanguage.code_for_op[Ops.MULACC](a, b, c, dtype),
                  Ops.EXP2: lambda x, dtype: "__builtin_exp2(" + x + ")" if dtype is dtypes.float64 else f"tg_exp2f({strip_parens(x)})"}
+  emulated_helpers = {**CStyleLanguage.emulated_helpers, **{dt: _fp8_helpers(dt) for dt in dtypes.fp8s}}
+  def supported_dtypes(self) -> set[DType]: return super().supported_dtypes() | set(dtypes.fp8s)
+  def as_float(self, x:str, dt:DType) -> str: return f"tg_d2f_odd({strip_parens(x)})" if dt is dtypes.float64 else super().as_float(x, dt)
   def render_kernel(self, function_name:str, body:list[str], params:list[str], prefix:list[str]) -> str:
     if any("tg_exp2f(" in line for line in body): prefix = [*prefix, _EXP2_HELPER]
+    if any("tg_d2f_odd(" in line for line in body): prefix = [_D2F_ODD_HELPER, *prefix]
     fmas = {m.group(1): (m.group(2), int(m.group(3))) for line in body for m in _FMA_CALL.finditer(line)}
     prefix = [*prefix, *(_fma_helper(vt, scalar, n) for vt, (scalar, n) in sorted(fmas.items()))]
     return super().render_kernel(function_name, body, params, prefix)

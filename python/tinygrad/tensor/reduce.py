@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import identity_element
-from tinygrad.dtype import dtypes, sum_acc_dtype
+from tinygrad.dtype import dtypes, sum_acc_dtype, sum_dtype
 from tinygrad.helpers import prod
 if TYPE_CHECKING: from tinygrad.tensor.core import Tensor
 
@@ -87,7 +87,7 @@ class TensorReduceMixin:
   def cumsum(self, axis:int=0) -> Tensor:
     """The cumulative sum along axis, in sum's accumulation dtype (small ints give int32, as sum does)."""
     acc = sum_acc_dtype(self.dtype)
-    return self.cast(acc)._scan(axis, Ops.ADD).cast(self.dtype if self.dtype in (dtypes.float16, dtypes.bfloat16) else acc)
+    return self.cast(acc)._scan(axis, Ops.ADD).cast(sum_dtype(self.dtype))
   def cumprod(self, axis:int) -> Tensor:
     """The cumulative product along axis, in self's dtype."""
     return self._scan(axis, Ops.MUL)
