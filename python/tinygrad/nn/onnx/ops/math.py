@@ -3,7 +3,7 @@ from __future__ import annotations
 import functools
 import math
 import numpy as np
-from tinygrad.dtype import dtypes
+from tinygrad.dtype import DType, dtypes, fp8_max, float_to_fp8
 from tinygrad.tensor import Tensor
 from tinygrad.nn.onnx.registry import onnx_op
 from tinygrad.nn.onnx.model import dtype_from_onnx
@@ -122,8 +122,20 @@ def _cast(x:Tensor|np.ndarray, dtype, saturate:int=1) -> Tensor|np.ndarray:
                         if math.isfinite(v) else {math.inf: "INF", -math.inf: "-INF"}.get(float(v), "NaN"), otypes=[object])(arr)
   if isinstance(x, np.ndarray): return Tensor(x.astype(np.float64 if dtypes.is_float(dtype) else np.int64)).cast(dtype)
   if dtypes.is_float(x.dtype) and dtypes.is_int(dtype) and dtype != dtypes.bool: return x.trunc().cast(dtype)
-  if dtype in dtypes.fp8s and not saturate: raise NotImplementedError(f"Cast: saturate=0 to {dtype.name} is not supported")
+  if dtype in dtypes.fp8s: return cast_fp8(x, dtype, saturate)
   return x.cast(dtype)
+
+def cast_fp8(x:Tensor, dtype:DType, saturate:int) -> Tensor:
+  """ONNX's float8 conversion (Cast, QuantizeLinear; round-half-even): saturate=1 clips to the largest finite value, infinities too
+  (tinygrad's cast keeps e5m2's infinity and makes it NaN in the other formats); saturate=0 lets values that round beyond it overflow,
+  to +-inf in e5m2 and NaN in the formats without an infinity."""
+  mx, v = fp8_max(dtype), x if x.dtype is dtypes.float64 else x.cast(dtypes.float32)   # float32 holds every value near the bounds
+  if saturate: return v.clip(-mx, mx).cast(dtype)
+  # halfway from the largest finite value to the next step up: beyond it (at it, when the largest code is odd) rounding overflows
+  halfway = mx + 2.0 ** (math.frexp(mx)[1] - 2 - dtypes.finfo(dtype)[1])
+  overflow = v.abs() >= halfway if float_to_fp8(mx, dtype) & 1 else v.abs() > halfway
+  fill = (v < 0).where(-math.inf, math.inf) if dtype is dtypes.fp8e5m2 else math.nan
+  return overflow.where(fill, v).cast(dtype)
 
 @onnx_op("Cast", 6)
 def Cast(x:Tensor, to:int, saturate:int=1, round_mode:str="up") -> Tensor:

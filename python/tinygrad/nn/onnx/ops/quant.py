@@ -5,6 +5,7 @@ from tinygrad.tensor import Tensor
 from tinygrad.nn.onnx.registry import onnx_op
 from tinygrad.nn.onnx.model import dtype_from_onnx
 from tinygrad.nn.onnx.ops.nn import Conv
+from tinygrad.nn.onnx.ops.math import cast_fp8
 
 def _per_axis(t:Tensor, x:Tensor, axis:int, block_size:int) -> Tensor:
   # a scale or zero point: scalar, one per slice of `axis`, or one per block of block_size along it
@@ -17,8 +18,9 @@ def _saturate(x:Tensor, dtype:DType) -> Tensor:
   if dtypes.is_float(dtype): return x.cast(dtype)
   return x.clip(dtype.min, dtype.max).cast(dtype)
 
-def _quantize(x:Tensor, scale:Tensor, zero_point:Tensor|None, axis:int, block_size:int, out_dtype:DType) -> Tensor:
+def _quantize(x:Tensor, scale:Tensor, zero_point:Tensor|None, axis:int, block_size:int, out_dtype:DType, saturate:int=1) -> Tensor:
   y = x.cast(dtypes.float32) / _per_axis(scale, x, axis, block_size).cast(dtypes.float32)
+  if out_dtype in dtypes.fp8s: return cast_fp8(y, out_dtype, saturate)
   if dtypes.is_float(out_dtype): return y.cast(out_dtype)
   y = y.round()
   if zero_point is not None: y = y + _per_axis(zero_point, x, axis, block_size).cast(dtypes.float32)
@@ -28,7 +30,7 @@ def _quantize(x:Tensor, scale:Tensor, zero_point:Tensor|None, axis:int, block_si
 def QuantizeLinear(x:Tensor, y_scale:Tensor, y_zero_point:Tensor|None=None, axis:int=1, block_size:int=0, output_dtype:int=0,
                    saturate:int=1, precision:int=0) -> Tensor:
   out = y_zero_point.dtype if y_zero_point is not None else dtype_from_onnx(output_dtype) if output_dtype else dtypes.uint8
-  return _quantize(x, y_scale, y_zero_point, axis, block_size, out)
+  return _quantize(x, y_scale, y_zero_point, axis, block_size, out, saturate)
 
 @onnx_op("DequantizeLinear", 10)
 def DequantizeLinear(x:Tensor, x_scale:Tensor, x_zero_point:Tensor|None=None, axis:int=1, block_size:int=0, output_dtype:int=0) -> Tensor:
