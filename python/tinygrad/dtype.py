@@ -105,12 +105,15 @@ class DType(metaclass=DTypeMetaClass):
     return (self.priority, self.bitsize, self.name, self.fmt) < (o.priority, o.bitsize, o.name, o.fmt)
   @functools.cached_property
   def min(self):
-    """Smallest value: the int range for ints, -inf for floats, False for bool (and other dtypes)."""
+    """Smallest value: the int range for ints, -inf for floats (the fp8 formats without an infinity: their lowest finite value, so a
+    max reduce starts from a value of the dtype), False for bool (and other dtypes)."""
     if dtypes.is_int(self): return 0 if dtypes.is_unsigned(self) else -2**(self.bitsize-1)
+    if self in _FP8_FORMATS and _FP8_FORMATS[self][4] != "ieee": return -fp8_max(self)
     return -math.inf if dtypes.is_float(self) else False
   @functools.cached_property
   def max(self):
     if dtypes.is_int(self): return 2**self.bitsize - 1 + self.min
+    if self in _FP8_FORMATS and _FP8_FORMATS[self][4] != "ieee": return fp8_max(self)
     return math.inf if dtypes.is_float(self) else True
   def const(self, val:ConstType) -> ConstType:
     """val as a constant of this dtype: floats are rounded to the dtype and wrapped in ConstFloat, bools and ints converted.

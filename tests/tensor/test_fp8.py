@@ -156,6 +156,17 @@ def test_fused_ops_round_after_each_op(dt):
   assert ta.cumsum().dtype is dt
 
 @FP8S
+def test_reduces_start_from_a_value_of_the_dtype(dt):
+  # max/min reduces (and scatter_reduce's amax/amin) start from dt.min/dt.max: -inf would be NaN in the formats without an infinity
+  vals = decode(dt)
+  x = np.sort(vals[np.isfinite(vals)])[::7].astype(np.float32)
+  t = Tensor(x).cast(dt)
+  assert (t.max().item(), t.min().item()) == (x.max(), x.min())
+  np.testing.assert_array_equal(t.reshape(-1, 1).expand(-1, 40).max(axis=1).numpy(), x)
+  got = Tensor.zeros(2, dtype=dt).scatter_reduce(0, Tensor([0, 1, 0]), Tensor([-3.0, -2.0, -1.0]).cast(dt), "amin", include_self=False)
+  np.testing.assert_array_equal(got.numpy(), [-3.0, -2.0])
+
+@FP8S
 def test_bitcasts(dt):
   codes = np.arange(256, dtype=np.uint8)
   t = Tensor(codes).bitcast(dt)

@@ -415,9 +415,7 @@ class IndexingMixin:
     if reduce == "prod":
       p = mask.where(src, src._full(1)).prod(-1)
       return self * p if include_self else hit.where(p, self)
-    if dtypes.is_float(self.dtype): lo, hi = float("-inf"), float("inf")
-    elif self.dtype is dtypes.bool: lo, hi = False, True
-    else: lo, hi = self.dtype.min, self.dtype.max
+    lo, hi = (False, True) if self.dtype is dtypes.bool else (self.dtype.min, self.dtype.max)
     m = mask.where(src, lo).max(-1) if reduce == "amax" else mask.where(src, hi).min(-1)
     if include_self: m = m.maximum(self) if reduce == "amax" else m.minimum(self)
     return hit.where(m, self)
