@@ -32,7 +32,7 @@ as a tree.
 The numbers these steps compare against (MAX_FUSED_READS, REDUCE_STAGE, ...) are tuning knobs, documented in schedule/knobs.py.
 """
 from __future__ import annotations
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum, auto
 from typing import Callable, NamedTuple
 import itertools
@@ -669,6 +669,8 @@ def _gate(ctx:KernelContext, x:UOp) -> None:
 pm_kernel_region = PatternMatcher([(UPat(tuple(GroupOp.Movement) + tuple(GroupOp.ALU) + (Ops.REDUCE, Ops.CONTIGUOUS, Ops.COPY, Ops.BUFFER,
                                          Ops.CAST, Ops.BITCAST, Ops.AFTER), name="x"), _gate)])
 
+def _no_buffer(u:UOp) -> None: return None
+
 def build_kernel(root:UOp, out:UOp, bufs:dict[UOp, UOp], realized_buffer, merge_out:bool, merge_reduce:bool,
                  memo:dict|None=None, inline:frozenset[UOp]=frozenset()) -> tuple[UOp|None, KernelContext]:
   """The kernel AST computing root into the BUFFER out. With merge_out (merge_reduce) the output (reduced) dims are one loop,
@@ -690,9 +692,12 @@ def build_kernel(root:UOp, out:UOp, bufs:dict[UOp, UOp], realized_buffer, merge_
     value = graph_rewrite(at(root, _TRUE, idx), pm_index, ctx=ctx, bpm=pm_kernel_region, name="schedule: value at index")
   else:
     # the value and where the view puts it, both at the output index: the view, pushed down to its storage, is a load of the
-    # element it sees there (gated where a PAD has none), whose index and gate the store takes
-    pair = UOp(Ops.SINK, dtypes.void, (at(write.src[1], _TRUE, idx), at(write.src[0], _TRUE, idx)))
-    value, seen = graph_rewrite(pair, pm_index, ctx=ctx, bpm=pm_kernel_region, name="schedule: value at index").src
+    # element it sees there (gated where a PAD has none), whose index and gate the store takes. The view is pushed down on its own,
+    # seeing no buffer but the storage's: a node of it may have another buffer (the source of a copy of the old value, or a view
+    # realized before), which the value may read but the store must not go to. Its context shares the kernel's params and loop axes.
+    value = graph_rewrite(at(write.src[1], _TRUE, idx), pm_index, ctx=ctx, bpm=pm_kernel_region, name="schedule: value at index")
+    view_ctx = replace(ctx, bufs={root.src[0]: out}, realized_buffer=_no_buffer)
+    seen = graph_rewrite(at(write.src[0], _TRUE, idx), pm_index, ctx=view_ctx, bpm=pm_kernel_region, name="schedule: view at index")
   if ctx.reduce_of:
     value = fold_reduces(value)
     left = value.toposort()
