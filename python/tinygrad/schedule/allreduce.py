@@ -3,7 +3,7 @@
   all_reduce(op, xs)  xs: one value per device (same shape and dtype, each on its own device); returns one value per device, each the
                       reduction (op: ADD, MAX or MUL) of all of xs, and every device's result has the same bits
 
-Two variants, chosen by size (ALLREDUCE_RING: 0 never ring, 1 by size, 2 always ring):
+Two variants, chosen by size (tinygrad 0.14's RING: 0 never ring, 1 from RING_ALLREDUCE_THRESHOLD elements, 2 always ring):
   tree  the values are combined pairwise up a binary tree onto the first device, which sends the result back down: 2 log2(n) rounds of
         whole-value copies; for small values, where the number of rounds matters more than the bytes
   ring  the flat value is cut into n chunks; n-1 rounds pass each chunk along the ring, each device adding its own part (reduce-scatter),
@@ -12,10 +12,7 @@ Two variants, chosen by size (ALLREDUCE_RING: 0 never ring, 1 by size, 2 always 
 from __future__ import annotations
 from tinygrad.uop.ops import UOp, Ops
 from tinygrad.dtype import dtypes
-from tinygrad.helpers import prod, getenv
-
-ALLREDUCE_RING = getenv("ALLREDUCE_RING", 1)
-RING_MIN_BYTES = getenv("RING_MIN_BYTES", 256 * 1024)
+from tinygrad.helpers import prod, RING, RING_ALLREDUCE_THRESHOLD
 
 def copy_to(x:UOp, device:str) -> UOp:
   """x (a value on one device) on `device` (x itself when it is there already)."""
@@ -79,6 +76,6 @@ def all_reduce(op:Ops, xs:list[UOp]) -> list[UOp]:
   """One reduced value per device (see the module docstring)."""
   if op not in (Ops.ADD, Ops.MAX, Ops.MUL): raise NotImplementedError(f"all-reduce of {op} (ADD, MAX and MUL are supported)")
   if len(xs) == 1: return list(xs)
-  nbytes = prod(xs[0].shape) * xs[0].dtype.itemsize
-  use_ring = ALLREDUCE_RING >= 2 or (ALLREDUCE_RING == 1 and nbytes >= RING_MIN_BYTES)
-  return ring_all_reduce(op, xs) if use_ring and prod(xs[0].shape) >= len(xs) else tree_all_reduce(op, xs)
+  n = prod(xs[0].shape)
+  use_ring = RING.value >= 2 or (RING.value == 1 and n >= RING_ALLREDUCE_THRESHOLD.value)
+  return ring_all_reduce(op, xs) if use_ring and n >= len(xs) else tree_all_reduce(op, xs)

@@ -16,7 +16,8 @@ tensor). `lower_multi` rewrites it with `pm_multi`, one rule per op, from the so
 The nodes outside the MSTACKs are on one device or on none (constants), so the scheduler schedules each shard as it would a tensor.
 """
 from __future__ import annotations
-from tinygrad.uop.ops import UOp, Ops, GroupOp, PatternMatcher, UPat, graph_rewrite
+import weakref
+from tinygrad.uop.ops import UOp, Ops, GroupOp, PatternMatcher, UPat
 from tinygrad.helpers import prod
 from tinygrad.dtype import dtypes
 from tinygrad.schedule.allreduce import all_reduce, copy_to, split_sizes
@@ -155,6 +156,7 @@ def _copy(root:UOp, ms:UOp) -> UOp:
 
 def _broadcast_copy(root:UOp, x:UOp) -> UOp|None:
   # a value on one device copied to several (Tensor.to(devices)): a copy on each
+  if isinstance(root.arg[0], tuple) and x.op is not Ops.MSTACK: return x   # a value on no device (a constant) is on any device
   if not isinstance(root.arg[1], tuple) or x.op is Ops.MSTACK: return None
   return shard_uop(x, root.arg[0], root.arg[1], None)
 
@@ -180,9 +182,22 @@ pm_multi = PatternMatcher([
   (UPat(tuple(set(Ops) - {Ops.MSTACK, Ops.SINK}), name="root", custom_early_reject={Ops.MSTACK}), _unsupported),
 ])
 
+# each lowered node lives as long as the tensor-graph node it came from: the scheduler's realized marks are on the lowered nodes, so a
+# graph built before a realize (a loss read after the optimizer step that computed it) finds them again when it is lowered again
+_lowered: weakref.WeakKeyDictionary[UOp, UOp] = weakref.WeakKeyDictionary()
+
 def lower_uop(u:UOp) -> UOp:
   """u with its sharded values lowered: an MSTACK of per-device graphs when u is on several devices."""
-  return graph_rewrite(u, pm_multi, name="shard over devices")
+  # a walk applying pm_multi rather than graph_rewrite: it keeps the map from each node to its lowered node (_lowered above)
+  if (done := _lowered.get(u)) is not None: return done
+  memo: dict[UOp, UOp] = {}
+  # (the walk does not enter a node lowered before, nor list it: its sources take its lowered node from _lowered)
+  for n in u.toposort(gate=lambda x: x not in _lowered):
+    src = tuple(m if (m := memo.get(x)) is not None else _lowered.get(x, x) for x in n.src)
+    new = n if all(a is b for a, b in zip(src, n.src)) else n.replace(src=src)
+    if (new.op is Ops.COPY or any(x.op is Ops.MSTACK for x in src)) and (r := pm_multi.rewrite(new)) is not None: new = r
+    if new is not n: memo[n] = _lowered[n] = new
+  return memo.get(u, u)
 
 def sharding_axis(u:UOp) -> int|None:
   """The axis u (on several devices) is split along, None for a copy per device."""
@@ -191,7 +206,7 @@ def sharding_axis(u:UOp) -> int|None:
 def lower_multi(targets:list[UOp], devices:list) -> tuple[list[UOp], list[str], list[tuple[int|None, list[int]]]]:
   """The per-device targets of targets on (possibly) several devices, their devices, and for each original target (its sharding
   axis, or None for one device or a copy per device; the indices of its per-device targets) to put the results back together."""
-  lowered = graph_rewrite(UOp(Ops.SINK, dtypes.void, tuple(targets)), pm_multi, name="shard over devices").src
+  lowered = lower_uop(UOp(Ops.SINK, dtypes.void, tuple(targets))).src
   out_t: list[UOp] = []
   out_d: list[str] = []
   groups: list[tuple[int|None, list[int]]] = []
