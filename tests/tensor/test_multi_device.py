@@ -217,3 +217,59 @@ def test_random_op_chains_match_one_device(chain, axis, ndev, rows):
   x, y = Tensor(a), Tensor(a).shard(tuple(f"CPU:{i}" for i in range(ndev)), axis)
   for i in chain: x, y = OPS[i][1](x), OPS[i][1](y)
   np.testing.assert_allclose(y.numpy(), x.numpy(), rtol=1e-5, atol=1e-5)
+
+def test_jit_data_parallel_step_replays_like_eager():
+  # the pattern of tinygrad's multi-device MNIST example: parameters copied to every device, each step's batch sharded, under TinyJit
+  from tinygrad import TinyJit
+  def run(jit:bool):
+    Tensor.manual_seed(2)
+    model = _mlp()
+    params = get_parameters(model)
+    Tensor.realize(*params)
+    for p in params: p.to_(D2)
+    opt = Adam(params, lr=0.05)
+    data = Tensor(np.random.default_rng(1).random((64, 4), dtype=np.float32)).realize()
+    labels = Tensor(np.random.default_rng(2).integers(0, 3, 64)).realize()
+    def step(i:Tensor) -> Tensor:
+      with Context(TRAINING=1):
+        opt.zero_grad()
+        idx = (Tensor.arange(8) + i * 8) % 64
+        x, y = data[idx].shard_(D2, axis=0), labels[idx].shard_(D2, axis=0)
+        loss = _mlp_fwd(model, x).sparse_categorical_crossentropy(y).backward()
+        opt.step()
+        return loss.realize()
+    fn = TinyJit(step) if jit else step
+    losses = [fn(Tensor([i]).reshape(()).realize()).item() for i in range(5)]
+    return losses, [p.numpy() for p in params]
+  (l1, w1), (l2, w2) = run(False), run(True)
+  np.testing.assert_allclose(l2, l1, rtol=1e-6)
+  assert len(set(l2)) == len(l2)   # every replay trained on its own batch
+  for a, b in zip(w2, w1): np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+
+def _fake_mnist(d):
+  # IDX files in MNIST's layout with a learnable pattern (a band whose position is the label): the example's data, made here
+  import gzip
+  import struct
+  rng = np.random.default_rng(0)
+  for prefix, n in (("train", 2000), ("t10k", 400)):
+    y = rng.integers(0, 10, n).astype(np.uint8)
+    x = rng.integers(0, 30, (n, 28, 28)).astype(np.uint8)
+    for i, label in enumerate(y): x[i, 2 * label:2 * label + 6, 4:24] += 200
+    (d / f"{prefix}-images-idx3-ubyte.gz").write_bytes(gzip.compress(struct.pack(">BBBBIII", 0, 0, 8, 3, n, 28, 28) + x.tobytes()))
+    (d / f"{prefix}-labels-idx1-ubyte.gz").write_bytes(gzip.compress(struct.pack(">BBBBI", 0, 0, 8, 1, n) + y.tobytes()))
+
+@pytest.mark.slow
+def test_tinygrad_multigpu_mnist_example_runs_unchanged(tmp_path):
+  # tinygrad's own example, from a tinygrad source checkout named by TINYGRAD_SRC (not part of this repository), on CPU:0 and CPU:1
+  import os
+  import pathlib
+  import subprocess
+  import sys
+  if not (src := os.environ.get("TINYGRAD_SRC")) or not (example := pathlib.Path(src) / "examples" / "beautiful_mnist_multigpu.py").exists():
+    pytest.skip("set TINYGRAD_SRC to a tinygrad source checkout to run its multi-device MNIST example")
+  _fake_mnist(tmp_path)
+  env = {**os.environ, "MNIST_URL": f"{tmp_path}/", "DEV": "CPU", "STEPS": "10", "BS": "64", "TARGET_EVAL_ACC_PCT": "90",
+         "PYTHONPATH": str(pathlib.Path(__import__("tinygrad").__file__).parent.parent)}
+  proc = subprocess.run([sys.executable, str(example)], env=env, capture_output=True, text=True, timeout=1200, cwd=tmp_path)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  assert "test_acc=" in proc.stdout + proc.stderr
