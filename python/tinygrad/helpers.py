@@ -395,6 +395,8 @@ NOLOCALS = ContextVar("NOLOCALS", 0)
 NO_MEMORY_PLANNER, LRU = ContextVar("NO_MEMORY_PLANNER", 0), ContextVar("LRU", 1)
 CACHELEVEL, IGNORE_BEAM_CACHE = ContextVar("CACHELEVEL", 2), ContextVar("IGNORE_BEAM_CACHE", 0)
 FUSE_OPTIM = ContextVar("FUSE_OPTIM", 0)
+# all-reduce between devices (schedule/allreduce.py): RING 0 never uses the ring, 1 from RING_ALLREDUCE_THRESHOLD elements, 2 always
+RING, RING_ALLREDUCE_THRESHOLD = ContextVar("RING", 1), ContextVar("RING_ALLREDUCE_THRESHOLD", 256_000)
 ALLOW_DEVICE_USAGE, MAX_BUFFER_SIZE = ContextVar("ALLOW_DEVICE_USAGE", 1), ContextVar("MAX_BUFFER_SIZE", 0)
 DEFAULT_FLOAT, DEFAULT_INT = ContextVar("DEFAULT_FLOAT", "float32"), ContextVar("DEFAULT_INT", "int32")
 
