@@ -67,6 +67,15 @@ class _Device:
     if DEBUG >= 1: print(f"opened device {ix} from pid:{os.getpid()}")
     self._opened_devices.add(ix)
     return ret
+  def close(self, ix:str) -> None:
+    """Closes an opened device: its queued work is finished and its threads end (finalize); Device[ix] then opens it anew. Buffers
+    allocated on it keep their memory until freed."""
+    ix = self.canonicalize(ix)
+    with self._open_lock:
+      if (dev := self._opened.pop(ix, None)) is None: raise RuntimeError(f"device {ix} is not open")
+      self._opened_devices.discard(ix)
+    dev.synchronize()
+    dev.finalize()
   @property
   def default(self) -> Compiled: return self[self.DEFAULT]
   def get_available_devices(self) -> Iterator[str]:
@@ -507,5 +516,8 @@ class Compiled:
       if slot in spec.outs: b.ensure_allocated().before_write()
     global_size, local_size = spec.launch_dims(var_vals)
     return prg(*[b.ensure_allocated()._buf for b in bufs], global_size=global_size, local_size=local_size, vals=spec.vals(var_vals), wait=wait)
+  # a launcher (Program.launcher) is valid while its device's launch_epoch stays the same: a CPU device that starts or stops its queue
+  # changes it, and TinyJit makes its launchers again
+  launch_epoch = 0
   def synchronize(self) -> None: pass
   def finalize(self) -> None: pass
