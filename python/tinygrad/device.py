@@ -325,7 +325,7 @@ class LRUAllocator(Allocator, Generic[DeviceType]):
       self.free_cache()
       return super().alloc(size, options)
   def free_cache(self):
-    for (sz, options), opaques in self.cache.items():
+    for (sz, options), opaques in list(self.cache.items()):   # (a CPU device's queue may free into the cache meanwhile)
       for opaque in opaques: super().free(opaque, sz, options)
       opaques.clear()
   # a freed allocation this large goes back to the runtime: reuse saves little next to filling it, and a cache of them (a test run

@@ -165,7 +165,7 @@ def test_thread_split_between_devices(devices):
       sizes.append(pool.started + 1)   # its workers and the launching thread
     return sizes
   with Context(NUM_CPU_THREADS=12):
-    ops_cpu._rebalance()
+    ops_cpu.rebalance()
     k = len(ops_cpu._in_use)
     assert ops_cpu.device_threads() == 12 // k and pools_after_a_launch() == [12 // k] * k
     Device["CPU:2"]
@@ -173,9 +173,9 @@ def test_thread_split_between_devices(devices):
     finally: Device.close("CPU:2")
     assert pools_after_a_launch() == [12 // k] * k
     with Context(CPU_DEVICE_THREADS=3):
-      ops_cpu._rebalance()
+      ops_cpu.rebalance()
       assert ops_cpu.device_threads() == 3 and pools_after_a_launch() == [3] * k
-  ops_cpu._rebalance()
+  ops_cpu.rebalance()
 
 def test_threads_share_one_device_queue(devices):
   # realizing on CPU:1 from several threads at once: one queue, every result right

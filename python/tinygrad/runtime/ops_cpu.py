@@ -6,6 +6,7 @@
 # (runtime/support/cpu_queue.py), so the devices compute at the same time, and each device's threaded kernels run on a thread pool of
 # its own holding its share of the cores (device_threads).
 from __future__ import annotations
+import atexit
 import contextlib
 import ctypes
 import functools
@@ -292,12 +293,15 @@ _in_use_lock = threading.Lock()
 def device_threads() -> int:
   """The threads each CPU device's kernels run on (its queue's or the caller's thread, and its pool's workers): CPU_DEVICE_THREADS
   where set, else the NUM_CPU_THREADS cores split evenly between the CPU devices in use (at least one each). A device counts as in
-  use from its opening (Device["CPU:1"], or a first tensor on it; the default CPU counts once anything opened it) until Device.close."""
+  use from its opening (Device["CPU:1"], or a first tensor on it; the default CPU counts once anything opened it) until Device.close.
+  The split is made again whenever a CPU device opens or closes (rebalance)."""
   if CPU_DEVICE_THREADS.value > 0: return CPU_DEVICE_THREADS.value
   return max(1, NUM_CPU_THREADS.value // max(1, len(_in_use)))
 
-def _rebalance() -> None:
-  """Gives every CPU device in use its queue (several in use) or none (one alone), and its share of the threads."""
+def rebalance() -> None:
+  """Gives every CPU device in use its queue (several in use) or none (one alone), and its share of the threads (device_threads; a
+  pool takes it at its next launch). Called when a CPU device opens or closes; call it after changing NUM_CPU_THREADS or
+  CPU_DEVICE_THREADS at run time."""
   with _in_use_lock:
     for dev in _in_use: dev._configure(queued=len(_in_use) > 1, threads=device_threads())
 
@@ -308,7 +312,7 @@ class CPUDevice(Compiled):
     self._pool: NativePool|None = None
     self._pool_lock = threading.Lock()
     with _in_use_lock: _in_use.append(self)
-    _rebalance()
+    rebalance()
   def _configure(self, queued:bool, threads:int) -> None:
     if queued and self.queue is None:
       self.queue = LaunchQueue(self.device)
@@ -328,7 +332,7 @@ class CPUDevice(Compiled):
       if self in _in_use: _in_use.remove(self)
     self._configure(queued=False, threads=1)
     if (pool := self._pool) is not None: pool.stop()
-    _rebalance()
+    rebalance()
   def native_pool(self) -> NativePool|None:
     """This device's thread pool for its threaded kernels (runtime/support/cpu_threads.py), built at its first threaded launch with
     device_threads() - 1 workers beside the thread that launches: the pool's C is compiled once for every device (then it comes from
@@ -339,10 +343,11 @@ class CPUDevice(Compiled):
         self._pool = NativePool(lib, device_threads() - 1 if self in _in_use else 0)
     return self._pool
 
-def _before_fork() -> None:
-  # the child gets none of the queues' threads: what is queued runs first (an error stays for the parent's next wait)
+def _drain_queues() -> None:
+  # before a fork (the child gets none of the queues' threads) and at exit (the interpreter then frees the memory queued kernels use):
+  # what is queued runs first; an error stays for the next wait
   for dev in list(_in_use):
-    with contextlib.suppress(Exception): dev.synchronize()
+    if (q := dev.queue) is not None: q.drain()
 
 def _after_fork_in_child() -> None:
   global _in_use_lock
@@ -350,4 +355,5 @@ def _after_fork_in_child() -> None:
   for dev in _in_use:
     if dev.queue is not None: dev.queue = LaunchQueue(dev.device)
 
-if hasattr(os, "register_at_fork"): os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
+if hasattr(os, "register_at_fork"): os.register_at_fork(before=_drain_queues, after_in_child=_after_fork_in_child)
+atexit.register(_drain_queues)

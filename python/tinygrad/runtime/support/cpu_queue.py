@@ -41,6 +41,10 @@ class LaunchQueue:
   def _wait_done(self, ticket:int) -> None:
     with self._cv: self._wait_locked(ticket)
 
+  def drain(self) -> None:
+    """Waits until every job submitted so far has run, leaving an error for the next wait."""
+    self._wait_done(self.submitted)
+
   def _wait_locked(self, ticket:int) -> None:
     while self.completed < ticket:
       self._wake_at = min(self._wake_at, ticket)
