@@ -95,6 +95,14 @@ def test_freed_memory_goes_back_after_the_queued_work(devices):
   Device["CPU:1"].synchronize()
   assert any(o is opaque for o in cache)
 
+def test_buffers_of_a_closed_device_order_with_the_one_reopened(devices):
+  # a buffer allocated before Device.close("CPU:1"), written by a kernel of the CPU:1 opened after: reading it waits for that kernel
+  stamps, out = _buf("CPU:1", 2, dtypes.float64), _buf("CPU:1", 64)
+  Device.close("CPU:1")
+  Device["CPU:1"]
+  _spin("CPU:1")(stamps, out, 200, 4)
+  np.testing.assert_array_equal(out.numpy(), np.arange(64, dtype=np.float32) + 4)
+
 def test_an_error_in_queued_work_reaches_the_caller(devices):
   q = Device["CPU:1"].queue
   ran: list[int] = []

@@ -289,6 +289,10 @@ def _timed(fn:Callable[..., None], args:list, took:list[float]) -> None:
 # the CPU devices in use: opened and not closed (Device.close)
 _in_use: list[CPUDevice] = []
 _in_use_lock = threading.Lock()
+# the queues by device name, and how often each name's queue changed: a queue belongs to the name, so the buffers and programs of a
+# closed device (a Device.close, then Device[name] again) order their work with the device now open under it
+_queues: dict[str, LaunchQueue] = {}
+_queue_epochs: dict[str, int] = {}
 
 def device_threads() -> int:
   """The threads each CPU device's kernels run on (its queue's or the caller's thread, and its pool's workers): CPU_DEVICE_THREADS
@@ -308,26 +312,32 @@ def rebalance() -> None:
 class CPUDevice(Compiled):
   def __init__(self, device:str="CPU"):
     super().__init__(device, CPUAllocator(self), [(ClangRenderer, ClangCompiler)], CPUProgram)
-    self.queue: LaunchQueue|None = None   # None: kernels run on the calling thread
     self._pool: NativePool|None = None
     self._pool_lock = threading.Lock()
     with _in_use_lock: _in_use.append(self)
     rebalance()
+  @property
+  def queue(self) -> LaunchQueue|None:
+    """Where this device's work runs in order; None: on the calling thread."""
+    return _queues.get(self.device)
+  @property
+  def launch_epoch(self) -> int:   # type: ignore[override]
+    return _queue_epochs.get(self.device, 0)
   def _configure(self, queued:bool, threads:int) -> None:
     if queued and self.queue is None:
-      self.queue = LaunchQueue(self.device)
-      self.launch_epoch += 1
+      _queues[self.device] = LaunchQueue(self.device)
+      _queue_epochs[self.device] = self.launch_epoch + 1
     elif not queued and (q := self.queue) is not None:
       q.wait()
-      self.queue = None
-      self.launch_epoch += 1
+      del _queues[self.device]
+      _queue_epochs[self.device] = self.launch_epoch + 1
       q.close()
     if (pool := self._pool) is not None and pool.workers != threads - 1: pool.resize(threads - 1)
   def synchronize(self) -> None:
     if (q := self.queue) is not None: q.wait()
   def finalize(self) -> None:
     """Closing the device (Device.close): its queued work finished, its queue and pool threads ended, its share of the cores handed
-    to the other CPU devices. Its buffers stay usable (launches on it then run on the calling thread)."""
+    to the other CPU devices. Its buffers and programs stay usable: their work goes where the device open under its name runs it."""
     with _in_use_lock:
       if self in _in_use: _in_use.remove(self)
     self._configure(queued=False, threads=1)
@@ -346,14 +356,12 @@ class CPUDevice(Compiled):
 def _drain_queues() -> None:
   # before a fork (the child gets none of the queues' threads) and at exit (the interpreter then frees the memory queued kernels use):
   # what is queued runs first; an error stays for the next wait
-  for dev in list(_in_use):
-    if (q := dev.queue) is not None: q.drain()
+  for q in list(_queues.values()): q.drain()
 
 def _after_fork_in_child() -> None:
   global _in_use_lock
   _in_use_lock = threading.Lock()
-  for dev in _in_use:
-    if dev.queue is not None: dev.queue = LaunchQueue(dev.device)
+  for name in _queues: _queues[name] = LaunchQueue(name)
 
 if hasattr(os, "register_at_fork"): os.register_at_fork(before=_drain_queues, after_in_child=_after_fork_in_child)
 atexit.register(_drain_queues)
