@@ -321,7 +321,7 @@ class CPUDevice(Compiled):
     """Where this device's work runs in order; None: on the calling thread."""
     return _queues.get(self.device)
   @property
-  def launch_epoch(self) -> int:   # type: ignore[override]
+  def launch_epoch(self) -> int:
     return _queue_epochs.get(self.device, 0)
   def _configure(self, queued:bool, threads:int) -> None:
     if queued and self.queue is None:
