@@ -3,6 +3,7 @@
 # that work, errors in queued work reach the caller, and each device's thread pool holds its share of the cores.
 import ctypes
 import threading
+import time
 import numpy as np
 import pytest
 from hypothesis import given, settings, HealthCheck, strategies as st
@@ -14,15 +15,21 @@ from tests.helpers.programs import apply_op, program_plans, random_inputs
 
 pytestmark = pytest.mark.cpu   # kernels compiled by the C compiler
 
-# a hand-written kernel that spins `ms` milliseconds, then fills out[i] = value + i, recording when it started and ended
-SPIN = r"""
+# hand-written kernels: gate_then_fill waits until the host sets gate[0] (at most 10 s), then fills out[i] = value + i; meet is one of
+# two kernels (me = 0 or 1) that each say they started and wait (at most 10 s) for the other to start, recording when they started and
+# ended. A kernel the test holds back with a closed gate makes the order of queued work observable without timing assumptions.
+KERNELS = r"""
 #include <time.h>
 static double now(void) { struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts); return ts.tv_sec + ts.tv_nsec * 1e-9; }
-void spin_then_fill(double *stamps, float *out, int n, int ms, int value) {
+void gate_then_fill(volatile int *gate, float *out, int n, int value) {
   double start = now();
-  stamps[0] = start;
-  while (now() - start < ms * 1e-3) {}
+  while (!gate[0] && now() - start < 10.0) {}
   for (int i = 0; i < n; i++) out[i] = (float)(value + i);
+}
+void meet(volatile int *started, double *stamps, int me) {
+  stamps[0] = now();
+  started[me] = 1;
+  while (!started[1 - me] && now() - stamps[0] < 10.0) {}
   stamps[1] = now();
 }
 void nop__entry(const unsigned long long *args, int core_id) { (void)args; (void)core_id; }
@@ -36,13 +43,26 @@ def devices():
   yield "CPU", "CPU:1"
   Device.close("CPU:1")
 
-def _spin(device:str):
+def _kernel(device:str, name:str):
   dev = Device[device]
-  prg = dev.runtime("spin_then_fill", dev.compiler.compile_cached(SPIN))
-  def launch(stamps:Buffer, out:Buffer, ms:int, value:int): prg(stamps._buf, out._buf, vals=(out.size, ms, value))
-  return launch
+  return dev.runtime(name, dev.compiler.compile_cached(KERNELS))
 
 def _buf(device:str, n:int, dtype=dtypes.float32) -> Buffer: return Buffer(device, n, dtype).allocate()
+
+class Gate:
+  """An int the host sets straight in memory (a copyin would wait for the queue, whose kernel waits for the gate)."""
+  def __init__(self):
+    self.buf = _buf("CPU", 1, dtypes.int32)
+    self.buf._buf.mv[:4] = bytes(4)
+  def open(self) -> None: self.buf._buf.mv[0] = 1
+
+def _fill_after(gate:Gate, out:Buffer, value:int) -> None:
+  """Queues a kernel on out's device that fills out with value + i once the gate opens."""
+  _kernel(out.device, "gate_then_fill")(gate.buf._buf, out._buf, vals=(out.size, value))
+
+def _raw(buf:Buffer) -> np.ndarray:
+  """The buffer's memory as it is now, not waiting for its device."""
+  return np.frombuffer(buf._buf.mv, np.float32).copy()
 
 def test_devices_queue_only_while_several_are_in_use(devices):
   assert Device["CPU"].queue is not None and Device["CPU:1"].queue is not None
@@ -52,55 +72,64 @@ def test_devices_queue_only_while_several_are_in_use(devices):
   finally: Device["CPU:1"]
 
 def test_kernels_of_two_devices_overlap(devices):
-  # each kernel spins 300 ms: launched one after another, both started before either ended (stamps taken inside the kernels)
+  # each kernel waits for the other to start: launched one after another, both started before either ended (stamps taken inside the
+  # kernels); run one after the other, the first would wait out its 10 s and end before the second started
+  started = _buf("CPU", 2, dtypes.int32)
+  started._buf.mv[:8] = bytes(8)
   stamps = {d: _buf(d, 2, dtypes.float64) for d in devices}
-  outs = {d: _buf(d, 16) for d in devices}
-  for i, d in enumerate(devices): _spin(d)(stamps[d], outs[d], 300, i)
+  for me, d in enumerate(devices): _kernel(d, "meet")(started._buf, stamps[d]._buf, vals=(me,))
   for d in devices: Device[d].synchronize()
   (s0, e0), (s1, e1) = (stamps[d].numpy() for d in devices)
-  assert s0 < e1 and s1 < e0, f"kernels ran one after the other: {s0=} {e0=} {s1=} {e1=}"
-  for i, d in enumerate(devices): np.testing.assert_array_equal(outs[d].numpy(), np.arange(16, dtype=np.float32) + i)
+  assert s0 < e1 and s1 < e0 and e0 - s0 < 10 and e1 - s1 < 10, f"kernels ran one after the other: {s0=} {e0=} {s1=} {e1=}"
 
 def test_launch_returns_before_the_kernel_ends_and_a_read_waits(devices):
-  stamps, out = _buf("CPU:1", 2, dtypes.float64), _buf("CPU:1", 8)
-  _spin("CPU:1")(stamps, out, 200, 7)
-  assert Device["CPU:1"].queue.completed < Device["CPU:1"].queue.submitted   # still running
+  gate, out = Gate(), _buf("CPU:1", 8)
+  _fill_after(gate, out, 7)
+  assert Device["CPU:1"].queue.completed < Device["CPU:1"].queue.submitted   # the launch returned; the kernel waits for the gate
+  threading.Timer(0.1, gate.open).start()
   np.testing.assert_array_equal(out.numpy(), np.arange(8, dtype=np.float32) + 7)   # numpy() waited for it
 
 def test_copy_waits_for_the_writes_on_its_source(devices):
-  # the source is written by a kernel still spinning when the copy is queued on the destination
-  stamps, src, dst = _buf("CPU", 2, dtypes.float64), _buf("CPU", 1024), _buf("CPU:1", 1024)
-  _spin("CPU")(stamps, src, 200, 5)
+  # the source's writer is held back when the copy is queued on the destination
+  gate, src, dst = Gate(), _buf("CPU", 1024).copyin(np.full(1024, -1, np.float32).data), _buf("CPU:1", 1024)
+  _fill_after(gate, src, 5)
   dst.copy_from(src)
+  gate.open()
   np.testing.assert_array_equal(dst.numpy(), np.arange(1024, dtype=np.float32) + 5)
 
 def test_later_writes_on_the_source_wait_for_the_copy(devices):
-  # the destination's queue is busy, so the copy waits there; the source's next write (queued after it) must not pass it
-  stamps, busy = _buf("CPU:1", 2, dtypes.float64), _buf("CPU:1", 4)
+  # the destination's queue is held back, so the copy waits there; the source's next write (queued after it) must not pass it
+  gate, open_gate = Gate(), Gate()
+  open_gate.open()
   src, dst = _buf("CPU", 1024).copyin(np.arange(1024, dtype=np.float32).data), _buf("CPU:1", 1024)
-  _spin("CPU:1")(stamps, busy, 200, 0)
+  _fill_after(gate, _buf("CPU:1", 4), 0)
   dst.copy_from(src)
-  _spin("CPU")(_buf("CPU", 2, dtypes.float64), src, 0, 1000)
+  _fill_after(open_gate, src, 1000)
+  time.sleep(0.05)
+  np.testing.assert_array_equal(_raw(src), np.arange(1024, dtype=np.float32))   # the write waits for the copy
+  gate.open()
   np.testing.assert_array_equal(dst.numpy(), np.arange(1024, dtype=np.float32))
   np.testing.assert_array_equal(src.numpy(), np.arange(1024, dtype=np.float32) + 1000)
 
 def test_freed_memory_goes_back_after_the_queued_work(devices):
   # the LRU cache gets a freed buffer's memory only once the kernel writing it has run (else a new buffer could get it meanwhile)
   n = 12_345   # a size no other buffer here has
-  stamps, out = _buf("CPU:1", 2, dtypes.float64), _buf("CPU:1", n)
+  gate, out = Gate(), _buf("CPU:1", n)
   cache, opaque = out.allocator.cache[(n * 4, None)], out._buf
-  _spin("CPU:1")(stamps, out, 200, 0)
+  _fill_after(gate, out, 0)
   out.deallocate()
   assert not any(o is opaque for o in cache)
+  gate.open()
   Device["CPU:1"].synchronize()
   assert any(o is opaque for o in cache)
 
 def test_buffers_of_a_closed_device_order_with_the_one_reopened(devices):
   # a buffer allocated before Device.close("CPU:1"), written by a kernel of the CPU:1 opened after: reading it waits for that kernel
-  stamps, out = _buf("CPU:1", 2, dtypes.float64), _buf("CPU:1", 64)
+  gate, out = Gate(), _buf("CPU:1", 64)
   Device.close("CPU:1")
   Device["CPU:1"]
-  _spin("CPU:1")(stamps, out, 200, 4)
+  _fill_after(gate, out, 4)
+  threading.Timer(0.1, gate.open).start()
   np.testing.assert_array_equal(out.numpy(), np.arange(64, dtype=np.float32) + 4)
 
 def test_an_error_in_queued_work_reaches_the_caller(devices):
@@ -156,9 +185,11 @@ def test_jit_captured_alone_replays_after_a_second_device_opens():
     assert Device["CPU"].queue is not None and Device["CPU"].launch_epoch != epoch
     for _ in range(3): check()
     # an input a queued kernel is still writing: the replay's kernel is queued behind it, not run at once on the calling thread
-    x = Tensor.empty(4096).realize()
-    _spin("CPU")(_buf("CPU", 2, dtypes.float64), x._buffer(), 200, 0)
-    np.testing.assert_allclose(step(x).numpy(), np.arange(4096, dtype=np.float32) * 3 + 1)
+    x, gate = Tensor.empty(4096).realize(), Gate()
+    _fill_after(gate, x._buffer(), 0)
+    out = step(x)
+    gate.open()
+    np.testing.assert_allclose(out.numpy(), np.arange(4096, dtype=np.float32) * 3 + 1)
   finally: Device.close("CPU:2")
   for _ in range(2): check()
 
@@ -168,7 +199,7 @@ def test_thread_split_between_devices(devices):
     sizes = []
     for dev in list(ops_cpu._in_use):
       if (pool := dev.native_pool()) is None: pytest.skip("no C thread pool here")
-      entry = ctypes.cast(ops_cpu.load_library(dev.compiler.compile_cached(SPIN)).nop__entry, ctypes.c_void_p).value
+      entry = ctypes.cast(ops_cpu.load_library(dev.compiler.compile_cached(KERNELS)).nop__entry, ctypes.c_void_p).value
       pool.runner(entry, 0, 4)()
       sizes.append(pool.started + 1)   # its workers and the launching thread
     return sizes
