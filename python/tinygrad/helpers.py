@@ -410,6 +410,8 @@ def cpu_count() -> int:
     if quota != "max": n = min(n, int(quota) // int(period))
   return max(1, n)
 NUM_CPU_THREADS = ContextVar("NUM_CPU_THREADS", cpu_count())
+# threads per CPU device (CPU, CPU:1, ...); 0: NUM_CPU_THREADS split between the CPU devices in use (runtime/ops_cpu.py device_threads)
+CPU_DEVICE_THREADS = ContextVar("CPU_DEVICE_THREADS", 0)
 
 def map_on_threads(fn:Callable[[T], U], items:Sequence[T], name:str) -> list[U]:
   """The compile pool: [fn(x) for x in items] with one thread per item, the first on the calling thread (for work that releases the
