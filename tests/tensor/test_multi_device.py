@@ -3,13 +3,19 @@ all-reduce variants, data- and model-parallel training against one device."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
-from tinygrad import Tensor, nn
+from tinygrad import Tensor, Device, nn
 from tinygrad.helpers import Context
 from tinygrad.nn.optim import SGD, Adam
 from tinygrad.nn.state import get_parameters
 from tinygrad.uop.ops import Ops
 
 pytestmark = pytest.mark.cpu
+
+@pytest.fixture(autouse=True, scope="module")
+def _close_devices():
+  # CPU:1, CPU:2, ... closed after these tests: later tests in this process see CPU alone, with all its cores
+  yield
+  for d in [d for d in list(Device._opened) if d.startswith("CPU:")]: Device.close(d)
 D2 = ("CPU:0", "CPU:1")
 D3 = ("CPU:0", "CPU:1", "CPU:2")
 
