@@ -3,7 +3,8 @@
   all_reduce(op, xs)  xs: one value per device (same shape and dtype, each on its own device); returns one value per device, each the
                       reduction (op: ADD, MAX or MUL) of all of xs, and every device's result has the same bits
 
-Two variants, chosen by size (tinygrad 0.14's RING: 0 never ring, 1 from RING_ALLREDUCE_THRESHOLD elements, 2 always ring):
+Two variants, chosen by size (tinygrad 0.14's RING: 0 never ring, 1 from RING_ALLREDUCE_THRESHOLD elements on more than two devices,
+2 always ring):
   tree  the values are combined pairwise up a binary tree onto the first device, which sends the result back down: 2 log2(n) rounds of
         whole-value copies; for small values, where the number of rounds matters more than the bytes
   ring  the flat value is cut into n chunks; n-1 rounds pass each chunk along the ring, each device adding its own part (reduce-scatter),
@@ -77,5 +78,6 @@ def all_reduce(op:Ops, xs:list[UOp]) -> list[UOp]:
   if op not in (Ops.ADD, Ops.MAX, Ops.MUL): raise NotImplementedError(f"all-reduce of {op} (ADD, MAX and MUL are supported)")
   if len(xs) == 1: return list(xs)
   n = prod(xs[0].shape)
-  use_ring = RING.value >= 2 or (RING.value == 1 and n >= RING_ALLREDUCE_THRESHOLD.value)
+  # two devices: the tree is one copy each way, the ring two half copies each way plus the cuts and joins
+  use_ring = RING.value >= 2 or (RING.value == 1 and len(xs) > 2 and n >= RING_ALLREDUCE_THRESHOLD.value)
   return ring_all_reduce(op, xs) if use_ring and n >= len(xs) else tree_all_reduce(op, xs)
