@@ -4,7 +4,7 @@
 import numpy as np
 import pytest
 from tinygrad import Tensor, dtypes, GlobalCounters
-from tinygrad.llm.quants import GGML_TYPES, dequantize, ggml_type, block_dot
+from tinygrad.llm.quants import GGML_TYPES, dequantize, ggml_type, block_dot, gather_rows
 from tests.helpers.ggml_blocks import TYPE_IDS, random_blocks
 
 pytestmark = pytest.mark.cpu
@@ -145,12 +145,30 @@ def test_k_block_dot_edge_blocks(name, case):
   x = np.random.default_rng(5).standard_normal((2, 256)).astype(np.float32)
   _close(block_dot(Tensor(x), blocks, TYPE_IDS[name]).numpy(), x, ref, "bk,nk->bn")
 
+@pytest.mark.parametrize("name", ["Q8_0", "Q4_K", "Q6_K"])
+def test_gather_rows_of_a_big_table(name):
+  # a token embedding lookup: the rows' blocks are gathered and only they are dequantized; a table of 16384 k-quant blocks dequantized
+  # and then indexed got a float buffer of all its block scales (64 KiB and more written and read at every lookup)
+  t = GGML_TYPES[TYPE_IDS[name]]
+  rows, cols = 16384, 256
+  blocks_np, blocks, ref = _block_dot_case(name, rows, cols, seed=6)
+  ids = Tensor([[7, rows - 1, 7]], dtype=dtypes.int32).realize()
+  GlobalCounters.reset()
+  out = gather_rows(blocks, t, ids).cast(dtypes.float32).realize()
+  # traffic of the order of the rows' bytes (a k-quant's gathered into a small buffer first, its scale bytes read again per run), never
+  # the table's scales as floats (Q4_K: 200 KB)
+  row_bytes = cols // t.block_elems * t.block_bytes
+  assert GlobalCounters.global_mem <= 10 * 3 * row_bytes + ids.nbytes() + out.nbytes(), GlobalCounters.global_mem
+  np.testing.assert_array_equal(out.numpy()[0], ref[[7, rows - 1, 7]].astype(np.float32))
+
 def test_bad_input():
   with pytest.raises(ValueError, match=r"tensor 'w': GGML type 99 is not supported \(supported: .*Q4_K \(12\).*MXFP4 \(39\)"):
     ggml_type(99, "tensor 'w'")
   with pytest.raises(ValueError, match=r"Q8_0: needs \(blocks, 34\) uint8, got \(2, 33\)"): dequantize(Tensor(np.zeros((2, 33), np.uint8)), 8)
   with pytest.raises(ValueError, match=r"Q8_0: needs \(blocks, 34\) uint8, got \(2, 34\) dtypes\.char"):
     dequantize(Tensor(np.zeros((2, 34), np.int8)), 8)
+  with pytest.raises(ValueError, match=r"gather_rows Q4_K: needs \(rows, row/256, 144\) uint8 blocks, got \(4, 144\)"):
+    gather_rows(Tensor(np.zeros((4, 144), np.uint8)), GGML_TYPES[12], Tensor([0]))
   with pytest.raises(ValueError, match=r"block_dot Q8_0: needs x \(\.\.\., n\) and \(out, n/32, 34\) uint8 blocks, got x \(1, 48\), "
                                        r"blocks \(4, 2, 34\)"):
     block_dot(Tensor.zeros(1, 48), Tensor(np.zeros((4, 2, 34), np.uint8)), 8)

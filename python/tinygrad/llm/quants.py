@@ -238,4 +238,13 @@ def block_dot(x:Tensor, blocks:Tensor, type_id:int) -> Tensor:
   if t.block_dot is None: return x @ t.dequantize(blocks.reshape(-1, t.block_bytes)).reshape(blocks.shape[0], -1).cast(dtypes.float32).T
   return t.block_dot(x.reshape(*x.shape[:-1], blocks.shape[1], t.block_elems), blocks)
 
-__all__ = ["GGMLType", "GGML_TYPES", "ggml_type", "dequantize", "block_dot"]
+def gather_rows(blocks:Tensor, t:GGMLType, ids:Tensor) -> Tensor:
+  """The dequantized rows ids (any shape, int) of a table of quantized type t stored as `blocks`, (rows, row / block_elems, block_bytes) uint8:
+  (*ids.shape, row). The blocks are gathered first and only those dequantized: the table's dequantization indexed by ids would be
+  planned over the whole table, and a k-quant's block scales, broadcast over their blocks' elements, get a float buffer of every
+  block's scale (schedule/rangeify.py recomputed_often), written at every lookup."""
+  if blocks.dtype is not dtypes.uint8 or blocks.ndim != 3 or blocks.shape[2] != t.block_bytes:
+    raise ValueError(f"gather_rows {t.name}: needs (rows, row/{t.block_elems}, {t.block_bytes}) uint8 blocks, got {blocks.shape} {blocks.dtype}")
+  return t.dequantize(blocks[ids].reshape(-1, t.block_bytes)).reshape(*ids.shape, blocks.shape[1] * t.block_elems)
+
+__all__ = ["GGMLType", "GGML_TYPES", "ggml_type", "dequantize", "block_dot", "gather_rows"]
