@@ -166,3 +166,30 @@ def test_errors():
     ids = {"x": np.array([1, 2], dtype=np.int64)}
     ours(one_node("TfIdfVectorizer", ids, opset=9, mode="BM25", min_gram_length=1, max_gram_length=1, max_skip_count=0, ngram_counts=[0],
                   ngram_indexes=[0], pool_int64s=[1]), ids)
+
+# ---- TreeEnsembleRegressor / TreeEnsembleClassifier (ai.onnx.ml 3): two trees, string modes, a leaf with weights on two targets
+
+LEGACY_NODES = dict(nodes_treeids=[0, 0, 0, 0, 0, 1, 1, 1], nodes_nodeids=[0, 1, 2, 3, 4, 0, 1, 2],
+                    nodes_modes=["BRANCH_LEQ", "BRANCH_GT", "LEAF", "LEAF", "LEAF", "BRANCH_NEQ", "LEAF", "LEAF"],
+                    nodes_featureids=[0, 1, 0, 0, 0, 1, 0, 0], nodes_values=[0.5, 1.0, 0, 0, 0, 2.0, 0, 0],
+                    nodes_truenodeids=[1, 2, 0, 0, 0, 1, 0, 0], nodes_falsenodeids=[4, 3, 0, 0, 0, 2, 0, 0],
+                    nodes_missing_value_tracks_true=[1, 0, 0, 0, 0, 0, 0, 0])
+LEGACY_X = np.array([[0, 0], [0, 3], [1, 2], [1, 5], [np.nan, 1], [0.2, np.nan], [-1, 2]], dtype=np.float32)
+
+@pytest.mark.parametrize("aggregate", ["SUM", "AVERAGE", "MIN", "MAX"])
+def test_tree_ensemble_regressor(aggregate):
+  model = one_node("TreeEnsembleRegressor", {"x": LEGACY_X}, opset=21, domain="ai.onnx.ml", **LEGACY_NODES, aggregate_function=aggregate,
+                   n_targets=2, base_values=[0.5, -1], target_treeids=[0, 0, 0, 0, 1, 1], target_nodeids=[2, 2, 3, 4, 1, 2],
+                   target_ids=[0, 1, 0, 1, 0, 1], target_weights=[1.5, 2, -3, 4, 0.25, 5])
+  model.opset_import[1].version = 3
+  check(model, {"x": LEGACY_X})
+
+@pytest.mark.parametrize("post_transform", ["NONE", "LOGISTIC", "SOFTMAX"])
+@pytest.mark.parametrize("classes", [[10, 20, 30], [1]])
+def test_tree_ensemble_classifier(post_transform, classes):
+  ids = [0, 1, 2, 0, 1, 2] if len(classes) == 3 else [0] * 6
+  model = one_node("TreeEnsembleClassifier", {"x": LEGACY_X}, n_out=2, opset=21, domain="ai.onnx.ml", **LEGACY_NODES, post_transform=post_transform,
+                   classlabels_int64s=classes, class_treeids=[0, 0, 0, 0, 1, 1], class_nodeids=[2, 2, 3, 4, 1, 2], class_ids=ids,
+                   class_weights=[0.5, 0.2, 0.3, 0.9, 0.4, 0.1])
+  model.opset_import[1].version = 3
+  check(model, {"x": LEGACY_X})
