@@ -193,3 +193,9 @@ def test_tree_ensemble_classifier(post_transform, classes):
                    class_weights=[0.5, 0.2, 0.3, 0.9, 0.4, 0.1])
   model.opset_import[1].version = 3
   check(model, {"x": LEGACY_X})
+
+def test_deform_conv_rejects_an_offset_of_the_wrong_size():
+  inputs = {"x": np.zeros((1, 1, 5, 5), dtype=np.float32), "w": np.zeros((1, 1, 2, 2), dtype=np.float32),
+            "offset": np.zeros((1, 8, 3, 3), dtype=np.float32)}
+  with pytest.raises(ValueError, match=r"DeformConv: offset \(1, 8, 3, 3\) .* must cover the output \[4, 4\]"):
+    ours(one_node("DeformConv", inputs, kernel_shape=[2, 2]), inputs)

@@ -125,6 +125,10 @@ def DeformConv(x:Tensor, w:Tensor, offset:Tensor, b:Tensor|None=None, mask:Tenso
   if channels != w.shape[1] * group or out_channels % group or channels % offset_group or offset.shape[1] != offset_group * k * nd:
     raise ValueError(f"DeformConv: X {x.shape}, W {w.shape} and offset {offset.shape} do not fit group={group}, offset_group={offset_group}, "
                      f"kernel_shape={kernel}")
+  expect = [(i + pad_list[d] + pad_list[d + nd] - dilations[d] * (kernel[d] - 1) - 1) // strides[d] + 1 for d, i in enumerate(in_dims)]
+  if out_dims != expect or (mask is not None and mask.shape != (n, offset_group * k, *out_dims)):
+    raise ValueError(f"DeformConv: offset {offset.shape} (and mask {mask.shape if mask is not None else None}) must cover the output "
+                     f"{expect} of X {x.shape} with kernel_shape={kernel}, strides={strides}, dilations={dilations}, pads={pad_list}")
   # where each kernel tap of each output position reads before its offset, per axis: (k, points)
   base = []
   for d in range(nd):
