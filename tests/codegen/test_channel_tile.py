@@ -74,3 +74,11 @@ def test_opt_names_for_the_channel_tile():
   ast, _ = ast_of(Tensor.empty(1, 128, 14, 14).conv2d(Tensor.empty(128, 128, 3, 3), padding=1))
   opts = H.hand_coded_optimizations(ast, threads=1).arg.applied_opts
   assert opts == (Opt(OptOps.UPCAST, 0, 16), Opt(OptOps.UPCAST, 2, 7), Opt(OptOps.PACK, 0, 0))
+
+def test_stem_padded_for_a_max_pool_is_a_channel_tile():
+  # ResNet's stem (3 channels, 7x7, stride 2) computed onto the max-pool's padded 114-wide grid: gather_tile would get 2 lanes there
+  x, w, m, s = Tensor.empty(1, 3, 224, 224), Tensor.empty(64, 3, 7, 7), Tensor.empty(64), Tensor.empty(64)
+  (si,) = [si for si in x.conv2d(w, stride=2, padding=3).batchnorm(None, None, m, s).relu().pad((1, 1, 1, 1), value=float("-inf"))
+           .schedule()[0] if si.ast.op.name == "SINK"]
+  opt = H.hand_coded_optimizations(si.ast, threads=2)
+  assert sorted(s for k, s in kinds(opt) if k is U) == [6, 16] and opt.arg.applied_opts[-1].op is OptOps.PACK

@@ -281,8 +281,10 @@ def channel_tile(ast:UOp, threads:int=1) -> UOp|None:
   if len(ast.src) != 1 or ast.src[0].op is not Ops.STORE or ast.src[0].src[0].op is not Ops.INDEX or len(ast.src[0].src) != 2: return None
   sizes = [range_size(r) for r in ranges_of(ast)]
   if len(loops := ranges_of(ast, AxisType.LOOP)) < 2 or any(s is None for s in sizes) or prod(sizes) < GATHER_MIN_WORK: return None  # type: ignore
-  if prod(range_size(r) or 1 for r in ranges_of(ast, AxisType.REDUCE, AxisType.UNROLL)) < CHANNEL_MIN_REDUCE: return None
   j = loops[-1]
+  # a short sum (a stem conv's 3 channels) keeps gather_tile where that gets its 8 lanes
+  if prod(range_size(r) or 1 for r in ranges_of(ast, AxisType.REDUCE, AxisType.UNROLL)) < CHANNEL_MIN_REDUCE and \
+     (range_size(j) or 0) % GATHER_J_LANES[0] == 0: return None
   j_loads = [ld for ld in _reduce_loads(ast) if j in ld.src[0].toposort()]
   if not j_loads or not (cands := [r for r in loops[:-1] if all(r not in ld.src[0].toposort() for ld in j_loads)]): return None
   i = cands[-1]
