@@ -77,6 +77,7 @@ CHANNEL_J_LANES = (8, 7, 6, 5, 9, 10)  # and pixels of an image row per step (th
                                 # noise; 4 accumulators wait on their adds: a 20-wide row ran 1.8x slower than with 5)
 CHANNEL_MIN_REDUCE = 256        # elements summed per output before channel_tile (ResNet's 7x7 stem conv of 3 channels, 147: gather_tile's
                                 # 8 lanes; its 114-wide output padded for a max-pool, where gather_tile gets 2 lanes: 6 here, 2.6x faster)
+CHANNEL_WINDOW_RATIO = 4        # channel_tile: a conv's pixel step over its window's step at most this (a stride or dilation of 4)
 PEEL_LANES = 128                # peeled_tile: lanes of its tile (j's times i's)
 PEEL_J_LANES = (16, 8, 4)       # and j's lanes (a 28-wide image: 4, float4 loads, x 16 channels, instead of its 4x4 upcast)
 PEEL_MAX_ROWS = 16              # i's lanes at most (64 float4 accumulators; 32 rows spill, which is slower)

@@ -41,12 +41,13 @@ from tinygrad.renderer import Renderer
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError
 from tinygrad.codegen.split_ranges import peels
 from tinygrad.codegen.opt.kernel import apply_opt, ranges_of, range_size, rtype, vector_loads, opt_axis, globalize, GPU_GLOBAL_DIMS
-from tinygrad.codegen.opt.kernel import range_key, pack_candidates, apply_opts, _consecutive, expanded_ops
+from tinygrad.codegen.opt.kernel import range_key, pack_candidates, apply_opts, _consecutive, _strides, expanded_ops
 from tinygrad.schedule.knobs import THREAD_MIN_WORK, THREAD_MAX, UPCAST, OUTER_FULL_MAX, TILE_LANES, TILE_ROWS, GATHER_MIN_WORK, PEEL_LANES
 from tinygrad.schedule.knobs import PEEL_J_LANES, PEEL_MAX_ROWS, GATHER_J_LANES, TILE_MIN_WORK, TILE_PANEL_BYTES, DOT_TILE, MAX_IMAGE_ROW, IMAGE_ROWS
 from tinygrad.schedule.knobs import MAX_UNPADDED_TAPS, MAX_TAPS, MAX_TAP_UNROLL, TAP_ROWS, TAP_IN_CHANNELS, UNROLL_MAX_LOADS, TILE_FAMILY_ROWS
 from tinygrad.schedule.knobs import TILE_FAMILY_CHAINED, GPU_GROUP_MAX_OUTPUTS, GPU_GROUP_MIN_REDUCE, GPU_GROUP, GPU_LOCAL_MAX, GPU_LOCALS
 from tinygrad.schedule.knobs import TC_UPCASTS, TC_LOCALS, UPCAST_MAX_BODY_OPS, DECODED_ROWS, CHANNEL_LANES, CHANNEL_J_LANES, CHANNEL_MIN_REDUCE
+from tinygrad.schedule.knobs import CHANNEL_WINDOW_RATIO
 
 def _within_budget(tile, ast:UOp, *args) -> UOp|None:
   """tile(ast, *args), or None where one of its opts is refused (apply_opt's limits: the code-size budget on a kernel with a long body)."""
@@ -269,6 +270,15 @@ def peeled_tile(ast:UOp) -> UOp|None:
   if lane is None or len(vector_loads(up, lane, in_reduce_only=True, gated=True)) != len(j_loads): return None
   return apply_opt(up, Opt(OptOps.UPCAST, opt_axis(up, OptOps.UPCAST, i), rows))[0]
 
+_SUMMED = (AxisType.REDUCE, AxisType.UNROLL)
+def _ranges(x:UOp) -> list[UOp]: return [r for r in x.toposort() if r.op is Ops.RANGE]
+
+def _window(idx:UOp, j:UOp, reds:list[UOp]) -> bool:
+  """Whether idx moves with j as with one of the summed ranges reds, the two steps at most CHANNEL_WINDOW_RATIO apart (a conv's x and kx)."""
+  sj, *srs = _strides(idx, [j, *reds], mid=True)
+  return sj is not None and sj != 0 and any(sr is not None and sr != 0 and (max(abs(sj), abs(sr)) % min(abs(sj), abs(sr)) == 0) and
+                                            max(abs(sj), abs(sr)) // min(abs(sj), abs(sr)) <= CHANNEL_WINDOW_RATIO for sr in srs)
+
 def channel_tile(ast:UOp, threads:int=1) -> UOp|None:
   """A conv as a GEMM with the output channels as the vector: a reduce kernel of at least GATHER_MIN_WORK multiply-adds over at least
   CHANNEL_MIN_REDUCE elements per output, whose loads along the innermost output loop j (an image row's pixels, gated by the padding or
@@ -287,6 +297,9 @@ def channel_tile(ast:UOp, threads:int=1) -> UOp|None:
      (range_size(j) or 0) % GATHER_J_LANES[0] == 0: return None
   j_loads = [ld for ld in _reduce_loads(ast) if j in ld.src[0].toposort()]
   if not j_loads or not (cands := [r for r in loops[:-1] if all(r not in ld.src[0].toposort() for ld in j_loads)]): return None
+  # only a conv's sliding window: a load whose address moves with j as with a summed range, up to a small factor (the stride or the
+  # dilation: x*2 + kx). A matmul's (x @ w's row of B, x @ w.T's row of w) are register_tile's and dot_tile's
+  if not any(_window(ld.src[0].src[1], j, reds) for ld in j_loads if (reds := [r for r in _ranges(ld) if rtype(r) in _SUMMED])): return None
   i = cands[-1]
   if (vj := next((v for v in CHANNEL_J_LANES if (range_size(j) or 0) % v == 0), None)) is None: return None
   for vi in CHANNEL_LANES:
