@@ -292,9 +292,11 @@ def channel_tile(ast:UOp, threads:int=1) -> UOp|None:
   sizes = [range_size(r) for r in ranges_of(ast)]
   if len(loops := ranges_of(ast, AxisType.LOOP)) < 2 or any(s is None for s in sizes) or prod(sizes) < GATHER_MIN_WORK: return None  # type: ignore
   j = loops[-1]
-  # a short sum (a stem conv's 3 channels) keeps gather_tile where that gets its 8 lanes
+  # a short sum (a stem conv's 3 channels) keeps gather_tile, unless that would gather 2 lanes of a row longer than an image's (the
+  # stem computed onto a max-pool's padded 114-wide grid)
+  nj = range_size(j) or 0
   if prod(range_size(r) or 1 for r in ranges_of(ast, AxisType.REDUCE, AxisType.UNROLL)) < CHANNEL_MIN_REDUCE and \
-     (range_size(j) or 0) % GATHER_J_LANES[0] == 0: return None
+     (nj % UPCAST == 0 or nj <= MAX_IMAGE_ROW): return None
   j_loads = [ld for ld in _reduce_loads(ast) if j in ld.src[0].toposort()]
   if not j_loads or not (cands := [r for r in loops[:-1] if all(r not in ld.src[0].toposort() for ld in j_loads)]): return None
   # only a conv's sliding window: a load whose address moves with j as with a summed range, up to a small factor (the stride or the
