@@ -73,10 +73,10 @@ GATHER_MIN_WORK = 1 << 22       # gather_tile: multiply-adds (all ranges) before
 CHANNEL_LANES = (16, 8)         # channel_tile: output channels per step, one vector (an AVX-512 register) of packed weights; 8 where
                                 # 16 would pass MAX_EXPANDED_OPS (a ResNet block's second conv with its shortcut conv fused in)
 CHANNEL_J_LANES = (8, 7, 6, 5, 9, 10)  # and pixels of an image row per step (the first that divides the row), each a broadcast input
-                                # times that vector into its accumulator (7x7 and 14x14 images: 7; 8 vs 7 or 14 at 28 and 56 wide: within
-                                # noise; 4 accumulators wait on their adds: a 20-wide row ran 1.8x slower than with 5)
+                                # times that vector into its accumulator (7x7 and 14x14 images: 7; 4 accumulators wait on their adds:
+                                # not 4; benches/README.md, Design measurements)
 CHANNEL_MIN_REDUCE = 256        # elements summed per output before channel_tile (ResNet's 7x7 stem conv of 3 channels, 147: gather_tile's
-                                # 8 lanes; its 114-wide output padded for a max-pool, where gather_tile gets 2 lanes: 6 here, 2.6x faster)
+                                # 8 lanes; its 114-wide output padded for a max-pool, where gather_tile gets 2 lanes: 6 lanes here)
 CHANNEL_WINDOW_RATIO = 4        # channel_tile: a conv's pixel step over its window's step at most this (a stride or dilation of 4)
 PEEL_LANES = 128                # peeled_tile: lanes of its tile (j's times i's)
 PEEL_J_LANES = (16, 8, 4)       # and j's lanes (a 28-wide image: 4, float4 loads, x 16 channels, instead of its 4x4 upcast)
