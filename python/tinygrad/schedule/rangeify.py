@@ -540,6 +540,23 @@ def _reduce(ctx:KernelContext, x:UOp, u:UOp) -> UOp:
   for level in levels: ret = UOp(Ops.REDUCE, u.dtype, (ret, *(ranges[i] for i in level)), (rop,))
   return ret
 
+def _ranges(x:UOp) -> set[UOp]: return {r for r in x.toposort() if r.op is Ops.RANGE}
+
+def _lift_gate(red:UOp, a:UOp, ld:UOp) -> UOp|None:
+  """sum(a * (g ? w[i] : 0)) -> g ? sum(a * w[i]) : 0 where the gate g tests none of the sum's ranges and none that the address i
+  moves with: a padded view of a reduce (a max-pool's padding around a conv) pushes its mask into every load of the sum, and a
+  conv's weight gated by the output position can't be packed or read as a vector. Its address is one the ungated positions read."""
+  g, alt = ld.src[2], ld.src[1]
+  if alt.op is not Ops.CONST or alt.arg != 0 or (gr := _ranges(g)) & (set(red.src[1:]) | _ranges(ld.src[0])): return None
+  body = red.src[0].replace(src=tuple(ld.replace(src=ld.src[:1]) if s is ld else s for s in red.src[0].src))
+  return g.where(red.replace(src=(body, *red.src[1:])), UOp.const(red.dtype.const(0), red.dtype)) if gr else None
+
+# after the value is pushed down: the reduce-invariant gates of a sum's factors lifted out of the sum
+pm_lift_gates = PatternMatcher([
+  (UPat(Ops.REDUCE, arg=(Ops.ADD,), src=(UPat(Ops.MUL, src=[UPat.var("a"), UPat(Ops.LOAD, src=(UPat(), UPat(), UPat()), name="ld")]),),
+        allow_any_len=True, name="red"), _lift_gate),
+])
+
 def _decodes_narrow_values(src:UOp) -> bool:
   """Whether src computes floats from packed values narrower than them (an int8/int16 cast to float, bytes bitcast to a half, a half or
   bfloat16 cast to float): a quantized or 16-bit weight's values, read at memory speed only with wide loads."""
@@ -699,7 +716,7 @@ def build_kernel(root:UOp, out:UOp, bufs:dict[UOp, UOp], realized_buffer, merge_
     view_ctx = replace(ctx, bufs={root.src[0]: out}, realized_buffer=_no_buffer)
     seen = graph_rewrite(at(write.src[0], _TRUE, idx), pm_index, ctx=view_ctx, bpm=pm_kernel_region, name="schedule: view at index")
   if ctx.reduce_of:
-    value = fold_reduces(value)
+    value = graph_rewrite(fold_reduces(value), pm_lift_gates, name="schedule: lift gates out of sums")
     left = value.toposort()
     ctx.unfolded = list(dict.fromkeys(x for r, x in ctx.reduce_of.items() if r in left and x in inline and x is not root))
   if write is None: store = UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, out.dtype, (ctx.params[out], flat_index(idx, shape))), value))
