@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
-"""Across processes (issue 29, the MPI half of item 6): data-parallel training over MPI ranks against one process, and all_reduce's
-bandwidth against a memory copy.
+"""Data-parallel training on several devices of one process (Tensor.shard over CPU:0..CPU:N-1) and over MPI ranks, against one device,
+and the all-reduce's bandwidth against a memory copy (issue 29 item 6).
 
   step_1proc_s        median wall time of one training step in one process (MLP 784-512-512-10, Adam, the global batch)
+  step_<N>dev_s       the same step with the batch sharded over N CPU devices of this process and the parameters copied to each
+                      (gradients all-reduced by the scheduler's ring/tree of copies)
+  dev_step_ratio      step_<N>dev_s / step_1proc_s
+  dev_allreduce_gbs   bytes of a float32 tensor / time of its all-reduce over N CPU devices (a sum over the sharded axis)
   step_<N>ranks_s     the same step data-parallel over N ranks (`mpirun -n N`): each rank its 1/N of the batch, the gradients
                       all-reduced and averaged before opt.step() (rank 0's time; every rank waits for the others in the all-reduce)
   step_ratio          step_<N>ranks_s / step_1proc_s (on a machine with fewer cores than ranks x threads this is the overhead)
@@ -10,7 +14,7 @@ bandwidth against a memory copy.
   mpi_allreduce_gbs   the same bytes through mpi4py's Allreduce on numpy arrays alone (MPI's share of the above)
   memcpy_gbs          the same bytes through np.copyto in one process
 
-  python benches/bench_multi.py [--ranks 2] [--batch 128] [--steps 10] [--mbytes 16]; prints JSON.
+  python benches/bench_multi.py [--ranks 2] [--devices 2] [--no-mpi] [--batch 128] [--steps 10] [--mbytes 16]; prints JSON.
 """
 from __future__ import annotations
 import argparse
@@ -29,8 +33,9 @@ def make_model():
     def __call__(self, x): return self.l3(self.l2(self.l1(x).relu()).relu())
   return MLP()
 
-def step_time(batch:int, steps:int) -> float:
-  """Median wall time of a training step on this rank's share of the global batch (data-parallel when the world has several ranks)."""
+def step_time(batch:int, steps:int, devices:tuple[str, ...]|None=None) -> float:
+  """Median wall time of a training step on this rank's share of the global batch (data-parallel when the world has several ranks, or
+  over `devices` in this process)."""
   from tinygrad import Tensor, nn
   from tinygrad.helpers import Context
   from tinygrad.nn.state import get_parameters
@@ -44,6 +49,10 @@ def step_time(batch:int, steps:int) -> float:
   X, Y = rng.standard_normal((batch, 784)).astype(np.float32), rng.integers(0, 10, batch).astype(np.int32)
   n = batch // size
   x, y = Tensor(X[rank * n:(rank + 1) * n]).realize(), Tensor(Y[rank * n:(rank + 1) * n]).realize()
+  if devices:
+    Tensor.realize(*params)
+    for p in params: p.shard_(devices)
+    x, y = x.shard(devices, 0).realize(), y.shard(devices, 0).realize()
   times = []
   with Context(TRAINING=1):
     for i in range(steps + 3):
@@ -81,6 +90,20 @@ def allreduce_rates(mbytes:float, reps:int=10) -> dict[str, float]:
     mpi_times.append(time.perf_counter() - start)
   return {"allreduce_gbs": nbytes / statistics.median(times) / 1e9, "mpi_allreduce_gbs": nbytes / statistics.median(mpi_times) / 1e9}
 
+def device_allreduce_gbs(mbytes:float, devices:tuple[str, ...], reps:int=10) -> float:
+  from tinygrad import Tensor, Device
+  n = int(mbytes * 2**20) // 4
+  t = Tensor(np.ones((len(devices), n), np.float32)).shard(devices, 0).realize()
+  t.sum(0).realize()
+  times = []
+  for _ in range(reps):
+    start = time.perf_counter()
+    out = t.sum(0).realize()
+    for d in devices: Device[d].synchronize()
+    times.append(time.perf_counter() - start)
+  del out
+  return n * 4 / statistics.median(times) / 1e9
+
 def memcpy_gbs(mbytes:float, reps:int=10) -> float:
   nbytes = int(mbytes * 2**20) // 4 * 4
   src, dst = np.ones(nbytes // 4, np.float32), np.empty(nbytes // 4, np.float32)
@@ -97,6 +120,8 @@ def main():
   ap.add_argument("--batch", type=int, default=128)
   ap.add_argument("--steps", type=int, default=10)
   ap.add_argument("--mbytes", type=float, default=16)
+  ap.add_argument("--devices", type=int, default=2, help="CPU devices of this process for the sharded step (0: skip)")
+  ap.add_argument("--no-mpi", action="store_true", help="skip the MPI ranks")
   ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)   # set on the ranks mpirun starts
   args = ap.parse_args()
   if args.batch % args.ranks: raise SystemExit(f"--batch {args.batch} must divide into --ranks {args.ranks}")
@@ -107,12 +132,20 @@ def main():
     if dist.rank() == 0: print("RESULT " + json.dumps(res), flush=True)
     return
   res = {"ranks": args.ranks, "batch": args.batch, "mbytes": args.mbytes, "step_1proc_s": step_time(args.batch, args.steps)}
+  if args.devices > 1:
+    devices = tuple(f"CPU:{i}" for i in range(args.devices))
+    res[f"step_{args.devices}dev_s"] = step_time(args.batch, args.steps, devices)
+    res["dev_step_ratio"] = res[f"step_{args.devices}dev_s"] / res["step_1proc_s"]
+    res["dev_allreduce_gbs"] = device_allreduce_gbs(args.mbytes, devices)
+  res["memcpy_gbs"] = memcpy_gbs(args.mbytes)
+  if args.no_mpi:
+    print(json.dumps(res, indent=1))
+    return
   proc = subprocess.run(dist.launch_command(args.ranks, [os.path.abspath(__file__), "--worker", *sys.argv[1:]]), capture_output=True, text=True)
   lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
   if proc.returncode != 0 or not lines: raise SystemExit(f"mpirun failed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
   res.update(json.loads(lines[0].removeprefix("RESULT ")))
   res["step_ratio"] = res[f"step_{args.ranks}ranks_s"] / res["step_1proc_s"]
-  res["memcpy_gbs"] = memcpy_gbs(args.mbytes)
   print(json.dumps(res, indent=1))
 
 if __name__ == "__main__":

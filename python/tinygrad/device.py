@@ -67,6 +67,15 @@ class _Device:
     if DEBUG >= 1: print(f"opened device {ix} from pid:{os.getpid()}")
     self._opened_devices.add(ix)
     return ret
+  def close(self, ix:str) -> None:
+    """Closes an opened device: its queued work is finished and its threads end (finalize); Device[ix] then opens it anew. Buffers
+    allocated on it keep their memory until freed."""
+    ix = self.canonicalize(ix)
+    with self._open_lock:
+      if (dev := self._opened.pop(ix, None)) is None: raise RuntimeError(f"device {ix} is not open")
+      self._opened_devices.discard(ix)
+    dev.synchronize()
+    dev.finalize()
   @property
   def default(self) -> Compiled: return self[self.DEFAULT]
   def get_available_devices(self) -> Iterator[str]:
@@ -316,7 +325,7 @@ class LRUAllocator(Allocator, Generic[DeviceType]):
       self.free_cache()
       return super().alloc(size, options)
   def free_cache(self):
-    for (sz, options), opaques in self.cache.items():
+    for (sz, options), opaques in list(self.cache.items()):   # (a CPU device's queue may free into the cache meanwhile)
       for opaque in opaques: super().free(opaque, sz, options)
       opaques.clear()
   # a freed allocation this large goes back to the runtime: reuse saves little next to filling it, and a cache of them (a test run
@@ -507,5 +516,8 @@ class Compiled:
       if slot in spec.outs: b.ensure_allocated().before_write()
     global_size, local_size = spec.launch_dims(var_vals)
     return prg(*[b.ensure_allocated()._buf for b in bufs], global_size=global_size, local_size=local_size, vals=spec.vals(var_vals), wait=wait)
+  # a launcher (Program.launcher) is valid while its device's launch_epoch stays the same: a CPU device that starts or stops its queue
+  # changes it, and TinyJit makes its launchers again
+  launch_epoch = 0
   def synchronize(self) -> None: pass
   def finalize(self) -> None: pass

@@ -102,6 +102,19 @@ def _after_call_gradient(ctx:UOp, d:UOp, k:UOp) -> tuple[UOp, UOp]:
   i = k.src.index(d) - 1
   return (ctx, UOp.maketuple(*(ctx if j == i else _noop() for j in range(len(k.src) - 1))))
 
+def _mstack_gradient(ctx:UOp, ret:UOp) -> tuple[UOp|None, ...]:
+  # a sharded value (tinygrad/schedule/multi.py): each shard's gradient is its part of the whole gradient, on its device; the shards of a
+  # copy per device are one value, whose gradient goes to the first copy alone (the gradient of the value it was copied from, once)
+  devices = ret.device
+  def on(g:UOp, i:int) -> UOp: return UOp(Ops.COPY, g.dtype, (g,), (devices, devices[i]))
+  if ret.arg is None: return (on(ctx, 0),) + (None,) * (len(ret.src) - 1)
+  out, off = [], 0
+  for i, s in enumerate(ret.src):
+    n = s.shape[ret.arg]
+    out.append(on(ctx.shrink(tuple((off, off + n) if a == ret.arg else None for a in range(len(ret.shape)))), i))
+    off += n
+  return tuple(out)
+
 pm_gradient = PatternMatcher([
   # elementwise
   (UPat(Ops.ADD), lambda ctx: (ctx, ctx)),
@@ -129,6 +142,7 @@ pm_gradient = PatternMatcher([
   (UPat(Ops.CONTIGUOUS), lambda ctx: (ctx,)),
   (UPat(Ops.CONTIGUOUS_BACKWARD), lambda ctx: (UOp(Ops.CONTIGUOUS, ctx.dtype, (ctx,)),)),
   (UPat(Ops.COPY, name="ret"), lambda ctx, ret: (UOp(Ops.COPY, ctx.dtype, (ctx,), (ret.arg[1], ret.arg[0])),)),
+  (UPat(Ops.MSTACK, name="ret"), _mstack_gradient),
   (UPat(Ops.AFTER, src=(UPat.var("storage"), UPat(Ops.STORE, name="st"))), _assign_gradient),
   (UPat(Ops.STORE, src=(UPat(), UPat())), lambda ctx: (None, ctx)),
   # calls (tinygrad/uop/call.py; FUNCTION and CALL themselves are _call_gradient's): a TUPLE's gradient is one per output (NOOP: none)

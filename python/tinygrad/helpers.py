@@ -395,6 +395,8 @@ NOLOCALS = ContextVar("NOLOCALS", 0)
 NO_MEMORY_PLANNER, LRU = ContextVar("NO_MEMORY_PLANNER", 0), ContextVar("LRU", 1)
 CACHELEVEL, IGNORE_BEAM_CACHE = ContextVar("CACHELEVEL", 2), ContextVar("IGNORE_BEAM_CACHE", 0)
 FUSE_OPTIM = ContextVar("FUSE_OPTIM", 0)
+# all-reduce between devices (schedule/allreduce.py): RING 0 never uses the ring, 1 from RING_ALLREDUCE_THRESHOLD elements, 2 always
+RING, RING_ALLREDUCE_THRESHOLD = ContextVar("RING", 1), ContextVar("RING_ALLREDUCE_THRESHOLD", 256_000)
 ALLOW_DEVICE_USAGE, MAX_BUFFER_SIZE = ContextVar("ALLOW_DEVICE_USAGE", 1), ContextVar("MAX_BUFFER_SIZE", 0)
 DEFAULT_FLOAT, DEFAULT_INT = ContextVar("DEFAULT_FLOAT", "float32"), ContextVar("DEFAULT_INT", "int32")
 
@@ -408,6 +410,8 @@ def cpu_count() -> int:
     if quota != "max": n = min(n, int(quota) // int(period))
   return max(1, n)
 NUM_CPU_THREADS = ContextVar("NUM_CPU_THREADS", cpu_count())
+# threads per CPU device (CPU, CPU:1, ...); 0: NUM_CPU_THREADS split between the CPU devices in use (runtime/ops_cpu.py device_threads)
+CPU_DEVICE_THREADS = ContextVar("CPU_DEVICE_THREADS", 0)
 
 def map_on_threads(fn:Callable[[T], U], items:Sequence[T], name:str) -> list[U]:
   """The compile pool: [fn(x) for x in items] with one thread per item, the first on the calling thread (for work that releases the

@@ -162,9 +162,9 @@ def test_conv_border_pieces_keep_the_tile(shape, cout, kw, split_reduces):
   np.testing.assert_allclose(t.numpy(), np_conv(x, w, 1, kw.get("stride", 1), 1, pads), rtol=1e-4, atol=1e-4)
 
 def test_big_padded_conv_pieces_all_vector_stores():
-  # the benchmark's conv (8x64x56x56, 64 out, 3x3, pad 1) at the real thresholds: 9 pieces (3 row ranges x 3 column ranges), each with
-  # the 8x16 tile (16 vector stores of 8 lanes), its first and last rows included. Lowered only (no compile)
-  t = Tensor.empty(8, 64, 56, 56).conv2d(Tensor.empty(64, 64, 3, 3), padding=1)
+  # a big conv (32x16x56x56, 64 out, 3x3, pad 1; with 64 input channels channel_tile takes it) at the real thresholds: 9 pieces (3 row
+  # ranges x 3 column ranges), each with the 8x16 tile (16 vector stores of 8 lanes), its first and last rows included. Lowered only
+  t = Tensor.empty(32, 16, 56, 56).conv2d(Tensor.empty(64, 16, 3, 3), padding=1)
   stores = _output_stores(lowered(t))
   assert len(stores) == 9 * 16 and all(st.src[0].op is Ops.SHRINK and st.src[0].src[2].arg == 8 for st in stores)
 

@@ -2,7 +2,7 @@
 # are made of.
 import numpy as np
 from hypothesis import strategies as st
-from tinygrad import Tensor
+from tinygrad import Tensor, dtypes
 
 MAX_NUMEL = 256
 
@@ -71,3 +71,18 @@ def apply_op(draw, vals:list[tuple[Tensor, np.ndarray]]) -> tuple[Tensor, np.nda
     return t.max(ax, keepdim=keep), a.max(ax, keepdims=keep)
   if kind == "contiguous": return t.contiguous(), a
   return t + 1.0, a + np.float32(1.0)
+
+SHAPES = [(4,), (3, 5), (2, 3, 4), (8, 8), (1, 6), (16,), (2, 1, 3)]
+
+@st.composite
+def program_plans(draw):
+  """What a random program starts from: its inputs' shapes (one to three), how many ops it applies, a seed for the inputs' values, and
+  hypothesis's data to draw the ops (apply_op) from."""
+  shapes = draw(st.lists(st.sampled_from(SHAPES), min_size=1, max_size=3))
+  return shapes, draw(st.integers(3, 10)), draw(st.integers(0, 2**31 - 1)), draw(st.data())
+
+def random_inputs(shapes:list[tuple[int, ...]], seed:int, device_of) -> list[tuple[Tensor, np.ndarray]]:
+  """A random program's inputs: float32 values in [-2, 2) of these shapes, each a Tensor on device_of() with its numpy twin."""
+  rng = np.random.default_rng(seed)
+  arrays = [rng.uniform(-2, 2, shape).astype(np.float32) for shape in shapes]
+  return [(Tensor(a, device=device_of(), dtype=dtypes.float32), a) for a in arrays]

@@ -4,7 +4,7 @@
 import numpy as np
 import pytest
 from tinygrad import Tensor, dtypes, GlobalCounters
-from tinygrad.llm.quants import GGML_TYPES, dequantize, ggml_type, block_dot
+from tinygrad.llm.quants import GGML_TYPES, dequantize, ggml_type, block_dot, gather_rows
 from tests.helpers.ggml_blocks import TYPE_IDS, random_blocks
 
 pytestmark = pytest.mark.cpu
@@ -99,21 +99,67 @@ def test_experts_gathered_per_token_in_one_kernel(name):
   for tok in range(3):
     for j in range(2): _close(out.numpy()[tok, j, 0], x[tok, 0], ref[sel[tok, j]], "k,nk->n")
 
-@pytest.mark.parametrize("name", ["Q8_0", "Q4_0", "Q5_0", "Q4_K"])
-def test_block_dot_reads_packed_blocks_in_one_kernel(name):
-  # x @ w.T with the block scale out of the inner sum (Q4_K has no block_dot: the dequantized matmul), for one row (decode) and a
-  # chunk of rows (prefill): one kernel reading the stored bytes, numpy's result of the oracle's dequantized weight
+BLOCK_DOT_TYPES = ["Q8_0", "Q4_0", "Q5_0", "Q4_K", "Q5_K", "Q6_K"]
+
+def _block_dot_case(name:str, rows:int, cols:int, seed:int, **blocks_kw) -> tuple[np.ndarray, Tensor, np.ndarray]:
+  """(the packed blocks, as a realized (rows, cols / block_elems, block_bytes) Tensor too, the oracle's float64 (rows, cols) weight)."""
   t = GGML_TYPES[TYPE_IDS[name]]
-  rows, cols = 16, 512
-  blocks_np = random_blocks(name, rows * cols // t.block_elems, seed=3)
+  blocks_np = random_blocks(name, rows * cols // t.block_elems, seed=seed, **blocks_kw)
   ref = _oracle(blocks_np, name).astype(np.float64).reshape(rows, cols)
-  blocks = Tensor(blocks_np).realize().reshape(rows, cols // t.block_elems, t.block_bytes)
+  return blocks_np, Tensor(blocks_np).realize().reshape(rows, cols // t.block_elems, t.block_bytes), ref
+
+@pytest.mark.parametrize("name", BLOCK_DOT_TYPES)
+def test_block_dot_reads_packed_blocks_in_one_kernel(name):
+  # x @ w.T with the block (or run) scale out of the inner sum, for one row (decode) and a chunk of rows (prefill): one kernel reading
+  # the stored bytes, numpy's result of the oracle's dequantized weight. Q4_K and Q5_K's mins multiply the sums of x's runs, computed
+  # once by a small kernel of their own that reads x only
+  assert GGML_TYPES[TYPE_IDS[name]].block_dot is not None
+  rows, cols = 16, 512
+  blocks_np, blocks, ref = _block_dot_case(name, rows, cols, seed=3)
   for shape in [(1, cols), (2, 5, cols)]:
     x = Tensor(np.random.default_rng(4).standard_normal(shape).astype(np.float32)).realize()
-    out = _one_kernel(lambda: block_dot(x, blocks, TYPE_IDS[name]))
+    GlobalCounters.reset()
+    out = block_dot(x, blocks, TYPE_IDS[name]).realize()
+    x_sums = 0 if name not in ("Q4_K", "Q5_K") else x.nbytes() // 32
+    assert GlobalCounters.kernel_count == 1 + (x_sums > 0), f"{GlobalCounters.kernel_count} kernels"
     assert out.shape == (*shape[:-1], rows)
     _close(out.numpy().reshape(-1, rows), x.numpy().reshape(-1, cols), ref, "bk,nk->bn")
-    assert GlobalCounters.global_mem <= blocks_np.nbytes + x.nbytes() + out.nbytes()
+    # the stored bytes once, x once per kernel, x's run sums written and read; never a float copy of the weight or of its scales
+    assert GlobalCounters.global_mem <= blocks_np.nbytes + x.nbytes() * (1 + (x_sums > 0)) + out.nbytes() + x_sums * 2, GlobalCounters.global_mem
+
+@pytest.mark.parametrize("name", ["Q4_K", "Q5_K", "Q6_K"])
+@pytest.mark.parametrize("x_shape", [(1,), (3,), (2, 1)])
+def test_k_block_dot_matches_dequantized_matmul(name, x_shape):
+  # several 256-element blocks per row, each run with its own scale (and min): every run's terms land in the right output
+  _, blocks, ref = _block_dot_case(name, 24, 512, seed=TYPE_IDS[name])
+  x = np.random.default_rng(5).standard_normal((*x_shape, 512)).astype(np.float32)
+  out = block_dot(Tensor(x), blocks, TYPE_IDS[name]).numpy()
+  assert out.shape == (*x_shape, 24)
+  _close(out.reshape(-1, 24), x.reshape(-1, 512), ref, "bk,nk->bn")
+
+@pytest.mark.parametrize("name", ["Q4_K", "Q5_K", "Q6_K"])
+@pytest.mark.parametrize("case", ["max_bits", "negative_scales", "all_zero"])
+def test_k_block_dot_edge_blocks(name, case):
+  # every code and six-bit scale at its largest with the largest float16 d, negative d and dmin, and all-zero blocks
+  _, blocks, ref = _block_dot_case(name, 8, 256, seed=TYPE_IDS[name], **CASES[case])
+  x = np.random.default_rng(5).standard_normal((2, 256)).astype(np.float32)
+  _close(block_dot(Tensor(x), blocks, TYPE_IDS[name]).numpy(), x, ref, "bk,nk->bn")
+
+@pytest.mark.parametrize("name", ["Q8_0", "Q4_K", "Q6_K"])
+def test_gather_rows_of_a_big_table(name):
+  # a token embedding lookup: the rows' blocks are gathered and only they are dequantized; a table of 16384 k-quant blocks dequantized
+  # and then indexed got a float buffer of all its block scales (64 KiB and more written and read at every lookup)
+  t = GGML_TYPES[TYPE_IDS[name]]
+  rows, cols = 16384, 256
+  blocks_np, blocks, ref = _block_dot_case(name, rows, cols, seed=6)
+  ids = Tensor([[7, rows - 1, 7]], dtype=dtypes.int32).realize()
+  GlobalCounters.reset()
+  out = gather_rows(blocks, t, ids).cast(dtypes.float32).realize()
+  # traffic of the order of the rows' bytes (a k-quant's gathered into a small buffer first, its scale bytes read again per run), never
+  # the table's scales as floats (Q4_K: 200 KB)
+  row_bytes = cols // t.block_elems * t.block_bytes
+  assert GlobalCounters.global_mem <= 10 * 3 * row_bytes + ids.nbytes() + out.nbytes(), GlobalCounters.global_mem
+  np.testing.assert_array_equal(out.numpy()[0], ref[[7, rows - 1, 7]].astype(np.float32))
 
 def test_bad_input():
   with pytest.raises(ValueError, match=r"tensor 'w': GGML type 99 is not supported \(supported: .*Q4_K \(12\).*MXFP4 \(39\)"):
@@ -121,6 +167,8 @@ def test_bad_input():
   with pytest.raises(ValueError, match=r"Q8_0: needs \(blocks, 34\) uint8, got \(2, 33\)"): dequantize(Tensor(np.zeros((2, 33), np.uint8)), 8)
   with pytest.raises(ValueError, match=r"Q8_0: needs \(blocks, 34\) uint8, got \(2, 34\) dtypes\.char"):
     dequantize(Tensor(np.zeros((2, 34), np.int8)), 8)
+  with pytest.raises(ValueError, match=r"gather_rows Q4_K: needs \(rows, row/256, 144\) uint8 blocks, got \(4, 144\)"):
+    gather_rows(Tensor(np.zeros((4, 144), np.uint8)), GGML_TYPES[12], Tensor([0]))
   with pytest.raises(ValueError, match=r"block_dot Q8_0: needs x \(\.\.\., n\) and \(out, n/32, 34\) uint8 blocks, got x \(1, 48\), "
                                        r"blocks \(4, 2, 34\)"):
     block_dot(Tensor.zeros(1, 48), Tensor(np.zeros((4, 2, 34), np.uint8)), 8)

@@ -235,10 +235,10 @@ def test_c_pool_workers_kept_off_the_callers_cpu(scale):
 def test_a_pool_that_fails_to_build_is_not_tried_again(monkeypatch):
   # (the process's pool set aside: a fresh process whose compiler can't build the pool's C)
   from tinygrad.device import CompileError
-  monkeypatch.setattr(cpu_threads, "_pool", None)
+  monkeypatch.setattr(cpu_threads, "_library", None)
   monkeypatch.setattr(cpu_threads, "_failed", False)
   tries: list[str] = []
   def load(src:str):
     tries.append(src)
     raise CompileError("no pthread.h")
-  assert cpu_threads.native_pool(load, 1) is None and cpu_threads.native_pool(load, 1) is None and len(tries) == 1
+  assert cpu_threads.pool_library(load) is None and cpu_threads.pool_library(load) is None and len(tries) == 1

@@ -6,6 +6,7 @@ import pathlib
 import subprocess
 import sys
 import textwrap
+import numpy as np
 import pytest
 import tinygrad
 
@@ -72,3 +73,50 @@ def test_forked_child_leaves_the_parents_search_workers_alone(tmp_path):
       assert all(p.is_alive() for p in procs) and search._pool is pool, "the child stopped the parent's search workers"
     search.close_pool()
   """, tmp_path)
+
+def test_os_fork_with_queued_cpu_devices(tmp_path):
+  # with CPU and CPU:1 in use each runs its kernels on a queue thread, which a forked child doesn't get: the child starts its own
+  run("""
+    Device["CPU:1"]
+    assert Device["CPU"].queue is not None and Device["CPU:1"].queue is not None
+    x = np.arange(1 << 16, dtype=np.float32)
+    pending = (Tensor(x, device="CPU:1") * 3).realize()   # maybe still queued at the fork: it runs before
+    pid = os.fork()
+    if pid == 0:
+      try:
+        work(1)
+        got = ((Tensor(x) + 1).to("CPU:1") * 2).numpy()
+        os._exit(0 if np.array_equal(got, (x + 1) * 2) and np.array_equal(pending.numpy(), x * 3) else 1)
+      except BaseException:
+        os._exit(2)
+    assert os.waitpid(pid, 0)[1] == 0
+    assert np.array_equal(pending.numpy(), x * 3)
+  """, tmp_path)
+
+def test_exit_with_kernels_still_queued(tmp_path):
+  # the script ends while a queued kernel still runs: it finishes (its writes into a file's shared mapping land) before the interpreter
+  # frees the memory queued kernels use
+  out = tmp_path / "out.bin"
+  out.write_bytes(bytes(4096))
+  run(f"""
+    import mmap
+    from tinygrad.device import Buffer, BufferSpec
+    from tinygrad.dtype import dtypes
+    from tinygrad.helpers import mv_address
+    SRC = r'''
+    #include <time.h>
+    void late_fill(float *out, int n) {{
+      struct timespec ts = {{0, 300000000}};
+      nanosleep(&ts, 0);
+      for (int i = 0; i < n; i++) out[i] = (float)(i + 1);
+    }}'''
+    dev = Device["CPU:1"]
+    Device["CPU"]
+    prg = dev.runtime("late_fill", dev.compiler.compile_cached(SRC))
+    f = open({str(out)!r}, "r+b")
+    mm = mmap.mmap(f.fileno(), 4096)
+    buf = Buffer("CPU:1", 1024, dtypes.float32, options=BufferSpec(external_ptr=mv_address(mm))).allocate()
+    prg(buf._buf, vals=(1024,))
+    assert dev.queue.completed < dev.queue.submitted
+  """, tmp_path)
+  np.testing.assert_array_equal(np.frombuffer(out.read_bytes(), np.float32), np.arange(1, 1025, dtype=np.float32))

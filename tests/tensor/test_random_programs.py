@@ -3,29 +3,17 @@
 # turned into index arithmetic, reduces inside and across kernels and buffers reused at several indices all get exercised.
 import numpy as np
 import pytest
-from hypothesis import given, settings, HealthCheck, strategies as st
-from tinygrad import Tensor, dtypes
+from hypothesis import given, settings, HealthCheck
+from tinygrad import Tensor
 from tests.helpers.devices import DEVICES
-from tests.helpers.programs import apply_op
-
-@st.composite
-def programs(draw):
-  vals = []
-  for _ in range(draw(st.integers(1, 3))):
-    shape = draw(st.sampled_from([(4,), (3, 5), (2, 3, 4), (8, 8), (1, 6), (16,), (2, 1, 3)]))
-    vals.append(shape)
-  return vals, draw(st.integers(3, 10)), draw(st.integers(0, 2**31 - 1)), draw(st.data())
+from tests.helpers.programs import apply_op, program_plans, random_inputs
 
 @pytest.mark.parametrize("device", DEVICES)
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
-@given(prog=programs())
+@given(prog=program_plans())
 def test_random_program_matches_numpy(device, prog):
   shapes, n_ops, seed, data = prog
-  rng = np.random.default_rng(seed)
-  vals = []
-  for shape in shapes:
-    a = rng.uniform(-2, 2, shape).astype(np.float32)
-    vals.append((Tensor(a, device=device, dtype=dtypes.float32), a))
+  vals = random_inputs(shapes, seed, lambda: device)
   for _ in range(n_ops): vals.append(apply_op(data.draw, vals))
   outs = vals[len(shapes):]
   # every value of the program realized together: one schedule whose targets share intermediates

@@ -112,6 +112,23 @@ def _as_vector(st:UOp, u:UOp, n:int, vectors:dict[UOp, UOp], lanes:list[dict[UOp
     return [UOp(Ops.STORE, dtypes.void, (UOp(Ops.SHRINK, buf.dtype, (buf, _lane(idx, u, 0), UOp.const(n, dtypes.int))), val))]
   return [UOp(Ops.STORE, dtypes.void, (_lane(st.src[0], u, j), UOp(Ops.INDEX, val.dtype, (val, UOp.const(j, dtypes.int))))) for j in range(n)]
 
+def _vector_sum_lanes(st:UOp, u:UOp, vectors:dict[UOp, UOp], lanes:list[dict[UOp, UOp]]) -> list[UOp]|None:
+  """The lanes of a store whose value is not lane-wise only after its sums (a conv's bias, batchnorm and relu after its register tile):
+  the sums that move with u as vector reduces (one vector accumulator each, as in _as_vector), each lane's rest on its lane of them.
+  None where a sum that moves with u is not lane-wise either."""
+  if len(st.src) != 2 or st.src[0].op is not Ops.INDEX or len(lanes) not in (2, 4, 8, 16): return None
+  reds = [r for r in st.src[1].toposort() if r.op is Ops.REDUCE and u in r.toposort()]
+  inner = {s for r in reds for s in r.src[0].toposort() if s.op is Ops.REDUCE}
+  if not (reds := [r for r in reds if r not in inner]) or any(v.op is Ops.SHRINK for r in reds for v in r.toposort()): return None
+  vsums = [_lane_wise(r, u, vectors, lanes) for r in reds]
+  if any(v is None or v is r for v, r in zip(vsums, reds)): return None
+  out = []
+  for j, vec_loads in enumerate(lanes):
+    lane_st = _lane(st, u, j).substitute({_lane(r, u, j): UOp(Ops.INDEX, r.dtype, (v, UOp.const(j, dtypes.int))) for r, v in zip(reds, vsums)},
+                                         name="vector sums")
+    out.append(lane_st.substitute(vec_loads, name="vector loads") if vec_loads else lane_st)
+  return out
+
 def _expand_upcast(stores:list[UOp], u:UOp, vector_alu:bool) -> list[UOp]:
   """The stores, each that depends on the UPCAST range u as its lanes (on a vector_alu renderer as one vector expression where it can
   be: _as_vector)."""
@@ -125,8 +142,9 @@ def _expand_upcast(stores:list[UOp], u:UOp, vector_alu:bool) -> list[UOp]:
     if vector_alu and (vec := _as_vector(st, u, n, vectors, repl)) is not None:
       out.extend(vec)
       continue
-    lanes = [_lane(st, u, j) for j in range(n)]
-    lanes = [s.substitute(r, name="vector loads") if r else s for s, r in zip(lanes, repl)]
+    if not vector_alu or (lanes := _vector_sum_lanes(st, u, vectors, repl)) is None:
+      lanes = [_lane(st, u, j) for j in range(n)]
+      lanes = [s.substitute(r, name="vector loads") if r else s for s, r in zip(lanes, repl)]
     buf = st.src[0].src[0]
     if st.src[0].op is Ops.INDEX and len(st.src) == 2 and _vector_ok(buf.dtype) and n in (2, 4, 8, 16) and _consecutive([st.src[0].src[1]], u)[0]:
       shrink = UOp(Ops.SHRINK, buf.dtype, (buf, lanes[0].src[0].src[1], UOp.const(n, dtypes.int)))

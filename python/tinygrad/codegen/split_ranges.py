@@ -179,5 +179,8 @@ def _worth_splitting(topo:list[UOp]) -> bool:
   """A reduce kernel (topo: its nodes) is split when it is big (each piece copies the kernel's code: more to lower and compile) and
   upcast (the lanes of the ungated pieces' loads become vector loads; without lanes a split only saves the compares)."""
   rngs = [u for u in topo if u.op is Ops.RANGE]
+  # a packed panel (Opt PACK) would be copied once per piece, and its tile's loads along the border (an image's pixels, broadcast to the
+  # panel's lanes) are scalars in every piece: nothing to gain
+  if any(u.op is Ops.BUFFER and u.arg.name == "pack" for u in topo): return False
   return any(r.arg[-1] is AxisType.UPCAST for r in rngs) and all(r.src[0].op is Ops.CONST for r in rngs) and \
     math.prod(r.src[0].arg for r in rngs) >= SPLIT_REDUCE_MIN_WORK

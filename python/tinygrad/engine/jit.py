@@ -162,6 +162,8 @@ class CapturedJit(Generic[ReturnType]):
     written: dict[Buffer, None] = {}
     written_srcs: set[int] = set()
     self._ops = self._mem = self._kernels = 0
+    # the launchers below hold until their device's launch_epoch changes (a CPU device starting or stopping its queue)
+    self._epochs = [(dev, dev.launch_epoch) for dev in {item.prg.dev: None for item in self.items if item.prg is not None}]
     for item in self.items:
       for b in item.outs:
         if (s := srcs.get(b.base)) is None: written[b.base] = None
@@ -187,6 +189,7 @@ class CapturedJit(Generic[ReturnType]):
     self._written_srcs = sorted(written_srcs)
 
   def __call__(self, inputs:list[_Input], var_vals:dict[str, int]) -> ReturnType:
+    if any(dev.launch_epoch != epoch for dev, epoch in self._epochs): self.relink()
     fresh_uops = [new_buffer(b.device, b.size, b.dtype) for b in self.fresh]
     srcs = [i.buf for i in inputs] + [buffer_of(u).allocate() for u in fresh_uops]
     for device, num, key_buf, ctr_buf in self.rng:

@@ -17,7 +17,7 @@ from tinygrad.dtype import dtypes
 from tinygrad.uop.ops import resolve
 from tinygrad.tensor.disk import is_disk
 from tinygrad.llm.gguf import gguf_load
-from tinygrad.llm.quants import GGMLType
+from tinygrad.llm.quants import GGMLType, gather_rows
 
 __all__ = ["Transformer", "TransformerConfig", "SUPPORTED_ARCHITECTURES"]
 
@@ -217,6 +217,8 @@ class Transformer:
     self.output_norm, self.output = nn.RMSNorm(cfg.dim, cfg.norm_eps), Linear(cfg.dim, cfg.vocab_size, bias=False)
     self._rope: Tensor|None = None
     self._freq_factors: np.ndarray|None = None
+    # a quantized token embedding's (vocab, dim / block_elems, block_bytes) uint8 blocks and type: from_gguf sets it
+    self._embd_blocks: tuple[Tensor, GGMLType]|None = None
     self._cached: list[int] = []     # the tokens whose keys and values are in the cache, from position 0
     self._prefill_jit, self._decode_jit = TinyJit(self._prefill), TinyJit(self._decode)
     self._v_start = UOp.variable("start_pos", 0, cfg.max_context - 1)
@@ -243,6 +245,9 @@ class Transformer:
       model._freq_factors = factors.float().numpy()
     try: nn.state.load_state_dict(model, sd, strict=True, verbose=False, consume=True, realize=False)
     except KeyError as e: raise ValueError(f"{gguf if not isinstance(gguf, Tensor) else 'the GGUF'}: {e.args[0]}") from None
+    if (embd := packed.get("token_embd.weight")) is not None:
+      blocks, t = embd
+      model._embd_blocks = (blocks.reshape(cfg.vocab_size, cfg.dim // t.block_elems, t.block_bytes), t)
     for name, (blocks, t) in packed.items():
       if t.block_dot is None or not name.endswith(".weight"): continue
       layer: Any = model
@@ -264,8 +269,10 @@ class Transformer:
   def forward(self, tokens:Tensor, start_pos:int|UOp) -> Tensor:
     """The float32 logits (vocab_size,) after the last of tokens (1, T), which sit at positions start_pos.. of the context."""
     assert self._rope is not None
-    # rows gathered by index: nn.Embedding's one-hot sum would read (and dequantize) the whole table for every token
-    x = self.token_embd.weight[tokens].float().contiguous()
+    # rows gathered by index: nn.Embedding's one-hot sum would read (and dequantize) the whole table for every token; a quantized
+    # table's rows as blocks (quants.gather_rows)
+    if self._embd_blocks is None: x = self.token_embd.weight[tokens].float().contiguous()
+    else: x = gather_rows(self._embd_blocks[0], self._embd_blocks[1], tokens).float().contiguous()
     for b in self.blk: x = b(x, start_pos, self._rope)
     return self.output(self.output_norm(x[:, -1:]).contiguous()).float().reshape(self.config.vocab_size)
 

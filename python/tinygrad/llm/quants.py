@@ -55,18 +55,31 @@ def _q5_0(b): return _q5_0_codes(b) * _f16(b, 0)
 def _q5_1(b): return _f32(_q5(b, 4)) * _f16(b, 0) + _f16(b, 2)
 def _q8_0_codes(b): return _f32(b[:, 2:].bitcast(dtypes.int8))
 def _q8_0(b): return _q8_0_codes(b) * _f16(b, 0)
+def _runs_block_dot(x:Tensor, codes:Tensor, d:Tensor, scales:Tensor|None=None, dmin:Tensor|None=None, mins:Tensor|None=None) -> Tensor:
+  """x @ the weight.T for a weight whose block is runs of consecutive values, the values of run r codes * d * scales[r] (- dmin *
+  mins[r]): x (..., n_blocks, block_elems), codes (out, n_blocks, runs, run_elems), d and dmin (out, n_blocks), scales and mins (out,
+  n_blocks, runs), all float32 (scales None: one run per block, scale d).
+  A run's products are added into DECODE_UNROLL lanes (element i into lane i % DECODE_UNROLL), the lanes multiplied by the run's scale,
+  summed over the block's runs, multiplied by d, and those summed over the blocks and the lanes: one sum whose unrolled lanes are the
+  accumulator's (schedule/knobs.py), with one scale multiply per lane and run instead of per element (d applies once per block and lane,
+  so the scheduler sees it used 16 times, not 16 times per run: it stays in the kernel). A run's own sum reduced across lanes before its
+  scale would cost more adds than the multiplies saved. A min leaves the inner sum as dmin * mins[r] * (the sum of the run's x): those
+  sums of x are computed once (a small kernel reading x only), and the min terms are a second, short sum in the same kernel."""
+  out, n_blocks, runs = codes.shape[:3]
+  prods = x.reshape(*x.shape[:-2], 1, n_blocks, runs, -1, DECODE_UNROLL) * codes.reshape(out, n_blocks, runs, -1, DECODE_UNROLL)
+  run_lanes = [functools.reduce(Tensor.add, [prods[..., r, k, :] for k in range(prods.shape[-2])]) for r in range(runs)]
+  lanes = run_lanes[0] if scales is None else functools.reduce(Tensor.add, [rl * scales[..., r:r+1] for r, rl in enumerate(run_lanes)])
+  dot = (lanes * d.unsqueeze(-1)).sum((-2, -1))
+  if mins is None or dmin is None: return dot
+  x_sums = x.reshape(*x.shape[:-2], 1, n_blocks, runs, -1).sum(-1).contiguous()
+  # the runs added in the body (not a sum over blocks and runs, whose loop would divide its index into the two)
+  return dot - (functools.reduce(Tensor.add, [x_sums[..., r] * mins[..., r] for r in range(runs)]) * dmin).sum(-1)
 def _scaled_block_dot(codes:Callable[[Tensor], Tensor]) -> Callable[[Tensor, Tensor], Tensor]:
-  """block_dot of a type whose values are codes(b) times the float16 scale at byte 0 of their block. Each block's products are added
-  into DECODE_UNROLL lanes (element i into lane i % DECODE_UNROLL), the lanes multiplied by the block's scale, and those summed over
-  blocks and lanes: one sum whose unrolled lanes are the accumulator's (schedule/knobs.py), with one scale multiply per lane and block
-  instead of per element. A block's own sum reduced across lanes before its scale would cost more adds than the multiplies saved."""
+  """block_dot of a type whose values are codes(b) times the float16 scale at byte 0 of their block: one run per block."""
   def dot(x:Tensor, blocks:Tensor) -> Tensor:
     out, n_blocks, block_bytes = blocks.shape
     flat = blocks.reshape(out * n_blocks, block_bytes)
-    q = codes(flat).reshape(out, n_blocks, -1, DECODE_UNROLL)
-    prods = x.reshape(*x.shape[:-2], 1, n_blocks, -1, DECODE_UNROLL) * q
-    lanes = functools.reduce(Tensor.add, [prods[..., k, :] for k in range(q.shape[-2])])
-    return (lanes * _f16(flat, 0).reshape(out, n_blocks, 1)).sum((-2, -1))
+    return _runs_block_dot(x, codes(flat).reshape(out, n_blocks, 1, -1), _f16(flat, 0).reshape(out, n_blocks))
   return dot
 def _mxfp4(b):
   # the e8m0 exponent as half its power of two, since the e2m1 codes below are doubled to integers: e < 2 is a subnormal float32
@@ -97,22 +110,40 @@ def _k_scales(s:Tensor) -> tuple[Tensor, Tensor]:
   sc = (lo & 63).cat((hi & 0xF) | ((lo >> 6) << 4), dim=-1)
   mn = (mid & 63).cat((hi >> 4) | ((mid >> 6) << 4), dim=-1)
   return _f32(sc), _f32(mn)
+def _q4_k_values(b:Tensor, off:int) -> Tensor:
+  # 4 chunks of 32 bytes: their low nibbles are elements [64c, 64c+32), high nibbles [64c+32, 64c+64)
+  return _fields(b[:, off:off+128].reshape(-1, 4, 32), 4).reshape(-1, 8, 32)
+# bit c of qh[l] is the fifth bit of element 32c+l
+def _q5_k_values(b:Tensor) -> Tensor: return _q4_k_values(b, 48) | (_fields(b[:, 16:48], 1) << 4)
 def _qk(b:Tensor, q:Tensor) -> Tensor:
   """Q4_K/Q5_K: 8 runs of 32 values q (blocks, 8, 32), each with its scale and min."""
   sc, mn = _k_scales(b[:, 4:16])
   return ((_f16(b, 0) * sc).unsqueeze(-1) * _f32(q) - (_f16(b, 2) * mn).unsqueeze(-1)).flatten(-2)
-def _q4_k_values(b:Tensor, off:int) -> Tensor:
-  # 4 chunks of 32 bytes: their low nibbles are elements [64c, 64c+32), high nibbles [64c+32, 64c+64)
-  return _fields(b[:, off:off+128].reshape(-1, 4, 32), 4).reshape(-1, 8, 32)
 def _q4_k(b): return _qk(b, _q4_k_values(b, 16))
-def _q5_k(b): return _qk(b, _q4_k_values(b, 48) | (_fields(b[:, 16:48], 1) << 4))   # bit c of qh[l] is the fifth bit of element 32c+l
-def _q6_k(b):
+def _q5_k(b): return _qk(b, _q5_k_values(b))
+def _k_block_dot(values:Callable[[Tensor], Tensor]) -> Callable[[Tensor, Tensor], Tensor]:
+  """block_dot of Q4_K/Q5_K, values(b) their (blocks, 8, 32) codes: each 32-element run's scale and min leave its inner sum."""
+  def dot(x:Tensor, blocks:Tensor) -> Tensor:
+    out, n_blocks, block_bytes = blocks.shape
+    flat = blocks.reshape(out * n_blocks, block_bytes)
+    sc, mn = _k_scales(flat[:, 4:16])
+    d, dmin = (_f16(flat, off).reshape(out, n_blocks) for off in (0, 2))
+    return _runs_block_dot(x, _f32(values(flat)).reshape(out, n_blocks, 8, 32), d, sc.reshape(out, n_blocks, 8), dmin, mn.reshape(out, n_blocks, 8))
+  return dot
+def _q6_k_runs(b:Tensor) -> tuple[Tensor, Tensor]:
+  """Q6_K: (blocks, 16, 16) codes of its 16 runs and their (blocks, 16) int8 scales, as float32 (d, the float16 at 208, scales them)."""
   # per half of 128: low nibbles of its 64 ql bytes, then their high nibbles; two bits from qh byte l for elements 32c + l
   ql = _fields(b[:, 0:128].reshape(-1, 2, 64), 4).reshape(-1, 2, 4, 32)
   qh = _fields(b[:, 128:192].reshape(-1, 2, 32), 2)
-  q = _f32((ql | (qh << 4)).cast(dtypes.int8) - 32).reshape(-1, 16, 16)
-  d = _f16(b, 208) * _f32(b[:, 192:208].bitcast(dtypes.int8))
-  return (d.unsqueeze(-1) * q).flatten(-2)
+  return _f32((ql | (qh << 4)).cast(dtypes.int8) - 32).reshape(-1, 16, 16), _f32(b[:, 192:208].bitcast(dtypes.int8))
+def _q6_k(b):
+  q, sc = _q6_k_runs(b)
+  return ((_f16(b, 208) * sc).unsqueeze(-1) * q).flatten(-2)
+def _q6_k_block_dot(x:Tensor, blocks:Tensor) -> Tensor:
+  out, n_blocks, block_bytes = blocks.shape
+  flat = blocks.reshape(out * n_blocks, block_bytes)
+  q, sc = _q6_k_runs(flat)
+  return _runs_block_dot(x, q.reshape(out, n_blocks, 16, 16), _f16(flat, 208).reshape(out, n_blocks), sc.reshape(out, n_blocks, 16))
 
 # ***** the i-quants: values from ggml's grids *****
 
@@ -176,8 +207,9 @@ GGML_TYPES: dict[int, GGMLType] = {
   2: GGMLType("Q4_0", 32, 18, _q4_0, block_dot=_scaled_block_dot(_q4_0_codes)), 3: GGMLType("Q4_1", 32, 20, _q4_1),
   6: GGMLType("Q5_0", 32, 22, _q5_0, block_dot=_scaled_block_dot(_q5_0_codes)), 7: GGMLType("Q5_1", 32, 24, _q5_1),
   8: GGMLType("Q8_0", 32, 34, _q8_0, block_dot=_scaled_block_dot(_q8_0_codes)), 39: GGMLType("MXFP4", 32, 17, _mxfp4),
-  10: GGMLType("Q2_K", 256, 84, _q2_k), 11: GGMLType("Q3_K", 256, 110, _q3_k), 12: GGMLType("Q4_K", 256, 144, _q4_k),
-  13: GGMLType("Q5_K", 256, 176, _q5_k), 14: GGMLType("Q6_K", 256, 210, _q6_k),
+  10: GGMLType("Q2_K", 256, 84, _q2_k), 11: GGMLType("Q3_K", 256, 110, _q3_k),
+  12: GGMLType("Q4_K", 256, 144, _q4_k, block_dot=_k_block_dot(lambda b: _q4_k_values(b, 16))),
+  13: GGMLType("Q5_K", 256, 176, _q5_k, block_dot=_k_block_dot(_q5_k_values)), 14: GGMLType("Q6_K", 256, 210, _q6_k, block_dot=_q6_k_block_dot),
   18: GGMLType("IQ3_XXS", 256, 98, _iq3_xxs), 21: GGMLType("IQ3_S", 256, 110, _iq3_s), 22: GGMLType("IQ2_S", 256, 82, _iq2_s),
   23: GGMLType("IQ4_XS", 256, 136, _iq4_xs), 41: GGMLType("Q1_0", 128, 18, _q1_0)}
 
@@ -206,4 +238,13 @@ def block_dot(x:Tensor, blocks:Tensor, type_id:int) -> Tensor:
   if t.block_dot is None: return x @ t.dequantize(blocks.reshape(-1, t.block_bytes)).reshape(blocks.shape[0], -1).cast(dtypes.float32).T
   return t.block_dot(x.reshape(*x.shape[:-1], blocks.shape[1], t.block_elems), blocks)
 
-__all__ = ["GGMLType", "GGML_TYPES", "ggml_type", "dequantize", "block_dot"]
+def gather_rows(blocks:Tensor, t:GGMLType, ids:Tensor) -> Tensor:
+  """The dequantized rows ids (any shape, int) of a table of quantized type t stored as `blocks`, (rows, row / block_elems, block_bytes) uint8:
+  (*ids.shape, row). The blocks are gathered first and only those dequantized: the table's dequantization indexed by ids would be
+  planned over the whole table, and a k-quant's block scales, broadcast over their blocks' elements, get a float buffer of every
+  block's scale (schedule/rangeify.py recomputed_often), written at every lookup."""
+  if blocks.dtype is not dtypes.uint8 or blocks.ndim != 3 or blocks.shape[2] != t.block_bytes:
+    raise ValueError(f"gather_rows {t.name}: needs (rows, row/{t.block_elems}, {t.block_bytes}) uint8 blocks, got {blocks.shape} {blocks.dtype}")
+  return t.dequantize(blocks[ids].reshape(-1, t.block_bytes)).reshape(*ids.shape, blocks.shape[1] * t.block_elems)
+
+__all__ = ["GGMLType", "GGML_TYPES", "ggml_type", "dequantize", "block_dot", "gather_rows"]

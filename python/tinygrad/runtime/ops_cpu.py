@@ -1,6 +1,12 @@
 # The CPU device: kernels are C compiled into shared objects and called through ctypes; buffers are page-aligned private mmaps (huge
 # pages for large ones), moved into a memfd when numpy() first exports them, so numpy() can share them copy-on-write.
+#
+# CPU, CPU:1, CPU:2, ... are separate devices of one host. While one CPU device is in use its kernels run on the calling thread; once
+# several are, each runs its kernels, copies into its buffers and frees of its buffers in order on a queue of its own
+# (runtime/support/cpu_queue.py), so the devices compute at the same time, and each device's threaded kernels run on a thread pool of
+# its own holding its share of the cores (device_threads).
 from __future__ import annotations
+import atexit
 import contextlib
 import ctypes
 import functools
@@ -16,10 +22,11 @@ import weakref
 from typing import Callable
 from tinygrad.device import Compiled, LRUAllocator, BufferSpec, Program
 from tinygrad.dtype import DType, dtypes
-from tinygrad.helpers import to_mv, mv_address, round_up, cache_dir, NUM_CPU_THREADS
+from tinygrad.helpers import to_mv, mv_address, round_up, cache_dir, NUM_CPU_THREADS, CPU_DEVICE_THREADS
 from tinygrad.renderer.cstyle import ClangRenderer, thread_entry_name
 from tinygrad.runtime.support.compiler_cpu import ClangCompiler, unit_symbol
-from tinygrad.runtime.support.cpu_threads import NativePool, native_pool
+from tinygrad.runtime.support.cpu_threads import NativePool, pool_library
+from tinygrad.runtime.support.cpu_queue import LaunchQueue
 
 class CPUBuffer:
   """A span of host memory: `mv` is a byte view of it, `addr` its address. Views keep their base alive through `base`. `fd` is the
@@ -137,6 +144,7 @@ class CPUAllocator(LRUAllocator['CPUDevice']):
   def _private_view(self, buf:CPUBuffer) -> memoryview|None:
     """A writable copy-on-write mapping of the buffer's pages (a private mmap of its memfd; the first export moves the buffer into
     one), or None where it can't: reading it copies nothing, writing to it copies only the pages written and never changes the buffer."""
+    self.dev.synchronize()   # its bytes are copied into the memfd
     root = _root(buf)
     if not _move_to_memfd(root) or not _reserve_fds(1): return None
     off = buf.addr - root.addr
@@ -157,9 +165,30 @@ class CPUAllocator(LRUAllocator['CPUDevice']):
       if (mm := ref()) is not None and not mm.closed:
         for page in range(0, len(mm), mmap.PAGESIZE): mm[page] = mm[page]   # writing a byte makes the page the mapping's own
     root.cow = []
-  def _as_buffer(self, src:CPUBuffer) -> memoryview: return src.mv[:src.size]
-  def _copyin(self, dest:CPUBuffer, src:memoryview): dest.mv[:len(src)] = src
-  def _copyout(self, dest:memoryview, src:CPUBuffer): dest[:] = src.mv[:len(dest)]
+  # the host reads or writes the memory itself: after the device's queued work (which may write it, or still read what it holds)
+  def _as_buffer(self, src:CPUBuffer) -> memoryview:
+    self.dev.synchronize()
+    return src.mv[:src.size]
+  def _copyin(self, dest:CPUBuffer, src:memoryview):
+    self.dev.synchronize()
+    dest.mv[:len(src)] = src
+  def _copyout(self, dest:memoryview, src:CPUBuffer):
+    self.dev.synchronize()
+    dest[:] = src.mv[:len(dest)]
+  def _transfer(self, dest:CPUBuffer, src:CPUBuffer, size:int, src_dev:CPUDevice, dest_dev:CPUDevice):
+    """A copy between two CPU devices' buffers, queued on the destination's device after the work queued so far on the source's (its
+    writes), and the source's later work queued after the copy (a later write or a reuse of the source's memory must not pass it)."""
+    if (dq := dest_dev.queue) is None:   # a device alone runs on the calling thread: only the source may have work queued
+      src_dev.synchronize()
+      ctypes.memmove(dest.addr, src.addr, size)
+      return
+    dq.after(src_dev.queue, src_dev.queue.submitted if src_dev.queue is not None else 0)
+    copied = dq.submit(_memmove, dest, src, size)
+    if src_dev.queue is not None: src_dev.queue.after(dq, copied)
+  def free(self, opaque:CPUBuffer, size:int, options:BufferSpec|None=None):
+    # queued kernels hold its address only: the memory goes back (to the cache, or unmapped) after them
+    if (q := self.dev.queue) is None: super().free(opaque, size, options)
+    else: q.submit(super().free, opaque, size, options)
   def _offset(self, buf:CPUBuffer, size:int, offset:int) -> CPUBuffer: return CPUBuffer(buf.mv[offset:offset+size], buf.addr + offset, size, buf)
 
 _CTYPES: dict[DType, type] = {dtypes.bool: ctypes.c_bool, dtypes.int8: ctypes.c_int8, dtypes.uint8: ctypes.c_uint8, dtypes.int16: ctypes.c_int16,
@@ -219,9 +248,16 @@ class CPUProgram(Program['CPUDevice']):
     self.check_args(bufs, vals)
     # without a spec the argument types are unknown: pointers, and variables as C ints
     args = [b.addr for b in bufs] + list(vals) if self.spec is not None else [ctypes.c_void_p(b.addr) for b in bufs] + [ctypes.c_int(v) for v in vals]
+    fn = self.fxn if self.spec is None or self.spec.core_id is None or global_size[0] <= 1 else self._threaded(global_size[0])
+    if (q := self.dev.queue) is not None:
+      if not wait:
+        q.submit(fn, *args)
+        return None
+      took: list[float] = []
+      q.wait(q.submit(_timed, fn, args, took))   # timed: the kernel alone, after the work queued before it
+      return took[0]
     st = time.perf_counter()
-    if self.spec is None or self.spec.core_id is None or global_size[0] <= 1: self.fxn(*args)
-    else: self._threaded(global_size[0])(*args)
+    fn(*args)
     return time.perf_counter() - st if wait else None
   def _threaded(self, n:int) -> Callable[..., None]:
     """A function of this threaded kernel's arguments (core_id's a placeholder) that runs its n launches: on the thread pool
@@ -238,16 +274,94 @@ class CPUProgram(Program['CPUDevice']):
     return run
   def launcher(self, global_size:tuple[int, ...], local_size:tuple[int, ...]|None):
     if self.spec is None: return super().launcher(global_size, local_size)
-    if self.spec.core_id is None or global_size[0] <= 1: return _addr, self.fxn   # the C function itself: no Python frame
-    return _addr, self._threaded(global_size[0])
+    fn = self.fxn if self.spec.core_id is None or global_size[0] <= 1 else self._threaded(global_size[0])
+    # the C function itself, no Python frame, on a device alone; a queued device's launcher is valid until its launch_epoch changes
+    if (q := self.dev.queue) is None: return _addr, fn
+    return _addr, functools.partial(q.submit, fn)
 
 def _addr(buf:CPUBuffer) -> int: return buf.addr
+def _memmove(dest:CPUBuffer, src:CPUBuffer, size:int) -> None: ctypes.memmove(dest.addr, src.addr, size)
+def _timed(fn:Callable[..., None], args:list, took:list[float]) -> None:
+  st = time.perf_counter()
+  fn(*args)
+  took.append(time.perf_counter() - st)
+
+# the CPU devices in use: opened and not closed (Device.close)
+_in_use: list[CPUDevice] = []
+_in_use_lock = threading.Lock()
+# the queues by device name, and how often each name's queue changed: a queue belongs to the name, so the buffers and programs of a
+# closed device (a Device.close, then Device[name] again) order their work with the device now open under it
+_queues: dict[str, LaunchQueue] = {}
+_queue_epochs: dict[str, int] = {}
+
+def device_threads() -> int:
+  """The threads each CPU device's kernels run on (its queue's or the caller's thread, and its pool's workers): CPU_DEVICE_THREADS
+  where set, else the NUM_CPU_THREADS cores split evenly between the CPU devices in use (at least one each). A device counts as in
+  use from its opening (Device["CPU:1"], or a first tensor on it; the default CPU counts once anything opened it) until Device.close.
+  The split is made again whenever a CPU device opens or closes (rebalance)."""
+  if CPU_DEVICE_THREADS.value > 0: return CPU_DEVICE_THREADS.value
+  return max(1, NUM_CPU_THREADS.value // max(1, len(_in_use)))
+
+def rebalance() -> None:
+  """Gives every CPU device in use its queue (several in use) or none (one alone), and its share of the threads (device_threads; a
+  pool takes it at its next launch). Called when a CPU device opens or closes; call it after changing NUM_CPU_THREADS or
+  CPU_DEVICE_THREADS at run time."""
+  with _in_use_lock:
+    for dev in _in_use: dev._configure(queued=len(_in_use) > 1, threads=device_threads())
 
 class CPUDevice(Compiled):
   def __init__(self, device:str="CPU"):
     super().__init__(device, CPUAllocator(self), [(ClangRenderer, ClangCompiler)], CPUProgram)
+    self._pool: NativePool|None = None
+    self._pool_lock = threading.Lock()
+    with _in_use_lock: _in_use.append(self)
+    rebalance()
+  @property
+  def queue(self) -> LaunchQueue|None:
+    """Where this device's work runs in order; None: on the calling thread."""
+    return _queues.get(self.device)
+  @property
+  def launch_epoch(self) -> int:
+    return _queue_epochs.get(self.device, 0)
+  def _configure(self, queued:bool, threads:int) -> None:
+    if queued and self.queue is None:
+      _queues[self.device] = LaunchQueue(self.device)
+      _queue_epochs[self.device] = self.launch_epoch + 1
+    elif not queued and (q := self.queue) is not None:
+      q.wait()
+      del _queues[self.device]
+      _queue_epochs[self.device] = self.launch_epoch + 1
+      q.close()
+    if (pool := self._pool) is not None and pool.workers != threads - 1: pool.resize(threads - 1)
+  def synchronize(self) -> None:
+    if (q := self.queue) is not None: q.wait()
+  def finalize(self) -> None:
+    """Closing the device (Device.close): its queued work finished, its queue and pool threads ended, its share of the cores handed
+    to the other CPU devices. Its buffers and programs stay usable: their work goes where the device open under its name runs it."""
+    with _in_use_lock:
+      if self in _in_use: _in_use.remove(self)
+    self._configure(queued=False, threads=1)
+    if (pool := self._pool) is not None: pool.stop()
+    rebalance()
   def native_pool(self) -> NativePool|None:
-    """The thread pool every threaded kernel runs on (runtime/support/cpu_threads.py), built at the first threaded launch: its C is
-    compiled once (then it comes from the disk cache); None where it can't be built."""
-    return native_pool(lambda src: load_library(self.compiler.compile_cached(src)), max(1, NUM_CPU_THREADS.value - 1))
+    """This device's thread pool for its threaded kernels (runtime/support/cpu_threads.py), built at its first threaded launch with
+    device_threads() - 1 workers beside the thread that launches: the pool's C is compiled once for every device (then it comes from
+    the disk cache); None where it can't be built."""
+    if (pool := self._pool) is not None: return pool
+    with self._pool_lock:
+      if self._pool is None and (lib := pool_library(lambda src: load_library(self.compiler.compile_cached(src)))) is not None:
+        self._pool = NativePool(lib, device_threads() - 1 if self in _in_use else 0)
+    return self._pool
 
+def _drain_queues() -> None:
+  # before a fork (the child gets none of the queues' threads) and at exit (the interpreter then frees the memory queued kernels use):
+  # what is queued runs first; an error stays for the next wait
+  for q in list(_queues.values()): q.drain()
+
+def _after_fork_in_child() -> None:
+  global _in_use_lock
+  _in_use_lock = threading.Lock()
+  for name in _queues: _queues[name] = LaunchQueue(name)
+
+if hasattr(os, "register_at_fork"): os.register_at_fork(before=_drain_queues, after_in_child=_after_fork_in_child)
+atexit.register(_drain_queues)

@@ -42,7 +42,9 @@ from tinygrad.dtype import dtypes, DType, strong_dtype
 from tinygrad.helpers import prod, NOOPT, SPEC, SCACHE, NUM_CPU_THREADS, DEBUG
 from tinygrad.schedule.buffers import new_buffer, buffer_of, has_buffer, as_buffer, viewed_buffer, realized_view, next_buffer_id, storage_buffer, \
   pending_write
+from tinygrad.schedule.buffers import buffer_view
 from tinygrad.schedule.item import ScheduleItem, schedule_to_linear
+from tinygrad.schedule.multi import lower_multi, mstack, any_sharded
 from tinygrad.schedule.call import has_calls, schedule_calls
 from tinygrad.schedule.knobs import SCHEDULE_CACHE_SIZE, SPLIT_MIN
 from tinygrad.schedule.rangeify import kernel_name, plan_buffers, best_kernel, order_items, WriteCycle, max_size
@@ -235,6 +237,18 @@ def create_schedule(targets:list[UOp], devices:list[str]) -> tuple[list[Schedule
 def create_schedule_with_vars(targets:list[UOp], devices:list[str]) -> tuple[list[ScheduleItem], dict[UOp, UOp], dict[str, int]]:
   """create_schedule, and the values of the graph's bound Variables ({name: value}), which its kernels take at launch. The kernels
   (and the schedule cache's key) see the Variables unbound, so the same graph with other values reuses them."""
+  if not any_sharded(): return _schedule_with_vars(targets, devices)
+  # sharded tensors (schedule/multi.py): each device's part is scheduled as a tensor of its own; a sharded target gets an MSTACK of its
+  # shards' buffers, each seen with its shard's shape
+  flat, flat_devices, groups = lower_multi(targets, devices)
+  items, flat_ret, var_vals = _schedule_with_vars(flat, flat_devices)
+  ret = {u: b for u, b in flat_ret.items() if u not in flat}
+  for t, d, (axis, idx) in zip(targets, devices, groups):
+    if not isinstance(d, tuple): ret[t] = flat_ret[flat[idx[0]]]
+    else: ret[t] = mstack([buffer_view(flat_ret[flat[i]], flat[i].shape) for i in idx], axis)
+  return items, ret, var_vals
+
+def _schedule_with_vars(targets:list[UOp], devices:list[str]) -> tuple[list[ScheduleItem], dict[UOp, UOp], dict[str, int]]:
   stripped, var_vals, original = strip_binds(targets)
   with _schedule_lock: items, ret = _create_schedule_cached(stripped, devices)
   if original: ret = {original.get(u, u): b for u, b in ret.items()}

@@ -51,7 +51,8 @@ MAX_UNROLL_LANES = 128          # UNROLL lanes of one reduce (values combined pe
 # operations of the body as the renderer writes it out (each once per combination of the lanes it depends on): lanes multiply across
 # nested reduces (three nested reduces, each fully unrolled, would be 24*24*32 copies)
 MAX_EXPANDED_OPS = 4096
-PACK_MAX_BYTES = 256 << 10      # bytes of a packed panel, an array on the stack of the launch's thread
+PACK_MAX_BYTES = 512 << 10      # bytes of a packed panel, an array on the stack of the launch's thread (a 3x3 conv's 16 output channels
+                                # of 512 input channels: 288 KB)
 
 # ***** codegen: the CPU heuristic (codegen/opt/heuristic.py) *****
 THREAD_MIN_WORK = 1 << 16       # elements of work (output elements x reduce trip count) before a kernel is threaded (launch cost vs
@@ -69,6 +70,14 @@ TILE_ROWS = 8                   # and rows of the loop sharing its loads
 TILE_MIN_WORK = 1 << 29
 TILE_PANEL_BYTES = 8 << 20      # B (reduce x j elements) bigger than this: 32 lanes and the j blocks outside the i blocks (cache reuse)
 GATHER_MIN_WORK = 1 << 22       # gather_tile: multiply-adds (all ranges) before a kernel with gated loads gets its tile
+CHANNEL_LANES = (16, 8)         # channel_tile: output channels per step, one vector (an AVX-512 register) of packed weights; 8 where
+                                # 16 would pass MAX_EXPANDED_OPS (a ResNet block's second conv with its shortcut conv fused in)
+CHANNEL_J_LANES = (8, 7, 6, 5, 9, 10)  # and pixels of an image row per step (the first that divides the row), each a broadcast input
+                                # times that vector into its accumulator (7x7 and 14x14 images: 7; 4 accumulators wait on their adds:
+                                # not 4; benches/README.md, Design measurements)
+CHANNEL_MIN_REDUCE = 256        # elements summed per output before channel_tile (ResNet's 7x7 stem conv of 3 channels, 147: gather_tile's
+                                # 8 lanes; its 114-wide output padded for a max-pool, where gather_tile gets 2 lanes: 6 lanes here)
+CHANNEL_WINDOW_RATIO = 4        # channel_tile: a conv's pixel step over its window's step at most this (a stride or dilation of 4)
 PEEL_LANES = 128                # peeled_tile: lanes of its tile (j's times i's)
 PEEL_J_LANES = (16, 8, 4)       # and j's lanes (a 28-wide image: 4, float4 loads, x 16 channels, instead of its 4x4 upcast)
 PEEL_MAX_ROWS = 16              # i's lanes at most (64 float4 accumulators; 32 rows spill, which is slower)

@@ -32,7 +32,7 @@ as a tree.
 The numbers these steps compare against (MAX_FUSED_READS, REDUCE_STAGE, ...) are tuning knobs, documented in schedule/knobs.py.
 """
 from __future__ import annotations
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum, auto
 from typing import Callable, NamedTuple
 import itertools
@@ -540,6 +540,23 @@ def _reduce(ctx:KernelContext, x:UOp, u:UOp) -> UOp:
   for level in levels: ret = UOp(Ops.REDUCE, u.dtype, (ret, *(ranges[i] for i in level)), (rop,))
   return ret
 
+def _ranges(x:UOp) -> set[UOp]: return {r for r in x.toposort() if r.op is Ops.RANGE}
+
+def _lift_gate(red:UOp, a:UOp, ld:UOp) -> UOp|None:
+  """sum(a * (g ? w[i] : 0)) -> g ? sum(a * w[i]) : 0 where the gate g tests none of the sum's ranges and none that the address i
+  moves with: a padded view of a reduce (a max-pool's padding around a conv) pushes its mask into every load of the sum, and a
+  conv's weight gated by the output position can't be packed or read as a vector. Its address is one the ungated positions read."""
+  g, alt = ld.src[2], ld.src[1]
+  if alt.op is not Ops.CONST or alt.arg != 0 or (gr := _ranges(g)) & (set(red.src[1:]) | _ranges(ld.src[0])): return None
+  body = red.src[0].replace(src=tuple(ld.replace(src=ld.src[:1]) if s is ld else s for s in red.src[0].src))
+  return g.where(red.replace(src=(body, *red.src[1:])), UOp.const(red.dtype.const(0), red.dtype)) if gr else None
+
+# after the value is pushed down: the reduce-invariant gates of a sum's factors lifted out of the sum
+pm_lift_gates = PatternMatcher([
+  (UPat(Ops.REDUCE, arg=(Ops.ADD,), src=(UPat(Ops.MUL, src=[UPat.var("a"), UPat(Ops.LOAD, src=(UPat(), UPat(), UPat()), name="ld")]),),
+        allow_any_len=True, name="red"), _lift_gate),
+])
+
 def _decodes_narrow_values(src:UOp) -> bool:
   """Whether src computes floats from packed values narrower than them (an int8/int16 cast to float, bytes bitcast to a half, a half or
   bfloat16 cast to float): a quantized or 16-bit weight's values, read at memory speed only with wide loads."""
@@ -669,6 +686,8 @@ def _gate(ctx:KernelContext, x:UOp) -> None:
 pm_kernel_region = PatternMatcher([(UPat(tuple(GroupOp.Movement) + tuple(GroupOp.ALU) + (Ops.REDUCE, Ops.CONTIGUOUS, Ops.COPY, Ops.BUFFER,
                                          Ops.CAST, Ops.BITCAST, Ops.AFTER), name="x"), _gate)])
 
+def _no_buffer(u:UOp) -> None: return None
+
 def build_kernel(root:UOp, out:UOp, bufs:dict[UOp, UOp], realized_buffer, merge_out:bool, merge_reduce:bool,
                  memo:dict|None=None, inline:frozenset[UOp]=frozenset()) -> tuple[UOp|None, KernelContext]:
   """The kernel AST computing root into the BUFFER out. With merge_out (merge_reduce) the output (reduced) dims are one loop,
@@ -690,11 +709,14 @@ def build_kernel(root:UOp, out:UOp, bufs:dict[UOp, UOp], realized_buffer, merge_
     value = graph_rewrite(at(root, _TRUE, idx), pm_index, ctx=ctx, bpm=pm_kernel_region, name="schedule: value at index")
   else:
     # the value and where the view puts it, both at the output index: the view, pushed down to its storage, is a load of the
-    # element it sees there (gated where a PAD has none), whose index and gate the store takes
-    pair = UOp(Ops.SINK, dtypes.void, (at(write.src[1], _TRUE, idx), at(write.src[0], _TRUE, idx)))
-    value, seen = graph_rewrite(pair, pm_index, ctx=ctx, bpm=pm_kernel_region, name="schedule: value at index").src
+    # element it sees there (gated where a PAD has none), whose index and gate the store takes. The view is pushed down on its own,
+    # seeing no buffer but the storage's: a node of it may have another buffer (the source of a copy of the old value, or a view
+    # realized before), which the value may read but the store must not go to. Its context shares the kernel's params and loop axes.
+    value = graph_rewrite(at(write.src[1], _TRUE, idx), pm_index, ctx=ctx, bpm=pm_kernel_region, name="schedule: value at index")
+    view_ctx = replace(ctx, bufs={root.src[0]: out}, realized_buffer=_no_buffer)
+    seen = graph_rewrite(at(write.src[0], _TRUE, idx), pm_index, ctx=view_ctx, bpm=pm_kernel_region, name="schedule: view at index")
   if ctx.reduce_of:
-    value = fold_reduces(value)
+    value = graph_rewrite(fold_reduces(value), pm_lift_gates, name="schedule: lift gates out of sums")
     left = value.toposort()
     ctx.unfolded = list(dict.fromkeys(x for r, x in ctx.reduce_of.items() if r in left and x in inline and x is not root))
   if write is None: store = UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, out.dtype, (ctx.params[out], flat_index(idx, shape))), value))

@@ -1,10 +1,12 @@
 """Small checks and conversions shared by the Tensor files."""
 from __future__ import annotations
-from tinygrad.device import Device
+from tinygrad.device import Device, canonicalize_device
 from tinygrad.uop.ops import UOp
 from tinygrad.mixin.movement import shape_str
 
-def canon_device(device:str|None) -> str: return Device.canonicalize(device) if device is not None else Device.DEFAULT
+def canon_device(device:str|tuple|list|None) -> str|tuple[str, ...]:
+  """The canonical name of a device, or a tuple of them (several devices: a sharded tensor); None is Device.DEFAULT."""
+  return canonicalize_device(device) if device is not None else Device.DEFAULT
 
 def broadcast_shape(*shapes:tuple[int, ...]) -> tuple[int, ...]:
   """The shape numpy broadcasting gives shapes (RuntimeError naming them when they don't broadcast)."""

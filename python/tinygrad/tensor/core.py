@@ -19,6 +19,7 @@ from tinygrad.engine.memory import plan_schedule
 from tinygrad.tensor import disk
 from tinygrad.tensor.common import TensorBase, canon_device, broadcast_shape, check_tensors
 from tinygrad.mixin.movement import shape_str
+from tinygrad.helpers import prod
 from tinygrad.tensor.creation import CreationMixin, unallocated
 from tinygrad.tensor.random import RandomMixin
 from tinygrad.tensor.movement import TensorMovementMixin
@@ -32,11 +33,12 @@ from tinygrad.tensor.losses import LossMixin
 from tinygrad.tensor.autograd import AutogradMixin, track, live_add, forget
 from tinygrad.tensor.hashing import HashingMixin
 from tinygrad.tensor.calls import CallMixin
+from tinygrad.tensor.multi import MultiMixin, to_devices, on_devices
 
 __all__ = ["Tensor"]
 
 class Tensor(TensorBase, MathTrait, MovementMixin, ReduceMixin, CreationMixin, RandomMixin, TensorMovementMixin, IndexingMixin, LinalgMixin,
-             ElementwiseMixin, TensorReduceMixin, FunctionalMixin, PoolingMixin, LossMixin, AutogradMixin, HashingMixin, CallMixin):
+             ElementwiseMixin, TensorReduceMixin, FunctionalMixin, PoolingMixin, LossMixin, AutogradMixin, HashingMixin, CallMixin, MultiMixin):
   __slots__ = ("uop", "_device", "requires_grad", "grad", "is_param")   # grad, is_param: autograd.py
 
   def __init__(self, data:Any, device:str|None=None, dtype:DTypeLike|None=None, requires_grad:bool|None=None):
@@ -44,7 +46,13 @@ class Tensor(TensorBase, MathTrait, MovementMixin, ReduceMixin, CreationMixin, R
     track(self)
     dtype = to_dtype(dtype) if dtype is not None else None
     self._device = canon_device(device)
-    self._init(data, dtype, device)
+    if isinstance(self._device, tuple):
+      # on several devices: made on the first, then a copy on each (a Python value needs no device at all)
+      devices, self._device = self._device, self._device[0]
+      self._init(data, dtype, self._device)
+      if self.uop.device is not None: self.uop = on_devices(self, self.uop, self._device).shard(devices).uop
+      self._device = devices
+    else: self._init(data, dtype, device)
     if requires_grad: self.requires_grad_()   # (a float dtype only)
 
   def _init(self, data:Any, dtype:DType|None, device:str|None):
@@ -101,7 +109,7 @@ class Tensor(TensorBase, MathTrait, MovementMixin, ReduceMixin, CreationMixin, R
   @property
   def dtype(self) -> DType: return self.uop.dtype
   @property
-  def device(self) -> str: return self._device
+  def device(self) -> str|tuple[str, ...]: return self._device
   def is_floating_point(self) -> bool: return dtypes.is_float(self.dtype)
   def size(self, dim:int|None=None) -> int|tuple[int, ...]:
     """The shape, or the length of dimension `dim` (negative counts from the end)."""
@@ -156,7 +164,8 @@ class Tensor(TensorBase, MathTrait, MovementMixin, ReduceMixin, CreationMixin, R
     # the buffers the tensors get and those that existed before keep their memory (one not allocated yet too: a Tensor.empty KV cache
     # that a call body writes is read again by the next call); the others (intermediates, which nothing holds after this call) share
     # arenas where their lifetimes allow (engine/memory.py)
-    keep = {buffer_of(b) for b in bufs.values()} | {buffer_of(b) for si in items for b in si.buf_uops if b.arg.slot < first_new}
+    keep = {buffer_of(x) for b in bufs.values() for x in (_shard_buffers(b) if b.op is Ops.MSTACK else (b,))} | \
+      {buffer_of(b) for si in items for b in si.buf_uops if b.arg.slot < first_new}
     run_schedule(plan_schedule(items, keep), var_vals)
     _bind_buffers(tensors, bufs)
     # Tensor.empty's buffer is allocated when first used: realizing it is a use
@@ -166,6 +175,7 @@ class Tensor(TensorBase, MathTrait, MovementMixin, ReduceMixin, CreationMixin, R
         unallocated.discard(b)
     return self
   def _buffer(self):
+    if isinstance(self.device, tuple): return self.to(self.device[0])._buffer()   # a sharded tensor's data: its shards joined on one
     if any(isinstance(s, UOp) for s in self.shape):
       raise RuntimeError(f"no data for a symbolic shape {shape_str(self.shape)}: shrink it to int sizes first (t.shrink(...) or t[:5])")
     # reading data on the host while a TinyJit captures would freeze the value into every replay
@@ -187,10 +197,12 @@ class Tensor(TensorBase, MathTrait, MovementMixin, ReduceMixin, CreationMixin, R
   def item(self):
     if self.numel() != 1: raise ValueError(f"item() needs a tensor with one element, got shape {self.shape}")
     return self.numpy().reshape(()).item()
-  def to(self, device:str|None) -> Tensor:
-    """This tensor on `device` (lazy: the realize that needs it copies the data, after computing it on this tensor's device)."""
-    if device is not None and not isinstance(device, str): raise ValueError(f"to() takes one device name, got {device!r}")
+  def to(self, device:str|tuple[str, ...]|None) -> Tensor:
+    """This tensor on `device` (lazy: the realize that needs it copies the data, after computing it on this tensor's device). A tuple of
+    devices: a copy on each (see shard)."""
+    if device is not None and not isinstance(device, (str, tuple, list)): raise ValueError(f"to() takes a device name, got {device!r}")
     if (device := canon_device(device)) == self.device: return self
+    if isinstance(device, tuple): return to_devices(self, device)
     src = disk.contiguous_view(self.uop, self.device, type(self)) if disk.is_disk(self.device) else self.uop
     ret = Tensor.__new__(Tensor)
     ret.uop, ret._device, ret.requires_grad = UOp(Ops.COPY, self.dtype, (src,), (self.device, device)), device, self.requires_grad
@@ -225,7 +237,8 @@ class Tensor(TensorBase, MathTrait, MovementMixin, ReduceMixin, CreationMixin, R
   def contiguous(self) -> Tensor:
     # a weak tensor is a constant of Python values, without storage (as in 0.14)
     if self.dtype in dtypes.weaks or self.uop.op in (Ops.CONTIGUOUS, Ops.COPY) or pending_write(self.uop) is not None or \
-       ((b := as_buffer(self.uop)) is not None and b.src[0].arg == self.numel()): return self
+       ((b := as_buffer(self.uop)) is not None and b.src[0].arg == self.numel()) or \
+       (self.uop.op is Ops.MSTACK and all((b := as_buffer(s)) is not None and b.src[0].arg == prod(s.shape) for s in self.uop.src)): return self
     return self._new(UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,)))
 
   # ***** the primitives of the mixins (tinygrad/mixin): movement, reductions and elementwise ops are written there, once *****
@@ -329,11 +342,16 @@ def _is_constant(u:UOp) -> bool:
   while u.op in GroupOp.Movement or u.op is Ops.CAST: u = u.src[0]
   return u.op is Ops.CONST
 
+def _shard_buffers(ms:UOp) -> list[UOp]: return [b for s in ms.src if (b := as_buffer(s)) is not None]
+
 def _bind_buffers(tensors:tuple[Tensor, ...], bufs:dict[UOp, UOp]) -> None:
   """Points each tensor (and every graph holding its old UOp) at the buffer its schedule writes; the writes of Tensor.assign
   (AFTER nodes) the schedule runs are realized too, so that no later schedule runs them again."""
   for t in tensors:
     if (b := bufs.get(t.uop)) is None: continue
+    if b.op is Ops.MSTACK:   # a sharded tensor: an MSTACK of its shards' buffers (each one computed on its device)
+      t.uop = b
+      continue
     view = buffer_view(b, t.shape)
     if view is not t.uop:
       # a constant (a CONST under views) is one interned node that every graph using the value shares: marking it would make them all

@@ -8,6 +8,7 @@ from tinygrad.dtype import DType, DTypeLike, dtypes, to_dtype, Invalid, truncate
 from tinygrad.helpers import prod, argfix, fetch
 from tinygrad.schedule.buffers import new_buffer, buffer_view, buffer_of
 from tinygrad.tensor.common import canon_device, broadcast_shape, check_tensors, leaf
+from tinygrad.tensor.multi import empty_on
 from tinygrad.uop.ops import UOp, ssimplify, smax, srender
 if TYPE_CHECKING:
   from tinygrad.tensor.core import Tensor
@@ -38,7 +39,8 @@ class CreationMixin:
     """A tensor of this shape in a new, uninitialized buffer. As in tinygrad, the buffer is allocated when first used (realize, a kernel
     reading it), so building a graph never opens the device. A symbolic shape gets a buffer of the largest size its Variables allow."""
     shape, dt = cls._check_shape(shape, "empty", symbolic=True), _dtype_or(dtype, dtypes.default_float)
-    unallocated.add(buf := new_buffer(canon_device(device), int(n.vmax) if isinstance(n := prod(shape), UOp) else n, dt))
+    if isinstance(device := canon_device(device), tuple): return leaf(empty_on(cls, shape, device, dt), requires_grad)
+    unallocated.add(buf := new_buffer(device, int(n.vmax) if isinstance(n := prod(shape), UOp) else n, dt))
     return leaf(cls(buffer_view(buf, shape), device=device), requires_grad)
   def empty_like(self, dtype:DTypeLike|None=None, device:str|None=None) -> Tensor:
     return type(self).empty(self.shape, dtype=dtype if dtype is not None else self.dtype, device=device if device is not None else self.device)

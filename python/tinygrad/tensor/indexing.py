@@ -11,6 +11,7 @@ from tinygrad.tensor.common import TensorBase, broadcast_shape
 from tinygrad.schedule.buffers import has_buffer, realized_view, buffer_of
 from tinygrad.tensor.autograd import _tensors
 from tinygrad.tensor.disk import is_disk, assign as disk_assign, setitem as disk_setitem
+from tinygrad.tensor.multi import assign_shards
 
 if TYPE_CHECKING: from tinygrad.tensor.core import Tensor
 
@@ -294,6 +295,7 @@ class IndexingMixin:
     if not _broadcasts_to(x.shape, self.shape): raise RuntimeError(f"can't assign shape {x.shape} to shape {self.shape}")
     x = x._expand_to(self.shape)
     if self.numel() == 0 or x.uop is self.uop: return self
+    if isinstance(self.device, tuple): return assign_shards(self, x)
     if (found := _storage_view(self.uop)) is None:
       self.uop = x.uop
       return self

@@ -113,6 +113,8 @@ class RandomMixin:
     dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
     if not dtypes.is_float(dt) or dt in dtypes.weaks or dt in dtypes.fp8s: raise ValueError(f"rand needs a float dtype, got {dt}")
     shape, device = cls._check_shape(shape, "rand"), canon_device(device)
+    if isinstance(device, tuple):   # drawn on the first device, a copy on each (the same numbers everywhere)
+      return leaf(cls.rand(*shape, device=device[0], dtype=dt, contiguous=contiguous).shard(device), requires_grad)
     check_host_alloc(prod(shape) * dt.itemsize, f"rand of shape {shape}")
     if prod(shape) == 0: return cls.zeros(shape, device=device, dtype=dt, requires_grad=requires_grad)
     key, counter = cls._next_counter(device, ceildiv(prod(shape) * dt.itemsize, 4))

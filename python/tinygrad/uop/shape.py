@@ -11,6 +11,8 @@ Tensor-level conventions (what Tensor and the UOp mixins build, what the schedul
   AFTER    src: (storage, STORE(view, value))                          Tensor.assign: the storage (a BUFFER or an earlier AFTER,
                                                                         flat) once value is written through view (a movement chain
                                                                         over storage); shape: the storage's. The STORE's: the view's
+  MSTACK   src: one value per device  arg: axis (or None)               a sharded tensor (tinygrad/schedule/multi.py): the shards
+                                                                        joined along axis, or (None) each shard the whole tensor
   PARAM    src: (STACK of sizes,)                                      an argument of a call body (tinygrad/uop/call.py): that shape
                                                                         (CONST ints, or a symbolic size's expression)
 Kernel-level UOps (RANGE, PARAM(CONST size), INDEX, LOAD, a Variable, ...) have shape None, and so does everything computed from one:
@@ -102,6 +104,16 @@ def _elementwise(u:UOp):
     raise RuntimeError(f"ill-formed {u.op}: its sources have the shapes {', '.join(map(str, shapes))} (elementwise ops need one shape)")
   return shapes[0]
 
+def _mstack(u:UOp):
+  # a sharded value (tinygrad/schedule/multi.py): arg None, a copy per device (each the whole shape); else the shards joined along arg
+  shapes = [s.shape for s in u.src]
+  if not shapes or any(s is None for s in shapes): return None
+  ax = u.arg
+  if any(len(s) != len(shapes[0]) or any(_differ(a, b) for i, (a, b) in enumerate(zip(s, shapes[0])) if i != ax) for s in shapes) or \
+     (ax is not None and not 0 <= ax < len(shapes[0])):
+    raise RuntimeError(f"ill-formed MSTACK along axis {ax}: its shards have the shapes {', '.join(map(str, shapes))}")
+  return shapes[0] if ax is None else tuple(_ssum(*[s[ax] for s in shapes]) if i == ax else d for i, d in enumerate(shapes[0]))
+
 def _param(u:UOp):
   if getattr(u.arg, "addrspace", None) is AddrSpace.ALU: return None
   if (s := u.src[0]).op is not Ops.STACK: return None
@@ -125,6 +137,7 @@ shape_rules = PatternMatcher([
   # the tensor-level REDUCE (op, axes) on one source; a kernel's REDUCE(x, *ranges, arg=(op,)) has no shape
   (UPat(Ops.REDUCE, src=(UPat.var("x"),), name="u"), lambda u, x: _reduce(u, x) if isinstance(u.arg, tuple) and len(u.arg) == 2 else None),
   (UPat(_ELEMENTWISE, name="u"), _elementwise),
+  (UPat(Ops.MSTACK, name="u"), _mstack),
   # the tensor-level STORE and AFTER of Tensor.assign (in a kernel, a STORE writes an INDEX, which has no shape, and so has no AFTER
   # of it: there it orders an accumulator)
   (UPat(Ops.STORE, src=(UPat.var("v"), UPat())), lambda v: v.shape),
@@ -139,7 +152,7 @@ shape_rules = PatternMatcher([
 ])
 
 # the ops whose shape is read from their sources: a walk to fill in shapes only descends through these
-_FROM_SRC = frozenset(GroupOp.Movement | {Ops.REDUCE, Ops.AFTER} | set(_ELEMENTWISE))
+_FROM_SRC = frozenset(GroupOp.Movement | {Ops.REDUCE, Ops.AFTER, Ops.MSTACK} | set(_ELEMENTWISE))
 _NO_SRC = frozenset(set(Ops) - _FROM_SRC)
 
 def _store_shape(u:UOp) -> None: u.__dict__["shape"] = shape_rules.rewrite(u)

@@ -41,32 +41,40 @@ from tinygrad.renderer import Renderer
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError
 from tinygrad.codegen.split_ranges import peels
 from tinygrad.codegen.opt.kernel import apply_opt, ranges_of, range_size, rtype, vector_loads, opt_axis, globalize, GPU_GLOBAL_DIMS
-from tinygrad.codegen.opt.kernel import range_key, pack_candidates, apply_opts, _consecutive, expanded_ops
+from tinygrad.codegen.opt.kernel import range_key, pack_candidates, apply_opts, _consecutive, _strides, expanded_ops
 from tinygrad.schedule.knobs import THREAD_MIN_WORK, THREAD_MAX, UPCAST, OUTER_FULL_MAX, TILE_LANES, TILE_ROWS, GATHER_MIN_WORK, PEEL_LANES
 from tinygrad.schedule.knobs import PEEL_J_LANES, PEEL_MAX_ROWS, GATHER_J_LANES, TILE_MIN_WORK, TILE_PANEL_BYTES, DOT_TILE, MAX_IMAGE_ROW, IMAGE_ROWS
 from tinygrad.schedule.knobs import MAX_UNPADDED_TAPS, MAX_TAPS, MAX_TAP_UNROLL, TAP_ROWS, TAP_IN_CHANNELS, UNROLL_MAX_LOADS, TILE_FAMILY_ROWS
 from tinygrad.schedule.knobs import TILE_FAMILY_CHAINED, GPU_GROUP_MAX_OUTPUTS, GPU_GROUP_MIN_REDUCE, GPU_GROUP, GPU_LOCAL_MAX, GPU_LOCALS
-from tinygrad.schedule.knobs import TC_UPCASTS, TC_LOCALS, UPCAST_MAX_BODY_OPS, DECODED_ROWS
+from tinygrad.schedule.knobs import TC_UPCASTS, TC_LOCALS, UPCAST_MAX_BODY_OPS, DECODED_ROWS, CHANNEL_LANES, CHANNEL_J_LANES, CHANNEL_MIN_REDUCE
+from tinygrad.schedule.knobs import CHANNEL_WINDOW_RATIO
 
 def _within_budget(tile, ast:UOp, *args) -> UOp|None:
   """tile(ast, *args), or None where one of its opts is refused (apply_opt's limits: the code-size budget on a kernel with a long body)."""
   try: return tile(ast, *args)
   except KernelOptError: return None
 
+def _thread(ast:UOp, threads:int, keep:UOp|None=None) -> UOp:
+  """ast with its outermost output loop of a known size split over up to `threads` launches (a loop of a symbolic size, a prefill
+  chunk's rows, is passed over). `keep`: a loop that must stay a loop (a packed panel's), split only if part of it is left."""
+  if threads <= 1: return ast
+  for out in ranges_of(ast, AxisType.LOOP):
+    if (n_out := range_size(out)) is None: continue
+    if (n := next((t for t in range(min(threads, n_out), 1, -1) if n_out % t == 0), 1)) > 1 and (out is not keep or n < n_out):
+      return apply_opt(ast, Opt(OptOps.THREAD, opt_axis(ast, OptOps.THREAD, out), n))[0]
+    if out is not keep: break
+  return ast
+
 def hand_coded_optimizations(ast:UOp, threads:int, upcast:bool=True, tile_rows:int=TILE_ROWS, tile_cols:int=0, chain:bool=False) -> UOp:
   """The heuristics above; `threads`: the most launches a THREAD range may have, `upcast`: whether the target has vector accesses,
   `tile_rows`, `tile_cols` (0: TILE_LANES) and `chain` (Opt CHAIN): a matmul's register tile (tile_family tries others)."""
   # threading decides on the work before upcasting hides a factor of it. The scheduler's UNROLL lanes are not counted: THREAD_MIN_WORK
   # was tuned when they were not ranges
-  # A loop of a symbolic size (a prefill chunk's rows) counts at its upper bound, and the threads split the outermost loop of a known size
-  if threads > 1 and (out := next((r for r in ranges_of(ast, AxisType.LOOP) if range_size(r) is not None), None)) is not None:
-    n_out = range_size(out)
-    assert n_out is not None
-    if prod(int(r.src[0].vmax) for r in ranges_of(ast, AxisType.LOOP, AxisType.REDUCE)) >= THREAD_MIN_WORK:
-      if (n := next((t for t in range(min(threads, n_out), 1, -1) if n_out % t == 0), 1)) > 1:
-        ast = apply_opt(ast, Opt(OptOps.THREAD, opt_axis(ast, OptOps.THREAD, out), n))[0]
-  if upcast and ((tiled := _within_budget(peeled_tile, ast)) is not None or (tiled := _within_budget(gather_tile, ast)) is not None):
-    return tiled
+  threads = threads if prod(int(r.src[0].vmax) for r in ranges_of(ast, AxisType.LOOP, AxisType.REDUCE)) >= THREAD_MIN_WORK else 1
+  # channel_tile upcasts the output channels before the threads split their blocks (a split first could leave fewer than its lanes)
+  if upcast and (tiled := _within_budget(channel_tile, ast, threads)) is not None: return tiled
+  ast = _thread(ast, threads)
+  if upcast and any((tiled := _within_budget(tile, ast)) is not None for tile in (peeled_tile, gather_tile)): return tiled
   # unroll small reduce loops, innermost first (its lanes are the ones the C compiler can pair up)
   # (each reduce is looked up again in the current AST: an unroll replaces every node above it, and an outer reduce must see the UNROLL
   # lanes of the inner one it contains, or nested reduces each unroll fully and multiply)
@@ -261,6 +269,57 @@ def peeled_tile(ast:UOp) -> UOp|None:
   up, _, lane = apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, j), vj))
   if lane is None or len(vector_loads(up, lane, in_reduce_only=True, gated=True)) != len(j_loads): return None
   return apply_opt(up, Opt(OptOps.UPCAST, opt_axis(up, OptOps.UPCAST, i), rows))[0]
+
+_SUMMED = (AxisType.REDUCE, AxisType.UNROLL)
+def _ranges(x:UOp) -> list[UOp]: return [r for r in x.toposort() if r.op is Ops.RANGE]
+
+def _window(idx:UOp, j:UOp, reds:list[UOp]) -> bool:
+  """Whether idx moves with j as with one of the summed ranges reds, the two steps at most CHANNEL_WINDOW_RATIO apart (a conv's x and kx)."""
+  sj, *srs = _strides(idx, [j, *reds], mid=True)
+  return sj is not None and sj != 0 and any(sr is not None and sr != 0 and (max(abs(sj), abs(sr)) % min(abs(sj), abs(sr)) == 0) and
+                                            max(abs(sj), abs(sr)) // min(abs(sj), abs(sr)) <= CHANNEL_WINDOW_RATIO for sr in srs)
+
+def channel_tile(ast:UOp, threads:int=1) -> UOp|None:
+  """A conv as a GEMM with the output channels as the vector: a reduce kernel of at least GATHER_MIN_WORK multiply-adds over at least
+  CHANNEL_MIN_REDUCE elements per output, whose loads along the innermost output loop j (an image row's pixels, gated by the padding or
+  strided) don't move with an outer loop i (the output channels) and whose load that moves with i (the weight) can be packed: i gets
+  CHANNEL_LANES lanes (fewer where the body would pass the code-size budget: a second conv fused in, its lanes unrolled) and each i
+  block's panel of weights is packed with its lanes innermost (Opt PACK), so each reduce step is one vector load of weights, one
+  broadcast scalar of input per pixel lane of j (CHANNEL_J_LANES) and a vector multiply-add into that pixel's accumulator. Then
+  `threads` split the outermost output loop (the batch, else the channel blocks). Scalar input loads need no peeling
+  (codegen/split_ranges.py leaves a packed kernel whole). None if the kernel doesn't qualify (then peeled_tile, gather_tile)."""
+  if len(ast.src) != 1 or ast.src[0].op is not Ops.STORE or ast.src[0].src[0].op is not Ops.INDEX or len(ast.src[0].src) != 2: return None
+  sizes = [range_size(r) for r in ranges_of(ast)]
+  if len(loops := ranges_of(ast, AxisType.LOOP)) < 2 or any(s is None for s in sizes) or prod(sizes) < GATHER_MIN_WORK: return None  # type: ignore
+  j = loops[-1]
+  # a short sum (a stem conv's 3 channels) keeps gather_tile, unless that would gather 2 lanes of a row longer than an image's (the
+  # stem computed onto a max-pool's padded 114-wide grid)
+  nj = range_size(j) or 0
+  if prod(range_size(r) or 1 for r in ranges_of(ast, AxisType.REDUCE, AxisType.UNROLL)) < CHANNEL_MIN_REDUCE and \
+     (nj % UPCAST == 0 or nj <= MAX_IMAGE_ROW): return None
+  j_loads = [ld for ld in _reduce_loads(ast) if j in ld.src[0].toposort()]
+  if not j_loads or not (cands := [r for r in loops[:-1] if all(r not in ld.src[0].toposort() for ld in j_loads)]): return None
+  # only a conv's sliding window: a load whose address moves with j as with a summed range, up to a small factor (the stride or the
+  # dilation: x*2 + kx). A matmul's (x @ w's row of B, x @ w.T's row of w) are register_tile's and dot_tile's
+  if not any(_window(ld.src[0].src[1], j, reds) for ld in j_loads if (reds := [r for r in _ranges(ld) if rtype(r) in _SUMMED])): return None
+  i = cands[-1]
+  if (vj := next((v for v in CHANNEL_J_LANES if (range_size(j) or 0) % v == 0), None)) is None: return None
+  for vi in CHANNEL_LANES:
+    if (range_size(i) or 0) % vi: continue
+    try:
+      up, i_out, lane = apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, i), vi))
+      if i_out is None or lane is None: return None
+      up, _, _ = apply_opt(up, Opt(OptOps.UPCAST, opt_axis(up, OptOps.UPCAST, j), vj))
+      break
+    except KernelOptError: continue
+  else: return None
+  up = _thread(up, threads, keep=next(r for r in ranges_of(up, AxisType.LOOP) if range_key(r) == range_key(i_out)))
+  # the channel blocks' loop, or its part the threads left a loop (None: all threaded, no loop to pack the panel in)
+  key = range_key(i_out)
+  if (i_out := next((r for r in ranges_of(up, AxisType.LOOP) if range_key(r)[:len(key)] == key), None)) is None: return None
+  # the weight: the load that moves with i's lanes, not with j
+  if (which := next((k for k, ld in enumerate(pack_candidates(up, i_out)) if lane in ld.src[0].toposort()), None)) is None: return None
+  return apply_opt(up, Opt(OptOps.PACK, opt_axis(up, OptOps.PACK, i_out), which))[0]
 
 def gather_tile(ast:UOp) -> UOp|None:
   """A reduce kernel of at least GATHER_MIN_WORK multiply-adds whose loads along the innermost output loop j are gated (a padded conv's

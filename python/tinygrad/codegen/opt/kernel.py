@@ -218,10 +218,11 @@ def pack_candidates(ast:UOp, rng:UOp) -> list[UOp]:
     ret.append(ld)
   return sorted(ret, key=lambda ld: ld.src[0].src[0].arg.slot)
 
-def _strides(idx:UOp, rngs:list[UOp]) -> list[int|None]:
-  """How far idx moves when each of rngs steps by one (the others and every other range at 0): None where that isn't a constant."""
-  zero = {r: UOp.const(0, r.dtype) for r in idx.toposort() if r.op is Ops.RANGE}
-  pts = [idx.substitute(zero)] + [idx.substitute({**zero, r: UOp.const(1, r.dtype)}) for r in rngs]
+def _strides(idx:UOp, rngs:list[UOp], mid:bool=False) -> list[int|None]:
+  """How far idx moves when each of rngs steps by one (the others and every other range at 0, or with `mid` at the middle of its
+  range: clear of a padding's border, where a padded view's index may wrap): None where that isn't a constant."""
+  zero = {r: UOp.const((range_size(r) or 0) // 2 if mid else 0, r.dtype) for r in idx.toposort() if r.op is Ops.RANGE}
+  pts = [idx.substitute(zero)] + [idx.substitute({**zero, r: zero[r] + 1 if r in zero else UOp.const(1, r.dtype)}) for r in rngs]
   vals = [u.arg if u.op is Ops.CONST else None for u in graph_rewrite(UOp(Ops.SINK, dtypes.void, tuple(pts)), symbolic, name="strides").src]
   return [None if v is None or vals[0] is None else v - vals[0] for v in vals[1:]]
 

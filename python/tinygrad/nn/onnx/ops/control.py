@@ -7,7 +7,7 @@ from tinygrad.tensor import Tensor
 from tinygrad.nn.onnx.registry import onnx_op
 from tinygrad.nn.onnx.ops.common import to_python
 
-def _run(body:Any, values:list[Any]) -> list[Any]:
+def run_subgraph(body:Any, values:list[Any]) -> list[Any]:
   out = body(dict(zip(body.graph_inputs, values)))
   return [out[name] for name in body.graph_outputs]
 
@@ -20,7 +20,7 @@ def _truth(t:Any) -> bool: return bool(_scalar(t))
 
 @onnx_op("If", 1)
 def If(cond:Tensor, else_branch:Any, then_branch:Any) -> tuple[Any, ...]:
-  return tuple(_run(then_branch if _truth(cond) else else_branch, []))
+  return tuple(run_subgraph(then_branch if _truth(cond) else else_branch, []))
 
 @onnx_op("Loop", 1)
 def Loop(max_trip_count:Tensor|None, cond:Tensor|None, *carried:Any, body:Any) -> tuple[Any, ...]:
@@ -29,7 +29,7 @@ def Loop(max_trip_count:Tensor|None, cond:Tensor|None, *carried:Any, body:Any) -
   state, scans, i = list(carried), [], 0
   n_carried = len(carried)
   while keep_going and (trips is None or i < trips):
-    out = _run(body, [Tensor(i, dtype=dtypes.int64), Tensor(keep_going), *state])
+    out = run_subgraph(body, [Tensor(i, dtype=dtypes.int64), Tensor(keep_going), *state])
     keep_going, state = _truth(out[0]), out[1:1 + n_carried]
     scans.append(out[1 + n_carried:])
     i += 1
@@ -51,7 +51,7 @@ def Scan(*inputs:Tensor, body:Any, num_scan_inputs:int, scan_input_axes:list[int
     for x, a, reverse in zip(xs, in_axes, in_dirs):
       k = steps - 1 - t if reverse else t
       slices.append(x.shrink(tuple((k, k + 1) if i == a else (0, n) for i, n in enumerate(x.shape))).squeeze(a))
-    out = _run(body, state + slices)
+    out = run_subgraph(body, state + slices)
     state, ys = out[:n_state], out[n_state:]
     outs.append(ys)
   n_out = len(body.graph_outputs) - n_state
@@ -106,7 +106,7 @@ def ConcatFromSequence(seq:list[Tensor], axis:int, new_axis:int=0) -> Tensor:
 
 @onnx_op("SequenceMap", 17)
 def SequenceMap(seq:list[Tensor], *more:Any, body:Any) -> tuple[list[Tensor], ...]:
-  results = [_run(body, [seq[i]] + [m[i] if isinstance(m, list) else m for m in more]) for i in range(len(seq))]
+  results = [run_subgraph(body, [seq[i]] + [m[i] if isinstance(m, list) else m for m in more]) for i in range(len(seq))]
   return tuple([r[k] for r in results] for k in range(len(body.graph_outputs)))
 
 # ***** optionals *****

@@ -7,7 +7,7 @@ from tinygrad.dtype import dtypes
 from tinygrad.tensor import Tensor
 from tinygrad.nn.onnx.registry import onnx_op
 from tinygrad.nn.onnx.model import dtype_from_onnx
-from tinygrad.nn.onnx.ops.common import to_python
+from tinygrad.nn.onnx.ops.common import to_python, to_ints
 
 # ***** padding: ONNX lists all begins then all ends; Tensor's pooling/conv take (begin, end) pairs from the LAST axis backwards *****
 
@@ -65,6 +65,90 @@ def ConvTranspose(x:Tensor, w:Tensor, b:Tensor|None=None, auto_pad:str="NOTSET",
   if any(a or e for a, e in extra):
     out = out.shrink(((0, out.shape[0]), (0, out.shape[1])) + tuple((a, s - e) for (a, e), s in zip(extra, out.shape[2:])))
   return out
+
+@onnx_op("Col2Im", 18)
+def Col2Im(x:Tensor, image_shape:Tensor, block_shape:Tensor, dilations:list[int]|None=None, pads:list[int]|None=None,
+           strides:list[int]|None=None) -> Tensor:
+  # the adjoint of im2col: a grouped transposed convolution whose kernel puts column row k at block position k
+  image, block = to_ints(image_shape), to_ints(block_shape)
+  n = len(image)
+  dilations, strides = list(dilations or [1] * n), list(strides or [1] * n)
+  pad_list = list(pads) if pads is not None else [0] * (2 * n)
+  k = math.prod(block)
+  if len(block) != n or len(dilations) != n or len(strides) != n or len(pad_list) != 2 * n:
+    raise ValueError(f"Col2Im: image_shape {image}, block_shape {block}, dilations {dilations}, strides {strides} and pads {pad_list} "
+                     "must agree in rank")
+  blocks = [(i + pad_list[d] + pad_list[d + n] - dl * (b - 1) - 1) // s + 1 for d, (i, b, dl, s) in enumerate(zip(image, block, dilations, strides))]
+  batch, rows, cols = x.shape
+  if rows % k or cols != math.prod(blocks):
+    raise ValueError(f"Col2Im: input of shape {x.shape} does not fit block_shape {block} over image_shape {image} (expected "
+                     f"C*{k} rows and {math.prod(blocks)} columns)")
+  channels = rows // k
+  kernel = Tensor.eye(k, dtype=x.dtype, device=x.device).reshape(1, k, 1, *block).expand(channels, k, 1, *block).reshape(channels * k, 1, *block)
+  out = x.reshape(batch, rows, *blocks).conv_transpose2d(kernel, groups=channels, stride=strides, dilation=dilations)
+  # the padded image is at least what the blocks cover: grow it to its full size, then cut the pads off
+  grown = out.pad(((0, 0), (0, 0)) + tuple((0, i + pad_list[d] + pad_list[d + n] - o) for d, (i, o) in enumerate(zip(image, out.shape[2:]))))
+  return grown.shrink(((0, batch), (0, channels)) + tuple((pad_list[d], pad_list[d] + i) for d, i in enumerate(image)))
+
+def _bilinear_taps(coords:list[Tensor], dims:list[int], clamp:bool) -> list[tuple[Tensor, Tensor]]:
+  """The 2**len(dims) corners around fractional positions (one coordinate Tensor per axis, outermost first) as (flat index into the
+  row-major image, weight). clamp: positions are pulled onto the image and corners clipped to its edge (RoiAlign); otherwise a corner
+  outside the image weighs 0 (zero padding, as DeformConv's sampling)."""
+  per_axis = []
+  for v, size in zip(coords, dims):
+    if clamp: v = v.clip(0, size - 1)
+    low = v.floor()
+    frac = v - low
+    taps = []
+    for tap, w in ((low, 1 - frac), (low + 1, frac)):
+      if not clamp: w = ((tap >= 0) & (tap <= size - 1)).where(w, 0)
+      taps.append((tap.clip(0, size - 1).cast(dtypes.int64), w))
+    per_axis.append(taps)
+  corners = []
+  for combo in itertools.product(*per_axis):
+    index, weight = None, None
+    for axis, (tap, w) in enumerate(combo):
+      stride = math.prod(dims[axis + 1:])
+      index = tap * stride if index is None else index + tap * stride
+      weight = w if weight is None else weight * w
+    corners.append((index, weight))
+  return corners
+
+@onnx_op("DeformConv", 19)
+def DeformConv(x:Tensor, w:Tensor, offset:Tensor, b:Tensor|None=None, mask:Tensor|None=None, dilations:list[int]|None=None, group:int=1,
+               kernel_shape:list[int]|None=None, offset_group:int=1, pads:list[int]|None=None, strides:list[int]|None=None) -> Tensor:
+  kernel, strides, dilations = _defaults(x, kernel_shape or w.shape[2:], strides, dilations)
+  n, channels, *in_dims = x.shape
+  out_channels, out_dims, nd = w.shape[0], list(offset.shape[2:]), len(kernel)
+  pad_list = list(pads) if pads is not None else [0] * (2 * nd)
+  k, points = math.prod(kernel), math.prod(offset.shape[2:])
+  if channels != w.shape[1] * group or out_channels % group or channels % offset_group or offset.shape[1] != offset_group * k * nd:
+    raise ValueError(f"DeformConv: X {x.shape}, W {w.shape} and offset {offset.shape} do not fit group={group}, offset_group={offset_group}, "
+                     f"kernel_shape={kernel}")
+  expect = [(i + pad_list[d] + pad_list[d + nd] - dilations[d] * (kernel[d] - 1) - 1) // strides[d] + 1 for d, i in enumerate(in_dims)]
+  if out_dims != expect or (mask is not None and mask.shape != (n, offset_group * k, *out_dims)):
+    raise ValueError(f"DeformConv: offset {offset.shape} (and mask {mask.shape if mask is not None else None}) must cover the output "
+                     f"{expect} of X {x.shape} with kernel_shape={kernel}, strides={strides}, dilations={dilations}, pads={pad_list}")
+  # where each kernel tap of each output position reads before its offset, per axis: (k, points)
+  base = []
+  for d in range(nd):
+    tap = Tensor.arange(kernel[d], device=x.device).reshape([-1 if i == d else 1 for i in range(nd)]).expand(kernel).reshape(k, 1)
+    pos = Tensor.arange(out_dims[d], device=x.device).reshape([-1 if i == d else 1 for i in range(nd)]).expand(out_dims).reshape(1, points)
+    base.append((pos * strides[d] - pad_list[d] + tap * dilations[d]).cast(dtypes.float32))
+  shifts = offset.reshape(n, offset_group, k, nd, points).cast(dtypes.float32)
+  coords = [base[d] + shifts[:, :, :, d] for d in range(nd)]                         # (n, offset_group, k, points)
+  image = x.reshape(n, offset_group, channels // offset_group, -1)
+  sampled = None
+  for index, weight in _bilinear_taps(coords, in_dims, clamp=False):
+    picked = image.gather(3, index.reshape(n, offset_group, 1, k * points).expand(*image.shape[:3], k * points))
+    term = picked * weight.reshape(n, offset_group, 1, k * points).cast(x.dtype)
+    sampled = term if sampled is None else sampled + term
+  if mask is not None: sampled = sampled * mask.reshape(n, offset_group, 1, k * points)
+  # a grouped matmul of the kernel taps against the sampled columns
+  cols = sampled.reshape(n, group, channels // group * k, points)
+  out = w.reshape(1, group, out_channels // group, -1) @ cols
+  out = out.reshape(n, out_channels, *out_dims)
+  return out + b.reshape(1, -1, *([1] * nd)) if b is not None else out
 
 # ***** pooling *****
 
@@ -533,6 +617,62 @@ def GridSample(x:Tensor, grid:Tensor, align_corners:int=0, mode:str="linear", pa
   return out.reshape(n, c, *out_shape).cast(x.dtype)
 
 # ***** detection *****
+
+def _roi_align(x:Tensor, rois:Tensor, batch_indices:Tensor, mode:str, output_height:int, output_width:int, sampling_ratio:int,
+               spatial_scale:float, half_pixel:bool) -> Tensor:
+  if mode not in ("avg", "max"): raise NotImplementedError(f"RoiAlign: mode={mode!r} is not supported (avg, max)")
+  n, channels, height, width = x.shape
+  r = rois.shape[0]
+  box = rois.cast(dtypes.float32) * spatial_scale - (0.5 if half_pixel else 0.0)
+  start, size = [box[:, 1], box[:, 0]], [box[:, 3] - box[:, 1], box[:, 2] - box[:, 0]]    # (y, x), each (r,)
+  if not half_pixel: size = [s.maximum(1.0) for s in size]
+  pooled = [output_height, output_width]
+  bins = [s / p for s, p in zip(size, pooled)]
+  if sampling_ratio > 0: grids, most = [Tensor.full((r,), sampling_ratio, device=x.device) for _ in range(2)], [sampling_ratio] * 2
+  else:
+    # adaptive: ceil(bin size) samples per bin, which varies per roi; sample the largest count and mask the rest
+    grids = [b.ceil() for b in bins]
+    most = [max(int(g.max().item()), 1) if r else 1 for g in grids]
+  coords, valid = [], None
+  for axis in range(2):
+    cell = Tensor.arange(pooled[axis], device=x.device).reshape(1, -1, 1).cast(dtypes.float32)
+    sample = Tensor.arange(most[axis], device=x.device).reshape(1, 1, -1).cast(dtypes.float32)
+    grid, bin_size = grids[axis].reshape(-1, 1, 1), bins[axis].reshape(-1, 1, 1)
+    pos = start[axis].reshape(-1, 1, 1) + cell * bin_size + (sample + 0.5) * bin_size / grid.maximum(1)   # (r, pooled, samples)
+    taken = (sample < grid).expand(pos.shape)
+    shape = (r, pooled[0], most[0], 1, 1) if axis == 0 else (r, 1, 1, pooled[1], most[1])
+    coords.append(pos.reshape(shape))
+    valid = taken.reshape(shape) if valid is None else valid & taken.reshape(shape)
+  inside = (coords[0] >= -1) & (coords[0] <= height) & (coords[1] >= -1) & (coords[1] <= width)
+  full = (r, pooled[0], most[0], pooled[1], most[1])
+  image = x[batch_indices.cast(dtypes.int64)].reshape(r, channels, -1)
+  values = []
+  for index, weight in _bilinear_taps([c.expand(full) for c in coords], [height, width], clamp=True):
+    picked = image.gather(2, index.reshape(r, 1, -1).expand(r, channels, math.prod(full[1:])))
+    values.append(picked * inside.expand(full).where(weight, 0).reshape(r, 1, -1).cast(x.dtype))
+  valid = valid.expand(full).reshape(r, 1, *full[1:])
+  if mode == "avg":
+    total = valid.where(sum(values[1:], values[0]).reshape(r, channels, *full[1:]), 0).sum(axis=(3, 5))
+    count = (grids[0] * grids[1]).maximum(1).reshape(-1, 1, 1, 1)
+    return (total / count).cast(x.dtype)
+  # max: each sample's largest weighted corner, then the largest over the bin's samples; a bin with no samples is 0
+  best = Tensor.stack(*values).max(0).reshape(r, channels, *full[1:])
+  best = valid.where(best, -math.inf).max(axis=(3, 5))
+  return (best == -math.inf).where(0, best).cast(x.dtype)
+
+@onnx_op("RoiAlign", 10)
+def RoiAlign10(x:Tensor, rois:Tensor, batch_indices:Tensor, mode:str="avg", output_height:int=1, output_width:int=1, sampling_ratio:int=0,
+               spatial_scale:float=1.0) -> Tensor:
+  return _roi_align(x, rois, batch_indices, mode, output_height, output_width, sampling_ratio, spatial_scale, False)
+
+@onnx_op("RoiAlign", 16)
+def RoiAlign(x:Tensor, rois:Tensor, batch_indices:Tensor, coordinate_transformation_mode:str="half_pixel", mode:str="avg",
+             output_height:int=1, output_width:int=1, sampling_ratio:int=0, spatial_scale:float=1.0) -> Tensor:
+  if coordinate_transformation_mode not in ("half_pixel", "output_half_pixel"):
+    raise NotImplementedError(f"RoiAlign: coordinate_transformation_mode={coordinate_transformation_mode!r} is not supported "
+                              "(half_pixel, output_half_pixel)")
+  return _roi_align(x, rois, batch_indices, mode, output_height, output_width, sampling_ratio, spatial_scale,
+                    coordinate_transformation_mode == "half_pixel")
 
 @onnx_op("NonMaxSuppression", 10)
 def NonMaxSuppression(boxes:Tensor, scores:Tensor, max_output_boxes_per_class:Tensor|None=None, iou_threshold:Tensor|None=None,

@@ -1,0 +1,83 @@
+"""All-reduce between devices as a graph of copies and elementwise ops, which the scheduler orders like any other kernels and copies.
+
+  all_reduce(op, xs)  xs: one value per device (same shape and dtype, each on its own device); returns one value per device, each the
+                      reduction (op: ADD, MAX or MUL) of all of xs, and every device's result has the same bits
+
+Two variants, chosen by size (tinygrad 0.14's RING: 0 never ring, 1 from RING_ALLREDUCE_THRESHOLD elements on more than two devices,
+2 always ring):
+  tree  the values are combined pairwise up a binary tree onto the first device, which sends the result back down: 2 log2(n) rounds of
+        whole-value copies; for small values, where the number of rounds matters more than the bytes
+  ring  the flat value is cut into n chunks; n-1 rounds pass each chunk along the ring, each device adding its own part (reduce-scatter),
+        then n-1 rounds pass the finished chunks along (all-gather): each device sends 2(n-1)/n of the value in all, whatever n
+"""
+from __future__ import annotations
+from tinygrad.uop.ops import UOp, Ops
+from tinygrad.dtype import dtypes
+from tinygrad.helpers import prod, RING, RING_ALLREDUCE_THRESHOLD
+
+def copy_to(x:UOp, device:str) -> UOp:
+  """x (a value on one device) on `device` (x itself when it is there already)."""
+  return x if x.device == device else UOp(Ops.COPY, x.dtype, (x,), (x.device, device))
+
+def combine(op:Ops, a:UOp, b:UOp) -> UOp: return a.alu(op, b)
+
+def cat_flat(pieces:list[UOp]) -> UOp:
+  """1-d values joined end to end (zero padding and adds: the pieces are disjoint, so an add only ever meets the padding)."""
+  total, off, ret = sum(p.shape[0] for p in pieces), 0, None
+  fill = -0.0 if dtypes.is_float(pieces[0].dtype) else 0   # -0.0 is the exact identity of +: a -0.0 element stays -0.0
+  for p in pieces:
+    if p.shape[0]:
+      q = p.pad(((off, total - off - p.shape[0]),), value=fill)
+      ret = q if ret is None else ret + q
+    off += p.shape[0]
+  assert ret is not None, "cat_flat of empty pieces only"
+  return ret
+
+def split_sizes(n:int, parts:int) -> list[int]:
+  """n split into `parts` sizes as even as they can be, the larger ones first (10 into 3: 4, 3, 3)."""
+  return [n // parts + (1 if i < n % parts else 0) for i in range(parts)]
+
+def tree_all_reduce(op:Ops, xs:list[UOp]) -> list[UOp]:
+  devices = [x.device for x in xs]
+  vals = list(xs)
+  step = 1
+  while step < len(vals):
+    for i in range(0, len(vals) - step, 2 * step): vals[i] = combine(op, vals[i], copy_to(vals[i + step], devices[i]))
+    step *= 2
+  # the result goes back down the same tree: each device copies it from its parent, so every device holds the first device's bits
+  out: list[UOp|None] = [None] * len(xs)
+  out[0] = vals[0]
+  while step > 1:
+    step //= 2
+    for i in range(0, len(vals) - step, 2 * step): out[i + step] = copy_to(out[i], devices[i + step])  # type: ignore[arg-type]
+  return out  # type: ignore[return-value]
+
+def ring_all_reduce(op:Ops, xs:list[UOp]) -> list[UOp]:
+  n, devices, shape = len(xs), [x.device for x in xs], xs[0].shape
+  sizes = split_sizes(prod(shape), n)
+  bounds = [(sum(sizes[:c]), sum(sizes[:c + 1])) for c in range(n)]
+  flat = [x.reshape((prod(shape),)) for x in xs]
+  # acc[i][c]: device i's partial of chunk c
+  acc = [[f.shrink((b,)) for b in bounds] for f in flat]
+  for s in range(n - 1):
+    sent = [(i, (i - s) % n, acc[i][(i - s) % n]) for i in range(n)]
+    for i, c, part in sent:
+      j = (i + 1) % n
+      acc[j][c] = combine(op, acc[j][c], copy_to(part, devices[j]))
+  # device i now holds chunk (i + 1) % n complete; the all-gather passes the finished chunks on around the ring
+  done: list[list[UOp|None]] = [[None] * n for _ in range(n)]
+  for i in range(n): done[i][(i + 1) % n] = acc[i][(i + 1) % n]
+  for s in range(n - 1):
+    for i in range(n):
+      c, j = (i + 1 - s) % n, (i + 1) % n
+      done[j][c] = copy_to(done[i][c], devices[j])  # type: ignore[arg-type]
+  return [cat_flat(row).reshape(shape) for row in done]  # type: ignore[arg-type]
+
+def all_reduce(op:Ops, xs:list[UOp]) -> list[UOp]:
+  """One reduced value per device (see the module docstring)."""
+  if op not in (Ops.ADD, Ops.MAX, Ops.MUL): raise NotImplementedError(f"all-reduce of {op} (ADD, MAX and MUL are supported)")
+  if len(xs) == 1: return list(xs)
+  n = prod(xs[0].shape)
+  # two devices: the tree is one copy each way, the ring two half copies each way plus the cuts and joins
+  use_ring = RING.value >= 2 or (RING.value == 1 and len(xs) > 2 and n >= RING_ALLREDUCE_THRESHOLD.value)
+  return ring_all_reduce(op, xs) if use_ring and n >= len(xs) else tree_all_reduce(op, xs)
