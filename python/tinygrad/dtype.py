@@ -345,6 +345,11 @@ def float_to_fp8(x:float, dtype:DType) -> int:
   if scheme == "fnuz" and code == 0: return 0  # no -0 in fnuz formats
   return code | (0x80 if negative else 0)
 
+def fp8_layout(dtype:DType) -> tuple[int, int, int, int, str]:
+  """An fp8 dtype's (exponent bits, mantissa bits, exponent bias, largest finite code, special-value scheme), see _FP8_FORMATS."""
+  if (fmt := _FP8_FORMATS.get(dtype)) is None: raise ValueError(f"{dtype!r} is not an fp8 dtype")
+  return fmt
+
 def fp8_max(dtype:DType) -> float:
   """The largest finite value of an fp8 dtype (where its casts saturate)."""
   if (fmt := _FP8_FORMATS.get(dtype)) is None: raise ValueError(f"{dtype!r} is not an fp8 dtype")

@@ -6,6 +6,7 @@ import traceback
 import numpy as np
 from tinygrad import Tensor, dtypes, nn
 from tinygrad.helpers import Context
+from tinygrad.dtype import truncate
 from tinygrad.device import Device
 from tinygrad.nn.state import get_parameters
 import tinygrad.distributed as dist
@@ -32,7 +33,11 @@ def rank_data(dt, r, shape):
   rng = np.random.default_rng(1000 * r + dtypes.all.index(dt))
   if dt == dtypes.bool: return rng.integers(0, 2, shape).astype(bool)
   if dtypes.is_int(dt): return rng.integers(0, 50, shape).astype(np.dtype(dt.fmt))
-  return rng.uniform(-4, 4, shape).astype(np.float32).astype(np_view(dt))
+  return as_values_of(dt, rng.uniform(-4, 4, shape).astype(np.float32).astype(np_view(dt)))
+
+def as_values_of(dt, a:np.ndarray) -> np.ndarray:
+  """fp8 data (exchanged as float32) rounded to values of dt, as a Tensor of dt holds them."""
+  return np.vectorize(truncate[dt], otypes=[np.float32])(a) if dt in dtypes.fp8s else a
 
 def expect_equal(got:Tensor, want:np.ndarray, dt, what:str):
   assert got.dtype == dt and got.device == Device.DEFAULT, f"{what}: got {got.dtype} on {got.device}, want {dt} on {Device.DEFAULT}"
@@ -53,7 +58,7 @@ for dt in [d for d in dtypes.all if d in supported]:
       want = {"sum": any_true, "max": any_true, "min": np.logical_and.reduce(all_ranks)}
     else:
       acc = np.float32 if dt in (dtypes.bfloat16,) + dtypes.fp8s else None
-      want = {"sum": np.sum(all_ranks, axis=0, dtype=acc).astype(all_ranks[0].dtype), "max": np.max(all_ranks, axis=0),
+      want = {"sum": as_values_of(dt, np.sum(all_ranks, axis=0, dtype=acc).astype(all_ranks[0].dtype)), "max": np.max(all_ranks, axis=0),
               "min": np.min(all_ranks, axis=0)}
     for op, w in want.items(): expect_equal(dist.all_reduce(mine, op), w, dt, f"all_reduce {op}")
     expect_equal(dist.broadcast(mine, root=SIZE - 1), all_ranks[-1], dt, "broadcast")

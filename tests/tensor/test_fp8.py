@@ -36,7 +36,7 @@ def encode(dt, x:np.ndarray) -> np.ndarray:
   a = np.abs(x)
   hi = np.clip(np.searchsorted(grid, np.nan_to_num(a, posinf=0.0)), 1, max_code)
   lo = hi - 1
-  dlo, dhi = np.abs(a - grid[lo]), np.abs(grid[hi] - a)
+  with np.errstate(invalid="ignore"): dlo, dhi = np.abs(a - grid[lo]), np.abs(grid[hi] - a)   # inf - inf: specials are set below
   code = np.where(dlo < dhi, lo, np.where(dhi < dlo, hi, np.where(lo % 2 == 0, lo, hi)))
   code = np.where(a > grid[max_code], max_code, code)
   neg = np.signbit(x)

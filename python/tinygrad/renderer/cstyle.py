@@ -7,7 +7,7 @@ import math
 import re
 from typing import Any, Callable, Sequence
 from tinygrad.helpers import strip_parens, cpu_count, NUM_CPU_THREADS
-from tinygrad.dtype import DType, dtypes, truncate, Invalid, _FP8_FORMATS
+from tinygrad.dtype import DType, dtypes, truncate, Invalid, fp8_layout
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher
 from tinygrad.renderer import Renderer, LinearKernel, KernelContractError, SIDE_EFFECTS, CORE_ID, const_value, is_literal, is_variable, mem_root
@@ -78,7 +78,7 @@ def _fp8_helpers(dt:DType) -> str:
   subnormals kept, finite values beyond the range saturate to the largest finite code; infinity is e5m2's infinity and the other formats'
   NaN. Bit-level on the float32 layout, so no compiler or CPU support for fp8 is needed."""
   to_f, from_f, rnd = _EMULATED[dt]
-  exp_bits, m, bias, max_code, scheme = _FP8_FORMATS[dt]
+  exp_bits, m, bias, max_code, scheme = fp8_layout(dt)
   sign_bit = "((unsigned int)(c & 0x80u) << 24)"
   if scheme == "fnuz":   # no infinity, no -0: the code 0x80 is the one NaN
     decode_nan, encode_nonfinite, zero = 'if (c == 0x80u) return __builtin_nanf("");', "return 0x80u;", "if (code == 0) return 0;"
