@@ -221,14 +221,17 @@ class NotADTypeError(TypeError, AttributeError):
   """A dtype argument that is neither a DType nor a name: a TypeError, and the AttributeError tinygrad 0.14 raises for it (0.14 looks
   every dtype argument up as an attribute of dtypes), so code catching either keeps working."""
 
+class UnknownDTypeError(ValueError, AttributeError):
+  """A dtype name dtypes has no DType for: a ValueError (a bad value), and the AttributeError tinygrad 0.14 raises for it."""
+
 def to_dtype(dtype:DTypeLike) -> DType:
-  """A DType from a DType or a name ("float32", "half", "default_float"; case-insensitive). An unknown name raises AttributeError, as in
-  tinygrad 0.14; anything else NotADTypeError."""
+  """A DType from a DType or a name ("float32", "half", "default_float"; case-insensitive). An unknown name raises UnknownDTypeError
+  (an AttributeError, as in tinygrad 0.14); anything else NotADTypeError."""
   if isinstance(dtype, DType): return dtype
   if not isinstance(dtype, str): raise NotADTypeError(f"expected a DType or a dtype name, got {dtype!r} of type {type(dtype).__name__}")
   name = dtype.lower()
   if name.startswith("_") or not isinstance(ret := getattr(dtypes, name, None), DType):
-    raise AttributeError(f"unknown dtype name {dtype!r} (dtypes has no attribute {name!r})")
+    raise UnknownDTypeError(f"unknown dtype name {dtype!r} (dtypes has no attribute {name!r})")
   return ret
 
 if not dtypes.is_float(dtypes.default_float): raise ValueError(f"DEFAULT_FLOAT={DEFAULT_FLOAT.value} is not a float dtype")

@@ -393,3 +393,10 @@ class TestNumpy:
             "sys.modules['tinygrad'] = pkg; import tinygrad.dtype, tinygrad.helpers, tinygrad.uop; print(tinygrad.dtype.dtypes.float)")
     out = subprocess.run([sys.executable, "-c", code, pkg_dir], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "dtypes.float"
+
+def test_unknown_dtype_name_is_a_value_error_and_0_14s_attribute_error():
+  # 0.14 looks a name up as an attribute of dtypes (AttributeError); bad input is a ValueError here too, so either catch works
+  from tinygrad.dtype import to_dtype
+  for name in ("", "floaty", "_private"):
+    with pytest.raises(ValueError, match="unknown dtype name"): to_dtype(name)
+    with pytest.raises(AttributeError, match="unknown dtype name"): to_dtype(name)
