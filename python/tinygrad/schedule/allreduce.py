@@ -21,17 +21,18 @@ def copy_to(x:UOp, device:str) -> UOp:
 
 def combine(op:Ops, a:UOp, b:UOp) -> UOp: return a.alu(op, b)
 
-def cat_flat(pieces:list[UOp]) -> UOp:
-  """1-d values joined end to end (zero padding and adds: the pieces are disjoint, so an add only ever meets the padding)."""
-  total, off, ret = sum(p.shape[0] for p in pieces), 0, None
+def join(pieces:list[UOp], axis:int) -> UOp:
+  """Values on one device joined along axis (zero padding and adds: the pieces are disjoint, so an add only ever meets the padding);
+  empty pieces are left out."""
+  pieces = [p for p in pieces if p.shape[axis]]
+  assert pieces, "join of empty pieces only"
   fill = -0.0 if dtypes.is_float(pieces[0].dtype) else 0   # -0.0 is the exact identity of +: a -0.0 element stays -0.0
+  total, off, ret = sum(p.shape[axis] for p in pieces), 0, None
   for p in pieces:
-    if p.shape[0]:
-      q = p.pad(((off, total - off - p.shape[0]),), value=fill)
-      ret = q if ret is None else ret + q
-    off += p.shape[0]
-  assert ret is not None, "cat_flat of empty pieces only"
-  return ret
+    q = p.pad(tuple((off, total - off - p.shape[axis]) if i == axis else None for i in range(len(p.shape))), value=fill)
+    ret = q if ret is None else ret + q
+    off += p.shape[axis]
+  return ret  # type: ignore[return-value]
 
 def split_sizes(n:int, parts:int) -> list[int]:
   """n split into `parts` sizes as even as they can be, the larger ones first (10 into 3: 4, 3, 3)."""
@@ -71,7 +72,7 @@ def ring_all_reduce(op:Ops, xs:list[UOp]) -> list[UOp]:
     for i in range(n):
       c, j = (i + 1 - s) % n, (i + 1) % n
       done[j][c] = copy_to(done[i][c], devices[j])  # type: ignore[arg-type]
-  return [cat_flat(row).reshape(shape) for row in done]  # type: ignore[arg-type]
+  return [join(row, 0).reshape(shape) for row in done]  # type: ignore[arg-type]
 
 def all_reduce(op:Ops, xs:list[UOp]) -> list[UOp]:
   """One reduced value per device (see the module docstring)."""

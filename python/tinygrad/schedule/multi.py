@@ -20,7 +20,7 @@ import weakref
 from tinygrad.uop.ops import UOp, Ops, GroupOp, PatternMatcher, UPat
 from tinygrad.helpers import prod
 from tinygrad.dtype import dtypes
-from tinygrad.schedule.allreduce import all_reduce, copy_to, split_sizes
+from tinygrad.schedule.allreduce import all_reduce, copy_to, join, split_sizes
 
 __all__ = ["mstack", "shard_uop", "lower_multi", "lower_uop", "sharding_axis", "reshard", "split_sizes", "pm_multi", "any_sharded"]
 
@@ -52,25 +52,11 @@ def shard_uop(x:UOp, src_device:str|None, devices:tuple[str, ...], axis:int|None
 
 # ***** changing a sharded value's sharding *****
 
-def _join(pieces:list[UOp], axis:int) -> UOp:
-  """Values on one device joined along axis (zero padding and adds: they are disjoint)."""
-  pieces = [p for p in pieces if p.shape[axis]]
-  total, off, ret = sum(p.shape[axis] for p in pieces), 0, None
-  for p in pieces:
-    q = p.pad(tuple((off, total - off - p.shape[axis]) if i == axis else None for i in range(len(p.shape))), value=_fill(p))
-    ret = q if ret is None else ret + q
-    off += p.shape[axis]
-  assert ret is not None
-  return ret
-
-def _fill(p:UOp):
-  return -0.0 if dtypes.is_float(p.dtype) else 0
-
 def gather(ms:UOp) -> UOp:
   """The whole value on every device (an all-gather), as MSTACK(axis=None)."""
   if ms.arg is None: return ms
   live = [s for s in ms.src if s.shape[ms.arg]]
-  return mstack([_join([copy_to(s, d) for s in live], ms.arg) for d in ms.device], None)
+  return mstack([join([copy_to(s, d) for s in live], ms.arg) for d in ms.device], None)
 
 def reshard(x:UOp, like:UOp) -> list[UOp]:
   """x (a sharded value on like's devices, or a value on no device) as per-device shards of like's sharding."""
@@ -152,7 +138,7 @@ def _copy(root:UOp, ms:UOp) -> UOp:
     root = UOp(Ops.COPY, ms.dtype, (ms,), (ms.device, dst[0]))
     return shard_uop(_copy(root, ms), dst[0], dst, None)
   if ms.arg is None: return copy_to(ms.src[0], dst)
-  return _join([copy_to(s, dst) for s in ms.src if s.shape[ms.arg]], ms.arg)
+  return join([copy_to(s, dst) for s in ms.src if s.shape[ms.arg]], ms.arg)
 
 def _broadcast_copy(root:UOp, x:UOp) -> UOp|None:
   # a value on one device copied to several (Tensor.to(devices)): a copy on each

@@ -63,9 +63,7 @@ def to_devices(t:Tensor, devices:tuple[str, ...]) -> Tensor:
 def empty_on(cls, shape, devices:tuple[str, ...], dtype) -> Tensor:
   """Tensor.empty on several devices: an uninitialized buffer of the whole shape on each."""
   shards = [cls.empty(*shape, device=d, dtype=dtype) for d in devices]
-  ret = cls(mstack([s.uop for s in shards], None), device=devices[0])
-  ret._device = devices
-  return ret
+  return on_devices(shards[0], mstack([s.uop for s in shards], None), devices)
 
 def assign_shards(t:Tensor, x:Tensor) -> Tensor:
   """Tensor.assign into a sharded tensor: each shard writes its part of x (resharded like t) in place."""
