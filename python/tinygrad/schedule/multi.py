@@ -16,7 +16,6 @@ tensor). `lower_multi` rewrites it with `pm_multi`, one rule per op, from the so
 The nodes outside the MSTACKs are on one device or on none (constants), so the scheduler schedules each shard as it would a tensor.
 """
 from __future__ import annotations
-import weakref
 from tinygrad.uop.ops import UOp, Ops, GroupOp, PatternMatcher, UPat
 from tinygrad.helpers import prod
 from tinygrad.dtype import dtypes
@@ -168,22 +167,26 @@ pm_multi = PatternMatcher([
   (UPat(tuple(set(Ops) - {Ops.MSTACK, Ops.SINK}), name="root", custom_early_reject={Ops.MSTACK}), _unsupported),
 ])
 
-# each lowered node lives as long as the tensor-graph node it came from: the scheduler's realized marks are on the lowered nodes, so a
-# graph built before a realize (a loss read after the optimizer step that computed it) finds them again when it is lowered again
-_lowered: weakref.WeakKeyDictionary[UOp, UOp] = weakref.WeakKeyDictionary()
+# a node's lowering is kept in its own __dict__ (so it lives as long as the node): the scheduler's realized marks are on the lowered
+# nodes, so a graph built before a realize (a loss read after the optimizer step that computed it) finds them again when it is lowered
+# again; a node the lowering leaves as it is keeps _UNCHANGED, so a later lowering doesn't walk its graph again
+_LOWERED = "_multi_lowered"
+_UNCHANGED = object()
+
+def _lowered_of(x:UOp) -> UOp: return x if (v := x.__dict__.get(_LOWERED)) is None or v is _UNCHANGED else v
+def _not_lowered(x:UOp) -> bool: return _LOWERED not in x.__dict__
 
 def lower_uop(u:UOp) -> UOp:
   """u with its sharded values lowered: an MSTACK of per-device graphs when u is on several devices."""
-  # a walk applying pm_multi rather than graph_rewrite: it keeps the map from each node to its lowered node (_lowered above)
-  if (done := _lowered.get(u)) is not None: return done
-  memo: dict[UOp, UOp] = {}
-  # (the walk does not enter a node lowered before, nor list it: its sources take its lowered node from _lowered)
-  for n in u.toposort(gate=lambda x: x not in _lowered):
-    src = tuple(m if (m := memo.get(x)) is not None else _lowered.get(x, x) for x in n.src)
+  # a walk applying pm_multi rather than graph_rewrite: it keeps the map from each node to its lowered node (_LOWERED above)
+  if not _not_lowered(u): return _lowered_of(u)
+  # (the walk does not enter a node lowered before, nor list it: its sources take its lowered node from its __dict__)
+  for n in u.toposort(gate=_not_lowered):
+    src = tuple(_lowered_of(x) for x in n.src)
     new = n if all(a is b for a, b in zip(src, n.src)) else n.replace(src=src)
     if (new.op is Ops.COPY or any(x.op is Ops.MSTACK for x in src)) and (r := pm_multi.rewrite(new)) is not None: new = r
-    if new is not n: memo[n] = _lowered[n] = new
-  return memo.get(u, u)
+    n.__dict__[_LOWERED] = _UNCHANGED if new is n else new
+  return _lowered_of(u)
 
 def sharding_axis(u:UOp) -> int|None:
   """The axis u (on several devices) is split along, None for a copy per device."""
