@@ -166,6 +166,16 @@ def test_all_reduce_variants(ring, n):
     for x in shards: np.testing.assert_array_equal(x, shards[0])   # the same bits on every device
     np.testing.assert_allclose(shards[0].reshape(-1), want, rtol=1e-5)
 
+def test_all_reduce_of_one_row_per_device_is_two_copies_and_an_add():
+  # each device's row goes to the all-reduce as it is (no kernel copying it), and each device's result is the buffer the add or the copy
+  # writes (no kernel for the reshape that drops the summed axis)
+  a = rnd(2, 1024)
+  t = Tensor(a).shard(D2, 0).realize()
+  assert sorted(si.ast.op.name for si in t.sum(0).schedule()[0]) == ["COPY", "COPY", "SINK"]
+  out = t.sum(0).realize()
+  for x, d in zip(out.uop.src, out.device): np.testing.assert_allclose(Tensor(x, device=d).numpy(), a.sum(0), rtol=1e-6)
+  np.testing.assert_array_equal(t.max(0).numpy(), a.max(0))
+
 def _mlp(): return [nn.Linear(4, 8), nn.Linear(8, 3)]
 def _mlp_fwd(m, x): return m[1](m[0](x).relu())
 def _cnn(): return [nn.Conv2d(1, 4, 3, bias=False), nn.BatchNorm2d(4), nn.Linear(4 * 4 * 4, 3)]

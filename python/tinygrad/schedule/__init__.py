@@ -57,6 +57,13 @@ def _is_realized(u:UOp) -> bool: return u.op is Ops.BUFFER or realized_view(u) i
 
 def _realized_buffer(u:UOp) -> UOp|None: return as_buffer(u) if realized_view(u) is not None else None
 
+def reshaped_source(t:UOp) -> UOp:
+  """t without the reshapes on top of it that are not realized yet: a reshape keeps the elements in their order, so a reshaped target
+  is its source's buffer seen with the target's shape, with no kernel of its own to copy it (shapes of ints, sources on a device)."""
+  while t.op is Ops.RESHAPE and realized_view(t) is None and t.src[0].device is not None and \
+      all(isinstance(s, int) for s in t.shape + t.src[0].shape): t = t.src[0]
+  return t
+
 def _copy_item(u:UOp, out:UOp, bufs:dict[UOp, UOp]) -> tuple[ScheduleItem, UOp]:
   src, (src_dev, dst_dev) = u.src[0], u.arg
   if not isinstance(n := prod(u.shape), int): raise NotImplementedError(f"a copy of a symbolic shape {u.shape} between devices is not supported")
@@ -123,11 +130,12 @@ def _create_schedule(targets:list[UOp], devices:list[str], calls:bool=True) -> t
   todo: dict[UOp, str] = {}
   first: dict[UOp, UOp] = {}   # target -> its kernel's root
   for t, d in zip(targets, devices):
-    if (b := as_buffer(t)) is not None and prod(t.shape) == b.src[0].arg: ret[t] = b
+    src = reshaped_source(t)
+    if (b := as_buffer(src)) is not None and prod(t.shape) == b.src[0].arg: ret[t] = b
     elif (b := viewed_buffer(t)) is not None: ret[t] = b   # a realized tensor of a symbolic shape: a prefix of its buffer
     else:
       # a tensor that was assigned is its storage once the write has run: no buffer of its own
-      todo.setdefault(w := t if (p := pending_write(t)) is None else p, d)
+      todo.setdefault(w := src if (p := pending_write(src)) is None else p, d)
       first[t] = w
   plan = plan_buffers(todo, _is_realized)
   roots = plan.roots

@@ -81,7 +81,8 @@ def _per_shard(ms:UOp, fn) -> list[UOp]: return [fn(s) for s in ms.src]
 
 def _reduce(root:UOp, ms:UOp) -> UOp:
   op, axes = root.arg
-  local = _per_shard(ms, lambda s: s._rop(op, axes))
+  # a reduce over axes of size 1 is its source (a shard of one row sends that row to the all-reduce as it is, with no kernel to copy it)
+  local = _per_shard(ms, lambda s: s if all(s.shape[a] == 1 for a in axes) else s._rop(op, axes))
   if ms.arg is None or ms.arg not in axes: return mstack(local, ms.arg)
   # partial results of an empty shard are the op's identity (a reduce over nothing), so every shard takes part
   return mstack(all_reduce(op, local), None)
