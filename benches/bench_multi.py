@@ -6,6 +6,8 @@ and the all-reduce's bandwidth against a memory copy (issue 29 item 6).
   step_<N>dev_s       the same step with the batch sharded over N CPU devices of this process and the parameters copied to each
                       (gradients all-reduced by the scheduler's ring/tree of copies)
   dev_step_ratio      step_<N>dev_s / step_1proc_s
+  (with --jit, also step_1proc_jit_s, step_<N>dev_jit_s and dev_jit_step_ratio: the same steps under TinyJit, which replays the
+  kernels without the Python that builds, lowers and schedules the graph each eager step)
   dev_allreduce_gbs   bytes of a float32 tensor / time of its all-reduce over N CPU devices (a sum over the sharded axis)
   step_<N>ranks_s     the same step data-parallel over N ranks (`mpirun -n N`): each rank its 1/N of the batch, the gradients
                       all-reduced and averaged before opt.step() (rank 0's time; every rank waits for the others in the all-reduce)
@@ -14,7 +16,7 @@ and the all-reduce's bandwidth against a memory copy (issue 29 item 6).
   mpi_allreduce_gbs   the same bytes through mpi4py's Allreduce on numpy arrays alone (MPI's share of the above)
   memcpy_gbs          the same bytes through np.copyto in one process
 
-  python benches/bench_multi.py [--ranks 2] [--devices 2] [--no-mpi] [--batch 128] [--steps 10] [--mbytes 16]; prints JSON.
+  python benches/bench_multi.py [--ranks 2] [--devices 2] [--no-mpi] [--jit] [--batch 128] [--steps 10] [--mbytes 16]; prints JSON.
 """
 from __future__ import annotations
 import argparse
@@ -33,10 +35,10 @@ def make_model():
     def __call__(self, x): return self.l3(self.l2(self.l1(x).relu()).relu())
   return MLP()
 
-def step_time(batch:int, steps:int, devices:tuple[str, ...]|None=None) -> float:
+def step_time(batch:int, steps:int, devices:tuple[str, ...]|None=None, jit:bool=False) -> float:
   """Median wall time of a training step on this rank's share of the global batch (data-parallel when the world has several ranks, or
-  over `devices` in this process)."""
-  from tinygrad import Tensor, nn
+  over `devices` in this process); jit: the step under TinyJit (one process only: the ranks' all-reduce reads the gradients' bytes)."""
+  from tinygrad import Tensor, TinyJit, nn
   from tinygrad.helpers import Context
   from tinygrad.nn.state import get_parameters
   import tinygrad.distributed as dist
@@ -53,18 +55,25 @@ def step_time(batch:int, steps:int, devices:tuple[str, ...]|None=None) -> float:
     Tensor.realize(*params)
     for p in params: p.shard_(devices)
     x, y = x.shard(devices, 0).realize(), y.shard(devices, 0).realize()
+  if jit and size > 1: raise ValueError("--jit measures one process (the ranks' all-reduce reads the gradients' bytes on the host)")
+  def step():
+    opt.zero_grad()
+    loss = model(x).sparse_categorical_crossentropy(y)
+    loss.backward()
+    if size > 1:
+      # the gradients realized in one schedule first: all_reduce reads each one's bytes, and realizing them one at a time would run
+      # the backward pass they share once per parameter
+      Tensor.realize(loss, *[p.grad for p in params])
+      for p in params: p.grad = dist.all_reduce(p.grad) / size
+    loss.realize()
+    opt.step()
+    return loss
+  run = TinyJit(step) if jit else step
   times = []
   with Context(TRAINING=1):
     for i in range(steps + 3):
       start = time.perf_counter()
-      opt.zero_grad()
-      loss = model(x).sparse_categorical_crossentropy(y)
-      loss.backward()
-      if size > 1:
-        for p in params: p.grad = dist.all_reduce(p.grad) / size
-      loss.realize()
-      opt.step()
-      loss.item()
+      run().item()
       if i >= 3: times.append(time.perf_counter() - start)
   return statistics.median(times)
 
@@ -122,6 +131,7 @@ def main():
   ap.add_argument("--mbytes", type=float, default=16)
   ap.add_argument("--devices", type=int, default=2, help="CPU devices of this process for the sharded step (0: skip)")
   ap.add_argument("--no-mpi", action="store_true", help="skip the MPI ranks")
+  ap.add_argument("--jit", action="store_true", help="also time the one-process steps under TinyJit")
   ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)   # set on the ranks mpirun starts
   args = ap.parse_args()
   if args.batch % args.ranks: raise SystemExit(f"--batch {args.batch} must divide into --ranks {args.ranks}")
@@ -132,11 +142,16 @@ def main():
     if dist.rank() == 0: print("RESULT " + json.dumps(res), flush=True)
     return
   res = {"ranks": args.ranks, "batch": args.batch, "mbytes": args.mbytes, "step_1proc_s": step_time(args.batch, args.steps)}
+  # (one device before any other CPU device opens: from then on the cores are split between them)
+  if args.jit: res["step_1proc_jit_s"] = step_time(args.batch, args.steps, jit=True)
   if args.devices > 1:
     devices = tuple(f"CPU:{i}" for i in range(args.devices))
     res[f"step_{args.devices}dev_s"] = step_time(args.batch, args.steps, devices)
     res["dev_step_ratio"] = res[f"step_{args.devices}dev_s"] / res["step_1proc_s"]
     res["dev_allreduce_gbs"] = device_allreduce_gbs(args.mbytes, devices)
+    if args.jit:
+      res[f"step_{args.devices}dev_jit_s"] = step_time(args.batch, args.steps, devices, jit=True)
+      res["dev_jit_step_ratio"] = res[f"step_{args.devices}dev_jit_s"] / res["step_1proc_jit_s"]
   res["memcpy_gbs"] = memcpy_gbs(args.mbytes)
   if args.no_mpi:
     print(json.dumps(res, indent=1))

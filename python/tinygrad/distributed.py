@@ -18,6 +18,7 @@ naming each rank's shape and dtype, on every rank, instead of reducing garbage o
 """
 from __future__ import annotations
 import atexit
+import contextlib
 import os
 import sys
 import time
@@ -111,12 +112,20 @@ def _raw_dtype(dt:DType) -> np.dtype:
 def _host_array(t:Tensor) -> np.ndarray:
   """t's realized bytes as a flat, contiguous numpy array (a view of the buffer where the device's memory is the host's)."""
   if t.numel() == 0: return np.empty(0, _raw_dtype(t.dtype))
-  return np.frombuffer(t.data(), dtype=_raw_dtype(t.dtype))
+  return np.frombuffer(t._buffer().as_buffer(allow_zero_copy=True), dtype=_raw_dtype(t.dtype))
 
 def _to_tensor(arr:np.ndarray, shape:tuple[int, ...], like:Tensor) -> Tensor:
   """arr (raw bytes of like.dtype) as a Tensor of shape on like's device with like's dtype."""
   if like.dtype.fmt is not None: return Tensor(arr.reshape(shape), device=like.device, dtype=like.dtype)
   return Tensor(arr.reshape(shape), device=like.device).bitcast(like.dtype)
+
+def _receiver(like:Tensor) -> tuple[Tensor|None, np.ndarray]:
+  """Where a collective receives a value of like's shape, dtype and device: (a new tensor, a numpy view of its memory) on a device whose
+  memory is the host's, so the bytes land in place; else (None, a numpy array to copy in with _to_tensor)."""
+  if like.numel() and like.dtype.fmt is not None:
+    out = Tensor.empty(*like.shape, dtype=like.dtype, device=like.device)
+    with contextlib.suppress(RuntimeError): return out, np.frombuffer(out._buffer().as_buffer(force_zero_copy=True), dtype=_raw_dtype(like.dtype))
+  return None, np.empty(like.numel(), _raw_dtype(like.dtype))
 
 def _wait(world:_World, req, what:str) -> None:
   if world.timeout is None: return req.Wait()
@@ -177,9 +186,9 @@ def all_reduce(t:Tensor, op:str="sum") -> Tensor:
     for r in range(1, world.size): acc = acc + stacked[r] if op == "sum" else acc.maximum(stacked[r]) if op == "max" else acc.minimum(stacked[r])
     return acc.contiguous()
   mpi_op = {"sum": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN} if t.dtype != dtypes.bool else {"sum": MPI.LOR, "max": MPI.LOR, "min": MPI.LAND}
-  out = np.empty_like(send)
+  ret, out = _receiver(t)
   _wait(world, world.comm.Iallreduce([send, mpi_type], [out, mpi_type], op=mpi_op[op]), f"all_reduce (call {world.calls})")
-  return _to_tensor(out, t.shape, t)
+  return ret if ret is not None else _to_tensor(out, t.shape, t)
 
 def broadcast(t:Tensor, root:int=0) -> Tensor:
   """Rank root's t on every rank (every rank passes a tensor of the same shape and dtype: its values are replaced)."""

@@ -36,6 +36,15 @@ def test_world_of_one(monkeypatch):
     np.testing.assert_array_equal(out.numpy(), x)
   dist.barrier()
 
+@pytest.mark.cpu
+def test_collectives_send_host_memory_without_copying_it():
+  # what MPI sends from a CPU tensor is a view of its buffer (an all-reduce of a gradient copies nothing before MPI reads it)
+  t = Tensor(np.arange(4, dtype=np.float32)).realize()
+  sent = dist._host_array(t)
+  t.assign(t + 10).realize()   # in place: the same buffer
+  np.testing.assert_array_equal(sent, [10, 11, 12, 13])
+  np.testing.assert_array_equal(dist._host_array(Tensor(np.arange(6, dtype=np.float32)).reshape(2, 3).T), [0, 3, 1, 4, 2, 5])
+
 def test_bad_arguments(monkeypatch):
   monkeypatch.setattr(dist, "_world", None)
   with pytest.raises(ValueError, match="op must be one of"): dist.all_reduce(Tensor.ones(2), op="mean")
