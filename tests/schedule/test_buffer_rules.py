@@ -111,3 +111,7 @@ def test_reshaped_targets_take_their_sources_buffer():
     assert len(Tensor.schedule(b, c)[0]) == 1
     Tensor.realize(b, c)
     assert c.uop.base.op is Ops.BUFFER and c.uop.base is b.uop.base
+    # reshapes of an assign's result: its storage, written by the assign's kernel alone
+    d = E(2, 4).contiguous().realize()
+    d.assign(d + 1)
+    assert len(d.reshape(8).reshape(4, 2).schedule()[0]) == 1

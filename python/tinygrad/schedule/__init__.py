@@ -60,8 +60,10 @@ def _realized_buffer(u:UOp) -> UOp|None: return as_buffer(u) if realized_view(u)
 def reshaped_source(t:UOp) -> UOp:
   """t without the reshapes on top of it that are not realized yet: a reshape keeps the elements in their order, so a reshaped target
   is its source's buffer seen with the target's shape, with no kernel of its own to copy it (shapes of ints, sources on a device)."""
-  while t.op is Ops.RESHAPE and realized_view(t) is None and t.src[0].device is not None and \
-      all(isinstance(s, int) for s in t.shape + t.src[0].shape): t = t.src[0]
+  while t.op is Ops.RESHAPE and realized_view(t) is None and (s := t.src[0]).device is not None and \
+      all(isinstance(d, int) for d in t.shape + s.shape):
+    if realized_view(s) is not None and as_buffer(s) is None: break   # a realized part of a bigger buffer: the reshape copies it
+    t = s
   return t
 
 def _copy_item(u:UOp, out:UOp, bufs:dict[UOp, UOp]) -> tuple[ScheduleItem, UOp]:
