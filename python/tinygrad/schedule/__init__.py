@@ -59,7 +59,7 @@ def _realized_buffer(u:UOp) -> UOp|None: return as_buffer(u) if realized_view(u)
 
 def reshaped_source(t:UOp) -> UOp:
   """t without the reshapes on top of it that are not realized yet: a reshape keeps the elements in their order, so a reshaped target
-  is its source's buffer seen with the target's shape, with no kernel of its own to copy it (shapes of ints, sources on a device)."""
+  can be its source's buffer seen with the target's shape, with no kernel of its own to copy it (shapes of ints, sources on a device)."""
   while t.op is Ops.RESHAPE and realized_view(t) is None and (s := t.src[0]).device is not None and \
       all(isinstance(d, int) for d in t.shape + s.shape):
     if realized_view(s) is not None and as_buffer(s) is None: break   # a realized part of a bigger buffer: the reshape copies it
@@ -131,8 +131,13 @@ def _create_schedule(targets:list[UOp], devices:list[str], calls:bool=True) -> t
   ret: dict[UOp, UOp] = {}
   todo: dict[UOp, str] = {}
   first: dict[UOp, UOp] = {}   # target -> its kernel's root
-  for t, d in zip(targets, devices):
-    src = reshaped_source(t)
+  # a reshaped target whose source gets a buffer anyway (a copy, what a target copies, another target) is that buffer seen with its
+  # shape; one whose source would be inlined keeps its own kernel, shaped as the target (the codegen's heuristics see that shape)
+  sources = [reshaped_source(t) for t in targets]
+  kept = set(targets) | {s.src[0] for s in sources if s.op is Ops.COPY}
+  for t, d, src in zip(targets, devices, sources):
+    if src is not t and src.op is not Ops.COPY and src not in kept and as_buffer(src) is None and pending_write(src) is None:
+      src = t
     if (b := as_buffer(src)) is not None and prod(t.shape) == b.src[0].arg: ret[t] = b
     elif (b := viewed_buffer(t)) is not None: ret[t] = b   # a realized tensor of a symbolic shape: a prefix of its buffer
     else:
