@@ -19,6 +19,7 @@ L, R, T, U, N = AxisType.LOOP, AxisType.REDUCE, AxisType.THREAD, AxisType.UPCAST
 @pytest.fixture
 def small_tiles(monkeypatch):
   monkeypatch.setattr(H, "TILE_MIN_WORK", 1)   # tile these small kernels too
+  monkeypatch.setattr(H, "TILE_DOT_MIN_WORK", 1)
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_matmul_tile(device, small_tiles):
