@@ -168,7 +168,7 @@ _NCCL_OPS = {"sum": "ADD", "max": "MAX", "min": "MIN"}
 def _uses_nccl(t:Tensor) -> bool:
   if not (NCCL and isinstance(t.device, str) and t.device.split(":")[0] == "CUDA"): return False
   from tinygrad.runtime.support import nccl
-  return t.dtype.name in nccl.DATA_TYPES and nccl.available()
+  return nccl.available() and nccl.supports(t.dtype.name)
 
 def _nccl_comm(world:_World, device:str):
   """This rank's NCCL communicator on device: rank 0's ncclUniqueId reaches every rank through MPI, then ncclCommInitRank (which

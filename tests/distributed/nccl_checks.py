@@ -1,27 +1,15 @@
 """Run by test_distributed.py as `mpirun -n 2 python nccl_checks.py OUTDIR` on a host with two GPUs: rank r works on CUDA:r, and the
 collectives of its CUDA tensors go through NCCL (the communicator made from rank 0's unique id, sent over MPI). Each rank writes
 OUTDIR/rank<r>.json: {check name: "ok" or what failed}."""
-import json
 import sys
-import traceback
 import numpy as np
 from tinygrad import Tensor
 import tinygrad.distributed as dist
+from rank_checks import check, write_results
 
 dist.init(timeout=120)
 RANK, SIZE = dist.rank(), dist.world_size()
 DEV = f"CUDA:{RANK}"
-results: dict[str, str] = {}
-
-def check(name):
-  def deco(fn):
-    try:
-      fn()
-      results[name] = "ok"
-    except Exception:
-      results[name] = traceback.format_exc()
-    return fn
-  return deco
 
 def data(r:int, dt=np.float32) -> np.ndarray: return (np.random.default_rng(r).standard_normal((5, 3)) * 8).astype(dt)
 
@@ -55,4 +43,4 @@ def _():
   t = Tensor(data(RANK), device=DEV) * 2 + 1   # not realized: computed on the GPU first
   np.testing.assert_allclose(dist.all_reduce(t).numpy(), sum(data(r) * 2 + 1 for r in range(SIZE)), rtol=1e-6)
 
-with open(f"{sys.argv[1]}/rank{RANK}.json", "w") as f: json.dump({"size": SIZE, "results": results}, f)
+write_results(sys.argv[1], RANK, SIZE)

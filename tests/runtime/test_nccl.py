@@ -50,8 +50,9 @@ def test_error_mapping():
 
 def test_cuda_advertises_the_collective_only_with_nccl():
   cuda = Device.get_class("CUDA")
-  assert cuda.has_all_reduce(("CUDA", "CUDA:1")) is nccl.available()
-  with Context(NCCL=0): assert cuda.has_all_reduce(("CUDA", "CUDA:1")) is False
+  assert cuda.has_all_reduce(("CUDA", "CUDA:1"), dtypes.float32) is nccl.available()
+  assert cuda.has_all_reduce(("CUDA", "CUDA:1"), dtypes.int16) is False   # no NCCL type: the scheduler's copies and adds
+  with Context(NCCL=0): assert cuda.has_all_reduce(("CUDA", "CUDA:1"), dtypes.float32) is False
 
 # ***** on a GPU *****
 

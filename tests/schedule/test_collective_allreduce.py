@@ -3,7 +3,7 @@ per all-reduce instead of copies and adds. Checked without a GPU: the schedule's
 numerics on CPU devices given a host collective for the test (numpy), forward, training and TinyJit; the CPU's own path is unchanged."""
 import numpy as np
 import pytest
-from tinygrad import Tensor, Device, TinyJit, nn
+from tinygrad import Tensor, Device, TinyJit, dtypes, nn
 from tinygrad.device import Compiled
 from tinygrad.helpers import Context
 from tinygrad.nn.optim import SGD
@@ -24,6 +24,8 @@ def test_one_collective_item_instead_of_copies(devices):
   with Context(NULL_ALLREDUCE=1):
     items, _ = sharded_null((12, 5), devices, 0).sum(0).schedule()
   assert ops_of(items).count(Ops.ALLREDUCE) == 1 and Ops.COPY not in ops_of(items)
+  # a partial sum per device and the collective: its results are the tensor's buffers, no kernel copies them
+  assert len(items) == len(devices) + 1
   si = next(si for si in items if si.ast.op is Ops.ALLREDUCE)
   # outputs then inputs, one of each per device, each the reduced shape (1, 5)
   assert [b.device for b in si.bufs] == [Device.canonicalize(d) for d in devices] * 2 and {b.size for b in si.bufs} == {5}
@@ -49,9 +51,9 @@ def test_collective_per_reduce_op_and_realize_runs():
 def test_devices_not_all_of_one_kind_or_repeated_use_the_graph():
   from tinygrad.schedule.allreduce import has_collective
   with Context(NULL_ALLREDUCE=1):
-    assert has_collective(("NULL", "NULL:1"))
-    assert not has_collective(("NULL", "NULL")) and not has_collective(("NULL", "CPU"))
-  assert not has_collective(("CPU", "CPU:1"))   # the CPU has none: its all-reduce stays the scheduler's copies and adds
+    assert has_collective(("NULL", "NULL:1"), dtypes.float32)
+    assert not has_collective(("NULL", "NULL"), dtypes.float32) and not has_collective(("NULL", "CPU"), dtypes.float32)
+  assert not has_collective(("CPU", "CPU:1"), dtypes.float32)   # the CPU has none: its all-reduce stays the scheduler's copies and adds
 
 # ***** numerics: CPU devices with a host collective for the test *****
 
@@ -65,7 +67,7 @@ def host_collective(monkeypatch):
     r = {"ADD": np.add, "MAX": np.maximum, "MUL": np.multiply}[op].reduce(arrs)
     for d in dsts: d.copyin(memoryview(np.ascontiguousarray(r).data).cast("B"))
   cpu = Device.get_class("CPU")
-  monkeypatch.setattr(cpu, "has_all_reduce", classmethod(lambda cls, devices: True))
+  monkeypatch.setattr(cpu, "has_all_reduce", classmethod(lambda cls, devices, dtype: True))
   monkeypatch.setattr(cpu, "all_reduce", all_reduce)
   yield calls
   for d in [d for d in list(Device._opened) if d.startswith("CPU:")]: Device.close(d)
@@ -116,5 +118,5 @@ def test_tinyjit_replays_the_collective(host_collective):
   assert len(host_collective) == 4   # the plain call, the capture's and both replays: the replays call it too
 
 def test_base_device_has_no_collective():
-  assert Compiled.has_all_reduce(("X", "X:1")) is False
+  assert Compiled.has_all_reduce(("X", "X:1"), dtypes.float32) is False
   with pytest.raises(NotImplementedError, match="no collective all-reduce"): Compiled.all_reduce(Device["NULL"], "ADD", [], [])

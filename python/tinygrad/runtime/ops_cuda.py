@@ -174,9 +174,9 @@ class CUDADevice(Compiled):
     check(self.cu.cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
     return self.cu
   @classmethod
-  def has_all_reduce(cls, devices:tuple[str, ...]) -> bool:
+  def has_all_reduce(cls, devices:tuple[str, ...], dtype:DType) -> bool:
     from tinygrad.runtime.support import nccl
-    return bool(NCCL) and nccl.available()
+    return bool(NCCL) and nccl.available() and nccl.supports(dtype.name)
   def all_reduce(self, op:str, dsts:list[Buffer], srcs:list[Buffer]) -> None:
     """One ncclAllReduce per GPU in one NCCL group, each on its device's stream: after what each device queued before, before what it
     queues next (no host synchronization)."""

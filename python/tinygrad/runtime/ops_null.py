@@ -47,6 +47,6 @@ class NullDevice(Compiled):
   def __init__(self, device:str="NULL"):
     super().__init__(device, NullAllocator(self), [NullRenderer, (ClangRenderer, _clang_compiler), (CUDARenderer, _cuda_compiler)], NullProgram)
   @classmethod
-  def has_all_reduce(cls, devices:tuple[str, ...]) -> bool: return bool(NULL_ALLREDUCE)
+  def has_all_reduce(cls, devices:tuple[str, ...], dtype) -> bool: return bool(NULL_ALLREDUCE)
   def all_reduce(self, op:str, dsts:list, srcs:list) -> None:
     for b in dsts + srcs: b.ensure_allocated()

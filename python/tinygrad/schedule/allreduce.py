@@ -15,13 +15,14 @@ ring, 1 from RING_ALLREDUCE_THRESHOLD elements on more than two devices, 2 alway
 from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
-from tinygrad.uop.ops import UOp, Ops
+from tinygrad.uop.ops import UOp, UPat, Ops, PatternMatcher, graph_rewrite
 from tinygrad.uop.call import substitute_outside_calls
-from tinygrad.dtype import dtypes
+from tinygrad.dtype import DType, dtypes
 from tinygrad.device import Device
 from tinygrad.helpers import prod, RING, RING_ALLREDUCE_THRESHOLD
 from tinygrad.schedule.item import ScheduleItem
 from tinygrad.schedule.buffers import new_buffer, buffer_of, buffer_view, realized_view
+from tinygrad.schedule.call import pm_skip_realized
 
 def copy_to(x:UOp, device:str) -> UOp:
   """x (a value on one device) on `device` (x itself when it is there already)."""
@@ -86,7 +87,7 @@ def all_reduce(op:Ops, xs:list[UOp]) -> list[UOp]:
   """One reduced value per device (see the module docstring)."""
   if op not in (Ops.ADD, Ops.MAX, Ops.MUL): raise NotImplementedError(f"all-reduce of {op} (ADD, MAX and MUL are supported)")
   if len(xs) == 1: return list(xs)
-  if has_collective(devices := tuple(x.device for x in xs)) and all(isinstance(d, int) for d in xs[0].shape):
+  if has_collective(devices := tuple(x.device for x in xs), xs[0].dtype) and all(isinstance(d, int) for d in xs[0].shape):
     _collectives[0] = True
     ar = UOp(Ops.ALLREDUCE, xs[0].dtype, tuple(xs), op)
     return [UOp(Ops.MSELECT, ar.dtype, (ar,), i) for i in range(len(devices))]
@@ -97,10 +98,10 @@ def all_reduce(op:Ops, xs:list[UOp]) -> list[UOp]:
 
 # ***** a device collective *****
 
-def has_collective(devices:tuple[str, ...]) -> bool:
-  """Whether devices (distinct, all of one kind) all-reduce through their kind's collective (Compiled.has_all_reduce)."""
+def has_collective(devices:tuple[str, ...], dtype:DType) -> bool:
+  """Whether values of dtype on devices (distinct, all of one kind) all-reduce through their kind's collective (Compiled.has_all_reduce)."""
   if len(set(devices)) != len(devices) or len({d.split(":")[0] for d in devices}) != 1: return False
-  return Device.get_class(devices[0]).has_all_reduce(devices)
+  return Device.get_class(devices[0]).has_all_reduce(devices, dtype)
 
 # whether this process built a collective node: until it does, no graph has one and scheduling skips looking for them
 _collectives = [False]
@@ -110,6 +111,12 @@ class AllReduceInfo:
   """The arg of a collective's schedule item, ALLREDUCE(arg=AllReduceInfo) with bufs [*outputs, *inputs], one of each per device."""
   name: str
   op: Ops
+
+# a reshape of a collective's result (seen with the reduced shape, as its MSELECT was) is a view of its buffer, which the rest of the graph
+# then reads as it is, with no kernel copying it
+pm_collapse_views = PatternMatcher([
+  (UPat(Ops.RESHAPE, src=(UPat(Ops.RESHAPE, src=(UPat(Ops.BUFFER, name="b"),)),), name="r"), lambda r, b: buffer_view(b, r.shape)),
+])
 
 Schedule = Callable[[list[UOp], list[str]], tuple[list[ScheduleItem], dict[UOp, UOp], dict[str, int]]]
 
@@ -138,5 +145,5 @@ def schedule_collectives(targets:list[UOp], devices:list[str], schedule:Schedule
     items.append(ScheduleItem(UOp(Ops.ALLREDUCE, ar.dtype, (), info), [buffer_of(b) for b in outs + ins], [], outs + ins))
     done = {u: buffer_view(b, u.shape) for u, b in sret.items() if u.shape is not None}
     done.update({UOp(Ops.MSELECT, ar.dtype, (ar,), i): buffer_view(b, ar.shape) for i, b in enumerate(outs)})
-    sink = substitute_outside_calls(sink, done)
+    sink = graph_rewrite(substitute_outside_calls(sink, done), pm_collapse_views, bpm=pm_skip_realized, name="collective results")
   return items, list(sink.src), ret, var_vals

@@ -106,6 +106,10 @@ def data_type(dtype_name:str) -> int:
   if (dt := DATA_TYPES.get(dtype_name)) is None: raise TypeError(f"NCCL has no data type for {dtype_name} (supported: {', '.join(DATA_TYPES)})")
   return dt
 
+def supports(dtype_name:str) -> bool:
+  """Whether this NCCL has a data type for a tinygrad dtype (fp8 from 2.24 on)."""
+  return dtype_name in DATA_TYPES and (DATA_TYPES[dtype_name] < 10 or version() >= (2, 24, 0))
+
 def red_op(op:str, dtype_name:str) -> int:
   """The ncclRedOp_t of a reduce op name; on bool (0/1 bytes) a sum is a logical or (max) and a product a logical and (min)."""
   if dtype_name == "bool": op = {"ADD": "MAX", "MUL": "MIN"}.get(op.upper(), op)
