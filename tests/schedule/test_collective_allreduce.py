@@ -85,6 +85,21 @@ def test_reduces_over_the_sharded_axis(host_collective, devices):
   assert host_collective[0][1] == [Device.canonicalize(d) for d in devices]
 
 @pytest.mark.cpu
+def test_collective_reading_another_and_linear_schedule(host_collective):
+  from tinygrad.engine.realize import run_linear, estimate_uop
+  a = rnd(9, 4, seed=3)
+  t = Tensor(a).shard(D2, axis=0)
+  # the variance's sum reads the mean's all-reduce: two collectives, the inner one first
+  with Context(SPEC=1): np.testing.assert_allclose(((t - t.mean(0)) ** 2).sum(0).numpy(), ((a - a.mean(0)) ** 2).sum(0), rtol=1e-5)
+  assert len(host_collective) == 2
+  out = Tensor(a).shard(D2, axis=0).max(0)
+  linear = out.schedule_linear()
+  assert [estimate_uop(c).mem for c in linear.src if c.src[0].op is Ops.ALLREDUCE] == [4 * 4 * 4]   # 4 floats in and out on 2 devices
+  run_linear(linear)   # tinygrad 0.14's LINEAR of CALLs runs the collective too
+  np.testing.assert_allclose(out.numpy(), a.max(0))
+  assert [op for op, _ in host_collective] == ["ADD", "ADD", "MAX"]
+
+@pytest.mark.cpu
 def test_data_parallel_training_matches_one_device(host_collective):
   x, y = rnd(8, 5, seed=1), rnd(8, 3, seed=2)
   def train(shard:bool):

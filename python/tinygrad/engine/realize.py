@@ -130,10 +130,13 @@ def compile_linear(linear:UOp) -> UOp:
 
 def estimate_uop(call:UOp) -> Estimates:
   """tinygrad 0.14's: what one CALL of a schedule costs (ops, bytes loaded and stored, bytes of memory touched): a kernel's as lowered for
-  its device (the Variables at their upper bounds), a copy's its bytes."""
+  its device (the Variables at their upper bounds), a copy's its bytes, a device collective's the bytes of its inputs and outputs."""
   if call.op is not Ops.CALL or not call.src: raise ValueError(f"estimate_uop needs a CALL UOp of a schedule, got {call.op}")
   if (ast := call.src[0]).op is Ops.COPY:
     nbytes = buffer_of(call.src[1]).nbytes
+    return Estimates(lds=nbytes, mem=nbytes)
+  if ast.op is Ops.ALLREDUCE:   # each device reads its input and writes its output
+    nbytes = sum(buffer_of(b).nbytes for b in call.src[1:])
     return Estimates(lds=nbytes, mem=nbytes)
   if ast.op in (Ops.SINK, Ops.PROGRAM):
     si = ScheduleItem.from_call(call)
