@@ -143,17 +143,22 @@ def _check_tensor(name:str, t) -> Tensor:
   return t
 
 def _exchange_headers(world:_World, name:str, t:Tensor|None, arg:int) -> np.ndarray:
-  """Every rank's (call number, collective, arg, dtype, ndim, shape...) as rows; raises where the ranks disagree on the call."""
+  """Every rank's (call number, collective, arg, dtype, ndim, shape..., whether its data goes through NCCL) as rows; raises where the
+  ranks disagree on the call or on the transport (a CUDA tensor on one rank meeting a CPU tensor on another)."""
   from mpi4py import MPI
   world.calls += 1
-  hdr = np.full(5 + _MAX_DIMS, -1, np.int64)
+  hdr = np.full(6 + _MAX_DIMS, -1, np.int64)
   hdr[:3] = world.calls, _COLLECTIVES.index(name), arg
   if t is not None: hdr[3], hdr[4], hdr[5:5 + t.ndim] = dtypes.all.index(t.dtype), t.ndim, t.shape
+  hdr[-1] = t is not None and _uses_nccl(t)
   rows = np.empty((world.size, hdr.size), np.int64)
   _wait(world, world.comm.Iallgather([hdr, MPI.INT64_T], [rows, MPI.INT64_T]), f"{name} (call {world.calls})")
   if (rows[:, :3] != hdr[:3]).any():
     calls = ", ".join(f"rank {r}: {_COLLECTIVES[c]}(arg {a}) as call {n}" for r, (n, c, a) in enumerate(rows[:, :3].tolist()))
     raise RuntimeError(f"rank {world.rank}: the ranks are in different collectives: {calls}")
+  if (rows[:, -1] != hdr[-1]).any():
+    how = ", ".join(f"rank {r}: {'NCCL (a CUDA tensor)' if n else 'MPI'}" for r, n in enumerate(rows[:, -1].tolist()))
+    raise RuntimeError(f"rank {world.rank}: {name} (call {world.calls}) has the ranks' data on different transports: {how}")
   return rows
 
 def _describe(rows:np.ndarray) -> str:

@@ -70,6 +70,13 @@ def _mismatch():
   try: dist.all_gather(Tensor.ones(2, 2, dtype=dtypes.int32 if RANK else dtypes.float32))
   except ValueError as e: assert "int" in str(e) and "float" in str(e), str(e)
   else: raise AssertionError("no error for dtypes that differ between ranks")
+  # a CUDA tensor (NCCL) on one rank meeting a host tensor on another: every rank raises before any data moves (NCCL pretended on rank 1)
+  uses_nccl = dist._uses_nccl
+  dist._uses_nccl = lambda t: RANK == 1
+  try: dist.broadcast(Tensor.ones(3))
+  except RuntimeError as e: assert "rank 0: MPI, rank 1: NCCL (a CUDA tensor)" in str(e), str(e)
+  else: raise AssertionError("no error for transports that differ between ranks")
+  finally: dist._uses_nccl = uses_nccl
   dist.barrier()   # the world is still usable after those errors
   expect_equal(dist.all_reduce(Tensor([1.0])), np.array([float(SIZE)], np.float32), dtypes.float32, "all_reduce after an error")
 
