@@ -112,15 +112,17 @@ class AllReduceInfo:
   name: str
   op: Ops
 
-# a reshape of a collective's result (seen with the reduced shape, as its MSELECT was) is a view of its buffer, which the rest of the graph
-# then reads as it is, with no kernel copying it
+# a reshape of a collective's result (ctx: its buffers, seen with the reduced shape as its MSELECT was) is a view of its buffer, which
+# the rest of the graph then reads as it is, with no kernel copying it
 pm_collapse_views = PatternMatcher([
-  (UPat(Ops.RESHAPE, src=(UPat(Ops.RESHAPE, src=(UPat(Ops.BUFFER, name="b"),)),), name="r"), lambda r, b: buffer_view(b, r.shape)),
+  (UPat(Ops.RESHAPE, src=(UPat(Ops.RESHAPE, src=(UPat(Ops.BUFFER, name="b"),)),), name="r"),
+   lambda ctx, r, b: buffer_view(b, r.shape) if b in ctx else None),
 ])
 
 Schedule = Callable[[list[UOp], list[str]], tuple[list[ScheduleItem], dict[UOp, UOp], dict[str, int]]]
 
-def schedule_collectives(targets:list[UOp], devices:list[str], schedule:Schedule):
+def schedule_collectives(targets:list[UOp], devices:list[str], schedule:Schedule) \
+    -> tuple[list[ScheduleItem], list[UOp], dict[UOp, UOp], dict[str, int]]:
   """(the items that compute the inputs of the collectives in targets' graph and run the collectives, in run order; targets with each
   collective's results replaced by their buffers; {node: BUFFER} for what those items computed; the bound Variables' values).
   `schedule` schedules targets on one device each (create_schedule_with_vars' own scheduler). As schedule/call.py does for a call,
@@ -145,5 +147,5 @@ def schedule_collectives(targets:list[UOp], devices:list[str], schedule:Schedule
     items.append(ScheduleItem(UOp(Ops.ALLREDUCE, ar.dtype, (), info), [buffer_of(b) for b in outs + ins], [], outs + ins))
     done = {u: buffer_view(b, u.shape) for u, b in sret.items() if u.shape is not None}
     done.update({UOp(Ops.MSELECT, ar.dtype, (ar,), i): buffer_view(b, ar.shape) for i, b in enumerate(outs)})
-    sink = graph_rewrite(substitute_outside_calls(sink, done), pm_collapse_views, bpm=pm_skip_realized, name="collective results")
+    sink = graph_rewrite(substitute_outside_calls(sink, done), pm_collapse_views, ctx=set(outs), bpm=pm_skip_realized, name="collective results")
   return items, list(sink.src), ret, var_vals
