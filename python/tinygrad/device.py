@@ -521,3 +521,13 @@ class Compiled:
   launch_epoch = 0
   def synchronize(self) -> None: pass
   def finalize(self) -> None: pass
+  # ***** a collective all-reduce of the device kind's own (NCCL for CUDA), instead of the scheduler's copies and adds *****
+  @classmethod
+  def has_all_reduce(cls, devices:tuple[str, ...], dtype:DType) -> bool:
+    """Whether all_reduce below can reduce values of dtype across `devices` (canonical names, all of this kind): asked while a sharded
+    graph is lowered, before any device is opened."""
+    return False
+  def all_reduce(self, op:str, dsts:list[Buffer], srcs:list[Buffer]) -> None:
+    """dsts[i] (on device i) = the reduction (op: "ADD", "MAX" or "MUL") of every srcs[j], with the same bits on every device. Called on
+    the first device's Compiled; ordered after what each device ran before, and before what it runs next."""
+    raise NotImplementedError(f"{type(self).__name__} has no collective all-reduce")

@@ -5,7 +5,11 @@ Run a script with `mpirun -n N python script.py` (Open MPI as root: add --allow-
 Tensor and returns a new Tensor on the caller's device with the caller's dtype. Outside mpirun (or without mpi4py) the world is
 one process, rank 0, and every collective returns its input's value.
 
-Data moves through mpi4py's buffer interface (numpy views of the realized bytes; nothing is pickled). float32/64, ints and bool
+Tensors on CUDA devices move through NCCL where it loads (runtime/support/nccl.py; NCCL=0 turns it off): one communicator per GPU,
+made on first use from an ncclUniqueId that rank 0 makes and MPI broadcasts (ncclCommInitRank), and the collectives read and write the
+device buffers on the device's stream, with no host copy (all_gather of ranks with different sizes, and dtypes NCCL has no type for,
+take the host path below). Other tensors' data moves through mpi4py's buffer interface (numpy views of the realized bytes; nothing is
+pickled). float32/64, ints and bool
 reduce inside MPI; float16, bfloat16 and fp8, which MPI has no arithmetic for, are gathered as raw bytes and reduced on the caller's
 device in the rank order, so every rank gets the same bits.
 
@@ -24,6 +28,7 @@ import sys
 import time
 import numpy as np
 from tinygrad.dtype import DType, dtypes
+from tinygrad.helpers import NCCL
 from tinygrad.tensor import Tensor
 
 REDUCE_OPS = ("sum", "max", "min")
@@ -38,6 +43,7 @@ class DistributedTimeoutError(TimeoutError):
 class _World:
   def __init__(self, comm, timeout:float|None):
     self.comm, self.timeout, self.calls, self.broken = comm, timeout, 0, False
+    self.nccl: dict[str, object] = {}   # device -> this rank's NCCL communicator on it
     self.rank, self.size = (0, 1) if comm is None else (comm.Get_rank(), comm.Get_size())
 
 _world: _World|None = None
@@ -146,23 +152,59 @@ def _check_tensor(name:str, t) -> Tensor:
   return t
 
 def _exchange_headers(world:_World, name:str, t:Tensor|None, arg:int) -> np.ndarray:
-  """Every rank's (call number, collective, arg, dtype, ndim, shape...) as rows; raises where the ranks disagree on the call."""
+  """Every rank's (call number, collective, arg, dtype, ndim, shape..., whether its data goes through NCCL) as rows; raises where the
+  ranks disagree on the call or on the transport (a CUDA tensor on one rank meeting a CPU tensor on another)."""
   from mpi4py import MPI
   world.calls += 1
-  hdr = np.full(5 + _MAX_DIMS, -1, np.int64)
+  hdr = np.full(6 + _MAX_DIMS, -1, np.int64)
   hdr[:3] = world.calls, _COLLECTIVES.index(name), arg
   if t is not None: hdr[3], hdr[4], hdr[5:5 + t.ndim] = dtypes.all.index(t.dtype), t.ndim, t.shape
+  hdr[-1] = t is not None and _uses_nccl(t)
   rows = np.empty((world.size, hdr.size), np.int64)
   _wait(world, world.comm.Iallgather([hdr, MPI.INT64_T], [rows, MPI.INT64_T]), f"{name} (call {world.calls})")
   if (rows[:, :3] != hdr[:3]).any():
     calls = ", ".join(f"rank {r}: {_COLLECTIVES[c]}(arg {a}) as call {n}" for r, (n, c, a) in enumerate(rows[:, :3].tolist()))
     raise RuntimeError(f"rank {world.rank}: the ranks are in different collectives: {calls}")
+  if (rows[:, -1] != hdr[-1]).any():
+    how = ", ".join(f"rank {r}: {'NCCL (a CUDA tensor)' if n else 'MPI'}" for r, n in enumerate(rows[:, -1].tolist()))
+    raise RuntimeError(f"rank {world.rank}: {name} (call {world.calls}) has the ranks' data on different transports: {how}")
   return rows
 
 def _describe(rows:np.ndarray) -> str:
   return ", ".join(f"rank {r}: {tuple(row[5:5 + row[4]].tolist())} {dtypes.all[row[3]].name}" for r, row in enumerate(rows))
 
 def _shape_of(row:np.ndarray) -> tuple[int, ...]: return tuple(int(x) for x in row[5:5 + row[4]])
+
+# ***** NCCL for CUDA tensors *****
+
+_NCCL_OPS = {"sum": "ADD", "max": "MAX", "min": "MIN"}
+
+def _uses_nccl(t:Tensor) -> bool:
+  if not (NCCL and isinstance(t.device, str) and t.device.split(":")[0] == "CUDA"): return False
+  from tinygrad.runtime.support import nccl
+  return nccl.available() and nccl.supports(t.dtype.name)
+
+def _nccl_comm(world:_World, device:str):
+  """This rank's NCCL communicator on device: rank 0's ncclUniqueId reaches every rank through MPI, then ncclCommInitRank (which
+  waits for every rank)."""
+  if (comm := world.nccl.get(device)) is not None: return comm
+  from mpi4py import MPI
+  from tinygrad.device import Device
+  from tinygrad.runtime.support import nccl
+  uid = np.frombuffer(nccl.unique_id(), np.uint8).copy() if world.rank == 0 else np.empty(nccl.UNIQUE_ID_BYTES, np.uint8)
+  _wait(world, world.comm.Ibcast([uid, MPI.BYTE], root=0), f"the NCCL unique id for {device}")
+  Device[device].driver()   # NCCL takes the GPU of the current CUDA context
+  comm = world.nccl[device] = nccl.Communicator.init_rank(world.size, uid.tobytes(), world.rank)
+  return comm
+
+def _nccl_call(world:_World, t:Tensor, out_shape:tuple[int, ...], call) -> Tensor:
+  """call(comm, src address, dst address, stream) on t's realized buffer and a new output buffer of out_shape, on t's device's stream."""
+  from tinygrad.device import Device
+  comm, src = _nccl_comm(world, t.device), t._buffer().ensure_allocated()
+  out = Tensor.empty(*out_shape, dtype=t.dtype, device=t.device)
+  dst = out._buffer().ensure_allocated()
+  if dst.size: call(comm, src._buf.ptr, dst._buf.ptr, int(Device[t.device].stream))
+  return out
 
 # ***** the collectives *****
 
@@ -175,6 +217,8 @@ def all_reduce(t:Tensor, op:str="sum") -> Tensor:
   if world.size == 1: return t.contiguous().clone()
   rows = _exchange_headers(world, "all_reduce", t, REDUCE_OPS.index(op))
   if (rows[:, 3:] != rows[0, 3:]).any(): raise ValueError(f"all_reduce needs the same shape and dtype on every rank, got {_describe(rows)}")
+  if _uses_nccl(t):
+    return _nccl_call(world, t, t.shape, lambda comm, src, dst, stream: comm.all_reduce(src, dst, t.numel(), t.dtype.name, _NCCL_OPS[op], stream))
   from mpi4py import MPI
   send = _host_array(t)
   if (mpi_type := _mpi_type(t.dtype)) is None:
@@ -198,6 +242,8 @@ def broadcast(t:Tensor, root:int=0) -> Tensor:
   if world.size == 1: return t.contiguous().clone()
   rows = _exchange_headers(world, "broadcast", t, root)
   if (rows[:, 3:] != rows[0, 3:]).any(): raise ValueError(f"broadcast needs the same shape and dtype on every rank, got {_describe(rows)}")
+  if _uses_nccl(t):
+    return _nccl_call(world, t, t.shape, lambda comm, src, dst, stream: comm.broadcast(src, dst, t.numel(), t.dtype.name, root, stream))
   from mpi4py import MPI
   buf = _host_array(t).copy() if world.rank == root else np.empty(t.numel(), _raw_dtype(t.dtype))
   _wait(world, world.comm.Ibcast([buf, MPI.BYTE], root=root), f"broadcast (call {world.calls})")
@@ -215,9 +261,13 @@ def all_gather(t:Tensor, axis:int=0) -> Tensor:
   others = [c for c in range(3, 5 + _MAX_DIMS) if c != 5 + axis]
   if (rows[:, others] != rows[0, others]).any():
     raise ValueError(f"all_gather along axis {axis} needs the same dtype and the same sizes on the other axes on every rank, got {_describe(rows)}")
+  shapes = [_shape_of(row) for row in rows]
+  if _uses_nccl(t) and all(sh == t.shape for sh in shapes):
+    # ncclAllGather puts the ranks' buffers one after another: (ranks, *shape), then joined along axis
+    out = _nccl_call(world, t, (world.size,) + t.shape, lambda comm, src, dst, stream: comm.all_gather(src, dst, t.numel(), t.dtype.name, stream))
+    return out[0].cat(*[out[r] for r in range(1, world.size)], dim=axis).contiguous()
   from mpi4py import MPI
   send = _host_array(t)
-  shapes = [_shape_of(row) for row in rows]
   counts = [int(np.prod(s)) * send.itemsize for s in shapes]
   out = np.empty(sum(counts) // send.itemsize, send.dtype)
   displs = np.cumsum([0] + counts[:-1]).tolist()

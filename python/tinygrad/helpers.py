@@ -429,6 +429,10 @@ def map_on_threads(fn:Callable[[T], U], items:Sequence[T], name:str) -> list[U]:
   if (err := next((e for e in errors if e is not None), None)) is not None: raise err
   return results
 NULL_ALLOW_COPYOUT = ContextVar("NULL_ALLOW_COPYOUT", 0)
+# an all-reduce between devices of one kind that has a collective of its own (Compiled.has_all_reduce) is one schedule item calling it:
+# NCCL=0 makes CUDA devices use the scheduler's copies and adds instead; NULL_ALLREDUCE=1 gives the NULL device one that runs nothing
+# (schedule-only tests of that schedule)
+NCCL, NULL_ALLREDUCE = ContextVar("NCCL", 1), ContextVar("NULL_ALLREDUCE", 0)
 VIZ = ContextVar("VIZ", 0)  # VIZ turns on PROFILE, PROFILE alone does not need VIZ
 # parallel BEAM/compile workers; pytest-xdist workers split the CPUs between them; off under VIZ
 PARALLEL = ContextVar("PARALLEL", NUM_CPU_THREADS.value // max(1, getenv("PYTEST_XDIST_WORKER_COUNT", 1)) if VIZ == 0 else 0)

@@ -5,6 +5,7 @@ import pytest
 from tests.helpers.devices import DEVICES
 from tinygrad import Tensor, Device
 from tinygrad.uop.ops import Ops
+from tinygrad.uop.spec import vector_width
 from tinygrad.codegen.opt import heuristic as H
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError
 from tinygrad.codegen.opt.kernel import apply_opt, apply_opts
@@ -50,9 +51,10 @@ def test_chain_is_a_fused_chain_and_same_bits_on_cpu_and_python(chain, small_til
     spec = lower_candidate(ast, opts, Device[device].renderer)
     from tinygrad.codegen import lower_ast
     uops = lower_ast(ast, Device[device].renderer, opts=tuple(opts)).uops
-    # chained: every product of the 4 UNROLL lanes is a MULACC (4 per accumulator, 4 x 32 accumulators); unchained: none (an outer
-    # product tile stays a multiply and an add)
-    assert sum(1 for u in uops if u.op is Ops.MULACC) == (4 * 4 * 32 if chain else 0)
+    # chained: every product of the 4 UNROLL lanes is a MULACC lane (4 per accumulator, 4 x 32 accumulators; on CPU vector MULACCs of
+    # 16 lanes); unchained: none (an outer product tile stays a multiply and an add)
+    widths: dict = {}
+    assert sum(vector_width(u, widths) for u in uops if u.op is Ops.MULACC) == (4 * 4 * 32 if chain else 0)
     Device[device].run(spec, bufs)
     outs.append(bufs[0].numpy())
   np.testing.assert_array_equal(outs[0], outs[1])

@@ -38,15 +38,21 @@ def test_small_image_conv_is_a_channel_tile(device, shape, cout, kw, lanes, smal
   np.testing.assert_allclose(run(opt, bufs, device).reshape(want.shape), want, rtol=1e-4, atol=1e-4)
 
 @pytest.mark.cpu
-def test_channel_tile_is_vector_multiply_adds():
+@pytest.mark.parametrize("cin,side,pixels", [(256, 7, 7), (64, 16, 8), (64, 32, 8)])
+def test_channel_tile_is_vector_multiply_adds(cin, side, pixels):
   # each reduce step: one 16-lane load of packed weights and a 16-lane accumulator per pixel, the panel copied once per 16 channels
-  # (the padded input's loads stay scalar: the kernel isn't peeled into pieces, each of which would copy the panel again)
-  x, w = Tensor(rand(1, 256, 7, 7)).realize(), Tensor(rand(64, 256, 3, 3, seed=1)).realize()
-  ast, _ = ast_of(x.conv2d(w, padding=1).relu())
-  uops = lower_ast(H.hand_coded_optimizations(ast, threads=1), "CPU").uops
+  # (the padded input's loads stay scalar: the kernel isn't peeled into pieces, each of which would copy the panel again). Also where
+  # the pixels' lanes are a vector width (8 of a 16-wide row): the channels' lanes are still the vector, each pixel a broadcast
+  x, w = Tensor(rand(1, cin, side, side)).realize(), Tensor(rand(64, cin, 3, 3, seed=1)).realize()
+  ast, bufs = ast_of(x.conv2d(w, padding=1).relu())
+  opt = H.hand_coded_optimizations(ast, threads=1)
+  assert sorted(s for k, s in kinds(opt) if k is U) == sorted([16, pixels])
+  uops = lower_ast(opt, "CPU").uops
   vec = vector_accesses(uops)
-  assert vec[("LOAD", "reg", 16)] >= 1 and vec[("STORE", "reg", 16)] >= 7
+  assert vec[("LOAD", "reg", 16)] >= 1 and vec[("STORE", "reg", 16)] >= pixels
   assert sum(n for (op, slot, _), n in accesses(uops).items() if op == "STORE" and slot == "reg") - vec[("STORE", "reg", 16)] <= 1
+  want = np.maximum(np_conv(x.numpy(), w.numpy(), 1, 1, 1, [(1, 1)] * 2), 0)
+  np.testing.assert_allclose(run(opt, bufs, "CPU").reshape(want.shape), want, rtol=1e-4, atol=1e-4)
 
 def test_few_input_channels_keep_the_gather_tile():
   # a stem conv (3 input channels of a 7x7 window: 147 per output) is below CHANNEL_MIN_REDUCE
@@ -84,8 +90,25 @@ def test_stem_padded_for_a_max_pool_is_a_channel_tile():
   assert sorted(s for k, s in kinds(opt) if k is U) == [6, 16] and opt.arg.applied_opts[-1].op is OptOps.PACK
 
 def test_matmuls_are_not_channel_tiles():
-  # a @ b and x @ w.T of channel_tile's size have no sliding window: their tiles are the 4x4 upcast and dot_tile's (no packed rows)
-  for out in (Tensor.empty(512, 512) @ Tensor.empty(512, 512), Tensor.empty(512, 512) @ Tensor.empty(512, 512).T):
+  # a @ b and x @ w.T of channel_tile's size (below the register tile's) have no sliding window: their tiles are the 4x4 upcast and
+  # dot_tile's (no packed rows)
+  for out in (Tensor.empty(128, 256) @ Tensor.empty(256, 256), Tensor.empty(128, 256) @ Tensor.empty(256, 256).T):
     ast, _ = ast_of(out)
     opt = H.hand_coded_optimizations(ast, threads=2)
     assert sorted(s for k, s in kinds(opt) if k is U) == [4, 4] and all(o.op is not OptOps.PACK for o in opt.arg.applied_opts)
+
+@pytest.mark.cpu
+def test_fused_shortcut_conv_keeps_vector_accumulators():
+  # a ResNet block's second conv with its 1x1 stride-2 shortcut conv fused in (the shortcut's sum unrolled by 4 with its weights read
+  # 4 at a time): both sums stay 16-lane vector accumulators, one per pixel (they were 16 x 7 scalar lanes each), numerics as numpy's
+  y, w, x, ws = rand(1, 32, 14, 14), rand(32, 32, 3, 3, seed=1), rand(1, 16, 28, 28, seed=2), rand(32, 16, 1, 1, seed=3)
+  yt, wt, xt, wst = (Tensor(a).realize() for a in (y, w, x, ws))
+  ast, bufs = ast_of((yt.conv2d(wt, padding=1) + xt.conv2d(wst, stride=2)).relu())
+  opt = H.hand_coded_optimizations(ast, threads=1)
+  assert sorted(s for k, s in kinds(opt) if k is U) == [7, 16]
+  uops = lower_ast(opt, "CPU").uops
+  vec = vector_accesses(uops)
+  assert vec[("STORE", "reg", 16)] >= 2 * 7
+  assert sum(n for (op, slot, _), n in accesses(uops).items() if op == "STORE" and slot == "reg") - vec[("STORE", "reg", 16)] <= 2
+  want = np.maximum(np_conv(y, w, 1, 1, 1, [(1, 1)] * 2) + np_conv(x, ws, 1, 2, 1, [(0, 0)] * 2), 0)
+  np.testing.assert_allclose(run(opt, bufs, "CPU").reshape(want.shape), want, rtol=1e-4, atol=1e-4)

@@ -42,7 +42,7 @@ def test_mnist_training_step_kernels_are_small():
   assert len(biggest.src) <= MAX_KERNEL_BYTES, (biggest.name, len(biggest.src))
   assert _compile_cpu_seconds(biggest.src) < 0.5, biggest.name
 
-MAX_KERNEL_BYTES = 8_000
+MAX_KERNEL_BYTES = 9_500   # with the 1 KB vector fma helper a conv's channel tile calls and the wide-vector prelude (renderer/cstyle.py)
 
 def _compile_cpu_seconds(src:str) -> float:
   """The compiler processes' CPU time: on a busy machine their wall time is mostly waiting for a core."""

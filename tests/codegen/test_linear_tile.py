@@ -17,6 +17,7 @@ def test_linear_matches_numpy(xs, ws):
 
 def test_dot_tile_packs_transposed_panel(monkeypatch):
   monkeypatch.setattr(H, "TILE_MIN_WORK", 1)   # tile this small kernel too
+  monkeypatch.setattr(H, "TILE_DOT_MIN_WORK", 1)
   x, w = rand(16, 32), rand(32, 32, seed=1)
   ast, bufs = ast_of(Tensor(x).realize() @ Tensor(w).realize().T)
   opt = H.hand_coded_optimizations(ast, threads=1)

@@ -106,9 +106,10 @@ class TestLoweredKernel:
     uops = spec_of(a @ b).uops
     # the output column loop (64) runs 16 times computing 4 columns, the row loop (64) 16 times computing 4 rows: 16
     # accumulators. Per reduce step (the scheduler's 4 lanes): B's 4 rows as 4 vector loads shared by the 4 output rows, A's 4 rows
-    # one vector load each; each output row's 4 results are one vector store
+    # one vector load each; each output row's 4 results are one vector store, and its 4 accumulators one vector (zeroed, updated each
+    # step)
     assert loop_sizes(uops) == [16, 16, 16] and register_sizes(uops) == [16]
-    assert vector_accesses(uops) == {("LOAD", 1, 4): 4, ("LOAD", 2, 4): 4, ("STORE", 0, 4): 4}
+    assert vector_accesses(uops) == {("LOAD", 1, 4): 4, ("LOAD", 2, 4): 4, ("STORE", 0, 4): 4, ("LOAD", "reg", 4): 8, ("STORE", "reg", 4): 8}
     np.testing.assert_allclose((a @ b).numpy(), a.numpy() @ b.numpy(), rtol=1e-5, atol=1e-4)
     with Context(NOOPT=1):
       uops = spec_of(a @ b).uops

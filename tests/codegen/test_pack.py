@@ -15,6 +15,7 @@ from tests.helpers.kernels import ast_of, run, rand
 @pytest.fixture
 def small_tiles(monkeypatch):
   monkeypatch.setattr(H, "TILE_MIN_WORK", 1)   # tile (and pack) these small kernels too
+  monkeypatch.setattr(H, "TILE_DOT_MIN_WORK", 1)
 
 def _packed(opt) -> bool: return any(o.op is OptOps.PACK for o in opt.arg.applied_opts)
 

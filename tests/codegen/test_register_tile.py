@@ -19,6 +19,7 @@ L, R, T, U, N = AxisType.LOOP, AxisType.REDUCE, AxisType.THREAD, AxisType.UPCAST
 @pytest.fixture
 def small_tiles(monkeypatch):
   monkeypatch.setattr(H, "TILE_MIN_WORK", 1)   # tile these small kernels too
+  monkeypatch.setattr(H, "TILE_DOT_MIN_WORK", 1)
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_matmul_tile(device, small_tiles):
@@ -147,3 +148,27 @@ def test_unpadded_conv_backward_tiles():
   xg = np_conv(gy, wn[:, :, ::-1, ::-1].transpose(1, 0, 2, 3).copy(), 1, 1, 1, [(4, 4), (4, 4)])
   np.testing.assert_allclose(w.grad.numpy(), wg.reshape(32, 32, 5, 5), rtol=1e-3, atol=1e-3)
   np.testing.assert_allclose(x.grad.numpy(), xg, rtol=1e-3, atol=1e-3)
+
+@pytest.mark.parametrize("m,k,n", [(128, 768, 768), (64, 768, 768), (256, 256, 256)])
+def test_bert_sized_matmuls_get_the_register_tile(m, k, n):
+  # from TILE_MIN_WORK multiply-adds (a BERT layer's projections at sequence 128 and below): 8 rows x 16 columns, B's panel packed
+  ast, _ = ast_of(Tensor.empty(m, k) @ Tensor.empty(k, n))
+  opt = H.hand_coded_optimizations(ast, threads=2)
+  assert sorted(s for kind, s in kinds(opt) if kind is U) == [8, 16] and opt.arg.applied_opts[-1].op is OptOps.PACK
+
+def _gelu_linear(x:Tensor, w:Tensor, b:Tensor) -> Tensor:
+  h = x @ w + b
+  return h * ((h * (1 / np.sqrt(2))).erf() + 1) * 0.5
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_tile_with_a_long_epilogue_gets_fewer_rows(device, small_tiles):
+  # a linear layer with gelu (erf's polynomials: about 60 ops a lane) after the tile: 8 rows x 16 lanes pass the code-size budget,
+  # fewer rows keep the packed tile (it was the 4x4 upcast, 8x slower at 128x768x3072)
+  x, w, b = rand(16, 64), rand(64, 64, seed=1), rand(64, seed=2)
+  ast, bufs = ast_of(_gelu_linear(*(Tensor(a, device=device).realize() for a in (x, w, b))))
+  opt = H.hand_coded_optimizations(ast, threads=1)
+  ups = sorted(s for kind, s in kinds(opt) if kind is U)
+  assert ups[-1] == 16 and ups[0] in H.TILE_BUDGET_ROWS and opt.arg.applied_opts[-1].op is OptOps.PACK
+  h = x @ w + b
+  want = h * (np.vectorize(__import__("math").erf)(h / np.sqrt(2)) + 1) * 0.5
+  np.testing.assert_allclose(run(opt, bufs, device).reshape(16, 64), want, rtol=1e-4, atol=1e-4)

@@ -81,6 +81,7 @@ def split_reduces(monkeypatch):
   """Small kernels split and tiled as a big conv is (the thresholds at their minimum)."""
   from tinygrad.codegen.opt import heuristic as H
   monkeypatch.setattr(H, "TILE_MIN_WORK", 1)
+  monkeypatch.setattr(H, "TILE_DOT_MIN_WORK", 1)
   monkeypatch.setattr(H, "GATHER_MIN_WORK", 1)
   monkeypatch.setattr(sys.modules["tinygrad.codegen.split_ranges"], "SPLIT_REDUCE_MIN_WORK", 1)
 

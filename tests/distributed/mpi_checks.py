@@ -1,8 +1,6 @@
 """Run by test_distributed.py as `mpirun -n 2 python mpi_checks.py OUTDIR`: every check of the collectives and of data-parallel
 training in one launch (an MPI job costs seconds to start). Each rank writes OUTDIR/rank<r>.json: {check name: "ok" or what failed}."""
-import json
 import sys
-import traceback
 import numpy as np
 from tinygrad import Tensor, dtypes, nn
 from tinygrad.helpers import Context
@@ -10,20 +8,10 @@ from tinygrad.dtype import truncate
 from tinygrad.device import Device
 from tinygrad.nn.state import get_parameters
 import tinygrad.distributed as dist
+from rank_checks import check, write_results
 
 dist.init(timeout=120)
 RANK, SIZE = dist.rank(), dist.world_size()
-results: dict[str, str] = {}
-
-def check(name):
-  def deco(fn):
-    try:
-      fn()
-      results[name] = "ok"
-    except Exception:
-      results[name] = traceback.format_exc()
-    return fn
-  return deco
 
 def np_view(dt):
   return np.dtype(dt.fmt) if dt.fmt is not None else np.float32
@@ -82,6 +70,13 @@ def _mismatch():
   try: dist.all_gather(Tensor.ones(2, 2, dtype=dtypes.int32 if RANK else dtypes.float32))
   except ValueError as e: assert "int" in str(e) and "float" in str(e), str(e)
   else: raise AssertionError("no error for dtypes that differ between ranks")
+  # a CUDA tensor (NCCL) on one rank meeting a host tensor on another: every rank raises before any data moves (NCCL pretended on rank 1)
+  uses_nccl = dist._uses_nccl
+  dist._uses_nccl = lambda t: RANK == 1
+  try: dist.broadcast(Tensor.ones(3))
+  except RuntimeError as e: assert "rank 0: MPI, rank 1: NCCL (a CUDA tensor)" in str(e), str(e)
+  else: raise AssertionError("no error for transports that differ between ranks")
+  finally: dist._uses_nccl = uses_nccl
   dist.barrier()   # the world is still usable after those errors
   expect_equal(dist.all_reduce(Tensor([1.0])), np.array([float(SIZE)], np.float32), dtypes.float32, "all_reduce after an error")
 
@@ -134,4 +129,4 @@ def _cnn():
   data_parallel_matches(CNN, lambda ps: nn.optim.Adam(ps, lr=0.01), rng.standard_normal((8, 1, 8, 8)).astype(np.float32),
                         rng.integers(0, 3, 8).astype(np.int32))
 
-with open(f"{sys.argv[1]}/rank{RANK}.json", "w") as f: json.dump({"size": SIZE, "results": results}, f)
+write_results(sys.argv[1], RANK, SIZE)

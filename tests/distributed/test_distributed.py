@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import tinygrad
 from tinygrad import Tensor, dtypes
+from tinygrad.helpers import Context
 import tinygrad.distributed as dist
 
 HERE = pathlib.Path(__file__).parent
@@ -101,3 +102,30 @@ def test_rank_that_never_joins_times_out(tmp_path):
   assert proc.returncode != 0 and "should not have" not in proc.stdout
   assert "rank 0 of 2: all_reduce (call 1) did not complete within 5s" in proc.stderr, proc.stderr[-3000:]
   assert took < 45, f"the job took {took:.0f}s after a 5s timeout"
+
+# ***** NCCL: CUDA tensors across ranks *****
+
+def test_which_tensors_use_nccl(monkeypatch):
+  from tinygrad.runtime.support import nccl
+  monkeypatch.setattr(nccl, "available", lambda: True)
+  assert dist._uses_nccl(Tensor.empty(3, device="CUDA:1")) and dist._uses_nccl(Tensor.empty(3, device="CUDA", dtype=dtypes.bool))
+  assert not dist._uses_nccl(Tensor.empty(3, device="CPU"))                          # CPU tensors keep the mpi4py path
+  assert not dist._uses_nccl(Tensor.empty(3, device="CUDA", dtype=dtypes.int16))     # no NCCL type: the host path
+  with Context(NCCL=0): assert not dist._uses_nccl(Tensor.empty(3, device="CUDA"))
+  monkeypatch.setattr(nccl, "available", lambda: False)
+  assert not dist._uses_nccl(Tensor.empty(3, device="CUDA"))
+
+def _two_gpus_with_nccl() -> bool:
+  from tinygrad.runtime.ops_cuda import cuda_usable, device_count
+  from tinygrad.runtime.support import nccl
+  return cuda_usable() and device_count() >= 2 and nccl.available()
+
+@pytest.mark.mpi
+@pytest.mark.gpu
+@pytest.mark.skipif(not _two_gpus_with_nccl(), reason="needs two NVIDIA GPUs and NCCL (pip install 'tinygrad[cuda]')")
+def test_nccl_across_two_ranks(tmp_path):
+  proc, _ = mpirun("nccl_checks.py", str(tmp_path), timeout=600, tmp_path=tmp_path)
+  assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+  ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
+  bad = {f"rank {r} {k}": v for r, res in enumerate(ranks) for k, v in res["results"].items() if v != "ok"}
+  assert len(ranks[0]["results"]) == 6 and not bad, "\n".join(f"{k}:\n{v}" for k, v in bad.items())

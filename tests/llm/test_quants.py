@@ -1,10 +1,16 @@
 # tinygrad.llm.quants: every ggml type's lazy dequantization against the `gguf` package's gguf.quants.dequantize (llama.cpp's formulas),
 # and weights that stay quantized: a matmul, an embedding lookup and a per-token expert gather over packed blocks are each one kernel
 # reading the packed bytes (no float copy of the weight is written), with numpy's result of the oracle's dequantized weight.
+import pathlib
+import re
+import subprocess
+import tempfile
 import numpy as np
 import pytest
 from tinygrad import Tensor, dtypes, GlobalCounters
 from tinygrad.llm.quants import GGML_TYPES, dequantize, ggml_type, block_dot, gather_rows
+from tinygrad.engine.realize import get_spec
+from tinygrad.runtime.support.compiler_cpu import ClangCompiler
 from tests.helpers.ggml_blocks import TYPE_IDS, random_blocks
 
 pytestmark = pytest.mark.cpu
@@ -126,6 +132,25 @@ def test_block_dot_reads_packed_blocks_in_one_kernel(name):
     _close(out.numpy().reshape(-1, rows), x.numpy().reshape(-1, cols), ref, "bk,nk->bn")
     # the stored bytes once, x once per kernel, x's run sums written and read; never a float copy of the weight or of its scales
     assert GlobalCounters.global_mem <= blocks_np.nbytes + x.nbytes() * (1 + (x_sums > 0)) + out.nbytes() + x_sums * 2, GlobalCounters.global_mem
+
+def test_q8_0_decode_gemv_compiles_to_wide_vectors_and_one_scale_load():
+  # the decode GEMV of a Q8_0 weight is compute-bound on a CPU core unless its inner step is short: the block's float16 scale is one
+  # 16-bit load (not two byte loads shifted together: the renderer writes buf[i+1] as pointer arithmetic, which -fwrapv leaves
+  # combinable), and its 16 lanes are one 512-bit vector where the CPU has AVX-512 (clang splits them in two by default)
+  _, blocks, _ = _block_dot_case("Q8_0", 256, 512, seed=5)
+  x = Tensor(np.random.default_rng(6).standard_normal((1, 512)).astype(np.float32)).realize()
+  (si,) = [si for si in block_dot(x, blocks, TYPE_IDS["Q8_0"]).schedule()[0] if si.ast.op.name != "COPY"]
+  src = get_spec(si, "CPU").src
+  assert "TG_WIDE_VECTORS\nvoid " in src and re.search(r"\(data\d+_\d+\+\w+\)\[1\]", src), src
+  compiler = ClangCompiler()
+  if "clang" not in compiler.argv[0]: return   # gcc neither merges the two byte loads nor reads the attribute (the source is the same)
+  with tempfile.NamedTemporaryFile(suffix=".so") as f:
+    f.write(compiler.compile(src))
+    f.flush()
+    asm = subprocess.run(["objdump", "-d", "--no-show-raw-insn", f.name], capture_output=True, text=True, check=True).stdout
+  assert re.search(r"(movzwl|vpinsrw\s+\$0x0,|vcvtph2ps)\s+-?(0x[0-9a-f]+)?\(", asm), "the float16 scale is not read with one 16-bit load"
+  cpuinfo = pathlib.Path("/proc/cpuinfo")
+  assert ("zmm" in asm) == (cpuinfo.exists() and "avx512f" in cpuinfo.read_text().split()), "512-bit vectors exactly where the CPU has them"
 
 @pytest.mark.parametrize("name", ["Q4_K", "Q5_K", "Q6_K"])
 @pytest.mark.parametrize("x_shape", [(1,), (3,), (2, 1)])

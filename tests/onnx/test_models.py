@@ -34,3 +34,35 @@ def test_bert():
 def test_yolo():
   rng = np.random.default_rng(3)
   check_against_onnxruntime(onnx_models.yolo(), {"image": rng.standard_normal((2, 3, 32, 32)).astype(np.float32)})
+
+def _conv_bn_model(conv_bias:bool, var_node:bool, extra_reader:bool) -> "onnx.ModelProto":
+  """relu(BatchNormalization(Conv(x))) with random parameters; var through an Abs node (a static node of an initializer) or an
+  initializer; extra_reader: the conv's output is also a graph output (then nothing folds)."""
+  from onnx import TensorProto, helper, numpy_helper
+  rng = np.random.default_rng(4)
+  def init(name, *shape, scale=0.5): return numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name)
+  inits = [init("w", 8, 3, 3, 3), init("scale", 8), init("beta", 8), init("mean", 8), init("v", 8)] + ([init("b", 8)] if conv_bias else [])
+  nodes = [helper.make_node("Conv", ["x", "w", *(["b"] if conv_bias else [])], ["c"], pads=[1, 1, 1, 1])]
+  if var_node: nodes.append(helper.make_node("Abs", ["v"], ["var"]))
+  else: inits[4] = numpy_helper.from_array(np.abs(numpy_helper.to_array(inits[4])), "var")
+  nodes += [helper.make_node("BatchNormalization", ["c", "scale", "beta", "mean", "var"], ["n"], epsilon=1e-3),
+            helper.make_node("Relu", ["n"], ["y"])]
+  outs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8, 6, 6])]
+  if extra_reader: outs.append(helper.make_tensor_value_info("c", TensorProto.FLOAT, [2, 8, 6, 6]))
+  graph = helper.make_graph(nodes, "conv_bn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 6, 6])], outs, inits)
+  return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+@pytest.mark.parametrize("conv_bias,var_node,extra_reader", [(True, False, False), (False, True, False), (True, True, True)])
+def test_batchnorm_folds_into_conv(conv_bias, var_node, extra_reader):
+  # an inference BatchNormalization after a Conv runs as that Conv with a scaled weight and shifted bias: one kernel reading the input,
+  # the folded weight and bias (not the four normalization parameters too); as onnxruntime computes it, twice (the second call
+  # reuses the folded parameters)
+  from tinygrad import Tensor
+  model, x = _conv_bn_model(conv_bias, var_node, extra_reader), np.random.default_rng(5).standard_normal((2, 3, 6, 6)).astype(np.float32)
+  check_against_onnxruntime(model, {"x": x})
+  runner = OnnxRunner(model)
+  for _ in range(2):
+    out = runner({"x": Tensor(x).realize()})["y"]
+    kernels = [si for si in out.schedule()[0] if si.ast.op.name == "SINK"]
+    assert len(kernels) == 1 and len(kernels[0].bufs) == (8 if extra_reader else 4), [len(k.bufs) for k in kernels]
+    out.realize()

@@ -143,3 +143,23 @@ def test_clang_unroll_pragma(trip, body_ops, math, inner_trip, disabled):
   outer = f"for (int ridx0 = 0; ridx0 < {trip}; ridx0++) {{"
   assert (f"#pragma clang loop unroll(disable)\n  {outer}" in src) == disabled, src
   assert src.count("#pragma") == (1 if disabled else 0)   # never on the inner loop here (a one-op body)
+
+def test_clang_offset_access_is_pointer_arithmetic():
+  # out[r] = a[2r] + a[2r+1]: the CPU kernels compile with -fwrapv, under which a[(2r)+1] is at sext(2r+1), not provably next to a[2r],
+  # so clang can't combine the two loads; (a+2r)[1] is pointer arithmetic. Other dialects, and an index with a name, keep buf[i]
+  def kernel(second:bool) -> list[UOp]:
+    out, a, b = P(0, 64), P(1, 128, dtypes.uint8), P(2, 128, dtypes.uint8)
+    r = UOp(Ops.RANGE, dtypes.int, (i(64),), (0, AxisType.LOOP))
+    even = alu(Ops.MUL, r, i(2))
+    odd = alu(Ops.ADD, even, i(1))
+    loads = [a.index(even).load(), a.index(odd).load()] + ([b.index(odd).load()] if second else [])
+    vals = [ld.cast(dtypes.float) for ld in loads]
+    v = vals[0]
+    for w in vals[1:]: v = UOp(Ops.ADD, dtypes.float, (v, w))
+    st = out.index(r).store(v)
+    return list(UOp(Ops.SINK, dtypes.void, (UOp(Ops.END, dtypes.void, (st, r)),), "k").toposort())
+  src = ClangRenderer().render(kernel(False))
+  assert "(data1_128+alu0)[1]" in src and "data1_128[alu0]" in src, src
+  assert "data1_128[alu0+1]" in CUDAish().render(kernel(False))
+  src = ClangRenderer().render(kernel(True))   # 2r+1 used twice: a named value, read as it is
+  assert "data1_128[alu1]" in src and "data2_128[alu1]" in src, src

@@ -74,13 +74,24 @@ def _expand_unroll(root:UOp, u:UOp, vector_alu:bool, packed:bool=False) -> UOp:
 # what a vector expression is made of: float sums and products, lane-wise, and sums over loops (one vector accumulator)
 _LANE_WISE_DTYPES = (dtypes.float32, dtypes.float64)
 
+def _vector_values(x:UOp) -> set[UOp]:
+  """The nodes under x that are vectors from an earlier UPCAST's or UNROLL's expansion: its vector (SHRINK) loads, STACKs and what
+  is computed from them lane-wise (an INDEX of a lane is a scalar again)."""
+  vec: set[UOp] = set()
+  for v in x.toposort():
+    if (v.op is Ops.LOAD and v.src[0].op is Ops.SHRINK) or v.op is Ops.STACK or (v.op is not Ops.INDEX and any(s in vec for s in v.src)):
+      vec.add(v)
+  return vec
+
+def _load_lane(v:UOp, vec:set[UOp]) -> bool: return v.op is Ops.INDEX and v.src[0] in vec and v.src[0].op is Ops.LOAD
+
 def _lane_wise(x:UOp, u:UOp, vectors:dict[UOp, UOp], lanes:list[dict[UOp, UOp]]) -> UOp|None:
   """x, a value in which the UPCAST range u is free, as one vector expression over u's lanes: the loads in `vectors` as those vector
   loads, other float loads that move with u (strided, gated) as a STACK of their lanes (`lanes`: each lane's vector-load
   substitutions), what doesn't move with u as scalars (broadcast to every lane), float ADD/MUL lane-wise and ADD REDUCEs of such
   values as vector reduces. None where anything else moves with u (a transcendental, a comparison...): that value is written lane by
   lane. Each lane computes what it computed as a scalar, in the same order: the same bits."""
-  moves = {u}
+  moves, vec = {u}, _vector_values(x)
   for v in x.toposort():
     if v not in moves and any(s in moves for s in v.src): moves.add(v)
   done: dict[UOp, UOp] = {}
@@ -90,6 +101,12 @@ def _lane_wise(x:UOp, u:UOp, vectors:dict[UOp, UOp], lanes:list[dict[UOp, UOp]])
     if v in done: stack.pop()
     elif v not in moves: done[stack.pop()] = v
     elif v in vectors: done[stack.pop()] = vectors[v]
+    # a lane of an earlier expansion's vector load (a weight row read 4 at a time along a sum's UNROLL lanes) is a scalar: its lanes
+    # along u are gathered as a gated load's are. A vector itself can't be a lane of another vector, and a product of two such lanes
+    # is a dot product's (codegen/mulacc.py fuses its lanes one by one)
+    elif v.op is Ops.INDEX and _load_lane(v, vec) and v.dtype in _LANE_WISE_DTYPES:
+      done[stack.pop()] = UOp(Ops.STACK, v.dtype, tuple(_lane(v, u, j) for j in range(len(lanes))))
+    elif v in vec or (v.op is Ops.MUL and all(_load_lane(s, vec) for s in v.src)): return None
     elif v.op is Ops.LOAD and v.dtype in _LANE_WISE_DTYPES:
       done[stack.pop()] = UOp(Ops.STACK, v.dtype, tuple(_lane(v, u, j).substitute(r, name="vector loads") if r else _lane(v, u, j)
                                                         for j, r in enumerate(lanes)))
@@ -105,7 +122,7 @@ def _as_vector(st:UOp, u:UOp, n:int, vectors:dict[UOp, UOp], lanes:list[dict[UOp
   of 8 x 8 outputs is 8 vector updates per step instead of 64 scalar ones (and their lane extractions)."""
   if n not in (2, 4, 8, 16) or len(st.src) != 2 or st.src[0].op is not Ops.INDEX: return None
   topo = st.src[1].toposort()
-  if any(v.op is Ops.SHRINK for v in topo) or not (vectors or any(v.op is Ops.REDUCE for v in topo)): return None
+  if not (vectors or any(v.op is Ops.REDUCE for v in topo)): return None
   if (val := _lane_wise(st.src[1], u, vectors, lanes)) is None or val is st.src[1]: return None
   buf, idx = st.src[0].src
   if _vector_ok(buf.dtype) and _consecutive([idx], u)[0]:
@@ -119,7 +136,7 @@ def _vector_sum_lanes(st:UOp, u:UOp, vectors:dict[UOp, UOp], lanes:list[dict[UOp
   if len(st.src) != 2 or st.src[0].op is not Ops.INDEX or len(lanes) not in (2, 4, 8, 16): return None
   reds = [r for r in st.src[1].toposort() if r.op is Ops.REDUCE and u in r.toposort()]
   inner = {s for r in reds for s in r.src[0].toposort() if s.op is Ops.REDUCE}
-  if not (reds := [r for r in reds if r not in inner]) or any(v.op is Ops.SHRINK for r in reds for v in r.toposort()): return None
+  if not (reds := [r for r in reds if r not in inner]): return None
   vsums = [_lane_wise(r, u, vectors, lanes) for r in reds]
   if any(v is None or v is r for v, r in zip(vsums, reds)): return None
   out = []
@@ -184,10 +201,20 @@ def _unroll(ctx:ExpandContext, red:UOp) -> UOp|None:
   for u in reversed(unrolls): x = _expand_unroll(x, u, ctx.vector_alu, ctx.packed)
   return x
 
+def _upcast_order(st:UOp, vector_alu:bool) -> list[UOp]:
+  """The UPCAST ranges of a store in the order they are expanded: innermost first, except that on a vector_alu renderer the ranges
+  along which a load in a sum is a vector load go before those without one. The first range expanded is the one whose lanes become a
+  vector expression: a conv's channel tile (packed weights a vector along the channels, the input pixels gathered scalars) then keeps
+  one vector accumulator per pixel, each updated by the weight vector times a broadcast pixel, instead of the pixels' gathered lanes
+  times shuffled weights."""
+  order = list(reversed(ranges_of(st, AxisType.UPCAST)))
+  if not vector_alu or len(order) < 2: return order
+  return sorted(order, key=lambda u: not vector_loads(st, u, in_reduce_only=True))
+
 def _upcast(ctx:ExpandContext, st:UOp) -> UOp|None:
   if not ctx.lanes: return None
   stores = [st]
-  for u in reversed(ranges_of(st, AxisType.UPCAST)): stores = _expand_upcast(stores, u, ctx.vector_alu)
+  for u in _upcast_order(st, ctx.vector_alu): stores = _expand_upcast(stores, u, ctx.vector_alu)
   stores = _simplify_indices(stores)
   return None if stores == [st] else stores[0] if len(stores) == 1 else UOp(Ops.GROUP, dtypes.void, tuple(stores))
 

@@ -33,14 +33,16 @@ ReturnType = TypeVar("ReturnType")
 # ***** the captured launches *****
 
 class ExecItem:
-  """One captured launch: a kernel (prg, the loaded Program of spec) or a copy (prg and spec None: bufs[0] <- bufs[1]), on `bufs` in
-  argument order. A memory planner may put other Buffers into `bufs` (same size and dtype), then call CapturedJit.relink()."""
-  __slots__ = ("prg", "spec", "bufs")
-  def __init__(self, prg:Program|None, spec:ProgramSpec|None, bufs:list[Buffer]):
-    self.prg, self.spec, self.bufs = prg, spec, bufs
+  """One captured launch: a kernel (prg, the loaded Program of spec), a copy (prg and spec None: bufs[0] <- bufs[1]) or a device
+  collective's all-reduce (all_reduce its op: the first half of bufs <- the second), on `bufs` in argument order. A memory planner may
+  put other Buffers into `bufs` (same size and dtype), then call CapturedJit.relink()."""
+  __slots__ = ("prg", "spec", "bufs", "all_reduce")
+  def __init__(self, prg:Program|None, spec:ProgramSpec|None, bufs:list[Buffer], all_reduce:str|None=None):
+    self.prg, self.spec, self.bufs, self.all_reduce = prg, spec, bufs, all_reduce
   @property
   def outs(self) -> list[Buffer]:
     """The buffers this launch writes."""
+    if self.all_reduce is not None: return self.bufs[:len(self.bufs) // 2]
     if self.spec is None: return [self.bufs[0]]
     return [b for slot, b in zip(self.spec.globals, self.bufs) if slot in self.spec.outs]
   def __repr__(self): return f"<ExecItem {self.spec.name if self.spec is not None else 'copy'} on {len(self.bufs)} buffers>"
@@ -169,7 +171,10 @@ class CapturedJit(Generic[ReturnType]):
         if (s := srcs.get(b.base)) is None: written[b.base] = None
         else: written_srcs.add(s)
       launch: Callable|None
-      if item.prg is None or item.spec is None:
+      if item.all_reduce is not None:
+        launch, conv = (lambda op: lambda *bufs: realize.run_all_reduce(op, list(bufs)))(item.all_reduce), (lambda b: b)
+        args = [b.ensure_allocated() for b in item.bufs]
+      elif item.prg is None or item.spec is None:
         launch, conv = _copy, (lambda b: b)
         args: list = [b.ensure_allocated() for b in item.bufs]
       else:
@@ -227,6 +232,10 @@ class CapturedJit(Generic[ReturnType]):
       et = time.perf_counter() - st
       if PROFILE: profile_event(device, "copy" if item.spec is None else item.spec.name, "copy" if item.spec is None else "kernel",
                                 st, st + et)
+      if item.all_reduce is not None:
+        with GlobalCounters.lock: GlobalCounters.time_sum_s += et
+        if show: print(realize.launch_line(device, colored(f"allreduce {item.all_reduce.lower()}", "green"), len(item.bufs), et, jitted=True))
+        continue
       if item.spec is None:
         with GlobalCounters.lock: GlobalCounters.time_sum_s += et
         name = colored(f"copy {item.bufs[0].nbytes:8d}, {device[:7]:>7s} <- {item.bufs[1].device[:7]:7s}", "green")
@@ -291,6 +300,9 @@ class _Capture:
   def add_copy(self, dst:Buffer, src:Buffer) -> None:
     self._see((dst, src))
     self.items.append(ExecItem(None, None, [dst, src]))
+  def add_all_reduce(self, op:str, bufs:list[Buffer]) -> None:
+    self._see(bufs)
+    self.items.append(ExecItem(None, None, list(bufs), all_reduce=op))
   def add_rng(self, device:str, num:int, key:Tensor, counter:Tensor) -> None:
     self.rng.append((device, num, buffer_of(_view_chain(key.uop)[0]), buffer_of(_view_chain(counter.uop)[0])))
   def host_read(self) -> None:

@@ -48,6 +48,14 @@ def launch_line(device:str, name:str, nargs:int, et:float, ops:int=0, mem:int=0,
           f"({flops} {bw})")
 def kernel_name(name:str) -> str: return colored(name, "yellow" if name.startswith("r") else "cyan")
 
+_NOT_KERNELS = (Ops.COPY, Ops.ALLREDUCE)   # schedule items that run no kernel: a copy, a device collective
+
+def run_all_reduce(op:str, bufs:list) -> None:
+  """A device collective's all-reduce: bufs are the outputs (one per device), then the inputs; the first device's Compiled runs it."""
+  n = len(bufs) // 2
+  for b in bufs[:n]: b.ensure_allocated().before_write()
+  Device[bufs[0].device].all_reduce(op, bufs[:n], [b.ensure_allocated() for b in bufs[n:]])
+
 def run_schedule(schedule:list[ScheduleItem], var_vals:dict[str, int]|None=None) -> None:
   """Runs the kernels in order, counting them in GlobalCounters; var_vals ({name: value}) are the values of the symbolic Variables the
   kernels take at launch. DEBUG=1: a summary line, 2: a line per kernel, 3: the kernel
@@ -58,7 +66,7 @@ def run_schedule(schedule:list[ScheduleItem], var_vals:dict[str, int]|None=None)
   # later kernels are still being lowered (ProgramLoader)
   loaders: dict[str, ProgramLoader] = {}
   for si in schedule:
-    if si.ast.op is Ops.COPY: continue
+    if si.ast.op in _NOT_KERNELS: continue
     if (loader := loaders.get(device := si.bufs[0].device)) is None: loader = loaders[device] = Device[device].loader()
     loader.add(get_spec(si, device))
   for loader in loaders.values(): loader.finish()
@@ -72,6 +80,15 @@ def run_schedule(schedule:list[ScheduleItem], var_vals:dict[str, int]|None=None)
       if PROFILE: profile_event(device, si.name, "copy", st, st + et)
       with GlobalCounters.lock: GlobalCounters.time_sum_s += et
       if DEBUG >= 2: print(launch_line(device, colored(si.name, "green"), len(si.bufs), et, mem=si.bufs[0].nbytes))
+      continue
+    if si.ast.op is Ops.ALLREDUCE:  # a device collective (schedule/allreduce.py): bufs are the outputs, then the inputs
+      if capturing: capturing[-1].add_all_reduce(si.ast.arg.op.name, si.bufs)
+      st = time.perf_counter()
+      run_all_reduce(si.ast.arg.op.name, si.bufs)
+      et = time.perf_counter() - st
+      if PROFILE: profile_event(device, si.name, "copy", st, st + et)
+      with GlobalCounters.lock: GlobalCounters.time_sum_s += et
+      if DEBUG >= 2: print(launch_line(device, colored(si.name, "green"), len(si.bufs), et, mem=si.bufs[0].nbytes * len(si.bufs)))
       continue
     spec = get_spec(si, device)
     dev = Device[device]
@@ -92,7 +109,7 @@ def run_schedule(schedule:list[ScheduleItem], var_vals:dict[str, int]|None=None)
     if DEBUG >= 2: print(launch_line(device, kernel_name(spec.name), len(si.bufs), et, est.ops, est.mem, est.lds))
   if DEBUG >= 1:
     et_all = time.perf_counter() - st_all
-    nk = sum(1 for si in schedule if si.ast.op is not Ops.COPY)
+    nk = sum(1 for si in schedule if si.ast.op not in _NOT_KERNELS)
     copies = f" and {len(schedule) - nk} cop{'ies' if len(schedule) - nk != 1 else 'y'}" if len(schedule) != nk else ""
     print(f"ran {nk} kernel{'s' if nk != 1 else ''}{copies} in {et_all*1e3:.2f} ms, {GlobalCounters.global_ops - ops0} ops, "
           f"{GlobalCounters.global_mem - mem0} bytes (total {GlobalCounters.kernel_count} kernels, {GlobalCounters.time_sum_s*1e3:.2f} ms)")
@@ -113,10 +130,13 @@ def compile_linear(linear:UOp) -> UOp:
 
 def estimate_uop(call:UOp) -> Estimates:
   """tinygrad 0.14's: what one CALL of a schedule costs (ops, bytes loaded and stored, bytes of memory touched): a kernel's as lowered for
-  its device (the Variables at their upper bounds), a copy's its bytes."""
+  its device (the Variables at their upper bounds), a copy's its bytes, a device collective's the bytes of its inputs and outputs."""
   if call.op is not Ops.CALL or not call.src: raise ValueError(f"estimate_uop needs a CALL UOp of a schedule, got {call.op}")
   if (ast := call.src[0]).op is Ops.COPY:
     nbytes = buffer_of(call.src[1]).nbytes
+    return Estimates(lds=nbytes, mem=nbytes)
+  if ast.op is Ops.ALLREDUCE:   # each device reads its input and writes its output
+    nbytes = sum(buffer_of(b).nbytes for b in call.src[1:])
     return Estimates(lds=nbytes, mem=nbytes)
   if ast.op in (Ops.SINK, Ops.PROGRAM):
     si = ScheduleItem.from_call(call)

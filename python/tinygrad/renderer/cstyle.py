@@ -573,6 +573,21 @@ def _fma_helper(vt:str, scalar:str, lanes:int) -> str:
     body = f"#if defined({x86[0]})\n{sig} {{ return ({vt}){x86[1].format('a, b, c')}; }}\n#else\n{body}\n#endif"
   return f"#ifndef TG_FMA_{vt}\n#define TG_FMA_{vt}\n{body}\n#endif"
 
+def _render_offset_access(ctx:_CWriter, x:UOp, buf:UOp, idx:UOp) -> str|None:
+  """A scalar access at i + c (c a literal) as (buf+i)[c]: pointer arithmetic, not int. The kernels compile with -fwrapv, so for clang
+  buf[i+1] is at sext(i+1), which it can't prove to be next to buf[i]: two byte loads stay two (a block's float16 scale read from
+  its two bytes took eight instructions, not one 16-bit load) and every such access re-extends its index."""
+  if (root := mem_root(buf)) is None or root.op is not Ops.PARAM or ctx.k.lanes[x] != 1 or idx.op is not Ops.ADD or not is_literal(idx.src[1]) \
+     or ctx.r[idx].isidentifier(): return None
+  base = ctx.opnd(idx, idx.src[0])
+  return f"({ctx.r[buf]}+{base if base.isidentifier() else '(' + strip_parens(base) + ')'})[{strip_parens(ctx.opnd(idx, idx.src[1]))}]"
+
+_VECTOR_BYTES = re.compile(r"vector_size\((\d+)\)")
+# 512-bit vectors for the kernels that declare a 64-byte vector (16 float lanes: a dot product's lanes, a decoded weight's sum):
+# -march=native prefers 256-bit ones on AVX-512 x86, splitting each such vector op in two (clang; without AVX-512 it splits anyway)
+_WIDE_VECTORS = ("#ifndef TG_WIDE_VECTORS\n#if defined(__clang__) && defined(__AVX512F__)\n"
+                 "#define TG_WIDE_VECTORS __attribute__((min_vector_width(512)))\n#else\n#define TG_WIDE_VECTORS\n#endif\n#endif")
+
 def _render_clang_range(ctx:_CWriter, x:UOp) -> str:
   if (no_unroll := ctx.analyses.get("no_unroll")) is None: no_unroll = ctx.analyses["no_unroll"] = _no_unroll_loops(ctx.k)
   return ("#pragma clang loop unroll(disable)\n" if x in no_unroll else "") + _render_range(ctx, x)
@@ -581,6 +596,7 @@ class ClangRenderer(CStyleLanguage):
   """C for the CPU device: one function per kernel, compiled by clang or gcc (CC overrides) into a shared object."""
   device = "CPU"
   string_rewrite = PatternMatcher([(UPat(Ops.RANGE, name="x", dtype=dtypes.ints), _render_clang_range),
+                                   (UPat(Ops.INDEX, src=(UPat(name="buf"), UPat(name="idx")), name="x"), _render_offset_access),
                                    (UPat(Ops.MULACC, name="x"), _render_vector_fma)]) + base_rewrite
   has_local = False
   has_shared = False
@@ -602,6 +618,8 @@ class ClangRenderer(CStyleLanguage):
     if any("tg_d2f_odd(" in line for line in body): prefix = [_D2F_ODD_HELPER, *prefix]
     fmas = {m.group(1): (m.group(2), int(m.group(3))) for line in body for m in _FMA_CALL.finditer(line)}
     prefix = [*prefix, *(_fma_helper(vt, scalar, n) for vt, (scalar, n) in sorted(fmas.items()))]
+    # the attribute on a line of its own: the compiler finds a unit's kernels by their `void NAME(` lines (compiler_cpu.py)
+    if any(int(m.group(1)) >= 64 for line in prefix for m in _VECTOR_BYTES.finditer(line)): prefix = [*prefix, _WIDE_VECTORS, "TG_WIDE_VECTORS"]
     return super().render_kernel(function_name, body, params, prefix)
   local_max = None
   @property

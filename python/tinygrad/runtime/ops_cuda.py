@@ -2,16 +2,18 @@
 # streams, events, modules and launches, `cuda.bindings.nvrtc` to compile (runtime/support/compiler_cuda.py). cuda-python is optional
 # (pip install 'tinygrad[cuda]'): this module imports without it, and opening the device says whether cuda-python or a GPU is missing.
 # Each device works in its GPU's primary context on one stream of its own: kernels and copies run in order on it, synchronize() waits
-# for it, and a timed launch (wait=True) is measured with two events around it.
+# for it, and a timed launch (wait=True) is measured with two events around it. An all-reduce between CUDA devices of this process is one
+# NCCL collective (runtime/support/nccl.py: ncclCommInitAll over them, ncclAllReduce on each device's stream) where libnccl loads (NCCL=0:
+# the scheduler's copies and adds instead).
 from __future__ import annotations
 import ctypes
 import functools
 import importlib.util
 import sys
 from typing import Any
-from tinygrad.device import Compiled, LRUAllocator, BufferSpec, Program
+from tinygrad.device import Compiled, LRUAllocator, BufferSpec, Program, Buffer, Device
 from tinygrad.dtype import DType, dtypes
-from tinygrad.helpers import DEV, to_mv, suppress_finalizing
+from tinygrad.helpers import DEV, NCCL, to_mv, suppress_finalizing
 from tinygrad.renderer.cuda import CUDARenderer
 from tinygrad.runtime.support.compiler_cuda import CUDACompiler, CUDA_EXTRA
 
@@ -171,7 +173,26 @@ class CUDADevice(Compiled):
     """cuda.bindings.driver with this GPU's context current in the calling thread (contexts are per thread; setting it is cheap)."""
     check(self.cu.cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
     return self.cu
+  @classmethod
+  def has_all_reduce(cls, devices:tuple[str, ...], dtype:DType) -> bool:
+    from tinygrad.runtime.support import nccl
+    return bool(NCCL) and nccl.available() and nccl.supports(dtype.name)
+  def all_reduce(self, op:str, dsts:list[Buffer], srcs:list[Buffer]) -> None:
+    """One ncclAllReduce per GPU in one NCCL group, each on its device's stream: after what each device queued before, before what it
+    queues next (no host synchronization)."""
+    from tinygrad.runtime.support import nccl
+    devs = [Device[b.device] for b in dsts]
+    comms = _communicators(tuple(d.device_id for d in devs))
+    with nccl.group():
+      for comm, dev, dst, src in zip(comms, devs, dsts, srcs):
+        comm.all_reduce(src._buf.ptr, dst._buf.ptr, dst.size, dst.dtype.name, op, int(dev.stream))
   def synchronize(self) -> None:
     check(self.driver().cuStreamSynchronize(self.stream), "cuStreamSynchronize")
     pending, self.pending = self.pending, []
     for b in pending: self.allocator.free(b, b.size, _HOST)
+
+@functools.cache
+def _communicators(device_ids:tuple[int, ...]) -> list:
+  """The NCCL communicators of one set of this process's GPUs, rank i on device_ids[i]: made once, kept for the process."""
+  from tinygrad.runtime.support import nccl
+  return nccl.Communicator.init_all(list(device_ids))

@@ -2,9 +2,10 @@
 # It measures everything above the hardware (scheduling, codegen, rendering). Reading data back raises (NULL_ALLOW_COPYOUT=1 allows it).
 # DEV=NULL:CLANG renders with the CPU's C renderer and really compiles every kernel with the C compiler (still launching nothing);
 # DEV=NULL:CUDA (NULL:CUDA:sm_90; sm_80 by default) renders CUDA and compiles every kernel with NVRTC, so no GPU is needed to check them.
+# NULL_ALLREDUCE=1: NULL devices have a collective all-reduce (it runs nothing), so a sharded schedule is planned as for NCCL on CUDA.
 from __future__ import annotations
 from tinygrad.device import Compiled, Allocator, BufferSpec, Compiler, Program
-from tinygrad.helpers import NULL_ALLOW_COPYOUT, DEV
+from tinygrad.helpers import NULL_ALLOW_COPYOUT, NULL_ALLREDUCE, DEV
 from tinygrad.renderer.cstyle import CStyleLanguage, ClangRenderer
 from tinygrad.renderer.cuda import CUDARenderer
 
@@ -45,3 +46,7 @@ def _cuda_compiler() -> Compiler:
 class NullDevice(Compiled):
   def __init__(self, device:str="NULL"):
     super().__init__(device, NullAllocator(self), [NullRenderer, (ClangRenderer, _clang_compiler), (CUDARenderer, _cuda_compiler)], NullProgram)
+  @classmethod
+  def has_all_reduce(cls, devices:tuple[str, ...], dtype) -> bool: return bool(NULL_ALLREDUCE)
+  def all_reduce(self, op:str, dsts:list, srcs:list) -> None:
+    for b in dsts + srcs: b.ensure_allocated()

@@ -45,6 +45,7 @@ from tinygrad.schedule.buffers import new_buffer, buffer_of, has_buffer, as_buff
 from tinygrad.schedule.buffers import buffer_view
 from tinygrad.schedule.item import ScheduleItem, schedule_to_linear
 from tinygrad.schedule.multi import lower_multi, mstack, any_sharded
+from tinygrad.schedule.allreduce import schedule_collectives
 from tinygrad.schedule.call import has_calls, schedule_calls
 from tinygrad.schedule.knobs import SCHEDULE_CACHE_SIZE, SPLIT_MIN
 from tinygrad.schedule.rangeify import kernel_name, plan_buffers, best_kernel, order_items, WriteCycle, max_size
@@ -256,12 +257,15 @@ def create_schedule_with_vars(targets:list[UOp], devices:list[str]) -> tuple[lis
   # sharded tensors (schedule/multi.py): each device's part is scheduled as a tensor of its own; a sharded target gets an MSTACK of its
   # shards' buffers, each seen with its shard's shape
   flat, flat_devices, groups = lower_multi(targets, devices)
-  items, flat_ret, var_vals = _schedule_with_vars(flat, flat_devices)
-  ret = {u: b for u, b in flat_ret.items() if u not in flat}
+  # device collectives (schedule/allreduce.py) run as items of their own first; the rest of the graph reads their results' buffers
+  pre, rest, pre_ret, pre_vals = schedule_collectives(flat, flat_devices, _schedule_with_vars)
+  items, rest_ret, var_vals = _schedule_with_vars(rest, flat_devices)
+  flat_ret = {**pre_ret, **rest_ret, **{f: rest_ret[r] for f, r in zip(flat, rest)}}
+  ret = {u: b for u, b in flat_ret.items() if u not in flat and u not in rest}
   for t, d, (axis, idx) in zip(targets, devices, groups):
     if not isinstance(d, tuple): ret[t] = flat_ret[flat[idx[0]]]
     else: ret[t] = mstack([buffer_view(flat_ret[flat[i]], flat[i].shape) for i in idx], axis)
-  return items, ret, var_vals
+  return pre + items, ret, {**pre_vals, **var_vals}
 
 def _schedule_with_vars(targets:list[UOp], devices:list[str]) -> tuple[list[ScheduleItem], dict[UOp, UOp], dict[str, int]]:
   stripped, var_vals, original = strip_binds(targets)

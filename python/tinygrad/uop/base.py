@@ -644,7 +644,7 @@ def _device_of(u:UOp) -> str|tuple[str, ...]|None:
   op = u.op
   if op is _BUFFER or op is _PARAM: return getattr(u.arg, "device", None)
   if op is Ops.COPY: return u.arg[1] if isinstance(u.arg, tuple) and len(u.arg) == 2 else None
-  if op is Ops.MSTACK: return tuple(s.__dict__["device"] for s in u.src)
+  if op is Ops.MSTACK or op is Ops.ALLREDUCE: return tuple(s.__dict__["device"] for s in u.src)
   if op is Ops.MSELECT: return d[u.arg] if isinstance(d := u.src[0].__dict__["device"], tuple) else d
   return next((d for s in u.src if (d := s.__dict__["device"]) is not None), None)
 

@@ -13,6 +13,9 @@ Tensor-level conventions (what Tensor and the UOp mixins build, what the schedul
                                                                         over storage); shape: the storage's. The STORE's: the view's
   MSTACK   src: one value per device  arg: axis (or None)               a sharded tensor (tinygrad/schedule/multi.py): the shards
                                                                         joined along axis, or (None) each shard the whole tensor
+  ALLREDUCE src: one value per device  arg: the reduce op               a device collective's all-reduce (schedule/allreduce.py), on
+  MSELECT  src: (ALLREDUCE,)  arg: i                                    all the devices; MSELECT i is device i's result (each shape
+                                                                        the values')
   PARAM    src: (STACK of sizes,)                                      an argument of a call body (tinygrad/uop/call.py): that shape
                                                                         (CONST ints, or a symbolic size's expression)
 Kernel-level UOps (RANGE, PARAM(CONST size), INDEX, LOAD, a Variable, ...) have shape None, and so does everything computed from one:
@@ -138,6 +141,9 @@ shape_rules = PatternMatcher([
   (UPat(Ops.REDUCE, src=(UPat.var("x"),), name="u"), lambda u, x: _reduce(u, x) if isinstance(u.arg, tuple) and len(u.arg) == 2 else None),
   (UPat(_ELEMENTWISE, name="u"), _elementwise),
   (UPat(Ops.MSTACK, name="u"), _mstack),
+  # a collective all-reduce (tinygrad/schedule/allreduce.py): one value per device in, MSELECT(ALLREDUCE, i) device i's result out
+  (UPat(Ops.ALLREDUCE, name="u"), _elementwise),
+  (UPat(Ops.MSELECT, src=(UPat(Ops.ALLREDUCE, name="a"),)), lambda a: a.shape),
   # the tensor-level STORE and AFTER of Tensor.assign (in a kernel, a STORE writes an INDEX, which has no shape, and so has no AFTER
   # of it: there it orders an accumulator)
   (UPat(Ops.STORE, src=(UPat.var("v"), UPat())), lambda v: v.shape),
@@ -152,7 +158,7 @@ shape_rules = PatternMatcher([
 ])
 
 # the ops whose shape is read from their sources: a walk to fill in shapes only descends through these
-_FROM_SRC = frozenset(GroupOp.Movement | {Ops.REDUCE, Ops.AFTER, Ops.MSTACK} | set(_ELEMENTWISE))
+_FROM_SRC = frozenset(GroupOp.Movement | {Ops.REDUCE, Ops.AFTER, Ops.MSTACK, Ops.ALLREDUCE, Ops.MSELECT} | set(_ELEMENTWISE))
 _NO_SRC = frozenset(set(Ops) - _FROM_SRC)
 
 def _store_shape(u:UOp) -> None: u.__dict__["shape"] = shape_rules.rewrite(u)

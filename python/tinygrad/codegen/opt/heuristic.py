@@ -44,6 +44,7 @@ from tinygrad.codegen.opt.kernel import apply_opt, ranges_of, range_size, rtype,
 from tinygrad.codegen.opt.kernel import range_key, pack_candidates, apply_opts, _consecutive, _strides, expanded_ops
 from tinygrad.schedule.knobs import THREAD_MIN_WORK, THREAD_MAX, UPCAST, OUTER_FULL_MAX, TILE_LANES, TILE_ROWS, GATHER_MIN_WORK, PEEL_LANES
 from tinygrad.schedule.knobs import PEEL_J_LANES, PEEL_MAX_ROWS, GATHER_J_LANES, TILE_MIN_WORK, TILE_PANEL_BYTES, DOT_TILE, MAX_IMAGE_ROW, IMAGE_ROWS
+from tinygrad.schedule.knobs import TILE_DOT_MIN_WORK, TILE_BUDGET_ROWS
 from tinygrad.schedule.knobs import MAX_UNPADDED_TAPS, MAX_TAPS, MAX_TAP_UNROLL, TAP_ROWS, TAP_IN_CHANNELS, UNROLL_MAX_LOADS, TILE_FAMILY_ROWS
 from tinygrad.schedule.knobs import TILE_FAMILY_CHAINED, GPU_GROUP_MAX_OUTPUTS, GPU_GROUP_MIN_REDUCE, GPU_GROUP, GPU_LOCAL_MAX, GPU_LOCALS
 from tinygrad.schedule.knobs import TC_UPCASTS, TC_LOCALS, UPCAST_MAX_BODY_OPS, DECODED_ROWS, CHANNEL_LANES, CHANNEL_J_LANES, CHANNEL_MIN_REDUCE
@@ -98,7 +99,9 @@ def hand_coded_optimizations(ast:UOp, threads:int, upcast:bool=True, tile_rows:i
   if tiles and (loops := ranges_of(ast, AxisType.LOOP)) and (tiled := _within_budget(tap_tile, ast, loops)) is not None: return tiled
   if not (loops := ranges_of(ast, AxisType.LOOP)) or (n := range_size(inner_loop := loops[-1])) is None or n % UPCAST != 0: return ast
   if not any(u.op is Ops.REDUCE for u in ast.toposort()) and expanded_ops(ast) > UPCAST_MAX_BODY_OPS: return ast
-  if tiles and (tiled := _within_budget(register_tile, ast, loops, tile_rows, tile_cols, chain)) is not None: return tiled
+  # a tile whose body passes the code-size budget (a long epilogue in every lane: a linear layer's gelu) gets fewer rows
+  for rows in (tile_rows, *(r for r in TILE_BUDGET_ROWS if r < tile_rows)):
+    if tiles and (tiled := _within_budget(register_tile, ast, loops, rows, tile_cols, chain)) is not None: return tiled
   if tiles and (tiled := _within_budget(dot_tile, ast, loops)) is not None: return tiled
   if tiles and (tiled := _within_budget(image_tile, ast, loops)) is not None: return tiled
   try: up, outer, lane = apply_opt(ast, Opt(OptOps.UPCAST, opt_axis(ast, OptOps.UPCAST, inner_loop), UPCAST))
@@ -235,7 +238,7 @@ def register_tile(ast:UOp, loops:list[UOp], rows:int=TILE_ROWS, cols:int=0, chai
       if j_out is not None and i_out is not None:
         up = apply_opt(up, Opt(OptOps.SWAP, opt_axis(up, OptOps.SWAP, j_out), opt_axis(up, OptOps.SWAP, i_out)))[0]
     return up
-  if lane is not None and _dot_layout(ast, loops) and ni % rows == 0:
+  if lane is not None and prod(sizes) >= TILE_DOT_MIN_WORK and _dot_layout(ast, loops) and ni % rows == 0:  # type: ignore[arg-type]
     # x @ w.T: j's lanes are rows of w (no vector load), but its packed panel is transposed (PACK puts the lanes innermost)
     up, i_out, _ = apply_opt(up, Opt(OptOps.UPCAST, opt_axis(up, OptOps.UPCAST, i), rows))
     j_ld = next(ld for ld in _reduce_loads(up) if lane in ld.src[0].toposort())
@@ -257,7 +260,7 @@ def peeled_tile(ast:UOp) -> UOp|None:
   channels of 56x56). None if the kernel doesn't qualify."""
   if len(ast.src) != 1 or ast.src[0].op is not Ops.STORE or ast.src[0].src[0].op is not Ops.INDEX or len(ast.src[0].src) != 2: return None
   sizes = [range_size(r) for r in ranges_of(ast)]
-  if len(loops := ranges_of(ast, AxisType.LOOP)) < 2 or any(s is None for s in sizes) or prod(sizes) < TILE_MIN_WORK: return None  # type: ignore
+  if len(loops := ranges_of(ast, AxisType.LOOP)) < 2 or any(s is None for s in sizes) or prod(sizes) < TILE_DOT_MIN_WORK: return None  # type: ignore
   j = loops[-1]
   j_loads = [ld for ld in _reduce_loads(ast) if j in ld.src[0].toposort()]
   if not j_loads or any(len(ld.src) != 3 or not peels(ld.src[2]) for ld in j_loads): return None

@@ -93,6 +93,8 @@ class OnnxRunner:
     self.variable_dims: dict[str, int] = {}
     self._static_nodes = self._find_static_nodes(set(initializers))
     self._static_cache: dict[tuple, dict[str, np.ndarray]] = {}
+    self._bn_folds = self._find_bn_folds(set(initializers))
+    self._folded: dict[tuple, tuple[Tensor, Tensor]] = {}
     onnx = import_onnx()
     small = [i for i in graph.initializer if i.data_location != onnx.TensorProto.EXTERNAL and prod(i.dims) <= _HOST_MAX]
     self._initializer_host = {i.name: v.tolist() for i in small if (v := onnx.numpy_helper.to_array(i)).dtype.kind in "biuf"}
@@ -106,6 +108,39 @@ class OnnxRunner:
         nodes.add(node.num)
         static.update(node.outputs)
     return nodes
+
+  def _find_bn_folds(self, initializers:set[str]) -> dict[int, OnnxNode]:
+    """{BatchNormalization node: the Conv it folds into}: an inference BatchNormalization whose input is a Conv's output that nothing
+    else reads, and whose parameters and the Conv's weight and bias are fixed by the graph (initializers, or static nodes of them).
+    The Conv then runs with its weight scaled per output channel and its bias shifted (see _folded_conv), as onnxruntime's graph
+    optimizer does: no normalization arithmetic after the conv's sums, which let a conv's channel tile keep its lanes."""
+    static = initializers | {out for node in self.graph_nodes if node.num in self._static_nodes for out in node.outputs}
+    producer = {out: node for node in self.graph_nodes for out in node.outputs if out}
+    readers = collections.Counter(name for node in self.graph_nodes for name in node.inputs)
+    folds = {}
+    for bn in self.graph_nodes:
+      if bn.op != "BatchNormalization" or bn.opts.get("training_mode", 0) or len([o for o in bn.outputs if o]) != 1 or len(bn.inputs) != 5: continue
+      if (conv := producer.get(bn.inputs[0])) is None or conv.op != "Conv" or len(conv.outputs) != 1: continue
+      if readers[conv.outputs[0]] != 1 or conv.outputs[0] in self.graph_outputs: continue
+      if all(name in static for name in (*bn.inputs[1:], *[n for n in conv.inputs[1:] if n])): folds[bn.num] = conv
+    return folds
+
+  def _folded_conv(self, bn:OnnxNode, scope:collections.ChainMap) -> Tensor|None:
+    """The Conv under bn with the normalization folded in: weight * s per output channel, bias (b - mean) * s + beta, s = scale /
+    sqrt(var + eps). Computed and kept once (outside a TinyJit capture, which must not realize); None where the dtypes differ (the
+    folded weight would round differently than the normalization does)."""
+    conv = self._bn_folds[bn.num]
+    w, b = scope[conv.inputs[1]], scope[conv.inputs[2]] if len(conv.inputs) > 2 and conv.inputs[2] else None
+    params = [scope[name] for name in bn.inputs[1:]]
+    if not dtypes.is_float(w.dtype) or any(not isinstance(t, Tensor) or t.dtype != w.dtype for t in (*params, *([b] if b is not None else []))):
+      return None
+    if (folded := self._folded.get(key := (bn.num, w.device))) is None:
+      scale, beta, mean, var = params
+      s = scale * (var + bn.opts.get("epsilon", 1e-5)).rsqrt()
+      folded = (w * s.reshape(-1, *[1] * (w.ndim - 1)), ((b if b is not None else 0) - mean) * s + beta)
+      if not capturing: self._folded[key] = folded = (folded[0].realize(), folded[1].realize())
+    fn = select_op(conv.op, conv.opset_id.domain, conv.opset_id.version)
+    return _call_op(fn, conv, [scope[conv.inputs[0]], *folded], dict(conv.opts))
 
   def _node(self, num:int, n:Any) -> OnnxNode:
     if n.domain not in _KNOWN_DOMAINS: raise NotImplementedError(f"ONNX node {num} ({n.op_type}): operator domain {n.domain!r} is not supported")
@@ -197,7 +232,10 @@ class OnnxRunner:
           known[id(t)] = (t, static_values[out].tolist())
         continue
       args = [scope[name] if name in scope else _missing(node, name) for name in node.inputs]
-      try: ret = _call_op(select_op(node.op, node.opset_id.domain, node.opset_id.version), node, args, dict(node.opts))
+      try:
+        # (the Conv a BatchNormalization folds into ran before it: its unfolded output is never realized)
+        if node.num in self._bn_folds and (folded := self._folded_conv(node, scope)) is not None: ret = folded
+        else: ret = _call_op(select_op(node.op, node.opset_id.domain, node.opset_id.version), node, args, dict(node.opts))
       except Exception as e:
         e.add_note(f"in ONNX {node}")
         raise
