@@ -65,12 +65,11 @@ TILE_LANES = (16, 8)            # register_tile: lanes of the innermost output l
 TILE_ROWS = 8                   # and rows of the loop sharing its loads
 TILE_BUDGET_ROWS = (4, 2)       # and fewer where 8 rows' body passes MAX_EXPANDED_OPS (a linear layer's gelu after the tile)
 # multiply-adds (all ranges) before a @ b gets the register tile, else the 4x4 upcast: written as vector accumulators (codegen/expander.py)
-# the tile compiles about as fast as the upcast and runs 3-8x faster from a 64x768x768 matmul down to 256x256x256 (a BERT layer's
-# projections and FFN at sequence 128: benches/README.md, bench_onnx)
+# the tile compiles about as fast as the upcast and runs faster down to BERT-sized matmuls (benches/README.md, bench_onnx)
 TILE_MIN_WORK = 1 << 24
 # x @ w.T's packed tile (w's panel packed transposed) and peeled_tile's conv tile from this many: their code is several times longer,
-# lowering and compile time that only a kernel this big pays back within a few runs; smaller x @ w.T keep dot_tile (twice as fast at
-# 32x512x1000) and their cold compile time
+# lowering and compile time that only a kernel this big pays back within a few runs; smaller x @ w.T keep dot_tile (faster there)
+# and their cold compile time
 TILE_DOT_MIN_WORK = 1 << 29
 TILE_PANEL_BYTES = 8 << 20      # B (reduce x j elements) bigger than this: 32 lanes and the j blocks outside the i blocks (cache reuse)
 GATHER_MIN_WORK = 1 << 22       # gather_tile: multiply-adds (all ranges) before a kernel with gated loads gets its tile
