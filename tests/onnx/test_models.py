@@ -52,6 +52,31 @@ def _conv_bn_model(conv_bias:bool, var_node:bool, extra_reader:bool) -> "onnx.Mo
   graph = helper.make_graph(nodes, "conv_bn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 6, 6])], outs, inits)
   return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
+def _conv_bn_numpy(x, w, b, scale, beta, mean, var, eps=1e-3):
+  n, cin, h, wd = x.shape
+  xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+  c = np.zeros((n, w.shape[0], h, wd), np.float64)
+  for i in range(3):
+    for j in range(3): c += np.einsum("nchw,oc->nohw", xp[:, :, i:i + h, j:j + wd], w[:, :, i, j])
+  c += b.reshape(1, -1, 1, 1)
+  r = lambda v: v.reshape(1, -1, 1, 1)
+  return np.maximum((c - r(mean)) / np.sqrt(r(var) + eps) * r(scale) + r(beta), 0)
+
+def test_batchnorm_fold_follows_the_parameters():
+  # a folded Conv + BatchNormalization still differentiates to its parameters, and a weight replaced in graph_values is folded again
+  from tinygrad import Tensor
+  model, x = _conv_bn_model(True, False, False), np.random.default_rng(5).standard_normal((2, 3, 6, 6)).astype(np.float32)
+  runner = OnnxRunner(model)
+  p = {k: runner.graph_values[k].numpy() for k in ("w", "b", "scale", "beta", "mean", "var")}
+  runner({"x": Tensor(x)})["y"].realize()   # the fold is kept now
+  w = runner.graph_values["w"].requires_grad_()
+  runner({"x": Tensor(x)})["y"].sum().backward()
+  assert w.grad is not None and np.abs(w.grad.numpy()).sum() > 0
+  w.requires_grad = False
+  runner.graph_values["w"] = Tensor(p["w"] * 2)
+  out = runner({"x": Tensor(x)})["y"].numpy()
+  np.testing.assert_allclose(out, _conv_bn_numpy(x, p["w"] * 2, p["b"], p["scale"], p["beta"], p["mean"], p["var"]), rtol=1e-4, atol=1e-4)
+
 @pytest.mark.parametrize("conv_bias,var_node,extra_reader", [(True, False, False), (False, True, False), (True, True, True)])
 def test_batchnorm_folds_into_conv(conv_bias, var_node, extra_reader):
   # an inference BatchNormalization after a Conv runs as that Conv with a scaled weight and shifted bias: one kernel reading the input,

@@ -94,7 +94,7 @@ class OnnxRunner:
     self._static_nodes = self._find_static_nodes(set(initializers))
     self._static_cache: dict[tuple, dict[str, np.ndarray]] = {}
     self._bn_folds = self._find_bn_folds(set(initializers))
-    self._folded: dict[tuple, tuple[Tensor, Tensor]] = {}
+    self._folded: dict[int, tuple[tuple[Tensor, ...], tuple[Tensor, Tensor]]] = {}
     onnx = import_onnx()
     small = [i for i in graph.initializer if i.data_location != onnx.TensorProto.EXTERNAL and prod(i.dims) <= _HOST_MAX]
     self._initializer_host = {i.name: v.tolist() for i in small if (v := onnx.numpy_helper.to_array(i)).dtype.kind in "biuf"}
@@ -132,13 +132,18 @@ class OnnxRunner:
     conv = self._bn_folds[bn.num]
     w, b = scope[conv.inputs[1]], scope[conv.inputs[2]] if len(conv.inputs) > 2 and conv.inputs[2] else None
     params = [scope[name] for name in bn.inputs[1:]]
-    if not dtypes.is_float(w.dtype) or any(not isinstance(t, Tensor) or t.dtype != w.dtype for t in (*params, *([b] if b is not None else []))):
-      return None
-    if (folded := self._folded.get(key := (bn.num, w.device))) is None:
+    sources = (w, *params, *([b] if b is not None else []))
+    if not dtypes.is_float(w.dtype) or any(not isinstance(t, Tensor) or t.dtype != w.dtype for t in sources[1:]): return None
+    # a parameter that wants its gradient gets it through the unfolded ops (a kept fold is realized: no graph back to them)
+    if any(t.requires_grad for t in sources): return None
+    # the fold is kept for these very tensors: one replaced in graph_values (or moved by to()) is folded again
+    if (kept := self._folded.get(bn.num)) is not None and len(kept[0]) == len(sources) and all(a is b for a, b in zip(kept[0], sources)):
+      folded = kept[1]
+    else:
       scale, beta, mean, var = params
       s = scale * (var + bn.opts.get("epsilon", 1e-5)).rsqrt()
       folded = (w * s.reshape(-1, *[1] * (w.ndim - 1)), ((b if b is not None else 0) - mean) * s + beta)
-      if not capturing: self._folded[key] = folded = (folded[0].realize(), folded[1].realize())
+      if not capturing: self._folded[bn.num] = (sources, folded := (folded[0].realize(), folded[1].realize()))
     fn = select_op(conv.op, conv.opset_id.domain, conv.opset_id.version)
     return _call_op(fn, conv, [scope[conv.inputs[0]], *folded], dict(conv.opts))
 
