@@ -178,15 +178,24 @@ class TransformerBlock:
     if cfg.qk_norm == "head": q, k = self.attn_q_norm(q), self.attn_k_norm(k)
     cos, sin = rope[start_pos:start_pos+T].chunk(2, dim=-1)
     q, k = _rope(q, cos, sin, cfg.rope_interleaved), _rope(k, cos, sin, cfg.rope_interleaved)
-    q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)          # (B, heads, T, head_dim)
+    k, v = k.transpose(1, 2), v.transpose(1, 2)                                # (B, kv heads, T, head_dim)
     assert self.cache_k is not None and self.cache_v is not None
     self.cache_k[:, :, start_pos:start_pos+T, :].assign(k.cast(self.cache_k.dtype))
     self.cache_v[:, :, start_pos:start_pos+T, :].assign(v.cast(self.cache_v.dtype))
     keys, values = self.cache_k[:, :, 0:start_pos+T, :], self.cache_v[:, :, 0:start_pos+T, :]
-    # query t (at start_pos+t) sees keys 0..start_pos+t; one query sees them all
-    mask = Tensor.full((1, 1, T, start_pos + T), float("-inf")).triu(start_pos + 1) if resolve(T != 1) else None
-    attn = q.scaled_dot_product_attention(keys, values, attn_mask=mask, enable_gqa=True)
-    return self.attn_output(_rows(attn.transpose(1, 2).reshape(B, T, cfg.n_heads * cfg.head_dim)).contiguous())[:, :T]
+    if resolve(T == 1):
+      attn = q.transpose(1, 2).scaled_dot_product_attention(keys, values, enable_gqa=True).transpose(1, 2)
+      return self.attn_output(_rows(attn.reshape(B, T, cfg.n_heads * cfg.head_dim)).contiguous())[:, :T]
+    # a chunk's attention as (B, kv heads, group, T, ...) per kv head's group of query heads: the head axes are split and merged
+    # only where T (a Variable) isn't in between, or every index would divide by it. The scores and their softmax get buffers:
+    # fused into the product with the values, each score and its exp would be recomputed for every one of the head_dim outputs
+    group = cfg.n_heads // cfg.n_kv_heads
+    qg = q.reshape(B, T, cfg.n_kv_heads, group, cfg.head_dim).permute(0, 2, 3, 1, 4)
+    # query t (at start_pos+t) sees keys 0..start_pos+t
+    mask = Tensor.full((T, start_pos + T), float("-inf")).triu(start_pos + 1)
+    scores = (qg @ keys.unsqueeze(2).transpose(-2, -1) * (1 / math.sqrt(cfg.head_dim)) + mask).contiguous()
+    attn = (scores.softmax(-1).contiguous() @ values.unsqueeze(2)).permute(0, 3, 1, 2, 4)   # (B, T, kv heads, group, head_dim)
+    return self.attn_output(_rows(attn.reshape(B, T, cfg.n_heads * cfg.head_dim)).contiguous())[:, :T]
 
   def _feed_forward(self, x:Tensor) -> Tensor:
     if not self.cfg.n_experts:
