@@ -200,8 +200,9 @@ class TransformerBlock:
   def _feed_forward(self, x:Tensor) -> Tensor:
     if not self.cfg.n_experts:
       gate = self.ffn_gate(x)
-      # two block_dot sums in one kernel run at half the speed of each alone (clang keeps their lanes apart poorly): the gate gets a buffer
-      if self.ffn_gate.quantized is not None: gate = gate.contiguous()
+      # two sums in one kernel run at half the speed of each alone (clang keeps a block_dot's lanes apart poorly, and a float16 weight's
+      # two GEMMs get no register tile): the gate gets a buffer
+      gate = gate.contiguous()
       return self.ffn_down((gate.silu() * self.ffn_up(x)).contiguous())
     probs = self.ffn_gate_inp(x).float().softmax(-1)                              # (B, T, n_experts)
     weights, sel = _top_k(probs, self.cfg.n_experts_used)
