@@ -215,7 +215,11 @@ class TransformerBlock:
     # the normalized activations get a buffer: fused into the projections, each weight element would recompute its input's norm
     T = x.shape[1]
     h = x + self._attention(_rows(self.attn_norm(x)).contiguous(), T, start_pos, rope)
-    return (h + self._feed_forward(_rows(self.ffn_norm(h)).contiguous())[:, :T]).contiguous()
+    ff = self._feed_forward(_rows(self.ffn_norm(h)).contiguous())
+    # a chunk's down projection gets a buffer of all its rows: with the residual add fused in, its GEMM's rows would be T (a Variable),
+    # and a loop of unknown size gets no register tile
+    if not isinstance(T, int): ff = ff.contiguous()
+    return (h + ff[:, :T]).contiguous()
 
 class Transformer:
   """A GGUF language model (from_gguf) with a KV cache of max_context positions; generate() yields new token ids."""
