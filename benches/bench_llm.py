@@ -10,7 +10,8 @@ and file, metrics:
   weight_gb_per_s     the weight bytes one decode step reads (every tensor of the file but the embedding rows not looked up) x tok/s
   prefill_tok_per_s   a --prefill token prompt fed to an empty cache, timed to its first token
 The machine's copy bandwidth (numpy copy of a 1 GiB buffer, bytes read + written per second) is the physical limit weight_gb_per_s
-is compared against. --kernels prints, for ours, each decode-step kernel's time and GB/s (DEBUG=2 timings).
+is compared against. --kernels prints, for ours, each decode-step kernel's time and GB/s (DEBUG=2 timings); --prefill-kernels each
+kernel's time, share and GFLOPS over a whole warm --prefill prompt (all its chunks).
 
   python benches/bench_llm.py [--types Q8_0,Q4_K,F16] [--sides ours,tinygrad,llamacpp] [--small]
 Sides: ours is this interpreter with this repository's package; tinygrad runs /work/tinygrad-src (--tinygrad-src) with the tinygrad
@@ -73,7 +74,7 @@ def _timed(fn) -> float:
 
 # ***** one side in this process *****
 
-def run_tinygrad(path:str, decode:int, prefill:int, kernels:bool) -> dict:
+def run_tinygrad(path:str, decode:int, prefill:int, kernels:bool, prefill_kernels:bool=False) -> dict:
   """Ours or tinygrad's runner (whichever `tinygrad` imports): Transformer.from_gguf + generate, the same API on both."""
   from tinygrad.llm.model import Transformer
   model, _ = Transformer.from_gguf(path, max_context=max(prefill, PROMPT + decode) + 8)
@@ -81,31 +82,36 @@ def run_tinygrad(path:str, decode:int, prefill:int, kernels:bool) -> dict:
   for _ in range(WARM): next(gen)   # prefill, and the decode steps the JIT compiles and captures in
   times = [_timed(lambda: next(gen)) for _ in range(decode)]
   out = {"decode_tok_per_s": len(times) / sum(times)}
-  if kernels: out["kernels"] = _decode_kernels(gen)
+  if kernels: out["kernels"] = _kernels(lambda: next(gen))
   gen.close()
   if prefill:
     gen = model.generate([2] * prefill)
     out["prefill_tok_per_s"] = prefill / _timed(lambda: next(gen))
     gen.close()
+    # the same prompt again (its chunks' JITs are warm): a new first token makes generate feed it all, not reuse the cache
+    if prefill_kernels: out["prefill_kernels"] = _kernels(lambda: next(model.generate([3] + [2] * (prefill - 1))))
   return out
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
-_KERNEL_LINE = re.compile(r"\*\*\* \S+\s+\d+\s+(\S+)\s+arg.*? tm\s+([\d.]+)(us|ms|s)/.*?GFLOPS\s+\d+\|(\d+)\s+GB/s")
+_KERNEL_LINE = re.compile(r"\*\*\* \S+\s+\d+\s+(\S+)\s+arg.*? tm\s+([\d.]+)(us|ms|s)/.*?\(\s*([\d.]+)\s+GFLOPS\s+\d+\|(\d+)\s+GB/s")
 
-def _decode_kernels(gen) -> list[dict]:
-  """One decode step under DEBUG=2: each kernel's name, time and GB/s (of the bytes its buffers hold), slowest first."""
+def _kernels(step) -> list[dict]:
+  """step() (one decode step, or a prefill) under DEBUG=2: each kernel's name, launches, time, share of the kernels' time, GFLOPS (of
+  the ops DEBUG=2 counts, the weight's decoding included) and GB/s (of the bytes its buffers hold), slowest first."""
   import io
   import contextlib
   from tinygrad.helpers import Context
   buf = io.StringIO()
-  with Context(DEBUG=2), contextlib.redirect_stdout(buf): next(gen)
+  with Context(DEBUG=2), contextlib.redirect_stdout(buf): step()
   rows: dict[str, list[float]] = {}
   for m in _KERNEL_LINE.finditer(_ANSI.sub("", buf.getvalue())):
     s = float(m.group(2)) * {"us": 1e-6, "ms": 1e-3, "s": 1.0}[m.group(3)]
-    r = rows.setdefault(m.group(1), [0, 0.0, 0.0])
-    r[0], r[1], r[2] = r[0] + 1, r[1] + s, r[2] + float(m.group(4)) * s   # GB/s of the bytes its buffers hold x time: GB
-  return sorted(({"kernel": k, "count": n, "ms": s * 1e3, "gb_per_s": gb / s if s else 0.0} for k, (n, s, gb) in rows.items()),
-                key=lambda r: -r["ms"])
+    r = rows.setdefault(m.group(1), [0, 0.0, 0.0, 0.0])
+    # rate x time: GFLOP, GB
+    r[0], r[1], r[2], r[3] = r[0] + 1, r[1] + s, r[2] + float(m.group(4)) * s, r[3] + float(m.group(5)) * s
+  total = sum(r[1] for r in rows.values()) or 1.0
+  return sorted(({"kernel": k, "count": n, "ms": s * 1e3, "share": s / total, "gflops": gf / s if s else 0.0, "gb_per_s": gb / s if s else 0.0}
+                 for k, (n, s, gf, gb) in rows.items()), key=lambda r: -r["ms"])
 
 def run_llamacpp(path:str, decode:int, prefill:int) -> dict:
   from llama_cpp import Llama
@@ -126,7 +132,9 @@ def side_command(side:str, args, path:pathlib.Path) -> tuple[list[str], dict, st
   """(argv, env, cwd) that runs one side on path in a fresh process, or why it can't run here."""
   me = [str(pathlib.Path(__file__).resolve()), "--side", side, "--file", str(path), "--decode", str(args.decode), "--prefill", str(args.prefill)]
   env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-  if side == "ours": return [sys.executable, *me, *(["--kernels"] if args.kernels else [])], {**os.environ}, str(REPO)
+  if side == "ours":
+    opts = [*(["--kernels"] if args.kernels else []), *(["--prefill-kernels"] if args.prefill_kernels else [])]
+    return [sys.executable, *me, *opts], {**os.environ}, str(REPO)
   if side == "tinygrad":
     if not pathlib.Path(args.tinygrad_python).exists() or not (pathlib.Path(args.tinygrad_src) / "tinygrad/llm/model.py").exists():
       return f"tinygrad's runner needs {args.tinygrad_python} and {args.tinygrad_src}/tinygrad/llm"
@@ -143,6 +151,7 @@ def main(argv=None) -> None:
   p.add_argument("--prefill", type=int, default=512, help="prompt length of the prefill measurement (0: none)")
   p.add_argument("--small", action="store_true", help="a small model (dim 512, 4 blocks, vocab 32000) for a quick run")
   p.add_argument("--kernels", action="store_true", help="ours: per-kernel time and GB/s of one decode step")
+  p.add_argument("--prefill-kernels", action="store_true", help="ours: per-kernel time, share and GFLOPS of the --prefill prompt")
   p.add_argument("--cache", default="/tmp/bench_llm")
   p.add_argument("--timeout", type=float, default=3600)
   p.add_argument("--tinygrad-src", default="/work/tinygrad-src")
@@ -152,8 +161,8 @@ def main(argv=None) -> None:
   p.add_argument("--file", help=argparse.SUPPRESS)
   args = p.parse_args(argv)
   if args.side:
-    out = run_llamacpp(args.file, args.decode, args.prefill) if args.side == "llamacpp" else run_tinygrad(args.file, args.decode, args.prefill,
-                                                                                                         args.kernels)
+    out = run_llamacpp(args.file, args.decode, args.prefill) if args.side == "llamacpp" else \
+      run_tinygrad(args.file, args.decode, args.prefill, args.kernels, args.prefill_kernels)
     print(json.dumps(out))
     return
   shape = SMALL if args.small else LLAMA_1B
@@ -172,7 +181,8 @@ def main(argv=None) -> None:
         print(f"{side} {ggml_type} failed:\n{r.stderr[-3000:]}", file=sys.stderr)
         continue
       got = json.loads(r.stdout.strip().splitlines()[-1])
-      if "kernels" in got: extra[f"{side}/{ggml_type}/kernels"] = got.pop("kernels")
+      for key in ("kernels", "prefill_kernels"):
+        if key in got: extra[f"{side}/{ggml_type}/{key}"] = got.pop(key)
       got["weight_gb_per_s"] = got["decode_tok_per_s"] * nbytes / 1e9
       for k, v in got.items(): metrics[f"{side}/{ggml_type}/{k}"] = v
       print(f"{side:9s} {ggml_type:5s} " + "  ".join(f"{k} {v:.2f}" for k, v in got.items()), file=sys.stderr)
