@@ -111,8 +111,9 @@ def _k_scales(s:Tensor) -> tuple[Tensor, Tensor]:
   mn = (mid & 63).cat((hi >> 4) | ((mid >> 6) << 4), dim=-1)
   return _f32(sc), _f32(mn)
 def _q4_k_values(b:Tensor, off:int) -> Tensor:
-  # 4 chunks of 32 bytes: their low nibbles are elements [64c, 64c+32), high nibbles [64c+32, 64c+64)
-  return _fields(b[:, off:off+128].reshape(-1, 4, 32), 4).reshape(-1, 8, 32)
+  # 4 chunks of 32 bytes: their low nibbles are elements [64c, 64c+32), high nibbles [64c+32, 64c+64). Widened before the fields are
+  # taken: the C compiler then widens each 16 bytes once and masks/shifts 32-bit lanes (from bytes it widens each nibble's lanes apart)
+  return _fields(b[:, off:off+128].reshape(-1, 4, 32).cast(dtypes.uint32), 4).reshape(-1, 8, 32)
 # bit c of qh[l] is the fifth bit of element 32c+l
 def _q5_k_values(b:Tensor) -> Tensor: return _q4_k_values(b, 48) | (_fields(b[:, 16:48], 1) << 4)
 def _qk(b:Tensor, q:Tensor) -> Tensor:
