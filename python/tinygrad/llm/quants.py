@@ -105,11 +105,10 @@ def _q3_k(b):
   hm = _fields(b[:, 0:32], 1).reshape(-1, 16, 16)
   return (dl * _f32(ql.cast(dtypes.int8) - ((hm ^ 1) << 2).cast(dtypes.int8))).flatten(-2)
 def _k_scales(s:Tensor) -> tuple[Tensor, Tensor]:
-  """The 8 six-bit scales and mins packed in the 12 bytes of a Q4_K/Q5_K block, as float32."""
+  """The 8 six-bit scales and mins packed in the 12 bytes of a Q4_K/Q5_K block (uint8)."""
   lo, mid, hi = s[:, 0:4], s[:, 4:8], s[:, 8:12]
-  sc = (lo & 63).cat((hi & 0xF) | ((lo >> 6) << 4), dim=-1)
-  mn = (mid & 63).cat((hi >> 4) | ((mid >> 6) << 4), dim=-1)
-  return _f32(sc), _f32(mn)
+  # added, not or-ed: the sum's range is known to be below 64, so a table indexed by it needs no bounds check
+  return (lo & 63).cat((hi & 0xF) + (lo >> 6) * 16, dim=-1), (mid & 63).cat((hi >> 4) + (mid >> 6) * 16, dim=-1)
 def _q4_k_values(b:Tensor, off:int) -> Tensor:
   # 4 chunks of 32 bytes: their low nibbles are elements [64c, 64c+32), high nibbles [64c+32, 64c+64). Widened before the fields are
   # taken: the C compiler then widens each 16 bytes once and masks/shifts 32-bit lanes (from bytes it widens each nibble's lanes apart)
@@ -118,7 +117,7 @@ def _q4_k_values(b:Tensor, off:int) -> Tensor:
 def _q5_k_values(b:Tensor) -> Tensor: return _q4_k_values(b, 48) | (_fields(b[:, 16:48], 1) << 4)
 def _qk(b:Tensor, q:Tensor) -> Tensor:
   """Q4_K/Q5_K: 8 runs of 32 values q (blocks, 8, 32), each with its scale and min."""
-  sc, mn = _k_scales(b[:, 4:16])
+  sc, mn = (_f32(v) for v in _k_scales(b[:, 4:16]))
   return ((_f16(b, 0) * sc).unsqueeze(-1) * _f32(q) - (_f16(b, 2) * mn).unsqueeze(-1)).flatten(-2)
 def _q4_k(b): return _qk(b, _q4_k_values(b, 16))
 def _q5_k(b): return _qk(b, _q5_k_values(b))
@@ -127,7 +126,10 @@ def _k_block_dot(values:Callable[[Tensor], Tensor]) -> Callable[[Tensor, Tensor]
   def dot(x:Tensor, blocks:Tensor) -> Tensor:
     out, n_blocks, block_bytes = blocks.shape
     flat = blocks.reshape(out * n_blocks, block_bytes)
-    sc, mn = _k_scales(flat[:, 4:16])
+    # the scales' float values read from a table: a load the C compiler folds into the multiply that broadcasts the scale, where a
+    # conversion takes two vector instructions (convert, broadcast) next to the decode's own vector work
+    table = _table(blocks.device, tuple(range(64)))
+    sc, mn = (table[v.cast(dtypes.int32)] for v in _k_scales(flat[:, 4:16]))
     d, dmin = (_f16(flat, off).reshape(out, n_blocks) for off in (0, 2))
     return _runs_block_dot(x, _f32(values(flat)).reshape(out, n_blocks, 8, 32), d, sc.reshape(out, n_blocks, 8), dmin, mn.reshape(out, n_blocks, 8))
   return dot
