@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from typing import Callable
 from tinygrad.tensor import Tensor
 from tinygrad.dtype import DType, dtypes
+from tinygrad.helpers import prod
 from tinygrad.llm import ggml_tables as _tables
-from tinygrad.schedule.knobs import DECODE_UNROLL
+from tinygrad.schedule.knobs import DECODE_UNROLL, MANY_RECOMPUTES
 
 @dataclass(frozen=True)
 class GGMLType:
@@ -146,6 +147,10 @@ def _q6_k_block_dot(x:Tensor, blocks:Tensor) -> Tensor:
   out, n_blocks, block_bytes = blocks.shape
   flat = blocks.reshape(out * n_blocks, block_bytes)
   q, sc = _q6_k_runs(flat)
+  if prod(x.shape[:-2]) * DECODE_UNROLL < MANY_RECOMPUTES:
+    # the int8 scales' float values read from a table indexed by their bytes (see _k_block_dot). Not for many rows of x: the looked-up
+    # scales would get a buffer of their own (schedule/rangeify.py inline_gather), where the converted ones stay in the kernel
+    sc = _table(blocks.device, tuple(range(128)) + tuple(range(-128, 0)))[flat[:, 192:208].cast(dtypes.int32)]
   return _runs_block_dot(x, q.reshape(out, n_blocks, 16, 16), _f16(flat, 208).reshape(out, n_blocks), sc.reshape(out, n_blocks, 16))
 
 # ***** the i-quants: values from ggml's grids *****
