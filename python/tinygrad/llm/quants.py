@@ -132,8 +132,31 @@ def _k_block_dot(values:Callable[[Tensor], Tensor]) -> Callable[[Tensor, Tensor]
     table = _table(blocks.device, tuple(range(64)))
     sc, mn = (table[v.cast(dtypes.int32)] for v in _k_scales(flat[:, 4:16]))
     d, dmin = (_f16(flat, off).reshape(out, n_blocks) for off in (0, 2))
-    return _runs_block_dot(x, _f32(values(flat)).reshape(out, n_blocks, 8, 32), d, sc.reshape(out, n_blocks, 8), dmin, mn.reshape(out, n_blocks, 8))
+    codes = _f32(values(flat)).reshape(out, n_blocks, 8, 32)
+    if not _few_rows(x): return _runs_block_dot(x, codes, d, sc.reshape(out, n_blocks, 8), dmin, mn.reshape(out, n_blocks, 8))
+    return _runs_block_dot(x, codes, d, sc.reshape(out, n_blocks, 8)) - _k_min_dot(x, flat[:, 8:16].reshape(out, n_blocks, 8), dmin)
   return dot
+def _few_rows(x:Tensor) -> bool:
+  """x (..., n_blocks, block_elems) has few rows (a decode step's): a value looked up per row and lane stays in the block_dot's kernel
+  (schedule/rangeify.py inline_gather), and per-row tables of its blocks' size are cheap to write."""
+  return prod(x.shape[:-2]) * DECODE_UNROLL < MANY_RECOMPUTES
+def _k_min_dot(x:Tensor, packed:Tensor, dmin:Tensor) -> Tensor:
+  """The min terms of a Q4_K/Q5_K block_dot: the sum over blocks and runs of dmin * mins[r] * (the sum of run r's x), x (..., n_blocks,
+  256), packed (out, n_blocks, 8) the bytes holding the mins (4 whose low 6 bits are mins 0..3 and top 2 bits mins 4..7's, then 4 whose
+  high nibbles are mins 4..7's low bits), dmin (out, n_blocks). Each byte's share of a block's min terms is looked up in a table of
+  256 entries per (block, byte) made from x's run sums (a small kernel reading x only): a load and an add per byte, where decoding
+  the mins takes several ops each. The tables are 256 floats per byte of a block: for a few rows of x (_few_rows)."""
+  n_blocks = packed.shape[1]
+  xs = x.reshape(*x.shape[:-2], n_blocks, 8, 32).sum(-1)
+  v = Tensor.arange(256, device=x.device)
+  low, top, high = _f32(v & 63), _f32((v >> 6) * 16), _f32(v >> 4)
+  tables = (xs[..., :4, None] * low + xs[..., 4:, None] * top).cat(xs[..., 4:, None] * high, dim=-2).contiguous()
+  out = packed.shape[0]
+  tables = tables.reshape(*tables.shape[:-3], 1, n_blocks, 8, 256).expand(*tables.shape[:-3], out, n_blocks, 8, 256)
+  index = packed.cast(dtypes.int32).reshape(out, n_blocks, 8, 1).expand(*tables.shape[:-1], 1)
+  shares = tables.gather(-1, index)[..., 0]                                       # (..., out, n_blocks, 8)
+  # the bytes added in the body (not a sum over blocks and bytes, whose loop would divide its index into the two)
+  return (functools.reduce(Tensor.add, [shares[..., r] for r in range(8)]) * dmin).sum(-1)
 def _q6_k_runs(b:Tensor) -> tuple[Tensor, Tensor]:
   """Q6_K: (blocks, 16, 16) codes of its 16 runs and their (blocks, 16) int8 scales, as float32 (d, the float16 at 208, scales them)."""
   # per half of 128: low nibbles of its 64 ql bytes, then their high nibbles; two bits from qh byte l for elements 32c + l
@@ -147,9 +170,9 @@ def _q6_k_block_dot(x:Tensor, blocks:Tensor) -> Tensor:
   out, n_blocks, block_bytes = blocks.shape
   flat = blocks.reshape(out * n_blocks, block_bytes)
   q, sc = _q6_k_runs(flat)
-  if prod(x.shape[:-2]) * DECODE_UNROLL < MANY_RECOMPUTES:
+  if _few_rows(x):
     # the int8 scales' float values read from a table indexed by their bytes (see _k_block_dot). Not for many rows of x: the looked-up
-    # scales would get a buffer of their own (schedule/rangeify.py inline_gather), where the converted ones stay in the kernel
+    # scales would get a buffer of their own, where the converted ones stay in the kernel
     sc = _table(blocks.device, tuple(range(128)) + tuple(range(-128, 0)))[flat[:, 192:208].cast(dtypes.int32)]
   return _runs_block_dot(x, q.reshape(out, n_blocks, 16, 16), _f16(flat, 208).reshape(out, n_blocks), sc.reshape(out, n_blocks, 16))
 
