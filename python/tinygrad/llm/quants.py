@@ -147,7 +147,7 @@ def _k_min_dot(x:Tensor, packed:Tensor, dmin:Tensor) -> Tensor:
   256 entries per (block, byte) made from x's run sums (a small kernel reading x only): a load and an add per byte, where decoding
   the mins takes several ops each. The tables are 256 floats per byte of a block: for a few rows of x (_few_rows)."""
   n_blocks = packed.shape[1]
-  xs = x.reshape(*x.shape[:-2], n_blocks, 8, 32).sum(-1)
+  xs = x.reshape(*x.shape[:-2], n_blocks, 8, 32).sum(-1).contiguous()
   v = Tensor.arange(256, device=x.device)
   low, top, high = _f32(v & 63), _f32((v >> 6) * 16), _f32(v >> 4)
   tables = (xs[..., :4, None] * low + xs[..., 4:, None] * top).cat(xs[..., 4:, None] * high, dim=-2).contiguous()
