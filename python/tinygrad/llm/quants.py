@@ -159,11 +159,10 @@ def _k_min_dot(x:Tensor, packed:Tensor, dmin:Tensor) -> Tensor:
   return (functools.reduce(Tensor.add, [shares[..., r] for r in range(8)]) * dmin).sum(-1)
 def _q6_k_runs(b:Tensor) -> tuple[Tensor, Tensor]:
   """Q6_K: (blocks, 16, 16) codes of its 16 runs and their (blocks, 16) int8 scales, as float32 (d, the float16 at 208, scales them)."""
-  # per half of 128: low nibbles of its 64 ql bytes, then their high nibbles; two bits from qh byte l for elements 32c + l. Widened
-  # first, as Q4_K's (_q4_k_values)
-  ql = _fields(b[:, 0:128].reshape(-1, 2, 64).cast(dtypes.int32), 4).reshape(-1, 2, 4, 32)
-  qh = _fields(b[:, 128:192].reshape(-1, 2, 32).cast(dtypes.int32), 2)
-  return _f32((ql | (qh << 4)) - 32).reshape(-1, 16, 16), _f32(b[:, 192:208].bitcast(dtypes.int8))
+  # per half of 128: low nibbles of its 64 ql bytes, then their high nibbles; two bits from qh byte l for elements 32c + l
+  ql = _fields(b[:, 0:128].reshape(-1, 2, 64), 4).reshape(-1, 2, 4, 32)
+  qh = _fields(b[:, 128:192].reshape(-1, 2, 32), 2)
+  return _f32((ql | (qh << 4)).cast(dtypes.int8) - 32).reshape(-1, 16, 16), _f32(b[:, 192:208].bitcast(dtypes.int8))
 def _q6_k(b):
   q, sc = _q6_k_runs(b)
   return ((_f16(b, 208) * sc).unsqueeze(-1) * q).flatten(-2)
