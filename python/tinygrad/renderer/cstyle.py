@@ -612,6 +612,8 @@ def _prefetched_loads(k:LinearKernel) -> set[UOp]:
   return ret
 
 def _render_clang_load(ctx:_CWriter, x:UOp, idx:UOp) -> str:
+  """A load; one of _prefetched_loads first emits its prefetch statement (a global load always gets a declaration of its own, so the
+  statement lands right before it, in the loop)."""
   if (prefetched := ctx.analyses.get("prefetch")) is None: prefetched = ctx.analyses["prefetch"] = _prefetched_loads(ctx.k)
   if x in prefetched:
     buf, i = idx.src[0], strip_parens(ctx.opnd(idx, idx.src[1]))
