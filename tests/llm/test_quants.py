@@ -126,12 +126,23 @@ def test_block_dot_reads_packed_blocks_in_one_kernel(name):
     x = Tensor(np.random.default_rng(4).standard_normal(shape).astype(np.float32)).realize()
     GlobalCounters.reset()
     out = block_dot(x, blocks, TYPE_IDS[name]).realize()
-    x_sums = 0 if name not in ("Q4_K", "Q5_K") else x.nbytes() // 32
-    assert GlobalCounters.kernel_count == 1 + (x_sums > 0), f"{GlobalCounters.kernel_count} kernels"
+    kq, decode = name in ("Q4_K", "Q5_K"), len(shape) == 2
+    x_sums = x.nbytes() // 32 if kq else 0
+    # a k-quant's run scales are looked up in a table of their float values (64 six-bit values; Q6_K's 256 int8 bytes for a few rows
+    # of x). For several rows of x Q4_K/Q5_K's looked-up scales, used again for each row and lane, are gathered once into a buffer of
+    # their own (a small kernel reading the blocks' scale bytes): the block's scales as floats, written and read. For a few rows their
+    # mins are looked up in tables made from x's run sums (a small kernel of its own: 256 floats per byte of each of x's blocks)
+    table, runs, scale_bytes = {"Q4_K": (64, 8, 12), "Q5_K": (64, 8, 12), "Q6_K": (256 if decode else 0, 0, 0)}.get(name, (0, 0, 0))
+    n_blocks = rows * cols // 256
+    scales = n_blocks * runs * 4 if not decode else 0
+    min_tables = x.nbytes() // 256 * 8 * 256 if kq and decode else 0
+    assert GlobalCounters.kernel_count == 1 + (x_sums > 0) + (scales > 0) + (min_tables > 0), f"{GlobalCounters.kernel_count} kernels"
     assert out.shape == (*shape[:-1], rows)
     _close(out.numpy().reshape(-1, rows), x.numpy().reshape(-1, cols), ref, "bk,nk->bn")
-    # the stored bytes once, x once per kernel, x's run sums written and read; never a float copy of the weight or of its scales
-    assert GlobalCounters.global_mem <= blocks_np.nbytes + x.nbytes() * (1 + (x_sums > 0)) + out.nbytes() + x_sums * 2, GlobalCounters.global_mem
+    # the stored bytes once, x once per kernel reading it, x's run sums and the min tables written and read, the scales' table by each
+    # kernel that looks scales up; never a float copy of the weight
+    assert GlobalCounters.global_mem <= blocks_np.nbytes + x.nbytes() * (1 + (x_sums > 0)) + out.nbytes() + x_sums * 2 + \
+      min_tables * 2 + table * 4 * (1 + (scales > 0)) + (scales * 2 + n_blocks * scale_bytes if scales else 0), GlobalCounters.global_mem
 
 def test_q8_0_decode_gemv_compiles_to_wide_vectors_and_one_scale_load():
   # the decode GEMV of a Q8_0 weight is compute-bound on a CPU core unless its inner step is short: the block's float16 scale is one
@@ -148,7 +159,8 @@ def test_q8_0_decode_gemv_compiles_to_wide_vectors_and_one_scale_load():
     f.write(compiler.compile(src))
     f.flush()
     asm = subprocess.run(["objdump", "-d", "--no-show-raw-insn", f.name], capture_output=True, text=True, check=True).stdout
-  assert re.search(r"(movzwl|vpinsrw\s+\$0x0,|vcvtph2ps)\s+-?(0x[0-9a-f]+)?\(", asm), "the float16 scale is not read with one 16-bit load"
+  # one 16-bit load: a zero-extending move, a word insert, a half-to-float conversion from memory, or AVX512-FP16's vmovsh
+  assert re.search(r"(movzwl|vpinsrw\s+\$0x0,|vcvtph2ps|vmovsh)\s+-?(0x[0-9a-f]+)?\(", asm), "the float16 scale is not read with one 16-bit load"
   cpuinfo = pathlib.Path("/proc/cpuinfo")
   assert ("zmm" in asm) == (cpuinfo.exists() and "avx512f" in cpuinfo.read_text().split()), "512-bit vectors exactly where the CPU has them"
 

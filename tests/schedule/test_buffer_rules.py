@@ -86,6 +86,14 @@ def test_rows_gathered_under_a_matmul_are_inlined(monkeypatch, dtype):
     plans = _plans(monkeypatch, x @ w[idx].transpose(-1, -2))
   assert [sorted(p.why.values()) for p in plans] == [["inline_gather", "target"]]
 
+def test_index_computed_from_bytes_stays_with_its_gather(monkeypatch):
+  # a quantized weight's packed 6-bit scales looked up in a small float table and broadcast over 16 lanes: the index (loaded bytes,
+  # masked) is computed once per looked-up scale, since the one-hot folds into one load, not once per table entry: no buffer of indices
+  with Context(DEV="NULL"):
+    codes, table, lanes = E(4096, 8, dtype=dtypes.uint8), E(64), E(4096, 8, 16)
+    plans = _plans(monkeypatch, (table[(codes & 63).cast(dtypes.int32)].unsqueeze(-1) * lanes).sum((-2, -1)))
+  assert [sorted(p.why.values()) for p in plans] == [["inline_gather", "target"]]
+
 def test_embedding_feeding_a_matmul_is_gathered_once(monkeypatch):
   # a token's embedding row feeding a matmul (recomputed for each of its 1024 outputs): the lookup is a kernel of its own (one row,
   # its sum folded into loads) rather than its one-hot summand over the whole table getting a buffer (vocab x dim written per step)

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from typing import Callable
 from tinygrad.tensor import Tensor
 from tinygrad.dtype import DType, dtypes
+from tinygrad.helpers import prod
 from tinygrad.llm import ggml_tables as _tables
-from tinygrad.schedule.knobs import DECODE_UNROLL
+from tinygrad.schedule.knobs import DECODE_UNROLL, MANY_RECOMPUTES
 
 @dataclass(frozen=True)
 class GGMLType:
@@ -105,19 +106,19 @@ def _q3_k(b):
   hm = _fields(b[:, 0:32], 1).reshape(-1, 16, 16)
   return (dl * _f32(ql.cast(dtypes.int8) - ((hm ^ 1) << 2).cast(dtypes.int8))).flatten(-2)
 def _k_scales(s:Tensor) -> tuple[Tensor, Tensor]:
-  """The 8 six-bit scales and mins packed in the 12 bytes of a Q4_K/Q5_K block, as float32."""
+  """The 8 six-bit scales and mins packed in the 12 bytes of a Q4_K/Q5_K block (uint8)."""
   lo, mid, hi = s[:, 0:4], s[:, 4:8], s[:, 8:12]
-  sc = (lo & 63).cat((hi & 0xF) | ((lo >> 6) << 4), dim=-1)
-  mn = (mid & 63).cat((hi >> 4) | ((mid >> 6) << 4), dim=-1)
-  return _f32(sc), _f32(mn)
+  # added, not or-ed: the sum's range is known to be below 64, so a table indexed by it needs no bounds check
+  return (lo & 63).cat((hi & 0xF) + (lo >> 6) * 16, dim=-1), (mid & 63).cat((hi >> 4) + (mid >> 6) * 16, dim=-1)
 def _q4_k_values(b:Tensor, off:int) -> Tensor:
-  # 4 chunks of 32 bytes: their low nibbles are elements [64c, 64c+32), high nibbles [64c+32, 64c+64)
-  return _fields(b[:, off:off+128].reshape(-1, 4, 32), 4).reshape(-1, 8, 32)
+  # 4 chunks of 32 bytes: their low nibbles are elements [64c, 64c+32), high nibbles [64c+32, 64c+64). Widened before the fields are
+  # taken: the C compiler then widens each 16 bytes once and masks/shifts 32-bit lanes (from bytes it widens each nibble's lanes apart)
+  return _fields(b[:, off:off+128].reshape(-1, 4, 32).cast(dtypes.uint32), 4).reshape(-1, 8, 32)
 # bit c of qh[l] is the fifth bit of element 32c+l
 def _q5_k_values(b:Tensor) -> Tensor: return _q4_k_values(b, 48) | (_fields(b[:, 16:48], 1) << 4)
 def _qk(b:Tensor, q:Tensor) -> Tensor:
   """Q4_K/Q5_K: 8 runs of 32 values q (blocks, 8, 32), each with its scale and min."""
-  sc, mn = _k_scales(b[:, 4:16])
+  sc, mn = (_f32(v) for v in _k_scales(b[:, 4:16]))
   return ((_f16(b, 0) * sc).unsqueeze(-1) * _f32(q) - (_f16(b, 2) * mn).unsqueeze(-1)).flatten(-2)
 def _q4_k(b): return _qk(b, _q4_k_values(b, 16))
 def _q5_k(b): return _qk(b, _q5_k_values(b))
@@ -126,10 +127,36 @@ def _k_block_dot(values:Callable[[Tensor], Tensor]) -> Callable[[Tensor, Tensor]
   def dot(x:Tensor, blocks:Tensor) -> Tensor:
     out, n_blocks, block_bytes = blocks.shape
     flat = blocks.reshape(out * n_blocks, block_bytes)
-    sc, mn = _k_scales(flat[:, 4:16])
+    # the scales' float values read from a table: a load the C compiler folds into the multiply that broadcasts the scale, where a
+    # conversion takes two vector instructions (convert, broadcast) next to the decode's own vector work
+    table = _table(blocks.device, tuple(range(64)))
+    sc, mn = (table[v.cast(dtypes.int32)] for v in _k_scales(flat[:, 4:16]))
     d, dmin = (_f16(flat, off).reshape(out, n_blocks) for off in (0, 2))
-    return _runs_block_dot(x, _f32(values(flat)).reshape(out, n_blocks, 8, 32), d, sc.reshape(out, n_blocks, 8), dmin, mn.reshape(out, n_blocks, 8))
+    codes = _f32(values(flat)).reshape(out, n_blocks, 8, 32)
+    if not _few_rows(x): return _runs_block_dot(x, codes, d, sc.reshape(out, n_blocks, 8), dmin, mn.reshape(out, n_blocks, 8))
+    return _runs_block_dot(x, codes, d, sc.reshape(out, n_blocks, 8)) - _k_min_dot(x, flat[:, 8:16].reshape(out, n_blocks, 8), dmin)
   return dot
+def _few_rows(x:Tensor) -> bool:
+  """x (..., n_blocks, block_elems) has few rows (a decode step's): a value looked up per row and lane stays in the block_dot's kernel
+  (schedule/rangeify.py inline_gather), and per-row tables of its blocks' size are cheap to write."""
+  return prod(x.shape[:-2]) * DECODE_UNROLL < MANY_RECOMPUTES
+def _k_min_dot(x:Tensor, packed:Tensor, dmin:Tensor) -> Tensor:
+  """The min terms of a Q4_K/Q5_K block_dot: the sum over blocks and runs of dmin * mins[r] * (the sum of run r's x), x (..., n_blocks,
+  256), packed (out, n_blocks, 8) the bytes holding the mins (4 whose low 6 bits are mins 0..3 and top 2 bits mins 4..7's, then 4 whose
+  high nibbles are mins 4..7's low bits), dmin (out, n_blocks). Each byte's share of a block's min terms is looked up in a table of
+  256 entries per (block, byte) made from x's run sums (a small kernel reading x only): a load and an add per byte, where decoding
+  the mins takes several ops each. The tables are 256 floats per byte of a block: for a few rows of x (_few_rows)."""
+  n_blocks = packed.shape[1]
+  xs = x.reshape(*x.shape[:-2], n_blocks, 8, 32).sum(-1).contiguous()
+  v = Tensor.arange(256, device=x.device)
+  low, top, high = _f32(v & 63), _f32((v >> 6) * 16), _f32(v >> 4)
+  tables = (xs[..., :4, None] * low + xs[..., 4:, None] * top).cat(xs[..., 4:, None] * high, dim=-2).contiguous()
+  out = packed.shape[0]
+  tables = tables.reshape(*tables.shape[:-3], 1, n_blocks, 8, 256).expand(*tables.shape[:-3], out, n_blocks, 8, 256)
+  index = packed.cast(dtypes.int32).reshape(out, n_blocks, 8, 1).expand(*tables.shape[:-1], 1)
+  shares = tables.gather(-1, index)[..., 0]                                       # (..., out, n_blocks, 8)
+  # the bytes added in the body (not a sum over blocks and bytes, whose loop would divide its index into the two)
+  return (functools.reduce(Tensor.add, [shares[..., r] for r in range(8)]) * dmin).sum(-1)
 def _q6_k_runs(b:Tensor) -> tuple[Tensor, Tensor]:
   """Q6_K: (blocks, 16, 16) codes of its 16 runs and their (blocks, 16) int8 scales, as float32 (d, the float16 at 208, scales them)."""
   # per half of 128: low nibbles of its 64 ql bytes, then their high nibbles; two bits from qh byte l for elements 32c + l
@@ -143,6 +170,10 @@ def _q6_k_block_dot(x:Tensor, blocks:Tensor) -> Tensor:
   out, n_blocks, block_bytes = blocks.shape
   flat = blocks.reshape(out * n_blocks, block_bytes)
   q, sc = _q6_k_runs(flat)
+  if _few_rows(x):
+    # the int8 scales' float values read from a table indexed by their bytes (see _k_block_dot). Not for many rows of x: the looked-up
+    # scales would get a buffer of their own, where the converted ones stay in the kernel
+    sc = _table(blocks.device, tuple(range(128)) + tuple(range(-128, 0)))[flat[:, 192:208].cast(dtypes.int32)]
   return _runs_block_dot(x, q.reshape(out, n_blocks, 16, 16), _f16(flat, 208).reshape(out, n_blocks), sc.reshape(out, n_blocks, 16))
 
 # ***** the i-quants: values from ggml's grids *****

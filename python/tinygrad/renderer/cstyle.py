@@ -13,7 +13,7 @@ from tinygrad.uop.ops import UOp, UPat, PatternMatcher
 from tinygrad.renderer import Renderer, LinearKernel, KernelContractError, SIDE_EFFECTS, CORE_ID, const_value, is_literal, is_variable, mem_root
 from tinygrad.renderer import buffer_size, literal_dtype, variable_names, operand_dtype, range_name, addrspace_of
 from tinygrad.dtype import AddrSpace
-from tinygrad.schedule.knobs import MAX_INLINE_DEPTH
+from tinygrad.schedule.knobs import MAX_INLINE_DEPTH, PREFETCH_BYTES, PREFETCH_MIN_BYTES, PREFETCH_MAX_STRIDE
 
 _C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum extern float for goto if inline int long register
 restrict return short signed sizeof static struct switch typedef union unsigned void volatile while _Bool _Complex _Imaginary""".split())
@@ -582,6 +582,44 @@ def _render_offset_access(ctx:_CWriter, x:UOp, buf:UOp, idx:UOp) -> str|None:
   base = ctx.opnd(idx, idx.src[0])
   return f"({ctx.r[buf]}+{base if base.isidentifier() else '(' + strip_parens(base) + ')'})[{strip_parens(ctx.opnd(idx, idx.src[1]))}]"
 
+def _step(idx:UOp, r:UOp) -> int|None:
+  """How far idx moves when loop r steps by one: its coefficient of r where idx is r times a constant plus terms without r, else None
+  (r under a division, a product of two ranges, ...)."""
+  if idx is r: return 1
+  if r not in idx.backward_slice: return 0
+  if idx.op is Ops.CAST and dtypes.is_int(idx.dtype): return _step(idx.src[0], r)
+  if idx.op is Ops.ADD: return None if None in (steps := [_step(s, r) for s in idx.src]) else sum(steps)  # type: ignore[arg-type]
+  if idx.op in (Ops.MUL, Ops.SHL) and is_literal(idx.src[1]) and isinstance(c := const_value(idx.src[1]), int):
+    return None if (s := _step(idx.src[0], r)) is None else s * c if idx.op is Ops.MUL else s << c
+  return None
+
+def _prefetched_loads(k:LinearKernel) -> set[UOp]:
+  """The loads that prefetch their buffer PREFETCH_BYTES ahead: in each loop, the first load of each big kernel buffer
+  (PREFETCH_MIN_BYTES) whose address moves forward by at most PREFETCH_MAX_STRIDE bytes a step (a walk: which loop is innermost at a load
+  is a property of the linear order, not of the load)."""
+  ret: set[UOp] = set()
+  loops: list[tuple[UOp, set[UOp]]] = []   # the open loops, innermost last, each with the buffers it prefetches
+  for u in k.uops:
+    if u.op is Ops.RANGE and u.dtype is not dtypes.void: loops.append((u, set()))
+    elif u.op is Ops.END and loops and loops[-1][0] is u.src[1]: loops.pop()
+    elif u.op is Ops.LOAD and len(u.src) == 1 and loops and u.src[0].op in (Ops.INDEX, Ops.SHRINK) and \
+         (buf := mem_root(u.src[0].src[0])) is not None:
+      r, bufs = loops[-1]
+      if buf.op is not Ops.PARAM or buf in bufs or (n := buffer_size(buf)) is None or n * buf.dtype.itemsize < PREFETCH_MIN_BYTES: continue
+      if (s := _step(u.src[0].src[1], r)) is not None and 0 < s * buf.dtype.itemsize <= PREFETCH_MAX_STRIDE:
+        ret.add(u)
+        bufs.add(buf)
+  return ret
+
+def _render_clang_load(ctx:_CWriter, x:UOp, idx:UOp) -> str:
+  """A load; one of _prefetched_loads first emits its prefetch statement (a global load always gets a declaration of its own, so the
+  statement lands right before it, in the loop)."""
+  if (prefetched := ctx.analyses.get("prefetch")) is None: prefetched = ctx.analyses["prefetch"] = _prefetched_loads(ctx.k)
+  if x in prefetched:
+    buf, i = idx.src[0], strip_parens(ctx.opnd(idx, idx.src[1]))
+    ctx.emit(f"__builtin_prefetch((const char*)({ctx.r[mem_root(buf)]}+{i})+{PREFETCH_BYTES});")
+  return _render_load(ctx, x, idx)
+
 _VECTOR_BYTES = re.compile(r"vector_size\((\d+)\)")
 # 512-bit vectors for the kernels that declare a 64-byte vector (16 float lanes: a dot product's lanes, a decoded weight's sum):
 # -march=native prefers 256-bit ones on AVX-512 x86, splitting each such vector op in two (clang; without AVX-512 it splits anyway)
@@ -597,6 +635,7 @@ class ClangRenderer(CStyleLanguage):
   device = "CPU"
   string_rewrite = PatternMatcher([(UPat(Ops.RANGE, name="x", dtype=dtypes.ints), _render_clang_range),
                                    (UPat(Ops.INDEX, src=(UPat(name="buf"), UPat(name="idx")), name="x"), _render_offset_access),
+                                   (UPat(Ops.LOAD, src=(UPat(name="idx"),), name="x"), _render_clang_load),
                                    (UPat(Ops.MULACC, name="x"), _render_vector_fma)]) + base_rewrite
   has_local = False
   has_shared = False

@@ -118,3 +118,9 @@ TC_LOCALS = (4, 2)              # and the warps of a workgroup along N
 # expressions nested deeper get a name even when used once: a chain of thousands of single-use ops would otherwise be one expression
 # nested past the C compiler's limits, and every prefix of it a string of its own (memory quadratic in the chain)
 MAX_INLINE_DEPTH = 64
+# a CPU kernel's loop that streams through a big buffer prefetches it PREFETCH_BYTES ahead (renderer/cstyle.py ClangRenderer): the
+# hardware prefetchers stop at each 4 KiB page, and where decoding each line takes long (a quantized weight) a core waits on memory
+PREFETCH_BYTES = 2048           # distance ahead (further: lines evicted before use; nearer: they arrive late)
+PREFETCH_MIN_BYTES = 1 << 20    # buffers smaller than this are left to the hardware (likely in cache: a prefetch is an instruction more)
+PREFETCH_MAX_STRIDE = 512       # bytes a load's address moves per loop step at most (past it a prefetch 2 KiB ahead reads lines the
+                                # loop skips)

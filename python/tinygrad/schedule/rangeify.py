@@ -141,6 +141,12 @@ def _index_compare(u:UOp, reads:dict[UOp, frozenset[UOp]]) -> bool:
   if u.op is Ops.CMPNE and (t := _const(u.src[1])) is not None and t.arg is True: u = u.src[0]
   return u.op is Ops.CMPNE and any(not reads[s] for s in u.src)
 
+def _gather_index(ctx:PlanContext, u:UOp) -> bool:
+  """u, an EXPAND, broadcasts a gather's index against the table's arange and nothing else: the one-hot folds into one load at the index
+  (reduce_fold.py), so the index is computed once per gathered element, not once per table entry (a k-quant's 6-bit scales looked up
+  in a table of their float values were given a buffer of indices, written at every step)."""
+  return bool(users := ctx.users.get(u)) and all(_index_compare(w, ctx.reads) for w in users)
+
 def buffers_read(topo:list[UOp], is_realized) -> tuple[dict[UOp, frozenset[UOp]], dict[UOp, frozenset[UOp]]]:
   """({node: the buffers it reads}, {node: the reduces it owns}), in one pass, children first. Buffers are inputs, realized nodes,
   reduces, CONTIGUOUS/COPY/AFTER (nodes with a buffer of their own), counted up to MAX_FUSED_READS + 1. The reduces a node owns (up to
@@ -357,7 +363,8 @@ def plan_buffers(targets:dict[UOp, str], is_realized) -> BufferPlan:
       roots[u.src[0]], why[u.src[0]] = u.arg[0], "copy_source"
     is_top = top.get(u, True)
     child_top = (u in roots or is_top) and u.op not in (Ops.EXPAND, Ops.REDUCE)
-    child_expanded = (1 if u in roots else expanded.get(u, 1)) * (max_size(u.shape) // max(1, max_size(u.src[0].shape)) if u.op is Ops.EXPAND else 1)
+    child_expanded = (1 if u in roots else expanded.get(u, 1)) * \
+      (max_size(u.shape) // max(1, max_size(u.src[0].shape)) if u.op is Ops.EXPAND and not _gather_index(ctx, u) else 1)
     child_dev = u.arg[0] if u.op is Ops.COPY else roots.get(u) or dev[u]
     child_home = u if u in roots else home.get(u)
     for s in u.src:

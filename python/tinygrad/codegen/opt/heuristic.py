@@ -48,7 +48,7 @@ from tinygrad.schedule.knobs import TILE_DOT_MIN_WORK, TILE_BUDGET_ROWS
 from tinygrad.schedule.knobs import MAX_UNPADDED_TAPS, MAX_TAPS, MAX_TAP_UNROLL, TAP_ROWS, TAP_IN_CHANNELS, UNROLL_MAX_LOADS, TILE_FAMILY_ROWS
 from tinygrad.schedule.knobs import TILE_FAMILY_CHAINED, GPU_GROUP_MAX_OUTPUTS, GPU_GROUP_MIN_REDUCE, GPU_GROUP, GPU_LOCAL_MAX, GPU_LOCALS
 from tinygrad.schedule.knobs import TC_UPCASTS, TC_LOCALS, UPCAST_MAX_BODY_OPS, DECODED_ROWS, CHANNEL_LANES, CHANNEL_J_LANES, CHANNEL_MIN_REDUCE
-from tinygrad.schedule.knobs import CHANNEL_WINDOW_RATIO
+from tinygrad.schedule.knobs import CHANNEL_WINDOW_RATIO, REDUCE_UNROLL
 
 def _within_budget(tile, ast:UOp, *args) -> UOp|None:
   """tile(ast, *args), or None where one of its opts is refused (apply_opt's limits: the code-size budget on a kernel with a long body)."""
@@ -69,9 +69,12 @@ def _thread(ast:UOp, threads:int, keep:UOp|None=None) -> UOp:
 def hand_coded_optimizations(ast:UOp, threads:int, upcast:bool=True, tile_rows:int=TILE_ROWS, tile_cols:int=0, chain:bool=False) -> UOp:
   """The heuristics above; `threads`: the most launches a THREAD range may have, `upcast`: whether the target has vector accesses,
   `tile_rows`, `tile_cols` (0: TILE_LANES) and `chain` (Opt CHAIN): a matmul's register tile (tile_family tries others)."""
-  # threading decides on the work before upcasting hides a factor of it. The scheduler's UNROLL lanes are not counted: THREAD_MIN_WORK
-  # was tuned when they were not ranges
-  threads = threads if prod(int(r.src[0].vmax) for r in ranges_of(ast, AxisType.LOOP, AxisType.REDUCE)) >= THREAD_MIN_WORK else 1
+  # threading decides on the work before upcasting hides a factor of it. THREAD_MIN_WORK was tuned when the scheduler's REDUCE_UNROLL
+  # lanes of a sum were not ranges: the UNROLL lanes past those count (a decoded weight's 32-element blocks: a 512 x 2048 quantized
+  # GEMV counted 32 times short ran on one core)
+  lanes = prod(int(r.src[0].vmax) for r in ranges_of(ast, AxisType.UNROLL))
+  work = prod(int(r.src[0].vmax) for r in ranges_of(ast, AxisType.LOOP, AxisType.REDUCE)) * max(1, lanes // REDUCE_UNROLL)
+  threads = threads if work >= THREAD_MIN_WORK else 1
   # channel_tile upcasts the output channels before the threads split their blocks (a split first could leave fewer than its lanes)
   if upcast and (tiled := _within_budget(channel_tile, ast, threads)) is not None: return tiled
   ast = _thread(ast, threads)
