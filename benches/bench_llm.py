@@ -178,7 +178,8 @@ def main(argv=None) -> None:
         continue
       r = subprocess.run(cmd[0], env=cmd[1], cwd=cmd[2], capture_output=True, text=True, timeout=args.timeout)
       if r.returncode != 0:
-        print(f"{side} {ggml_type} failed:\n{r.stderr[-3000:]}", file=sys.stderr)
+        # a negative code is the signal that killed it (llama.cpp's AMX build faults in a VM without AMX state, with no output)
+        print(f"{side} {ggml_type} failed (exit code {r.returncode}):\n{r.stderr[-3000:]}", file=sys.stderr)
         continue
       got = json.loads(r.stdout.strip().splitlines()[-1])
       for key in ("kernels", "prefill_kernels"):
