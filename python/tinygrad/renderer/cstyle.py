@@ -584,7 +584,9 @@ def _render_offset_access(ctx:_CWriter, x:UOp, buf:UOp, idx:UOp) -> str|None:
 
 def _step(idx:UOp, r:UOp) -> int|None:
   """How far idx moves when loop r steps by one: its coefficient of r where idx is r times a constant plus terms without r, else None
-  (r under a division, a product of two ranges, ...)."""
+  (r under a division, a product of two ranges, ...). Not codegen/opt/kernel.py's _strides: that evaluates an AST's index with its ranges
+  at 0, where a linear kernel's index also holds launch dims (core_id) and a difference at one point can't tell a division from a
+  multiple."""
   if idx is r: return 1
   if r not in idx.backward_slice: return 0
   if idx.op is Ops.CAST and dtypes.is_int(idx.dtype): return _step(idx.src[0], r)
